@@ -1,0 +1,82 @@
+use crate::object::ObjectRef;
+use crate::yaml::DocLocation;
+
+/// Every error names what it concerns: the input location (file, document index, line) and/or
+/// the object (`Kind namespace/name`), and for customizations the rule that refused it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{location}: invalid YAML: {message}")]
+    Yaml {
+        location: DocLocation,
+        message: String,
+    },
+
+    #[error("{location}{}: {message}", identity_suffix(.identity))]
+    InvalidObject {
+        location: DocLocation,
+        /// Whatever identity could be read (`Kind name`, or empty).
+        identity: String,
+        message: String,
+    },
+
+    #[error("{object}: cannot serialize to YAML: {message}")]
+    Serialize { object: String, message: String },
+
+    #[error("{source_name}: invalid clusterctl metadata: {message}")]
+    Metadata {
+        source_name: String,
+        message: String,
+    },
+
+    #[error("invalid provider: {message}")]
+    Provider { message: String },
+
+    #[error("duplicate object {object}: in {first} and in {second}")]
+    DuplicateObject {
+        object: ObjectRef,
+        first: DocLocation,
+        second: DocLocation,
+    },
+
+    /// A customization rule (ref §1.2) cannot be applied to an object.
+    #[error("{object} ({location}): rule \"{rule}\": {message}")]
+    Rule {
+        object: ObjectRef,
+        location: DocLocation,
+        rule: &'static str,
+        message: String,
+    },
+
+    /// A rule that concerns the input as a whole (no single object to blame).
+    #[error("rule \"{rule}\": {message}")]
+    InputRule { rule: &'static str, message: String },
+
+    #[error(
+        "transport ConfigMap for provider {provider} would be {size} bytes, over the ConfigMap limit of {limit} bytes{detail}"
+    )]
+    TooLarge {
+        provider: String,
+        size: usize,
+        limit: usize,
+        detail: String,
+    },
+
+    #[error("ConfigMap {configmap}: {message}")]
+    ConfigMap { configmap: String, message: String },
+
+    #[error("ConfigMap {configmap}, key {key}: {message}")]
+    ConfigMapKey {
+        configmap: String,
+        key: String,
+        message: String,
+    },
+}
+
+fn identity_suffix(identity: &str) -> String {
+    if identity.is_empty() {
+        String::new()
+    } else {
+        format!(" ({identity})")
+    }
+}

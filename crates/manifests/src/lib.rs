@@ -1,0 +1,31 @@
+//! Data model shared by the build-time generator (`manifests-gen`) and the run-time installer:
+//! multi-document YAML, object identity, provider identity, clusterctl metadata, the transport
+//! ConfigMap format, the OpenShift customizations of provider components, and a semantic
+//! comparison of object sets.
+//!
+//! Pure: no network, no Kubernetes client, no filesystem. Callers pass text or
+//! `serde_json::Value`s and get text or values back. Objects are `serde_json::Value` maps because
+//! the customizations touch a few well-known paths of arbitrary kinds (including CRD-defined
+//! ones); a typed model would have to round-trip every field it does not know.
+
+pub mod compare;
+pub mod customize;
+mod error;
+pub mod metadata;
+pub mod object;
+pub mod provider;
+pub mod transport;
+pub mod yaml;
+
+pub use error::Error;
+pub use metadata::{Metadata, ReleaseSeries};
+pub use object::ObjectRef;
+pub use provider::{Provider, ProviderType};
+pub use transport::TransportConfigMap;
+pub use yaml::{DocLocation, Document};
+
+/// The namespace every namespaced provider object is moved into, and where transport ConfigMaps
+/// live.
+pub const TARGET_NAMESPACE: &str = "openshift-cluster-api";
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

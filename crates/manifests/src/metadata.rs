@@ -1,0 +1,102 @@
+//! The clusterctl `Metadata` document (`metadata.yaml`). The transport ConfigMap carries the text
+//! verbatim; this type only validates it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+pub const METADATA_API_VERSION: &str = "clusterctl.cluster.x-k8s.io/v1alpha3";
+pub const METADATA_KIND: &str = "Metadata";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub release_series: Vec<ReleaseSeries>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseSeries {
+    pub major: u32,
+    pub minor: u32,
+    pub contract: String,
+}
+
+impl Metadata {
+    /// Parses and validates metadata text; `source` names it in errors.
+    pub fn parse(source: &str, text: &str) -> Result<Self, Error> {
+        let err = |message: String| Error::Metadata {
+            source_name: source.to_owned(),
+            message,
+        };
+        let md: Metadata = serde_saphyr::from_str(text).map_err(|e| err(e.to_string()))?;
+        if md.api_version != METADATA_API_VERSION || md.kind != METADATA_KIND {
+            return Err(err(format!(
+                "expected apiVersion {METADATA_API_VERSION} and kind {METADATA_KIND}, found {} {}",
+                md.api_version, md.kind
+            )));
+        }
+        if md.release_series.is_empty() {
+            return Err(err("releaseSeries is empty".to_owned()));
+        }
+        if let Some(rs) = md.release_series.iter().find(|rs| rs.contract.is_empty()) {
+            return Err(err(format!(
+                "release series {}.{} has an empty contract",
+                rs.major, rs.minor
+            )));
+        }
+        Ok(md)
+    }
+
+    /// The release series that covers `version` (same major and minor), if any.
+    pub fn series_for(&self, version: &semver::Version) -> Option<&ReleaseSeries> {
+        self.release_series
+            .iter()
+            .find(|rs| u64::from(rs.major) == version.major && u64::from(rs.minor) == version.minor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "# comment\napiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n  - major: 1\n    minor: 11\n    contract: v1beta2\n  - major: 1\n    minor: 10\n    contract: v1beta1\n";
+
+    #[test]
+    fn parses_release_series() {
+        let md = Metadata::parse("metadata.yaml", GOOD).unwrap();
+        assert_eq!(md.release_series.len(), 2);
+        assert_eq!(
+            md.series_for(&semver::Version::new(1, 10, 3))
+                .unwrap()
+                .contract,
+            "v1beta1"
+        );
+        assert!(md.series_for(&semver::Version::new(2, 0, 0)).is_none());
+    }
+
+    #[test]
+    fn rejects_wrong_documents() {
+        for (text, want) in [
+            ("apiVersion: v1\nkind: ConfigMap\n", "expected apiVersion"),
+            (
+                "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries: []\n",
+                "releaseSeries is empty",
+            ),
+            (
+                "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- {major: x, minor: 1, contract: v1}\n",
+                "",
+            ),
+            ("{{{", ""),
+        ] {
+            let err = Metadata::parse("md.yaml", text).unwrap_err().to_string();
+            assert!(
+                err.starts_with("md.yaml: invalid clusterctl metadata"),
+                "{err}"
+            );
+            assert!(err.contains(want), "{err}");
+        }
+    }
+}

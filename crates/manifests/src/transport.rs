@@ -1,0 +1,317 @@
+//! The transport ConfigMap (SPEC §2, ref §1.3): one per provider, carrying the provider's
+//! customized components and its clusterctl metadata from the provider repository to the
+//! cluster.
+
+use std::io::Read;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::{Map, Value, json};
+
+use crate::TARGET_NAMESPACE;
+use crate::error::Error;
+use crate::provider::{Provider, ProviderType};
+
+pub const LABEL_NAME: &str = "provider.cluster.x-k8s.io/name";
+pub const LABEL_TYPE: &str = "provider.cluster.x-k8s.io/type";
+pub const LABEL_VERSION: &str = "provider.cluster.x-k8s.io/version";
+/// Upstream cluster-api-operator marks gzip-compressed components with this annotation.
+pub const ANNOTATION_UPSTREAM_COMPRESSED: &str = "provider.cluster.x-k8s.io/compressed";
+
+pub const KEY_METADATA: &str = "metadata";
+pub const KEY_COMPONENTS: &str = "components";
+pub const KEY_COMPONENTS_ZSTD: &str = "components-zstd";
+
+/// Components longer than this are stored zstd-compressed (the reference threshold; it leaves
+/// about 98 kB under the ConfigMap limit for the metadata and the envelope).
+pub const PLAIN_COMPONENTS_LIMIT: usize = 950_000;
+/// The largest ConfigMap the API server (and CVO) accepts, serialized.
+pub const CONFIGMAP_SIZE_LIMIT: usize = 1_048_576;
+/// zstd level for `components-zstd`. Fixed so that output is byte-for-byte reproducible with a
+/// given libzstd (the `zstd` crate bundles one), and high because the ConfigMap is written once
+/// at build time and read rarely.
+pub const ZSTD_LEVEL: i32 = 19;
+/// Decompressed components larger than this are refused: real ones are 0.2–1.4 MB, and a
+/// reader in the cluster must not be made to allocate without bound.
+pub const MAX_DECOMPRESSED_SIZE: usize = 64 * 1024 * 1024;
+
+/// The release-profile annotations every transport ConfigMap (and several kinds of provider
+/// objects) carry, and the feature-set annotation.
+pub const OPENSHIFT_ANNOTATIONS: [(&str, &str); 3] = [
+    (
+        "exclude.release.openshift.io/internal-openshift-hosted",
+        "true",
+    ),
+    (
+        "include.release.openshift.io/self-managed-high-availability",
+        "true",
+    ),
+    ("include.release.openshift.io/single-node-developer", "true"),
+];
+pub const FEATURE_SET_ANNOTATION: (&str, &str) = (
+    "release.openshift.io/feature-set",
+    "CustomNoUpgrade,TechPreviewNoUpgrade",
+);
+
+/// How the components were (or are to be) stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `data.components`
+    Plain,
+    /// `binaryData.components-zstd`: one zstd frame.
+    Zstd,
+    /// `binaryData.components`: gzip, the upstream cluster-api-operator form (decode only).
+    Gzip,
+}
+
+/// The content of a transport ConfigMap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportConfigMap {
+    pub provider: Provider,
+    /// The clusterctl `metadata.yaml`, verbatim.
+    pub metadata: String,
+    /// Multi-document YAML of the customized components.
+    pub components: String,
+}
+
+/// A decoded ConfigMap: the content and how the components were stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    pub content: TransportConfigMap,
+    pub encoding: Encoding,
+}
+
+impl TransportConfigMap {
+    /// The encoding `encode` chooses for these components.
+    pub fn encoding(&self) -> Encoding {
+        if self.components.len() > PLAIN_COMPONENTS_LIMIT {
+            Encoding::Zstd
+        } else {
+            Encoding::Plain
+        }
+    }
+
+    /// Builds the ConfigMap object. Refuses (error naming the provider and the size) one whose
+    /// serialization would exceed 1 MiB: the reference wrote such files and left CVO to fail.
+    pub fn encode(&self) -> Result<Value, Error> {
+        Ok(self.encode_checked()?.0)
+    }
+
+    /// The ConfigMap as YAML (keys sorted, one trailing newline), size-checked.
+    pub fn to_yaml(&self) -> Result<String, Error> {
+        Ok(self.encode_checked()?.1)
+    }
+
+    fn encode_checked(&self) -> Result<(Value, String), Error> {
+        let p = &self.provider;
+        let mut annotations = Map::new();
+        for (k, v) in OPENSHIFT_ANNOTATIONS
+            .iter()
+            .chain([&FEATURE_SET_ANNOTATION])
+        {
+            annotations.insert((*k).to_owned(), Value::from(*v));
+        }
+        let mut cm = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": p.name,
+                "namespace": TARGET_NAMESPACE,
+                "labels": {
+                    LABEL_NAME: p.name,
+                    LABEL_TYPE: p.provider_type.label(),
+                    LABEL_VERSION: p.version,
+                },
+                "annotations": annotations,
+            },
+            "data": { KEY_METADATA: self.metadata },
+        });
+        let mut detail = String::new();
+        match self.encoding() {
+            Encoding::Zstd => {
+                let compressed =
+                    compress_zstd(self.components.as_bytes()).map_err(|e| Error::ConfigMapKey {
+                        configmap: self.configmap_name(),
+                        key: format!("binaryData.{KEY_COMPONENTS_ZSTD}"),
+                        message: format!("zstd compression failed: {e}"),
+                    })?;
+                detail = format!(
+                    " (components compressed with zstd from {} to {} bytes)",
+                    self.components.len(),
+                    compressed.len()
+                );
+                cm["binaryData"] = json!({ KEY_COMPONENTS_ZSTD: B64.encode(compressed) });
+            }
+            Encoding::Plain | Encoding::Gzip => {
+                cm["data"][KEY_COMPONENTS] = Value::from(self.components.as_str());
+            }
+        }
+        let yaml = crate::yaml::to_yaml(&self.configmap_name(), &cm)?;
+        if yaml.len() > CONFIGMAP_SIZE_LIMIT {
+            return Err(Error::TooLarge {
+                provider: p.name.clone(),
+                size: yaml.len(),
+                limit: CONFIGMAP_SIZE_LIMIT,
+                detail,
+            });
+        }
+        Ok((cm, yaml))
+    }
+
+    fn configmap_name(&self) -> String {
+        format!("ConfigMap {TARGET_NAMESPACE}/{}", self.provider.name)
+    }
+
+    /// Reads a transport ConfigMap as the installer gets it from the API server.
+    ///
+    /// Provider identity comes from the three labels. Components come from, in this order:
+    /// `binaryData.components-zstd`, `binaryData.components` (gzip, upstream form),
+    /// `data.components`. The compressed keys win over `data.components` because the
+    /// generator never writes both: when both exist, `data.components` is the leftover of an
+    /// older, uncompressed version of the ConfigMap that an update merged rather than replaced,
+    /// and the compressed key is the one the current generator wrote.
+    pub fn decode(cm: &Value) -> Result<Decoded, Error> {
+        let ns = cm
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let name = cm
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("<unnamed>");
+        let configmap = if ns.is_empty() {
+            format!("ConfigMap {name}")
+        } else {
+            format!("ConfigMap {ns}/{name}")
+        };
+        let cm_err = |message: String| Error::ConfigMap {
+            configmap: configmap.clone(),
+            message,
+        };
+        if cm.get("kind").and_then(Value::as_str) != Some("ConfigMap") {
+            return Err(cm_err("not a ConfigMap".to_owned()));
+        }
+        let label = |key: &str| {
+            cm.pointer("/metadata/labels")
+                .and_then(|l| l.get(key))
+                .and_then(Value::as_str)
+                .ok_or_else(|| cm_err(format!("label {key} is missing")))
+        };
+        let ptype = label(LABEL_TYPE)?;
+        let provider_type = ProviderType::from_label(ptype).ok_or_else(|| {
+            cm_err(format!(
+                "label {LABEL_TYPE} is {ptype:?}, expected core or infrastructure"
+            ))
+        })?;
+        let provider = Provider::new(label(LABEL_NAME)?, provider_type, label(LABEL_VERSION)?)
+            .map_err(|e| cm_err(e.to_string()))?;
+
+        let data_str = |key: &str| -> Result<Option<String>, Error> {
+            match cm.get("data").and_then(|d| d.get(key)) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(Error::ConfigMapKey {
+                    configmap: configmap.clone(),
+                    key: format!("data.{key}"),
+                    message: "not a string".to_owned(),
+                }),
+            }
+        };
+        let binary = |key: &str| -> Result<Option<Vec<u8>>, Error> {
+            let key_err = |message: String| Error::ConfigMapKey {
+                configmap: configmap.clone(),
+                key: format!("binaryData.{key}"),
+                message,
+            };
+            match cm.get("binaryData").and_then(|d| d.get(key)) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => {
+                    // The API server returns base64 without line breaks; files written by
+                    // hand may wrap it.
+                    let compact: String = s.split_ascii_whitespace().collect();
+                    B64.decode(compact)
+                        .map(Some)
+                        .map_err(|e| key_err(format!("invalid base64: {e}")))
+                }
+                Some(_) => Err(key_err("not a string".to_owned())),
+            }
+        };
+
+        let metadata = data_str(KEY_METADATA)?.ok_or_else(|| {
+            cm_err(format!(
+                "data.{KEY_METADATA} (clusterctl metadata) is missing"
+            ))
+        })?;
+
+        let to_text = |key: String, bytes: Vec<u8>| {
+            String::from_utf8(bytes).map_err(|e| Error::ConfigMapKey {
+                configmap: configmap.clone(),
+                key,
+                message: format!("decompressed components are not UTF-8: {e}"),
+            })
+        };
+        let (components, encoding) = if let Some(bytes) = binary(KEY_COMPONENTS_ZSTD)? {
+            let key = format!("binaryData.{KEY_COMPONENTS_ZSTD}");
+            let raw = decompress_zstd(&bytes).map_err(|message| Error::ConfigMapKey {
+                configmap: configmap.clone(),
+                key: key.clone(),
+                message,
+            })?;
+            (to_text(key, raw)?, Encoding::Zstd)
+        } else if let Some(bytes) = binary(KEY_COMPONENTS)? {
+            let key = format!("binaryData.{KEY_COMPONENTS}");
+            let raw = decompress_gzip(&bytes).map_err(|message| Error::ConfigMapKey {
+                configmap: configmap.clone(),
+                key: key.clone(),
+                message,
+            })?;
+            (to_text(key, raw)?, Encoding::Gzip)
+        } else if let Some(text) = data_str(KEY_COMPONENTS)? {
+            (text, Encoding::Plain)
+        } else {
+            return Err(cm_err(format!(
+                "no components: none of binaryData.{KEY_COMPONENTS_ZSTD}, binaryData.{KEY_COMPONENTS}, data.{KEY_COMPONENTS}"
+            )));
+        };
+        Ok(Decoded {
+            content: TransportConfigMap {
+                provider,
+                metadata,
+                components,
+            },
+            encoding,
+        })
+    }
+}
+
+/// One zstd frame with content size and checksum, at [`ZSTD_LEVEL`], single-threaded:
+/// the same input always gives the same bytes.
+pub fn compress_zstd(data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
+    c.include_checksum(true)?;
+    c.include_contentsize(true)?;
+    c.compress(data)
+}
+
+/// Decompresses one or more zstd frames, refusing output over [`MAX_DECOMPRESSED_SIZE`].
+pub fn decompress_zstd(data: &[u8]) -> Result<Vec<u8>, String> {
+    let decoder = zstd::stream::read::Decoder::new(data).map_err(|e| format!("zstd: {e}"))?;
+    read_limited(decoder).map_err(|e| format!("corrupt zstd data: {e}"))
+}
+
+pub fn decompress_gzip(data: &[u8]) -> Result<Vec<u8>, String> {
+    read_limited(flate2::read::GzDecoder::new(data)).map_err(|e| format!("corrupt gzip data: {e}"))
+}
+
+fn read_limited(r: impl Read) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let n = r
+        .take(MAX_DECOMPRESSED_SIZE as u64 + 1)
+        .read_to_end(&mut out)?;
+    if n > MAX_DECOMPRESSED_SIZE {
+        return Err(std::io::Error::other(format!(
+            "decompressed size exceeds {MAX_DECOMPRESSED_SIZE} bytes"
+        )));
+    }
+    Ok(out)
+}

@@ -1,0 +1,394 @@
+//! Multi-document YAML in and out.
+//!
+//! Parsing splits the stream on document markers itself, so every document keeps its position
+//! (index and first line) for error messages, then parses each document with `serde-saphyr`
+//! into a `serde_json::Value`.
+//!
+//! Serialization is deterministic: map keys sorted (explicitly, so that a `preserve_order`
+//! feature of `serde_json` switched on elsewhere in the build cannot change the output), block
+//! style, documents joined by a line `---`, exactly one trailing newline.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::object::ObjectRef;
+
+/// Where a document came from: the source name given by the caller (usually a file name), the
+/// 0-based index of the document among the non-empty documents of that source, and the 1-based
+/// line where it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocLocation {
+    pub source: Arc<str>,
+    pub index: usize,
+    pub line: usize,
+}
+
+impl DocLocation {
+    /// A location for objects that do not come from a parsed input (e.g. generated ones).
+    pub fn generated(what: &str) -> Self {
+        DocLocation {
+            source: Arc::from(what),
+            index: 0,
+            line: 0,
+        }
+    }
+}
+
+impl fmt::Display for DocLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.source)
+        } else {
+            write!(
+                f,
+                "{}: document {} (line {})",
+                self.source, self.index, self.line
+            )
+        }
+    }
+}
+
+/// One parsed, non-empty YAML document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    pub location: DocLocation,
+    pub value: Value,
+}
+
+/// A document that is a Kubernetes object: a map with `apiVersion`, `kind` and `metadata.name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Object {
+    pub location: DocLocation,
+    pub id: ObjectRef,
+    pub value: Value,
+}
+
+fn options() -> serde_saphyr::Options {
+    // Provider components are large (CRDs of a megabyte, deep schemas); the default budget is
+    // meant for configuration files. The input is a provider's own build output, so the budget
+    // only needs to stop pathological input, not ordinary CRDs.
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_depth: 512,
+            max_nodes: 50_000_000,
+            max_events: 100_000_000,
+            max_documents: 1_000_000,
+        },
+        with_snippet: false,
+    }
+}
+
+/// A document marker line: `---` alone or followed by whitespace (and then possibly content of
+/// the next document), or the document end marker `...`.
+fn marker(line: &str) -> Option<&str> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    if line == "..." {
+        return Some("");
+    }
+    let rest = line.strip_prefix("---")?;
+    if rest.is_empty() {
+        Some("")
+    } else if rest.starts_with([' ', '\t']) {
+        Some(rest.trim_start())
+    } else {
+        None
+    }
+}
+
+/// Splits `text` into documents and parses each; empty, whitespace-only and comment-only
+/// documents are skipped. `source` names the input in errors.
+pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, Error> {
+    let source: Arc<str> = Arc::from(source);
+    let mut out = Vec::new();
+    let mut chunk = String::new();
+    let mut chunk_line = 1usize;
+    let mut index = 0usize;
+    let flush = |chunk: &mut String,
+                 chunk_line: usize,
+                 index: &mut usize,
+                 out: &mut Vec<Document>|
+     -> Result<(), Error> {
+        if chunk.trim().is_empty() {
+            chunk.clear();
+            return Ok(());
+        }
+        let location = DocLocation {
+            source: source.clone(),
+            index: *index,
+            line: chunk_line,
+        };
+        let value: Value =
+            serde_saphyr::from_str_with_options(chunk, options()).map_err(|e| Error::Yaml {
+                location: location.clone(),
+                message: render_error(&e, chunk_line),
+            })?;
+        chunk.clear();
+        if value.is_null() {
+            return Ok(());
+        }
+        *index += 1;
+        out.push(Document { location, value });
+        Ok(())
+    };
+    for (lineno, line) in text.split_inclusive('\n').enumerate() {
+        if let Some(rest) = marker(line) {
+            flush(&mut chunk, chunk_line, &mut index, &mut out)?;
+            chunk_line = lineno + 2;
+            if !rest.is_empty() {
+                chunk_line = lineno + 1;
+                chunk.push_str(rest);
+                chunk.push('\n');
+            }
+        } else {
+            chunk.push_str(line);
+        }
+    }
+    flush(&mut chunk, chunk_line, &mut index, &mut out)?;
+    Ok(out)
+}
+
+fn render_error(e: &serde_saphyr::Error, chunk_line: usize) -> String {
+    let msg = e.to_string();
+    match e.location() {
+        Some(loc) if loc.line() > 0 => {
+            let abs = chunk_line as u64 + loc.line() - 1;
+            format!("{msg} (file line {abs})")
+        }
+        _ => msg,
+    }
+}
+
+/// Parses `text` and checks that every document is a Kubernetes object.
+pub fn parse_objects(source: &str, text: &str) -> Result<Vec<Object>, Error> {
+    parse_documents(source, text)?
+        .into_iter()
+        .map(Object::try_from)
+        .collect()
+}
+
+impl TryFrom<Document> for Object {
+    type Error = Error;
+
+    fn try_from(doc: Document) -> Result<Self, Error> {
+        let Document { location, value } = doc;
+        let Some(map) = value.as_object() else {
+            return Err(Error::InvalidObject {
+                location,
+                identity: String::new(),
+                message: format!("document is a {}, not a map", type_name(&value)),
+            });
+        };
+        let kind = map.get("kind").and_then(Value::as_str);
+        let name = map
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str);
+        let identity = match (kind, name) {
+            (Some(k), Some(n)) => format!("{k} {n}"),
+            (Some(k), None) => k.to_owned(),
+            (None, Some(n)) => format!("name {n}"),
+            (None, None) => String::new(),
+        };
+        let missing = if map.get("apiVersion").and_then(Value::as_str).is_none() {
+            Some("apiVersion")
+        } else if kind.is_none() {
+            Some("kind")
+        } else if name.is_none() {
+            Some("metadata.name")
+        } else {
+            None
+        };
+        if let Some(field) = missing {
+            return Err(Error::InvalidObject {
+                location,
+                identity,
+                message: format!("object has no string field {field}"),
+            });
+        }
+        let id = ObjectRef::from_object(&value).expect("checked above");
+        Ok(Object {
+            location,
+            id,
+            value,
+        })
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "map",
+    }
+}
+
+/// Serializes `value` with map keys in sorted order, whatever the `Map` implementation.
+struct Sorted<'a>(&'a Value);
+
+impl Serialize for Sorted<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let mut m = s.serialize_map(Some(keys.len()))?;
+                for k in keys {
+                    m.serialize_entry(k, &Sorted(&map[k]))?;
+                }
+                m.end()
+            }
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&Sorted(item))?;
+                }
+                seq.end()
+            }
+            other => other.serialize(s),
+        }
+    }
+}
+
+fn ser_options() -> serde_saphyr::SerializerOptions {
+    // Block scalars for multi-line strings keep the review copy and `data.components` readable;
+    // YAML-1.1 quoting (`yaml_12: false`) keeps strings like "yes"/"on" strings for Go readers
+    // (sigs.k8s.io/yaml follows YAML 1.1).
+    serde_saphyr::ser_options! {
+        indent_step: 2,
+        compact_list_indent: true,
+        prefer_block_scalars: true,
+        yaml_12: false,
+    }
+}
+
+/// One document, keys sorted, ending in exactly one newline. `what` names the value in errors.
+pub fn to_yaml(what: &str, value: &Value) -> Result<String, Error> {
+    let mut s =
+        serde_saphyr::to_string_with_options(&Sorted(value), ser_options()).map_err(|e| {
+            Error::Serialize {
+                object: what.to_owned(),
+                message: e.to_string(),
+            }
+        })?;
+    let trimmed = s.trim_end_matches('\n').len();
+    s.truncate(trimmed);
+    s.push('\n');
+    Ok(s)
+}
+
+/// Documents joined by a line `---`, exactly one trailing newline; empty input gives "".
+pub fn to_multi_yaml<'a>(values: impl IntoIterator<Item = &'a Value>) -> Result<String, Error> {
+    let mut out = String::new();
+    for (i, v) in values.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        let what =
+            ObjectRef::from_object(v).map_or_else(|| format!("document {i}"), |r| r.to_string());
+        out.push_str(&to_yaml(&what, v)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn splits_documents_and_skips_empty_ones() {
+        let text = "---\n# only a comment\n---\napiVersion: v1\nkind: A\nmetadata:\n  name: a\n---\n\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n...\n";
+        let docs = parse_documents("in.yaml", text).unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].location.index, 0);
+        assert_eq!(docs[0].location.line, 4);
+        assert_eq!(docs[0].value["kind"], "A");
+        assert_eq!(docs[1].location.index, 1);
+        assert_eq!(docs[1].location.line, 11);
+        assert_eq!(docs[1].value["metadata"]["name"], "b");
+    }
+
+    #[test]
+    fn indented_marker_inside_block_scalar_is_content() {
+        let text = "a: |\n  x\n  ---\n  y\n";
+        let docs = parse_documents("in.yaml", text).unwrap();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].value["a"], "x\n---\ny\n");
+    }
+
+    #[test]
+    fn invalid_yaml_names_source_index_and_line() {
+        let text =
+            "apiVersion: v1\nkind: A\nmetadata: {name: a}\n---\napiVersion: v1\nkind: [unclosed\n";
+        let err = parse_documents("comp.yaml", text).unwrap_err().to_string();
+        assert!(err.contains("comp.yaml: document 1 (line 5)"), "{err}");
+        assert!(err.contains("invalid YAML"), "{err}");
+    }
+
+    #[test]
+    fn object_checks_name_what_is_missing() {
+        let cases = [
+            ("- a\n- b\n", "document is a list, not a map", ""),
+            (
+                "kind: Service\nmetadata: {name: s}\n",
+                "no string field apiVersion",
+                "(Service s)",
+            ),
+            (
+                "apiVersion: v1\nmetadata: {name: s}\n",
+                "no string field kind",
+                "(name s)",
+            ),
+            (
+                "apiVersion: v1\nkind: Service\n",
+                "no string field metadata.name",
+                "(Service)",
+            ),
+        ];
+        for (text, want, identity) in cases {
+            let err = parse_objects("x.yaml", text).unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+            assert!(err.contains(identity), "{err}");
+            assert!(err.starts_with("x.yaml: document 0 (line 1)"), "{err}");
+        }
+    }
+
+    #[test]
+    fn serialization_is_sorted_block_style_and_round_trips_tricky_scalars() {
+        let v = json!({
+            "z": "true", "a": "1.0", "e": "", "n": "null", "y": "yes", "o": "0755",
+            "multi": "line one\nline two\n", "multi_no_nl": "a\n b", "x-kubernetes-preserve-unknown-fields": true,
+            "list": [1, 2.5, {"b": 1, "a": [] }], "empty": {}, "colon": "a: b", "hash": "# c", "star": "*x",
+            "lead": " space", "trail": "space ", "num": 12345678901234i64, "neg": -1, "tilde": "~",
+            "long": "word ".repeat(40),
+        });
+        let s = to_yaml("t", &v).unwrap();
+        assert!(s.ends_with('\n') && !s.ends_with("\n\n"), "{s}");
+        assert!(s.starts_with("a: "), "{s}");
+        let back: Value = serde_saphyr::from_str(&s).unwrap();
+        assert_eq!(back, v, "{s}");
+        let idx_a = s.find("\nb: 1").or_else(|| s.find("  b: 1"));
+        assert!(idx_a.is_some(), "{s}");
+    }
+
+    #[test]
+    fn multi_yaml_joins_with_marker_lines() {
+        let a = json!({"k": 1});
+        let b = json!({"k": 2});
+        let s = to_multi_yaml([&a, &b]).unwrap();
+        assert_eq!(s, "k: 1\n---\nk: 2\n");
+        let docs = parse_documents("s", &s).unwrap();
+        assert_eq!(
+            docs.iter().map(|d| d.value.clone()).collect::<Vec<_>>(),
+            vec![a, b]
+        );
+        assert_eq!(to_multi_yaml([]).unwrap(), "");
+    }
+}
