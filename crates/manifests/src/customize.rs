@@ -1,1 +1,745 @@
+//! The build-time processing of a provider's rendered components (ref §1.1–§1.2, SPEC §3):
+//! clusterctl-style namespace rewrite and labels, the per-kind OpenShift customizations, and the
+//! InfraCluster-protection ValidatingAdmissionPolicy.
+//!
+//! The pipeline is: check the input (identity, duplicates) → gather what rules need from the
+//! whole input (source namespaces, cert-manager Certificates, which Services back which
+//! webhooks, the InfraCluster CRD) → transform object by object in input order → append the
+//! protection policy and its binding. Every refusal names the object and the rule.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::{Map, Value, json};
+
+use crate::TARGET_NAMESPACE;
+use crate::error::Error;
+use crate::metadata::Metadata;
+use crate::object::{
+    ObjectRef, get_path, get_path_mut, get_str, is_cluster_scoped, metadata_map_mut, metadata_mut,
+};
+use crate::provider::{Provider, ProviderType};
+use crate::transport::{FEATURE_SET_ANNOTATION, OPENSHIFT_ANNOTATIONS, TransportConfigMap};
+use crate::yaml::{DocLocation, Object};
+
+pub const LABEL_CLUSTERCTL_PROVIDER: &str = "cluster.x-k8s.io/provider";
+pub const LABEL_CLUSTERCTL: &str = "clusterctl.cluster.x-k8s.io";
+pub const ANNOTATION_INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
+pub const ANNOTATION_INJECT_CABUNDLE: &str = "service.beta.openshift.io/inject-cabundle";
+pub const ANNOTATION_SERVING_CERT: &str = "service.beta.openshift.io/serving-cert-secret-name";
+pub const ANNOTATION_WORKLOAD: &str = "target.workload.openshift.io/management";
+pub const WORKLOAD_VALUE: &str = r#"{"effect": "PreferredDuringScheduling"}"#;
+pub const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
+pub const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org";
+pub const KUBE_RBAC_PROXY_IMAGE: &str = "registry.ci.openshift.org/openshift:kube-rbac-proxy";
+pub const PROTECTION_POLICY_PREFIX: &str = "openshift-cluster-api-protect-";
+
+const RULE_CERT: &str = "cert-manager → service-ca";
+const RULE_PROTECTION: &str = "InfraCluster protection";
+
+/// Provider-specific Deployment tweaks (ref §1.2), chosen by the name given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Generic,
+    /// Secret keys of the Azure credentials remapped to the lower-case keys CCO writes.
+    Azure,
+    /// `GOOGLE_APPLICATION_CREDENTIALS` points at the file CCO writes.
+    Gcp,
+    /// `--provider-id-fmt=v2`; the provider is published as `ibmcloud`.
+    PowerVs,
+}
+
+impl Flavor {
+    /// The flavor for a command-line provider name and the name the provider is published under
+    /// (clusterctl knows PowerVS as `ibmcloud`, ref §1.1 step 3).
+    pub fn for_cli_name(name: &str) -> (Flavor, &str) {
+        match name {
+            "azure" => (Flavor::Azure, name),
+            "gcp" => (Flavor::Gcp, name),
+            "powervs" => (Flavor::PowerVs, "ibmcloud"),
+            _ => (Flavor::Generic, name),
+        }
+    }
+}
+
+/// What the InfraCluster-protection policy protects: derived from a CRD of the input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedKind {
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+}
+
+impl ProtectedKind {
+    /// `openshift-cluster-api-protect-<lower-case kind>` (e.g. `...-protect-awscluster`).
+    pub fn policy_name(&self) -> String {
+        format!("{PROTECTION_POLICY_PREFIX}{}", self.kind.to_lowercase())
+    }
+}
+
+/// An input object that the kind allow-list removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    pub id: ObjectRef,
+    pub location: DocLocation,
+    pub reason: &'static str,
+}
+
+/// The customized objects, in input order, followed by the protection policy and binding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Customized {
+    pub objects: Vec<Value>,
+    pub dropped: Vec<Dropped>,
+    pub protected: ProtectedKind,
+}
+
+/// What to do with a kind: the allow-list of ref §1.2. Anything else is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Treatment {
+    /// ClusterRole, Role, ClusterRoleBinding, RoleBinding, ServiceAccount.
+    Rbac,
+    Webhook,
+    Crd,
+    Service,
+    Deployment,
+    /// ValidatingAdmissionPolicy(Binding), ConfigMap.
+    PassThrough,
+    Drop(&'static str),
+}
+
+fn treatment(id: &ObjectRef) -> Treatment {
+    match (id.group(), id.kind.as_str()) {
+        (
+            "rbac.authorization.k8s.io",
+            "ClusterRole" | "Role" | "ClusterRoleBinding" | "RoleBinding",
+        )
+        | ("", "ServiceAccount") => Treatment::Rbac,
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => Treatment::Webhook,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => Treatment::Crd,
+        ("", "Service") => Treatment::Service,
+        ("apps", "Deployment") => Treatment::Deployment,
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding",
+        )
+        | ("", "ConfigMap") => Treatment::PassThrough,
+        ("cert-manager.io", "Certificate" | "Issuer") => {
+            Treatment::Drop("cert-manager object: service-ca provides serving certificates")
+        }
+        ("", "Namespace") => {
+            Treatment::Drop("Namespace: the target namespace is created by the release payload")
+        }
+        ("", "Secret") => {
+            Treatment::Drop("Secret: credentials come from the Cloud Credential Operator")
+        }
+        _ => Treatment::Drop("kind is not in the allow-list of transport components"),
+    }
+}
+
+/// Applies the whole build-time processing to a provider's rendered components.
+pub fn customize(
+    provider: &Provider,
+    flavor: Flavor,
+    input: Vec<Object>,
+) -> Result<Customized, Error> {
+    check_duplicates(&input, |o| o.id.clone())?;
+
+    // clusterctl reads the provider's own namespace from its objects; subjects in other
+    // namespaces (e.g. kube-system) are references to foreign ServiceAccounts and stay.
+    let source_namespaces: BTreeSet<String> = input
+        .iter()
+        .filter_map(|o| {
+            if o.id.kind == "Namespace" && o.id.group().is_empty() {
+                Some(o.id.name.clone())
+            } else {
+                o.id.namespace.clone()
+            }
+        })
+        .collect();
+
+    let serving = serving_certs(&input)?;
+    let protected = protected_kind(provider, flavor, &input)?;
+
+    // The namespace rewrite can make two objects of different namespaces the same object.
+    let renamed = |o: &Object| {
+        let mut id = o.id.clone();
+        if !is_cluster_scoped(id.group(), &id.kind) {
+            id.namespace = Some(TARGET_NAMESPACE.to_owned());
+        }
+        id
+    };
+    check_duplicates(&input, renamed)?;
+
+    let mut objects = Vec::with_capacity(input.len() + 2);
+    let mut dropped = Vec::new();
+    let mut services_seen = BTreeSet::new();
+    for obj in input {
+        let t = treatment(&obj.id);
+        if let Treatment::Drop(reason) = t {
+            dropped.push(Dropped {
+                id: obj.id,
+                location: obj.location,
+                reason,
+            });
+            continue;
+        }
+        let Object {
+            location,
+            id,
+            mut value,
+        } = obj;
+        clusterctl_process(provider, &id, &source_namespaces, &mut value);
+        match t {
+            Treatment::Rbac => replace_annotations(&mut value),
+            Treatment::Webhook => {
+                swap_ca_injection(&mut value);
+            }
+            Treatment::Crd => {
+                swap_ca_injection(&mut value);
+                merge_openshift_annotations(&mut value);
+            }
+            Treatment::Service => {
+                merge_openshift_annotations(&mut value);
+                if let Some(secret) = serving.get(&id.name) {
+                    metadata_map_mut(&mut value, "annotations").insert(
+                        ANNOTATION_SERVING_CERT.to_owned(),
+                        Value::from(secret.as_str()),
+                    );
+                    services_seen.insert(id.name.clone());
+                }
+            }
+            Treatment::Deployment => customize_deployment(flavor, &id, &location, &mut value)?,
+            Treatment::PassThrough | Treatment::Drop(_) => {}
+        }
+        objects.push(value);
+    }
+
+    // A webhook served by a Service that is not part of the components would never get a
+    // certificate from service-ca; the reference wrote the annotation nowhere and moved on.
+    if let Some((svc, _)) = serving
+        .iter()
+        .find(|(svc, _)| !services_seen.contains(*svc))
+    {
+        return Err(Error::InputRule {
+            rule: RULE_CERT,
+            message: format!(
+                "Service {TARGET_NAMESPACE}/{svc} backs a cert-manager-injected webhook but is not part of the components"
+            ),
+        });
+    }
+
+    objects.extend(protection_objects(&protected));
+    Ok(Customized {
+        objects,
+        dropped,
+        protected,
+    })
+}
+
+fn check_duplicates(input: &[Object], key: impl Fn(&Object) -> ObjectRef) -> Result<(), Error> {
+    let mut seen: HashMap<ObjectRef, &DocLocation> = HashMap::with_capacity(input.len());
+    for o in input {
+        let k = key(o);
+        if let Some(first) = seen.get(&k) {
+            return Err(Error::DuplicateObject {
+                object: k,
+                first: (*first).clone(),
+                second: o.location.clone(),
+            });
+        }
+        seen.insert(k, &o.location);
+    }
+    Ok(())
+}
+
+/// Namespace rewrite, reference fix-ups and labels, as `clusterctl` does them (ref §1.1).
+fn clusterctl_process(
+    provider: &Provider,
+    id: &ObjectRef,
+    source_namespaces: &BTreeSet<String>,
+    value: &mut Value,
+) {
+    if !is_cluster_scoped(id.group(), &id.kind) {
+        metadata_mut(value).insert("namespace".to_owned(), Value::from(TARGET_NAMESPACE));
+    }
+    let labels = metadata_map_mut(value, "labels");
+    labels.insert(
+        LABEL_CLUSTERCTL_PROVIDER.to_owned(),
+        Value::from(provider.clusterctl_label()),
+    );
+    labels.insert(LABEL_CLUSTERCTL.to_owned(), Value::from(""));
+
+    match (id.group(), id.kind.as_str()) {
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            if let Some(subjects) = value.get_mut("subjects").and_then(Value::as_array_mut) {
+                for s in subjects {
+                    let is_sa = s.get("kind").and_then(Value::as_str) == Some("ServiceAccount");
+                    let ns = s.get("namespace").and_then(Value::as_str);
+                    if is_sa && ns.is_some_and(|ns| source_namespaces.contains(ns)) {
+                        s["namespace"] = Value::from(TARGET_NAMESPACE);
+                    }
+                }
+            }
+        }
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => {
+            for wh in webhooks_mut(value) {
+                if let Some(svc) =
+                    get_path_mut(wh, &["clientConfig", "service"]).and_then(Value::as_object_mut)
+                {
+                    svc.insert("namespace".to_owned(), Value::from(TARGET_NAMESPACE));
+                }
+            }
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            if let Some(svc) = get_path_mut(
+                value,
+                &["spec", "conversion", "webhook", "clientConfig", "service"],
+            )
+            .and_then(Value::as_object_mut)
+            {
+                svc.insert("namespace".to_owned(), Value::from(TARGET_NAMESPACE));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn webhooks_mut(value: &mut Value) -> impl Iterator<Item = &mut Value> {
+    value
+        .get_mut("webhooks")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+}
+
+fn webhooks(value: &Value) -> impl Iterator<Item = &Value> {
+    value
+        .get("webhooks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn openshift_annotations() -> impl Iterator<Item = (&'static str, &'static str)> {
+    OPENSHIFT_ANNOTATIONS
+        .into_iter()
+        .chain([FEATURE_SET_ANNOTATION])
+}
+
+/// RBAC objects and ServiceAccounts: upstream annotations (e.g. CAPA's IRSA role) are dropped.
+fn replace_annotations(value: &mut Value) {
+    let mut m = Map::new();
+    for (k, v) in openshift_annotations() {
+        m.insert(k.to_owned(), Value::from(v));
+    }
+    metadata_mut(value).insert("annotations".to_owned(), Value::Object(m));
+}
+
+fn merge_openshift_annotations(value: &mut Value) {
+    let a = metadata_map_mut(value, "annotations");
+    for (k, v) in openshift_annotations() {
+        a.insert(k.to_owned(), Value::from(v));
+    }
+}
+
+/// `cert-manager.io/inject-ca-from` → `service.beta.openshift.io/inject-cabundle: "true"`.
+fn swap_ca_injection(value: &mut Value) {
+    let a = metadata_map_mut(value, "annotations");
+    if a.remove(ANNOTATION_INJECT_CA_FROM).is_some() {
+        a.insert(ANNOTATION_INJECT_CABUNDLE.to_owned(), Value::from("true"));
+    }
+}
+
+/// Service name → serving-cert secret name, from the Certificates that webhook configurations
+/// and CRDs name in `cert-manager.io/inject-ca-from`.
+fn serving_certs(input: &[Object]) -> Result<BTreeMap<String, String>, Error> {
+    let certs: HashMap<&str, (&Object, Option<&str>)> = input
+        .iter()
+        .filter(|o| o.id.group() == "cert-manager.io" && o.id.kind == "Certificate")
+        .map(|o| {
+            (
+                o.id.name.as_str(),
+                (o, get_str(&o.value, &["spec", "secretName"])),
+            )
+        })
+        .collect();
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut owner: BTreeMap<String, &ObjectRef> = BTreeMap::new();
+    for o in input {
+        let t = treatment(&o.id);
+        if !matches!(t, Treatment::Webhook | Treatment::Crd) {
+            continue;
+        }
+        let rule_err = |message: String| Error::Rule {
+            object: o.id.clone(),
+            location: o.location.clone(),
+            rule: RULE_CERT,
+            message,
+        };
+        let inject = get_str(
+            &o.value,
+            &["metadata", "annotations", ANNOTATION_INJECT_CA_FROM],
+        );
+        let services: Vec<&str> = if t == Treatment::Webhook {
+            webhooks(&o.value)
+                .filter(|wh| get_path(wh, &["clientConfig", "caBundle"]).is_none())
+                .filter_map(|wh| get_str(wh, &["clientConfig", "service", "name"]))
+                .collect()
+        } else {
+            // A CRD whose conversion has no webhook (strategy None) has no service; the
+            // reference dereferenced the missing webhook and crashed (ref §6.5).
+            get_str(
+                &o.value,
+                &[
+                    "spec",
+                    "conversion",
+                    "webhook",
+                    "clientConfig",
+                    "service",
+                    "name",
+                ],
+            )
+            .filter(|_| {
+                get_path(
+                    &o.value,
+                    &["spec", "conversion", "webhook", "clientConfig", "caBundle"],
+                )
+                .is_none()
+            })
+            .into_iter()
+            .collect()
+        };
+        let Some(inject) = inject else {
+            if t == Treatment::Webhook
+                && let Some(svc) = services.first()
+            {
+                return Err(rule_err(format!(
+                    "webhooks call Service {svc} but the configuration has no {ANNOTATION_INJECT_CA_FROM} annotation (and no caBundle): nothing would issue its serving certificate or inject its CA"
+                )));
+            }
+            continue;
+        };
+        let cert_name = inject.rsplit('/').next().unwrap_or(inject);
+        let Some((cert, secret)) = certs.get(cert_name) else {
+            return Err(rule_err(format!(
+                "{ANNOTATION_INJECT_CA_FROM} names Certificate {inject:?}, which is not among the components"
+            )));
+        };
+        let secret = secret.filter(|s| !s.is_empty()).ok_or_else(|| {
+            rule_err(format!(
+                "{} has no spec.secretName, so the serving-cert secret of its Service is unknown",
+                cert.id
+            ))
+        })?;
+        // Only `webhooks[0]` in the reference; every webhook's Service here, since a second
+        // Service without a certificate would serve nothing.
+        for svc in services {
+            if let Some(prev) = out.get(svc)
+                && prev != secret
+            {
+                return Err(rule_err(format!(
+                    "Service {svc} would need two serving-cert secrets: {prev} (from {}) and {secret}",
+                    owner[svc]
+                )));
+            }
+            out.insert(svc.to_owned(), secret.to_owned());
+            owner.entry(svc.to_owned()).or_insert(&o.id);
+        }
+    }
+    Ok(out)
+}
+
+fn customize_deployment(
+    flavor: Flavor,
+    id: &ObjectRef,
+    location: &DocLocation,
+    value: &mut Value,
+) -> Result<(), Error> {
+    let Some(pod) = get_path_mut(value, &["spec", "template"]).filter(|t| t.is_object()) else {
+        return Err(Error::Rule {
+            object: id.clone(),
+            location: location.clone(),
+            rule: "Deployment hardening",
+            message: "Deployment has no spec.template".to_owned(),
+        });
+    };
+    {
+        let tmpl = pod.as_object_mut().expect("checked");
+        let md = tmpl
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !md.is_object() {
+            *md = Value::Object(Map::new());
+        }
+        let ann = md
+            .as_object_mut()
+            .expect("map")
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !ann.is_object() {
+            *ann = Value::Object(Map::new());
+        }
+        ann.as_object_mut()
+            .expect("map")
+            .insert(ANNOTATION_WORKLOAD.to_owned(), Value::from(WORKLOAD_VALUE));
+    }
+    let spec = pod
+        .as_object_mut()
+        .expect("checked")
+        .entry("spec")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !spec.is_object() {
+        *spec = Value::Object(Map::new());
+    }
+    spec["priorityClassName"] = Value::from("system-cluster-critical");
+    if let Some(containers) = spec.get_mut("containers").and_then(Value::as_array_mut) {
+        for c in containers.iter_mut().filter(|c| c.is_object()) {
+            // Provider tweaks first, as in the reference.
+            apply_flavor(flavor, c);
+            c["resources"] = json!({"requests": {"cpu": "10m", "memory": "50Mi"}});
+            c["terminationMessagePolicy"] = Value::from("FallbackToLogsOnError");
+            if c.get("name").and_then(Value::as_str) == Some("kube-rbac-proxy") {
+                c["image"] = Value::from(KUBE_RBAC_PROXY_IMAGE);
+            }
+            // The release tooling substitutes the placeholder with the payload image; an upstream
+            // image left in place would be pulled from the internet.
+            let keep = c
+                .get("image")
+                .and_then(Value::as_str)
+                .is_some_and(|i| i.starts_with(RELEASE_IMAGE_PREFIX));
+            if !keep {
+                c["image"] = Value::from(IMAGE_PLACEHOLDER);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn apply_flavor(flavor: Flavor, container: &mut Value) {
+    match flavor {
+        Flavor::Generic => {}
+        Flavor::Azure => {
+            const KEYS: [&str; 4] = [
+                "AZURE_SUBSCRIPTION_ID",
+                "AZURE_TENANT_ID",
+                "AZURE_CLIENT_ID",
+                "AZURE_CLIENT_SECRET",
+            ];
+            for env in container
+                .get_mut("env")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(key) = get_path_mut(env, &["valueFrom", "secretKeyRef", "key"])
+                    && let Some(k) = key.as_str()
+                    && KEYS.contains(&k)
+                {
+                    *key = Value::from(k.to_lowercase());
+                }
+            }
+        }
+        Flavor::Gcp => {
+            for env in container
+                .get_mut("env")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if env.get("name").and_then(Value::as_str) == Some("GOOGLE_APPLICATION_CREDENTIALS")
+                {
+                    env["value"] = Value::from("/home/.gcp/service_account.json");
+                }
+            }
+        }
+        Flavor::PowerVs => {
+            for arg in container
+                .get_mut("args")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if arg.as_str() == Some("--provider-id-fmt=${PROVIDER_ID_FORMAT:=v1}") {
+                    *arg = Value::from("--provider-id-fmt=v2");
+                }
+            }
+        }
+    }
+}
+
+/// The kind whose deletion the protection policy blocks, read from the input's CRDs (SPEC §3):
+/// core protects `clusters.cluster.x-k8s.io`; an infrastructure provider its InfraCluster, the
+/// CRD of group `infrastructure.cluster.x-k8s.io` whose kind is `<name>cluster` (or, for
+/// providers whose kinds carry a prefix such as PowerVS's `IBMPowerVSCluster`, the one kind
+/// ending so). The reference built the name from the provider name and so protected nothing for
+/// core and PowerVS (ref §6.11).
+pub fn protected_kind(
+    provider: &Provider,
+    flavor: Flavor,
+    input: &[Object],
+) -> Result<ProtectedKind, Error> {
+    let crds: Vec<ProtectedKind> = input
+        .iter()
+        .filter(|o| treatment(&o.id) == Treatment::Crd)
+        .filter_map(|o| {
+            Some(ProtectedKind {
+                group: get_str(&o.value, &["spec", "group"])?.to_owned(),
+                kind: get_str(&o.value, &["spec", "names", "kind"])?.to_owned(),
+                plural: get_str(&o.value, &["spec", "names", "plural"])?.to_owned(),
+            })
+        })
+        .collect();
+    let found: Vec<&ProtectedKind> = match provider.provider_type {
+        ProviderType::Core => crds
+            .iter()
+            .filter(|c| c.group == "cluster.x-k8s.io" && c.plural == "clusters")
+            .collect(),
+        ProviderType::Infrastructure => {
+            let base = match flavor {
+                Flavor::PowerVs => "powervs",
+                _ => provider.name.as_str(),
+            };
+            let want = format!("{base}cluster");
+            let infra: Vec<&ProtectedKind> = crds
+                .iter()
+                .filter(|c| c.group == "infrastructure.cluster.x-k8s.io")
+                .collect();
+            let exact: Vec<&ProtectedKind> = infra
+                .iter()
+                .copied()
+                .filter(|c| c.kind.to_lowercase() == want)
+                .collect();
+            if exact.is_empty() {
+                infra
+                    .into_iter()
+                    .filter(|c| c.kind.to_lowercase().ends_with(&want))
+                    .collect()
+            } else {
+                exact
+            }
+        }
+    };
+    match found.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(Error::InputRule {
+            rule: RULE_PROTECTION,
+            message: match provider.provider_type {
+                ProviderType::Core => {
+                    "no CRD clusters.cluster.x-k8s.io among the core components".to_owned()
+                }
+                ProviderType::Infrastructure => format!(
+                    "no CRD of group infrastructure.cluster.x-k8s.io with a kind named like {}Cluster among the components of provider {}",
+                    provider.name, provider.name
+                ),
+            },
+        }),
+        many => Err(Error::InputRule {
+            rule: RULE_PROTECTION,
+            message: format!(
+                "several CRDs could be the InfraCluster of provider {}: {}",
+                provider.name,
+                many.iter()
+                    .map(|c| c.kind.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
+}
+
+/// The InfraCluster-protection policy and binding: deleting the object named after the
+/// cluster's `infrastructureName` is denied. No labels: like the reference, they are added
+/// after the clusterctl processing.
+pub fn protection_objects(p: &ProtectedKind) -> [Value; 2] {
+    let name = p.policy_name();
+    [
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [p.group],
+                    "apiVersions": ["*"],
+                    "operations": ["DELETE"],
+                    "resources": [p.plural],
+                }]},
+                "paramKind": {"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure"},
+                "validations": [{
+                    "expression": "!(oldObject.metadata.name == params.status.infrastructureName)",
+                    "message": "InfraCluster resources with metadata.name corresponding to the cluster infrastructureName cannot be deleted.",
+                }],
+            },
+        }),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {
+                "matchResources": {"namespaceSelector": {"matchLabels": {
+                    "kubernetes.io/metadata.name": TARGET_NAMESPACE,
+                }}},
+                "paramRef": {"name": "cluster", "parameterNotFoundAction": "Deny"},
+                "policyName": name,
+                "validationActions": ["Deny"],
+            },
+        }),
+    ]
+}
+
+/// Everything `manifests-gen` produces for one provider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generated {
+    pub provider: Provider,
+    /// The transport ConfigMap, serialized and size-checked.
+    pub configmap_yaml: String,
+    /// The uncompressed, customized components (the review copy).
+    pub components_yaml: String,
+    pub dropped: Vec<Dropped>,
+    pub protected: ProtectedKind,
+}
+
+impl Generated {
+    /// `0000_30_cluster-api_04_cm.<core|infrastructure>-<name>.yaml`
+    pub fn configmap_file_name(&self) -> String {
+        format!(
+            "0000_30_cluster-api_04_cm.{}.yaml",
+            self.provider.file_stem()
+        )
+    }
+}
+
+/// Parses, checks and customizes rendered components and wraps them with the metadata into a
+/// transport ConfigMap. `*_source` name the inputs in errors.
+pub fn generate(
+    provider: &Provider,
+    flavor: Flavor,
+    components_source: &str,
+    components: &str,
+    metadata_source: &str,
+    metadata: &str,
+) -> Result<Generated, Error> {
+    Metadata::parse(metadata_source, metadata)?;
+    let objects = crate::yaml::parse_objects(components_source, components)?;
+    let customized = customize(provider, flavor, objects)?;
+    let components_yaml = crate::yaml::to_multi_yaml(&customized.objects)?;
+    let configmap_yaml = TransportConfigMap {
+        provider: provider.clone(),
+        metadata: metadata.to_owned(),
+        components: components_yaml.clone(),
+    }
+    .to_yaml()?;
+    Ok(Generated {
+        provider: provider.clone(),
+        configmap_yaml,
+        components_yaml,
+        dropped: customized.dropped,
+        protected: customized.protected,
+    })
+}
