@@ -257,13 +257,16 @@ impl Serialize for Sorted<'_> {
 }
 
 fn ser_options() -> serde_saphyr::SerializerOptions {
-    // Block scalars for multi-line strings keep the review copy and `data.components` readable;
-    // YAML-1.1 quoting (`yaml_12: false`) keeps strings like "yes"/"on" strings for Go readers
-    // (sigs.k8s.io/yaml follows YAML 1.1).
+    // Literal block scalars for multi-line strings keep the review copy and `data.components`
+    // readable. Long single-line strings stay on one line (no folding at any width), as
+    // sigs.k8s.io/yaml writes a base64 payload or a CRD description: folding would buy nothing
+    // and make the output depend on a wrap column. YAML-1.1 quoting (`yaml_12: false`) keeps
+    // strings like "yes"/"on" strings for Go readers (sigs.k8s.io/yaml follows YAML 1.1).
     serde_saphyr::ser_options! {
         indent_step: 2,
         compact_list_indent: true,
         prefer_block_scalars: true,
+        folded_wrap_chars: usize::MAX,
         yaml_12: false,
     }
 }
@@ -367,15 +370,22 @@ mod tests {
             "multi": "line one\nline two\n", "multi_no_nl": "a\n b", "x-kubernetes-preserve-unknown-fields": true,
             "list": [1, 2.5, {"b": 1, "a": [] }], "empty": {}, "colon": "a: b", "hash": "# c", "star": "*x",
             "lead": " space", "trail": "space ", "num": 12345678901234i64, "neg": -1, "tilde": "~",
-            "long": "word ".repeat(40),
+            "long": format!("{}end", "word ".repeat(40)),
         });
         let s = to_yaml("t", &v).unwrap();
         assert!(s.ends_with('\n') && !s.ends_with("\n\n"), "{s}");
         assert!(s.starts_with("a: "), "{s}");
         let back: Value = serde_saphyr::from_str(&s).unwrap();
         assert_eq!(back, v, "{s}");
-        let idx_a = s.find("\nb: 1").or_else(|| s.find("  b: 1"));
-        assert!(idx_a.is_some(), "{s}");
+        assert!(
+            s.contains("\nlong: word word"),
+            "long strings are not folded: {s}"
+        );
+        assert!(
+            s.contains("\nmulti: |\n  line one\n  line two\n"),
+            "literal block: {s}"
+        );
+        assert!(s.contains("\nz: \"true\"\n"), "{s}");
     }
 
     #[test]
