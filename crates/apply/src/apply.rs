@@ -1,0 +1,422 @@
+//! Server-side apply with ownership safety and zero writes in steady state.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+
+use crate::drift::{self, desired_hash, normalize, projection_hash};
+use crate::key::ObjectKey;
+use crate::plan::{PlannedObject, PlannedPhase};
+
+/// Default annotation carrying the hash of the desired object.
+pub const DEFAULT_HASH_ANNOTATION: &str = "capi-installer.openshift.io/desired-hash";
+/// Default annotation with which an administrator allows adoption of an existing object.
+pub const DEFAULT_ADOPT_ANNOTATION: &str = "capi-installer.openshift.io/adopt";
+
+/// Who may be taken over. See the crate docs, "Ownership".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnershipPolicy {
+    /// Label stamped on every object we apply; its presence (with this value) means "ours".
+    pub label_key: String,
+    pub label_value: String,
+    /// Field managers whose objects we may adopt (e.g. `cluster-version-operator`, `kubectl`).
+    pub adoptable_managers: BTreeSet<String>,
+    /// An annotation with value `"true"` on an existing object allows adopting it regardless of managers.
+    pub adopt_annotation: String,
+}
+
+impl OwnershipPolicy {
+    pub fn new(label_key: impl Into<String>, label_value: impl Into<String>) -> Self {
+        OwnershipPolicy {
+            label_key: label_key.into(),
+            label_value: label_value.into(),
+            adoptable_managers: BTreeSet::new(),
+            adopt_annotation: DEFAULT_ADOPT_ANNOTATION.to_owned(),
+        }
+    }
+
+    pub fn adoptable<I, S>(mut self, managers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.adoptable_managers
+            .extend(managers.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn adopt_annotation(mut self, key: impl Into<String>) -> Self {
+        self.adopt_annotation = key.into();
+        self
+    }
+
+    /// `key=value`, for list/watch label selectors.
+    pub fn selector(&self) -> String {
+        format!("{}={}", self.label_key, self.label_value)
+    }
+
+    /// Whether `obj` carries our ownership label.
+    pub fn owns(&self, obj: &DynamicObject) -> bool {
+        obj.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(&self.label_key))
+            .is_some_and(|v| *v == self.label_value)
+    }
+
+    /// The decision for an existing object that we are about to apply. `our_manager` (the applier's
+    /// own field manager) always counts as adoptable: it only appears on objects we wrote before.
+    pub fn check(&self, live: &DynamicObject, our_manager: &str) -> Ownership {
+        if self.owns(live) {
+            return Ownership::Owned;
+        }
+        let annotated = live
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(&self.adopt_annotation))
+            .is_some_and(|v| v == "true");
+        let managers = field_managers(live);
+        let foreign: Vec<String> = managers
+            .iter()
+            .filter(|m| *m != our_manager && !self.adoptable_managers.contains(*m))
+            .cloned()
+            .collect();
+        // An object without any managedFields tells us nothing about its owner: not adoptable by the
+        // manager rule, only by the explicit annotation.
+        if annotated || (!managers.is_empty() && foreign.is_empty()) {
+            Ownership::Adoptable
+        } else {
+            Ownership::Foreign { managers }
+        }
+    }
+}
+
+/// Outcome of [`OwnershipPolicy::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ownership {
+    Owned,
+    Adoptable,
+    Foreign { managers: Vec<String> },
+}
+
+/// Distinct field managers in `managedFields`, sorted.
+pub fn field_managers(obj: &DynamicObject) -> Vec<String> {
+    let set: BTreeSet<String> = obj
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    set.into_iter().collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyAction {
+    Created,
+    Configured,
+    Unchanged,
+    Adopted,
+}
+
+#[derive(Debug, Clone)]
+pub struct ApplyOutcome {
+    pub key: ObjectKey,
+    pub action: ApplyAction,
+    /// The live object after the step (the cached one when unchanged).
+    pub object: DynamicObject,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(
+        "{key} exists and is not ours: managed by [{}] without label and without adopt annotation; not touching it",
+        .managers.join(", ")
+    )]
+    Conflict {
+        key: ObjectKey,
+        managers: Vec<String>,
+    },
+    #[error("{key} is being deleted; apply again once it is gone")]
+    Terminating { key: ObjectKey },
+    #[error("apply {key}: {source}")]
+    Api {
+        key: ObjectKey,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("apply {key}: cannot serialize: {source}")]
+    Serialize {
+        key: ObjectKey,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl ApplyError {
+    pub fn key(&self) -> &ObjectKey {
+        match self {
+            ApplyError::Conflict { key, .. }
+            | ApplyError::Terminating { key }
+            | ApplyError::Api { key, .. }
+            | ApplyError::Serialize { key, .. } => key,
+        }
+    }
+}
+
+/// What we remember about our last apply of an object.
+#[derive(Debug, Clone)]
+struct Applied {
+    hash: String,
+    resource_version: Option<String>,
+    projection: String,
+}
+
+/// The result of applying a phase: what happened to each object, and what failed.
+#[derive(Debug, Default)]
+pub struct PhaseOutcome {
+    pub outcomes: Vec<ApplyOutcome>,
+    pub errors: Vec<ApplyError>,
+}
+
+/// Applies planned objects with server-side apply (force, as `field_manager`).
+///
+/// Steady state costs no request: an object is skipped when the desired-hash annotation and the
+/// subset test say nothing changed ([`drift::needs_apply`]), or when the live object still has the
+/// resourceVersion, or the same projection onto our fields, that our own last apply left (this absorbs
+/// the API server's normalization, which would otherwise make the subset test fail forever).
+pub struct Applier {
+    client: Client,
+    field_manager: String,
+    ownership: OwnershipPolicy,
+    hash_annotation: String,
+    applied: Mutex<HashMap<ObjectKey, Applied>>,
+}
+
+impl Applier {
+    pub fn new(
+        client: Client,
+        field_manager: impl Into<String>,
+        ownership: OwnershipPolicy,
+    ) -> Self {
+        Applier {
+            client,
+            field_manager: field_manager.into(),
+            ownership,
+            hash_annotation: DEFAULT_HASH_ANNOTATION.to_owned(),
+            applied: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn with_hash_annotation(mut self, key: impl Into<String>) -> Self {
+        self.hash_annotation = key.into();
+        self
+    }
+
+    pub fn field_manager(&self) -> &str {
+        &self.field_manager
+    }
+
+    pub fn ownership(&self) -> &OwnershipPolicy {
+        &self.ownership
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The object exactly as it will be sent: normalized, ownership label and desired-hash set.
+    pub fn desired(&self, planned: &PlannedObject) -> DynamicObject {
+        stamp(&planned.object, &self.ownership, &self.hash_annotation)
+    }
+
+    /// Whether `apply` would write (pure apart from the in-memory record).
+    pub fn needs_apply(&self, planned: &PlannedObject, live: Option<&DynamicObject>) -> bool {
+        let desired = self.desired(planned);
+        self.needs_apply_stamped(&planned.key, &desired, live)
+    }
+
+    fn needs_apply_stamped(
+        &self,
+        key: &ObjectKey,
+        desired: &DynamicObject,
+        live: Option<&DynamicObject>,
+    ) -> bool {
+        let Some(live) = live else { return true };
+        if !drift::needs_apply(desired, Some(live), &self.hash_annotation) {
+            return false;
+        }
+        let hash = desired_hash(desired, &self.hash_annotation);
+        let applied = self.applied.lock().expect("applied record poisoned");
+        match applied.get(key) {
+            Some(rec) if rec.hash == hash && self.ownership.owns(live) => {
+                let same_version = rec.resource_version.is_some()
+                    && rec.resource_version == live.metadata.resource_version;
+                !(same_version || rec.projection == projection_hash(desired, live))
+            }
+            _ => true,
+        }
+    }
+
+    /// Applies one object. `live` is the cached live object, if the caller has one; `None` makes the
+    /// applier GET it (a cache filtered by our label cannot see objects that are not ours yet, and an
+    /// apply must never take one over blindly).
+    pub async fn apply(
+        &self,
+        planned: &PlannedObject,
+        live: Option<&DynamicObject>,
+    ) -> Result<ApplyOutcome, ApplyError> {
+        let key = &planned.key;
+        let api = api_for(&self.client, &planned.resource, key);
+        let desired = self.desired(planned);
+
+        if let Some(live) = live
+            && !self.needs_apply_stamped(key, &desired, Some(live))
+        {
+            return Ok(ApplyOutcome {
+                key: key.clone(),
+                action: ApplyAction::Unchanged,
+                object: live.clone(),
+            });
+        }
+
+        let fetched;
+        let live = match live {
+            Some(l) => Some(l),
+            None => {
+                fetched = api
+                    .get_opt(&key.name)
+                    .await
+                    .map_err(|source| ApplyError::Api {
+                        key: key.clone(),
+                        source,
+                    })?;
+                fetched.as_ref()
+            }
+        };
+
+        let action = match live {
+            None => ApplyAction::Created,
+            Some(live) => {
+                if live.metadata.deletion_timestamp.is_some() {
+                    return Err(ApplyError::Terminating { key: key.clone() });
+                }
+                match self.ownership.check(live, &self.field_manager) {
+                    Ownership::Foreign { managers } => {
+                        return Err(ApplyError::Conflict {
+                            key: key.clone(),
+                            managers,
+                        });
+                    }
+                    Ownership::Adoptable => ApplyAction::Adopted,
+                    Ownership::Owned => {
+                        if !self.needs_apply_stamped(key, &desired, Some(live)) {
+                            return Ok(ApplyOutcome {
+                                key: key.clone(),
+                                action: ApplyAction::Unchanged,
+                                object: live.clone(),
+                            });
+                        }
+                        ApplyAction::Configured
+                    }
+                }
+            }
+        };
+
+        let body = serde_json::to_value(&desired).map_err(|source| ApplyError::Serialize {
+            key: key.clone(),
+            source,
+        })?;
+        let params = PatchParams::apply(&self.field_manager).force();
+        let after = api
+            .patch(&key.name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|source| ApplyError::Api {
+                key: key.clone(),
+                source,
+            })?;
+        self.applied
+            .lock()
+            .expect("applied record poisoned")
+            .insert(
+                key.clone(),
+                Applied {
+                    hash: desired_hash(&desired, &self.hash_annotation),
+                    resource_version: after.metadata.resource_version.clone(),
+                    projection: projection_hash(&desired, &after),
+                },
+            );
+        tracing::debug!(object = %key, ?action, "applied");
+        Ok(ApplyOutcome {
+            key: key.clone(),
+            action,
+            object: after,
+        })
+    }
+
+    /// Applies every object of a phase in order, continuing past failures (each failure names its
+    /// object). `live` looks objects up in the caller's cache.
+    pub async fn apply_phase<F, L>(&self, phase: &PlannedPhase, live: F) -> PhaseOutcome
+    where
+        F: Fn(&ObjectKey) -> Option<L>,
+        L: std::ops::Deref<Target = DynamicObject>,
+    {
+        let mut out = PhaseOutcome::default();
+        for planned in &phase.objects {
+            let cached = live(&planned.key);
+            match self.apply(planned, cached.as_deref()).await {
+                Ok(o) => out.outcomes.push(o),
+                Err(e) => out.errors.push(e),
+            }
+        }
+        out
+    }
+
+    /// Forgets what we remember about an object (e.g. after it was pruned).
+    pub fn forget(&self, key: &ObjectKey) {
+        self.applied
+            .lock()
+            .expect("applied record poisoned")
+            .remove(key);
+    }
+}
+
+/// `obj` normalized (see [`drift::normalize`]) with the ownership label and desired-hash annotation set.
+pub fn stamp(
+    obj: &DynamicObject,
+    ownership: &OwnershipPolicy,
+    hash_annotation: &str,
+) -> DynamicObject {
+    let mut with_label = obj.clone();
+    with_label
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(ownership.label_key.clone(), ownership.label_value.clone());
+    let hash = desired_hash(&with_label, hash_annotation);
+    let mut v = normalize(&with_label);
+    let meta = v["metadata"]
+        .as_object_mut()
+        .expect("normalize returns metadata");
+    let ann = meta
+        .entry("annotations")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    ann.as_object_mut()
+        .expect("annotations is a map")
+        .insert(hash_annotation.to_owned(), serde_json::Value::String(hash));
+    serde_json::from_value(v).expect("a normalized DynamicObject deserializes")
+}
+
+pub(crate) fn api_for(
+    client: &Client,
+    resource: &ApiResource,
+    key: &ObjectKey,
+) -> Api<DynamicObject> {
+    match &key.namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    }
+}

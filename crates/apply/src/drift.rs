@@ -1,0 +1,197 @@
+//! Client-side drift detection: decide "unchanged" without a request. Pure.
+//!
+//! Three tests, cheapest first (see [`crate::apply::Applier`] for how they compose):
+//! 1. the desired-hash annotation on the live object equals the hash of what we would apply now
+//!    (catches every change of the desired object, including a field that was *removed* from it,
+//!    which a subset test cannot see);
+//! 2. the desired object is a semantic subset of the live object (catches drift made by others on
+//!    the fields we own);
+//! 3. for values the API server normalizes ("0.1" → "100m", defaults inside lists) the subset test
+//!    fails forever, so the applier also remembers the live object's projection onto the desired
+//!    object's shape right after its own apply ([`projection_hash`]); the same projection later means
+//!    nobody touched our fields.
+
+use kube::api::DynamicObject;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// The object as we send it and compare it: apiVersion, kind, `metadata.{name,namespace,labels,
+/// annotations}` and every other top-level field except `status` (the engine never writes status; on
+/// kinds with a status subresource the server would drop it anyway), with `null`s removed.
+pub fn normalize(obj: &DynamicObject) -> Value {
+    let mut out = Map::new();
+    if let Some(t) = &obj.types {
+        out.insert("apiVersion".into(), Value::String(t.api_version.clone()));
+        out.insert("kind".into(), Value::String(t.kind.clone()));
+    }
+    let mut meta = Map::new();
+    if let Some(name) = &obj.metadata.name {
+        meta.insert("name".into(), Value::String(name.clone()));
+    }
+    if let Some(ns) = obj.metadata.namespace.as_ref().filter(|ns| !ns.is_empty()) {
+        meta.insert("namespace".into(), Value::String(ns.clone()));
+    }
+    for (field, map) in [
+        ("labels", &obj.metadata.labels),
+        ("annotations", &obj.metadata.annotations),
+    ] {
+        if let Some(map) = map.as_ref().filter(|m| !m.is_empty()) {
+            let m = map
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            meta.insert(field.into(), Value::Object(m));
+        }
+    }
+    out.insert("metadata".into(), Value::Object(meta));
+    if let Value::Object(data) = &obj.data {
+        for (k, v) in data {
+            if matches!(k.as_str(), "status" | "apiVersion" | "kind" | "metadata") || v.is_null() {
+                continue;
+            }
+            out.insert(k.clone(), strip_nulls(v));
+        }
+    }
+    Value::Object(out)
+}
+
+fn strip_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), strip_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_nulls).collect()),
+        other => other.clone(),
+    }
+}
+
+/// sha256 (hex) of a value serialized canonically (object keys sorted), so the hash does not depend
+/// on map order or on serde_json's `preserve_order` feature.
+pub fn hash_value(v: &Value) -> String {
+    let mut hasher = Sha256::new();
+    write_canonical(v, &mut hasher);
+    let digest = hasher.finalize();
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn write_canonical(v: &Value, h: &mut Sha256) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            h.update(b"{");
+            for k in keys {
+                h.update(Value::String(k.clone()).to_string().as_bytes());
+                h.update(b":");
+                write_canonical(&m[k], h);
+                h.update(b",");
+            }
+            h.update(b"}");
+        }
+        Value::Array(a) => {
+            h.update(b"[");
+            for x in a {
+                write_canonical(x, h);
+                h.update(b",");
+            }
+            h.update(b"]");
+        }
+        other => h.update(other.to_string().as_bytes()),
+    }
+}
+
+/// The hash of the normalized desired object, ignoring the hash annotation itself.
+pub fn desired_hash(desired: &DynamicObject, hash_annotation: &str) -> String {
+    let mut v = normalize(desired);
+    if let Some(Value::Object(ann)) = v.pointer_mut("/metadata/annotations") {
+        ann.remove(hash_annotation);
+        if ann.is_empty() {
+            v["metadata"]
+                .as_object_mut()
+                .map(|m| m.remove("annotations"));
+        }
+    }
+    hash_value(&v)
+}
+
+/// True iff every field `desired` sets is present and equal in `live`: maps recursively, lists of the
+/// same length element by element, `null` in desired means "absent", and an empty map or list in
+/// desired also matches an absent field (the API server drops empty ones).
+pub fn is_subset(desired: &Value, live: &Value) -> bool {
+    match (desired, live) {
+        (Value::Null, _) => true,
+        (Value::Object(d), Value::Object(l)) => d.iter().all(|(k, dv)| match l.get(k) {
+            Some(lv) => is_subset(dv, lv),
+            None => is_empty_like(dv),
+        }),
+        (Value::Object(d), Value::Null) => d.values().all(is_empty_like),
+        (Value::Array(d), Value::Array(l)) => {
+            d.len() == l.len() && d.iter().zip(l).all(|(dv, lv)| is_subset(dv, lv))
+        }
+        (Value::Array(d), Value::Null) => d.is_empty(),
+        (Value::Number(d), Value::Number(l)) => d == l || d.as_f64() == l.as_f64(),
+        (d, l) => d == l,
+    }
+}
+
+fn is_empty_like(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.values().all(is_empty_like),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// `live` restricted to the shape of `desired`: only the fields desired sets (lists of equal length
+/// element by element, otherwise whole). Differences outside our fields (status, defaults, other
+/// managers' fields) do not change it.
+pub fn project(desired: &Value, live: &Value) -> Value {
+    match (desired, live) {
+        (Value::Object(d), Value::Object(l)) => Value::Object(
+            d.iter()
+                .map(|(k, dv)| (k.clone(), project(dv, l.get(k).unwrap_or(&Value::Null))))
+                .collect(),
+        ),
+        (Value::Array(d), Value::Array(l)) if d.len() == l.len() => {
+            Value::Array(d.iter().zip(l).map(|(dv, lv)| project(dv, lv)).collect())
+        }
+        (_, l) => l.clone(),
+    }
+}
+
+/// Hash of [`project`]`(normalize(desired), live)`.
+pub fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String {
+    let live = serde_json::to_value(live).unwrap_or(Value::Null);
+    hash_value(&project(&normalize(desired), &live))
+}
+
+/// Pure part of the steady-state test: `false` (nothing to do) iff `live` exists, carries the same
+/// desired-hash annotation as `desired`, and `desired` is a semantic subset of it.
+///
+/// `desired` is the object as the applier stamps it (ownership label and hash annotation set).
+pub fn needs_apply(
+    desired: &DynamicObject,
+    live: Option<&DynamicObject>,
+    hash_annotation: &str,
+) -> bool {
+    let Some(live) = live else {
+        return true;
+    };
+    let annotation = |o: &DynamicObject| {
+        o.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(hash_annotation))
+            .cloned()
+    };
+    let want = annotation(desired);
+    if want.is_none() || annotation(live) != want {
+        return true;
+    }
+    let live = serde_json::to_value(live).unwrap_or(Value::Null);
+    !is_subset(&normalize(desired), &live)
+}

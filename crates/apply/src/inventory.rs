@@ -1,0 +1,208 @@
+//! Inventory: what was applied per owner, kept in a ConfigMap so prune survives restarts.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use serde::{Deserialize, Serialize};
+
+use crate::key::ObjectKey;
+use crate::plan::{Phase, Plan};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Entry {
+    #[serde(flatten)]
+    key: ObjectKey,
+    phase: Phase,
+}
+
+/// The objects an owner (an arbitrary string id, e.g. a provider name) has applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inventory {
+    pub owner: String,
+    pub entries: BTreeMap<ObjectKey, Phase>,
+}
+
+impl Inventory {
+    pub fn new(owner: impl Into<String>) -> Self {
+        Inventory {
+            owner: owner.into(),
+            entries: BTreeMap::new(),
+        }
+    }
+
+    /// Everything in `plan`.
+    pub fn from_plan(owner: impl Into<String>, plan: &Plan) -> Self {
+        let mut inv = Self::new(owner);
+        for p in &plan.phases {
+            for o in &p.objects {
+                inv.insert(o.key.clone(), p.phase);
+            }
+        }
+        inv
+    }
+
+    pub fn insert(&mut self, key: ObjectKey, phase: Phase) {
+        self.entries.insert(key, phase);
+    }
+
+    pub fn contains(&self, key: &ObjectKey) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    /// `self − new`: what this inventory has and `new` does not, in prune order (reverse phase order,
+    /// reverse apply order inside a phase).
+    pub fn stale(&self, new: &Inventory) -> Vec<(ObjectKey, Phase)> {
+        let mut out: Vec<(ObjectKey, Phase)> = self
+            .entries
+            .iter()
+            .filter(|(k, _)| !new.contains(k))
+            .map(|(k, p)| (k.clone(), *p))
+            .collect();
+        crate::prune::sort_for_prune(&mut out);
+        out
+    }
+
+    /// Canonical JSON: entries sorted by phase, then apply order.
+    pub fn to_json(&self) -> String {
+        let mut entries: Vec<Entry> = self
+            .entries
+            .iter()
+            .map(|(key, phase)| Entry {
+                key: key.clone(),
+                phase: *phase,
+            })
+            .collect();
+        entries.sort_by(|a, b| {
+            a.phase
+                .cmp(&b.phase)
+                .then_with(|| crate::plan::apply_order(&a.key, &b.key))
+        });
+        serde_json::to_string_pretty(&entries).expect("inventory entries serialize")
+    }
+
+    pub fn from_json(owner: impl Into<String>, json: &str) -> Result<Self, serde_json::Error> {
+        let entries: Vec<Entry> = serde_json::from_str(json)?;
+        Ok(Inventory {
+            owner: owner.into(),
+            entries: entries.into_iter().map(|e| (e.key, e.phase)).collect(),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    #[error("ConfigMap {namespace}/{name}: {source}")]
+    Api {
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("ConfigMap {namespace}/{name}: key {owner:?} is not a valid inventory: {source}")]
+    Decode {
+        namespace: String,
+        name: String,
+        owner: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Where inventories live: one ConfigMap, one data key per owner.
+#[derive(Clone)]
+pub struct InventoryStore {
+    client: Client,
+    namespace: String,
+    name: String,
+    field_manager: String,
+}
+
+impl InventoryStore {
+    pub fn new(
+        client: Client,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        field_manager: impl Into<String>,
+    ) -> Self {
+        InventoryStore {
+            client,
+            namespace: namespace.into(),
+            name: name.into(),
+            field_manager: field_manager.into(),
+        }
+    }
+
+    fn api(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    fn err(&self, source: kube::Error) -> InventoryError {
+        InventoryError::Api {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            source,
+        }
+    }
+
+    /// The stored inventory of `owner`; an empty one when the ConfigMap or key does not exist.
+    pub async fn load(&self, owner: &str) -> Result<Inventory, InventoryError> {
+        let cm = self
+            .api()
+            .get_opt(&self.name)
+            .await
+            .map_err(|e| self.err(e))?;
+        match cm.and_then(|cm| cm.data).and_then(|mut d| d.remove(owner)) {
+            None => Ok(Inventory::new(owner)),
+            Some(json) => {
+                Inventory::from_json(owner, &json).map_err(|source| InventoryError::Decode {
+                    namespace: self.namespace.clone(),
+                    name: self.name.clone(),
+                    owner: owner.to_owned(),
+                    source,
+                })
+            }
+        }
+    }
+
+    /// Stores `inv` under its owner's key. Writes only when the stored text differs; returns whether
+    /// it wrote. Other owners' keys are left alone (a merge patch of one key).
+    pub async fn save(&self, inv: &Inventory) -> Result<bool, InventoryError> {
+        let api = self.api();
+        let json = inv.to_json();
+        let current = api.get_opt(&self.name).await.map_err(|e| self.err(e))?;
+        match current {
+            Some(cm) => {
+                if cm.data.as_ref().and_then(|d| d.get(&inv.owner)) == Some(&json) {
+                    return Ok(false);
+                }
+                let patch = serde_json::json!({ "data": { inv.owner.clone(): json } });
+                let params = PatchParams {
+                    field_manager: Some(self.field_manager.clone()),
+                    ..Default::default()
+                };
+                api.patch(&self.name, &params, &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| self.err(e))?;
+            }
+            None => {
+                let cm = ConfigMap {
+                    metadata: ObjectMeta {
+                        name: Some(self.name.clone()),
+                        namespace: Some(self.namespace.clone()),
+                        ..Default::default()
+                    },
+                    data: Some([(inv.owner.clone(), json)].into_iter().collect()),
+                    ..Default::default()
+                };
+                let params = PostParams {
+                    field_manager: Some(self.field_manager.clone()),
+                    ..Default::default()
+                };
+                api.create(&params, &cm).await.map_err(|e| self.err(e))?;
+            }
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,84 @@
+//! Apply engine: ordered phases, server-side apply, readiness, inventory and prune. Knows Kubernetes,
+//! knows nothing about Cluster API.
+//!
+//! Like fluxcd/pkg/ssa, the engine is a set of steps the caller composes; none of them decides policy
+//! for the others:
+//!
+//! | step | function | requests |
+//! |---|---|---|
+//! | resolve kinds | [`KindResolver::discover`] (+ CRDs in the set) | discovery |
+//! | plan | [`plan()`] → [`Plan`] of [`PlannedPhase`]s | none (pure) |
+//! | observe | [`LiveCache`] (label-filtered watches) | list + watch |
+//! | apply | [`Applier::apply`] / [`Applier::apply_phase`] → [`ApplyOutcome`] | 0 when unchanged, else SSA PATCH |
+//! | gate | [`wait_ready`] with [`readiness()`] per kind | GET per poll |
+//! | record | [`Inventory`] in a ConfigMap via [`InventoryStore`] | write only on change |
+//! | prune | [`Inventory::stale`] → [`prune()`] → [`PruneReport`] | GET + DELETE per stale object |
+//!
+//! A typical reconcile:
+//!
+//! ```text
+//! let plan = plan(objects, &resolver)?;                    // nothing is written if this fails
+//! for p in &plan.phases {
+//!     for (r, ns) in plan.resources() { cache.ensure_watched(&r, ns) }
+//!     let out = applier.apply_phase(p, |k| cache.get(k)).await;
+//!     if gated(p.phase) { wait_ready(&client, &p.wait_targets(), timeout, interval).await? }
+//! }
+//! let new = Inventory::from_plan(owner, &plan);
+//! let report = prune(&client, targets(old.stale(&new)), &ownership).await;
+//! store.save(&new + report.retry_keys()).await?;
+//! ```
+//!
+//! # Phases
+//! [`Phase`]: CustomResourceDefinitions (gate: Established) → Base (Namespaces, RBAC, ServiceAccounts,
+//! ConfigMaps, Secrets, Services, every other kind) → Workloads (Deployments, StatefulSets,
+//! DaemonSets; gate: kstatus Current, bounded by a timeout) → Admission (webhook configurations and
+//! admission policies, last, so no webhook is registered before the Deployment serving it is
+//! Available). Inside a phase a fixed kind order (Flux's), then group, kind, namespace, name.
+//!
+//! # Zero writes in steady state
+//! The applier stamps an annotation (default [`DEFAULT_HASH_ANNOTATION`]) with the sha256 of the
+//! normalized desired object. An object is left alone, without any request, when the live object
+//! carries the same hash and the desired object is a semantic subset of it ([`needs_apply`]), or
+//! when the live object still shows the resourceVersion or the same projection onto our fields that
+//! our own last apply left (this absorbs the API server's normalization, such as `0.1` → `100m`).
+//!
+//! # Ownership
+//! 1. Every object we apply carries the ownership label ([`OwnershipPolicy::label_key`]); that label
+//!    is what "ours" means, for apply, for the watch cache and for prune.
+//! 2. An existing object without the label is adopted (action [`ApplyAction::Adopted`]) only if every
+//!    field manager in its managedFields is in [`OwnershipPolicy::adoptable_managers`] (or is our own
+//!    field manager), or it carries the adopt annotation with value `"true"`.
+//! 3. Otherwise apply fails with [`ApplyError::Conflict`] naming the managers, and writes nothing.
+//! 4. Because the cache only sees labelled objects, an object missing from the cache is read with a
+//!    GET before any write: a cache miss never turns into a silent take-over.
+//! 5. Prune deletes only objects that still carry the label, with a UID precondition; a CRD with
+//!    instances is never deleted (reported and retried).
+//!
+//! The engine never strips or special-cases fields: a caller that must not own a field (e.g. a
+//! webhook's `caBundle`, owned by service-ca) leaves it out of the desired object, and server-side
+//! apply keeps the other manager's value.
+
+pub mod apply;
+pub mod drift;
+pub mod inventory;
+pub mod key;
+pub mod plan;
+pub mod prune;
+pub mod readiness;
+pub mod resolve;
+pub mod wait;
+pub mod watch;
+
+pub use apply::{
+    Applier, ApplyAction, ApplyError, ApplyOutcome, DEFAULT_ADOPT_ANNOTATION,
+    DEFAULT_HASH_ANNOTATION, Ownership, OwnershipPolicy, PhaseOutcome,
+};
+pub use drift::needs_apply;
+pub use inventory::{Inventory, InventoryError, InventoryStore};
+pub use key::ObjectKey;
+pub use plan::{Phase, Plan, PlanError, PlanErrors, PlanInput, PlannedObject, PlannedPhase, plan};
+pub use prune::{KeepReason, PruneReport, PruneTarget, prune};
+pub use readiness::{Readiness, readiness};
+pub use resolve::{KindResolver, ResolvedKind};
+pub use wait::{WaitError, WaitTarget, wait_ready};
+pub use watch::{LiveCache, Namespaces};

@@ -1,0 +1,339 @@
+//! Planning: resolve, validate and order a set of objects into phases. Pure: no requests.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use kube::api::{ApiResource, DynamicObject};
+use serde::{Deserialize, Serialize};
+
+use crate::key::{ObjectKey, split_api_version};
+use crate::resolve::{KindResolver, ResolvedKind};
+
+/// The phases of an apply, in the order they run. Each phase is applied completely (and, where it has
+/// a gate, waited on) before the next starts; prune runs them in reverse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    /// CustomResourceDefinitions. Gate: Established.
+    CustomResourceDefinitions,
+    /// Namespaces, RBAC, ServiceAccounts, ConfigMaps, Secrets, Services and every other kind
+    /// (including custom resources of the CRDs above). No gate beyond kstatus Current.
+    Base,
+    /// Deployments, StatefulSets, DaemonSets. Gate: kstatus Current (Available).
+    Workloads,
+    /// Webhook configurations and admission policies: last, so a webhook is only registered once the
+    /// Deployment serving it is Available (no engine we studied waits for that).
+    Admission,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 4] = [
+        Phase::CustomResourceDefinitions,
+        Phase::Base,
+        Phase::Workloads,
+        Phase::Admission,
+    ];
+
+    /// The phase an object of this group/kind belongs to.
+    pub fn of(group: &str, kind: &str) -> Phase {
+        match (group, kind) {
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+                Phase::CustomResourceDefinitions
+            }
+            ("apps", "Deployment" | "StatefulSet" | "DaemonSet") => Phase::Workloads,
+            (
+                "admissionregistration.k8s.io",
+                "MutatingWebhookConfiguration"
+                | "ValidatingWebhookConfiguration"
+                | "ValidatingAdmissionPolicy"
+                | "ValidatingAdmissionPolicyBinding"
+                | "MutatingAdmissionPolicy"
+                | "MutatingAdmissionPolicyBinding",
+            ) => Phase::Admission,
+            _ => Phase::Base,
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Kinds ordered inside a phase (Flux's list, narrowed to what we install). Unlisted kinds sort after
+/// the listed ones; ties break by group, kind, namespace, name so the order never depends on input order.
+const KIND_ORDER: &[&str] = &[
+    "CustomResourceDefinition",
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ConfigMap",
+    "Secret",
+    "Service",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    // Policies before their bindings, so a binding never refers to a policy we have not written yet.
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+fn kind_rank(kind: &str) -> usize {
+    KIND_ORDER
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(KIND_ORDER.len())
+}
+
+/// The apply order of two keys inside a phase.
+pub fn apply_order(a: &ObjectKey, b: &ObjectKey) -> std::cmp::Ordering {
+    (kind_rank(&a.kind), a).cmp(&(kind_rank(&b.kind), b))
+}
+
+/// One object to plan, with an optional description of where it came from (for example
+/// `ConfigMap openshift-cluster-api/aws, document 12`) that every error about it repeats.
+#[derive(Debug, Clone)]
+pub struct PlanInput {
+    pub object: DynamicObject,
+    pub origin: Option<String>,
+}
+
+impl PlanInput {
+    pub fn new(object: DynamicObject, origin: impl Into<String>) -> Self {
+        PlanInput {
+            object,
+            origin: Some(origin.into()),
+        }
+    }
+}
+
+impl From<DynamicObject> for PlanInput {
+    fn from(object: DynamicObject) -> Self {
+        PlanInput {
+            object,
+            origin: None,
+        }
+    }
+}
+
+/// A validated object, ready to apply.
+#[derive(Debug, Clone)]
+pub struct PlannedObject {
+    pub key: ObjectKey,
+    pub resource: ApiResource,
+    pub namespaced: bool,
+    pub object: DynamicObject,
+    pub origin: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlannedPhase {
+    pub phase: Phase,
+    /// In apply order.
+    pub objects: Vec<PlannedObject>,
+}
+
+/// Validated objects grouped into phases. Only non-empty phases are present, in [`Phase`] order.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub phases: Vec<PlannedPhase>,
+}
+
+impl Plan {
+    pub fn phase(&self, phase: Phase) -> Option<&PlannedPhase> {
+        self.phases.iter().find(|p| p.phase == phase)
+    }
+
+    /// All objects in apply order.
+    pub fn objects(&self) -> impl Iterator<Item = &PlannedObject> {
+        self.phases.iter().flat_map(|p| p.objects.iter())
+    }
+
+    /// Every distinct kind in the plan with its scope (what a [`crate::watch::LiveCache`] must watch).
+    pub fn resources(&self) -> Vec<(ApiResource, bool)> {
+        let mut seen = BTreeMap::new();
+        for o in self.objects() {
+            seen.entry((o.resource.group.clone(), o.resource.kind.clone()))
+                .or_insert_with(|| (o.resource.clone(), o.namespaced));
+        }
+        seen.into_values().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.phases.iter().map(|p| p.objects.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn origin_suffix(origin: &Option<String>) -> String {
+    match origin {
+        Some(o) => format!(" ({o})"),
+        None => String::new(),
+    }
+}
+
+/// One reason an object cannot be planned.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("object {name:?}{}: missing apiVersion or kind", origin_suffix(.origin))]
+    MissingTypeMeta {
+        name: Option<String>,
+        origin: Option<String>,
+    },
+    #[error("{kind} without metadata.name{}", origin_suffix(.origin))]
+    MissingName {
+        kind: String,
+        origin: Option<String>,
+    },
+    #[error("{key}{}: unknown kind {}/{} (neither served by the API server nor defined by a CRD in the plan)", origin_suffix(.origin), .key.api_version(), .key.kind)]
+    UnknownKind {
+        key: ObjectKey,
+        origin: Option<String>,
+    },
+    #[error("{key}{}: appears twice (first{})", origin_suffix(.origin), origin_suffix(.first_origin))]
+    Duplicate {
+        key: ObjectKey,
+        origin: Option<String>,
+        first_origin: Option<String>,
+    },
+    #[error("{key}{}: namespaced kind without metadata.namespace", origin_suffix(.origin))]
+    MissingNamespace {
+        key: ObjectKey,
+        origin: Option<String>,
+    },
+    #[error("{key}{}: cluster-scoped kind with metadata.namespace", origin_suffix(.origin))]
+    UnexpectedNamespace {
+        key: ObjectKey,
+        origin: Option<String>,
+    },
+    #[error("{key}{}: invalid CustomResourceDefinition: {reason}", origin_suffix(.origin))]
+    InvalidCrd {
+        key: ObjectKey,
+        origin: Option<String>,
+        reason: String,
+    },
+}
+
+/// Every reason a set of objects cannot be planned (never empty).
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("{} invalid object(s): {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct PlanErrors(pub Vec<PlanError>);
+
+/// Resolves, validates and orders `objects`. Pure.
+///
+/// Collects every problem instead of stopping at the first, so one run reports all of them; a set with
+/// any problem yields no plan at all (nothing of a bad set is applied).
+pub fn plan<I, T>(objects: I, resolver: &KindResolver) -> Result<Plan, PlanErrors>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<PlanInput>,
+{
+    let inputs: Vec<PlanInput> = objects.into_iter().map(Into::into).collect();
+    let mut errors = Vec::new();
+
+    // CRDs in the set define kinds for the rest of the set.
+    let mut local = KindResolver::new();
+    for input in &inputs {
+        let Some(key) = ObjectKey::from_object(&input.object) else {
+            continue;
+        };
+        if key.group == "apiextensions.k8s.io"
+            && key.kind == "CustomResourceDefinition"
+            && let Err(reason) = local.insert_crd(&input.object)
+        {
+            errors.push(PlanError::InvalidCrd {
+                key,
+                origin: input.origin.clone(),
+                reason,
+            });
+        }
+    }
+
+    let mut seen: BTreeMap<ObjectKey, Option<String>> = BTreeMap::new();
+    let mut phases: BTreeMap<Phase, Vec<PlannedObject>> = BTreeMap::new();
+    for PlanInput { object, origin } in inputs {
+        let Some(types) = object
+            .types
+            .as_ref()
+            .filter(|t| !t.kind.is_empty() && !t.api_version.is_empty())
+        else {
+            errors.push(PlanError::MissingTypeMeta {
+                name: object.metadata.name.clone(),
+                origin,
+            });
+            continue;
+        };
+        if object.metadata.name.as_deref().unwrap_or("").is_empty() {
+            errors.push(PlanError::MissingName {
+                kind: types.kind.clone(),
+                origin,
+            });
+            continue;
+        }
+        let Some(key) = ObjectKey::from_object(&object) else {
+            unreachable!("type meta and name checked above");
+        };
+        let (group, version) = split_api_version(&types.api_version);
+        let Some(ResolvedKind {
+            resource,
+            namespaced,
+        }) = resolver
+            .resolve(group, version, &types.kind)
+            .or_else(|| local.resolve(group, version, &types.kind))
+            .cloned()
+        else {
+            errors.push(PlanError::UnknownKind { key, origin });
+            continue;
+        };
+        if namespaced && key.namespace.is_none() {
+            errors.push(PlanError::MissingNamespace { key, origin });
+            continue;
+        }
+        if !namespaced && key.namespace.is_some() {
+            errors.push(PlanError::UnexpectedNamespace { key, origin });
+            continue;
+        }
+        if let Some(first_origin) = seen.get(&key) {
+            errors.push(PlanError::Duplicate {
+                key,
+                origin,
+                first_origin: first_origin.clone(),
+            });
+            continue;
+        }
+        seen.insert(key.clone(), origin.clone());
+        phases
+            .entry(Phase::of(&key.group, &key.kind))
+            .or_default()
+            .push(PlannedObject {
+                key,
+                resource,
+                namespaced,
+                object,
+                origin,
+            });
+    }
+
+    if !errors.is_empty() {
+        return Err(PlanErrors(errors));
+    }
+    Ok(Plan {
+        phases: phases
+            .into_iter()
+            .map(|(phase, mut objects)| {
+                objects.sort_by(|a, b| apply_order(&a.key, &b.key));
+                PlannedPhase { phase, objects }
+            })
+            .collect(),
+    })
+}

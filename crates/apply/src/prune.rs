@@ -1,0 +1,194 @@
+//! Prune: delete what a new plan no longer contains, in reverse order, and only what is still ours.
+
+use std::fmt;
+
+use kube::Client;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
+};
+use serde_json::Value;
+
+use crate::apply::{OwnershipPolicy, api_for};
+use crate::key::ObjectKey;
+use crate::plan::{Phase, apply_order};
+
+/// An object to prune. `resource` is `None` when the kind is no longer served (e.g. its CRD is
+/// gone): no such object can exist then, so it counts as deleted.
+#[derive(Debug, Clone)]
+pub struct PruneTarget {
+    pub key: ObjectKey,
+    pub phase: Phase,
+    pub resource: Option<ApiResource>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeepReason {
+    /// The live object no longer carries our ownership label: someone else has it now. Drop it from
+    /// the inventory; it is not ours to delete.
+    NotOwned,
+    /// A CRD that still has instances: deleting it would delete them (data loss). Keep it in the
+    /// inventory so prune retries once they are gone.
+    CrdHasInstances { kind: String },
+    /// The object was replaced (different UID) between our read and our delete.
+    Replaced,
+    /// The request failed; keep it in the inventory and retry.
+    Error(String),
+}
+
+impl KeepReason {
+    /// Whether the object must stay in the inventory (to be retried).
+    pub fn retry(&self) -> bool {
+        !matches!(self, KeepReason::NotOwned)
+    }
+}
+
+impl fmt::Display for KeepReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeepReason::NotOwned => f.write_str("no longer carries the ownership label"),
+            KeepReason::CrdHasInstances { kind } => write!(f, "instances of {kind} still exist"),
+            KeepReason::Replaced => f.write_str("replaced by a new object (UID changed)"),
+            KeepReason::Error(e) => write!(f, "delete failed: {e}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PruneReport {
+    /// In the order they were deleted (NotFound counts as deleted).
+    pub deleted: Vec<ObjectKey>,
+    pub kept: Vec<(ObjectKey, KeepReason)>,
+}
+
+impl PruneReport {
+    /// Keys that must stay in the inventory so the next prune retries them.
+    pub fn retry_keys(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.kept.iter().filter(|(_, r)| r.retry()).map(|(k, _)| k)
+    }
+}
+
+/// Sorts into prune order: reverse phase order, reverse apply order inside a phase (so custom
+/// resources go before their CRDs, bindings before roles, namespaces last in their phase).
+pub fn sort_for_prune(items: &mut [(ObjectKey, Phase)]) {
+    items.sort_by(|(ka, pa), (kb, pb)| pb.cmp(pa).then_with(|| apply_order(kb, ka)));
+}
+
+/// Deletes `stale` objects one by one in prune order: only those that still carry the ownership
+/// label, with a UID precondition and background propagation. A CRD with instances is kept.
+pub async fn prune(
+    client: &Client,
+    stale: Vec<PruneTarget>,
+    ownership: &OwnershipPolicy,
+) -> PruneReport {
+    let mut stale = stale;
+    stale.sort_by(|a, b| {
+        b.phase
+            .cmp(&a.phase)
+            .then_with(|| apply_order(&b.key, &a.key))
+    });
+    let mut report = PruneReport::default();
+    for target in stale {
+        let key = target.key;
+        let Some(resource) = target.resource else {
+            report.deleted.push(key);
+            continue;
+        };
+        match prune_one(client, &key, &resource, ownership).await {
+            Ok(None) => {
+                tracing::info!(object = %key, "pruned");
+                report.deleted.push(key);
+            }
+            Ok(Some(reason)) => {
+                tracing::info!(object = %key, %reason, "not pruned");
+                report.kept.push((key, reason));
+            }
+            Err(e) => {
+                tracing::warn!(object = %key, error = %e, "prune failed");
+                report.kept.push((key, KeepReason::Error(e.to_string())));
+            }
+        }
+    }
+    report
+}
+
+async fn prune_one(
+    client: &Client,
+    key: &ObjectKey,
+    resource: &ApiResource,
+    ownership: &OwnershipPolicy,
+) -> Result<Option<KeepReason>, kube::Error> {
+    let api = api_for(client, resource, key);
+    let Some(live) = api.get_opt(&key.name).await? else {
+        return Ok(None);
+    };
+    if !ownership.owns(&live) {
+        return Ok(Some(KeepReason::NotOwned));
+    }
+    if key.group == "apiextensions.k8s.io"
+        && key.kind == "CustomResourceDefinition"
+        && let Some(kind) = crd_has_instances(client, &live).await?
+    {
+        return Ok(Some(KeepReason::CrdHasInstances { kind }));
+    }
+    let params = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        preconditions: Some(Preconditions {
+            uid: live.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    match api.delete(&key.name, &params).await {
+        Ok(_) => Ok(None),
+        Err(e) if is_status(&e, 404) => Ok(None),
+        Err(e) if is_status(&e, 409) => Ok(Some(KeepReason::Replaced)),
+        Err(e) => Err(e),
+    }
+}
+
+/// `Some(kind)` when the CRD `crd` still has at least one instance (in any namespace).
+async fn crd_has_instances(
+    client: &Client,
+    crd: &DynamicObject,
+) -> Result<Option<String>, kube::Error> {
+    let spec = crd.data.get("spec");
+    let s = |p: &str| {
+        spec.and_then(|s| s.pointer(p))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (group, kind, plural) = (s("/group"), s("/names/kind"), s("/names/plural"));
+    let versions = spec
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let Some(version) = versions
+        .iter()
+        .find(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+    else {
+        return Ok(None);
+    };
+    let resource = ApiResource {
+        api_version: format!("{group}/{version}"),
+        group,
+        version: version.to_owned(),
+        kind: kind.clone(),
+        plural,
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    match api.list_metadata(&ListParams::default().limit(1)).await {
+        Ok(list) if list.items.is_empty() => Ok(None),
+        Ok(_) => Ok(Some(kind)),
+        // Not served (yet/any more): nothing to lose.
+        Err(e) if is_status(&e, 404) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn is_status(e: &kube::Error, code: u16) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == code)
+}
