@@ -1,0 +1,639 @@
+//! Dev-only: a real etcd + kube-apiserver (+ controller-manager, scheduler, KWOK) for tests and the demo.
+//!
+//! [`ControlPlane::start`] runs etcd and kube-apiserver on free loopback ports with certificates made
+//! for this one start, Node+RBAC authorization, ServiceAccount tokens and an audit log of every request
+//! (`<dir>/audit.log`), loads the OpenShift config CRDs and writes an admin kubeconfig
+//! (`<dir>/kubeconfig`). With [`ControlPlaneOptions::with_workloads`] it also runs
+//! kube-controller-manager, kube-scheduler and KWOK with one fake node (`kwok-node-0`) so that
+//! Deployments become Available without any container runtime.
+//!
+//! Children never outlive a test: they are killed on drop, and, because a panicking or aborted test
+//! process may never run drop, they also carry `PR_SET_PDEATHSIG=SIGKILL` (see [`process::Spawner`]).
+//! Only the `up` command (and [`ControlPlane::start_background`]) leaves them running on purpose.
+
+mod audit;
+mod crds;
+mod error;
+mod pki;
+mod process;
+mod workloads;
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+pub use audit::{AuditEvent, AuditObjectRef, AuditUser};
+pub use error::Error;
+
+use error::{io, kube as kube_err};
+use process::{Process, Spawner};
+
+/// Which OpenShift config CRDs (`Infrastructure`, `ClusterOperator`, `ClusterVersion`, `FeatureGate`,
+/// `ClusterAPI`) to load before [`ControlPlane::start`] returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum OpenShiftCrds {
+    /// `<repo root>/../shared/fixtures/openshift-crds`. When that folder is missing the CRDs are
+    /// skipped with a printed reason, except with env `CI=true`, where it is an error.
+    #[default]
+    Default,
+    Skip,
+    /// Every CustomResourceDefinition in the `*.yaml`/`*.yml` files of this folder.
+    From(PathBuf),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ControlPlaneOptions {
+    /// Where certificates, kubeconfigs, etcd data, logs, pids and the audit log go. `None`: a fresh
+    /// temporary folder, removed when the ControlPlane is dropped.
+    pub dir: Option<PathBuf>,
+    /// Also run kube-controller-manager, kube-scheduler and KWOK with one fake node.
+    pub with_workloads: bool,
+    pub openshift_crds: OpenShiftCrds,
+}
+
+/// A running control plane. Dropping it (or [`ControlPlane::stop`]) kills its processes.
+pub struct ControlPlane {
+    dir: PathBuf,
+    server: String,
+    ca_pem: String,
+    admin_config: kube::Config,
+    processes: Vec<Process>,
+    spawner: Spawner,
+    // Declared last: the folder goes only after the processes that write into it are dead.
+    _temp: Option<tempfile::TempDir>,
+}
+
+const API_READY_TIMEOUT: Duration = Duration::from_secs(60);
+const CRD_TIMEOUT: Duration = Duration::from_secs(30);
+const NODE_READY_TIMEOUT: Duration = Duration::from_secs(30);
+const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver (and the workload components when asked), waits until the API
+    /// server is ready and the CRDs are Established (and the fake node Ready), and returns.
+    pub async fn start(opts: ControlPlaneOptions) -> Result<ControlPlane, Error> {
+        Self::launch(opts, Spawner::attached()?).await
+    }
+
+    /// Like [`ControlPlane::start`], but the processes keep running after this process exits (no
+    /// parent-death signal, nothing killed on return); stop them with [`stop_background`] (the `down`
+    /// command). Needs an explicit [`ControlPlaneOptions::dir`]. Returns the kubeconfig path.
+    pub async fn start_background(opts: ControlPlaneOptions) -> Result<PathBuf, Error> {
+        if opts.dir.is_none() {
+            return Err(Error::State {
+                dir: PathBuf::new(),
+                message: "a background control plane needs an explicit folder".into(),
+            });
+        }
+        let mut cp = Self::launch(opts, Spawner::Detached).await?;
+        // Dropping a std Child neither kills nor waits: the processes live on, found again by pid.
+        cp.processes.clear();
+        Ok(cp.kubeconfig_path())
+    }
+
+    async fn launch(opts: ControlPlaneOptions, spawner: Spawner) -> Result<ControlPlane, Error> {
+        let bin = tokio::task::spawn_blocking(bin_dir)
+            .await
+            .map_err(|e| Error::Build {
+                script: build_script(),
+                message: e.to_string(),
+            })??;
+
+        let (dir, temp) = match opts.dir {
+            Some(dir) => {
+                fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+                let dir =
+                    std::path::absolute(&dir).map_err(io(format!("resolve {}", dir.display())))?;
+                (dir, None)
+            }
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("control-plane-")
+                    .tempdir()
+                    .map_err(io("create a temporary folder"))?;
+                (temp.path().to_path_buf(), Some(temp))
+            }
+        };
+        let running = process::running_recorded(&dir);
+        if !running.is_empty() {
+            return Err(Error::State {
+                dir,
+                message: format!(
+                    "already running ({}); stop it first with `control-plane down`",
+                    running.join(", ")
+                ),
+            });
+        }
+        for sub in ["logs", "pids", "pki"] {
+            let path = dir.join(sub);
+            fs::create_dir_all(&path).map_err(io(format!("create {}", path.display())))?;
+        }
+
+        let pki = pki::Pki::generate()?;
+        let files = Files::new(&dir);
+        for (path, content) in [
+            (&files.ca_cert, &pki.ca_cert_pem),
+            (&files.ca_key, &pki.ca_key_pem),
+            (&files.serving_cert, &pki.serving_cert_pem),
+            (&files.serving_key, &pki.serving_key_pem),
+            (&files.sa_key, &pki.service_account_key_pem),
+            (&files.sa_pub, &pki.service_account_pub_pem),
+            (&files.audit_policy, &audit::POLICY.to_string()),
+        ] {
+            fs::write(path, content).map_err(io(format!("write {}", path.display())))?;
+        }
+
+        let [etcd_client, etcd_peer, apiserver_port] = free_ports()?;
+        let server = format!("https://127.0.0.1:{apiserver_port}");
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let kubeconfig = dir.join("kubeconfig");
+        write_kubeconfig(
+            &kubeconfig,
+            &server,
+            &pki.ca_cert_pem,
+            "admin",
+            &[
+                ("client-certificate-data", b64(&pki.admin_cert_pem)),
+                ("client-key-data", b64(&pki.admin_key_pem)),
+            ],
+        )?;
+        let admin_config = config_from_kubeconfig(&kubeconfig).await?;
+
+        let mut cp = ControlPlane {
+            dir: dir.clone(),
+            server,
+            ca_pem: pki.ca_cert_pem.clone(),
+            admin_config,
+            processes: Vec::new(),
+            spawner,
+            _temp: temp,
+        };
+
+        let etcd_url = format!("http://127.0.0.1:{etcd_client}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer}");
+        cp.spawn(
+            "etcd",
+            &bin.join("etcd"),
+            args(&[
+                "--name=control-plane",
+                &format!("--data-dir={}", dir.join("etcd").display()),
+                &format!("--listen-client-urls={etcd_url}"),
+                &format!("--advertise-client-urls={etcd_url}"),
+                &format!("--listen-peer-urls={peer_url}"),
+                &format!("--initial-advertise-peer-urls={peer_url}"),
+                &format!("--initial-cluster=control-plane={peer_url}"),
+                // Test data is thrown away: durability only costs time.
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ]),
+        )?;
+        let p = |path: &Path| path.display().to_string();
+        cp.spawn(
+            "kube-apiserver",
+            &bin.join("kube-apiserver"),
+            args(&[
+                &format!("--etcd-servers={etcd_url}"),
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                &format!("--secure-port={apiserver_port}"),
+                &format!("--cert-dir={}", p(&dir.join("pki"))),
+                &format!("--tls-cert-file={}", p(&files.serving_cert)),
+                &format!("--tls-private-key-file={}", p(&files.serving_key)),
+                &format!("--client-ca-file={}", p(&files.ca_cert)),
+                "--authorization-mode=Node,RBAC",
+                &format!("--service-account-issuer={SERVICE_ACCOUNT_ISSUER}"),
+                &format!("--service-account-key-file={}", p(&files.sa_pub)),
+                &format!("--service-account-signing-key-file={}", p(&files.sa_key)),
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                &format!("--audit-policy-file={}", p(&files.audit_policy)),
+                &format!("--audit-log-path={}", p(&dir.join("audit.log"))),
+                "--audit-log-format=json",
+                // Each event is written before the response is sent: a test that reads the log
+                // right after its request finds the event.
+                "--audit-log-mode=blocking",
+                "--profiling=false",
+            ]),
+        )?;
+        cp.wait_api_ready(API_READY_TIMEOUT).await?;
+        let client = cp.admin_client().await?;
+
+        if opts.with_workloads {
+            workloads::start(&mut cp, &bin, &files, &client).await?;
+        }
+
+        let crd_dir = match opts.openshift_crds {
+            OpenShiftCrds::Skip => None,
+            OpenShiftCrds::From(dir) => Some(dir),
+            OpenShiftCrds::Default => {
+                let dir = shared_fixtures_dir().join("openshift-crds");
+                if dir.is_dir() {
+                    Some(dir)
+                } else if is_ci() {
+                    return Err(Error::State {
+                        dir: cp.dir.clone(),
+                        message: format!("OpenShift CRDs: {} is missing (CI=true)", dir.display()),
+                    });
+                } else {
+                    eprintln!(
+                        "control-plane: OpenShift CRDs not loaded: {} is missing",
+                        dir.display()
+                    );
+                    None
+                }
+            }
+        };
+        if let Some(crd_dir) = crd_dir {
+            let crds = crds::read_dir(&crd_dir)?;
+            let apply = crds::apply_and_wait(&client, &crds, CRD_TIMEOUT);
+            cp.while_running(apply).await?;
+        }
+
+        if opts.with_workloads {
+            let ready = workloads::wait_node_ready(&client, NODE_READY_TIMEOUT);
+            cp.while_running(ready).await?;
+        }
+        Ok(cp)
+    }
+
+    fn spawn(&mut self, name: &'static str, binary: &Path, args: Vec<String>) -> Result<(), Error> {
+        let process = process::spawn(&self.spawner, &self.dir, name, binary, &args)?;
+        self.processes.push(process);
+        Ok(())
+    }
+
+    /// Fails as soon as any process has exited, with that process's log tail.
+    fn check_running(&mut self) -> Result<(), Error> {
+        self.processes
+            .iter_mut()
+            .try_for_each(|process| process.check_running())
+    }
+
+    /// Runs `fut` while watching the processes: a crashed component fails fast with its log instead
+    /// of surfacing later as a timeout.
+    async fn while_running<T>(
+        &mut self,
+        fut: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            tokio::select! {
+                result = &mut fut => return result,
+                _ = tokio::time::sleep(Duration::from_millis(200)) => self.check_running()?,
+            }
+        }
+    }
+
+    async fn wait_api_ready(&mut self, timeout: Duration) -> Result<(), Error> {
+        let mut config = self.admin_config.clone();
+        config.default_retry = false;
+        config.connect_timeout = Some(Duration::from_secs(1));
+        config.read_timeout = Some(Duration::from_secs(5));
+        let client = kube::Client::try_from(config).map_err(kube_err("admin client"))?;
+        let start = Instant::now();
+        loop {
+            self.check_running()?;
+            let request = http::Request::get("/readyz")
+                .body(Vec::new())
+                .expect("static request");
+            if let Ok(body) = client.request_text(request).await
+                && body.trim() == "ok"
+            {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                let log = self.dir.join("logs/kube-apiserver.log");
+                return Err(Error::Timeout {
+                    what: format!("kube-apiserver {} to be ready", self.server),
+                    seconds: timeout.as_secs(),
+                    tail: process::tail(&log),
+                    log: Some(log),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The folder holding kubeconfig, audit.log, logs/, pids/, pki/ and etcd/.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `<dir>/kubeconfig`: cluster-admin (CN=admin, O=system:masters), usable by kubectl.
+    pub fn kubeconfig_path(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    /// The API server URL, `https://127.0.0.1:<port>`.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The admin client configuration. kube-rs sends no User-Agent of its own; to have one in the
+    /// audit log push `(http::header::USER_AGENT, value)` onto `headers`.
+    pub fn admin_config(&self) -> kube::Config {
+        self.admin_config.clone()
+    }
+
+    pub async fn admin_client(&self) -> Result<kube::Client, Error> {
+        kube::Client::try_from(self.admin_config()).map_err(kube_err("admin client"))
+    }
+
+    /// Writes `<dir>/kubeconfig-<namespace>-<name>` holding a 24 h token of that ServiceAccount,
+    /// creating the namespace and the ServiceAccount when missing. The account gets no permissions
+    /// here: bind the roles the test needs.
+    pub async fn service_account_kubeconfig(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<PathBuf, Error> {
+        let client = self.admin_client().await?;
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(namespace.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        ignore_exists(namespaces.create(&PostParams::default(), &ns).await)
+            .map_err(kube_err(format!("create Namespace {namespace}")))?;
+        let accounts: Api<ServiceAccount> = Api::namespaced(client, namespace);
+        let sa = ServiceAccount {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(namespace.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        ignore_exists(accounts.create(&PostParams::default(), &sa).await).map_err(kube_err(
+            format!("create ServiceAccount {namespace}/{name}"),
+        ))?;
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                expiration_seconds: Some(24 * 3600),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let response = accounts
+            .create_token_request(name, &PostParams::default(), &request)
+            .await
+            .map_err(kube_err(format!(
+                "request a token for ServiceAccount {namespace}/{name}"
+            )))?;
+        let token = response.status.map(|s| s.token).unwrap_or_default();
+        let path = self.dir.join(format!("kubeconfig-{namespace}-{name}"));
+        write_kubeconfig(
+            &path,
+            &self.server,
+            &self.ca_pem,
+            &format!("system:serviceaccount:{namespace}:{name}"),
+            &[("token", token)],
+        )?;
+        Ok(path)
+    }
+
+    /// A client authenticated as that ServiceAccount (see [`ControlPlane::service_account_kubeconfig`]).
+    pub async fn service_account_client(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<kube::Client, Error> {
+        let path = self.service_account_kubeconfig(namespace, name).await?;
+        let config = config_from_kubeconfig(&path).await?;
+        kube::Client::try_from(config).map_err(kube_err(format!(
+            "client for ServiceAccount {namespace}/{name}"
+        )))
+    }
+
+    /// Every event of `<dir>/audit.log` so far, oldest first.
+    pub fn audit_events(&self) -> Result<Vec<AuditEvent>, Error> {
+        audit::read(&self.dir.join("audit.log"))
+    }
+
+    /// Kills the processes (and removes the folder when it was a temporary one). Same as drop.
+    pub fn stop(self) {}
+
+    fn kill_all(&mut self) {
+        // Clients of the API server first, etcd last, as `down` does.
+        while let Some(mut process) = self.processes.pop() {
+            process.kill();
+            let _ = fs::remove_file(process::pid_file(&self.dir, process.name));
+        }
+        self.spawner.shutdown();
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// Stops the processes of a control plane started with [`ControlPlane::start_background`] (the `up`
+/// command): SIGTERM, SIGKILL after `grace`, and waits until all are gone. Returns what was running.
+pub fn stop_background(dir: &Path, grace: Duration) -> Result<Vec<String>, Error> {
+    let dir = std::path::absolute(dir).map_err(io(format!("resolve {}", dir.display())))?;
+    process::stop_recorded(&dir, grace)
+}
+
+/// Paths of the files a control plane keeps in its folder.
+pub(crate) struct Files {
+    pub kubeconfig: PathBuf,
+    pub ca_cert: PathBuf,
+    pub ca_key: PathBuf,
+    pub serving_cert: PathBuf,
+    pub serving_key: PathBuf,
+    pub sa_key: PathBuf,
+    pub sa_pub: PathBuf,
+    pub audit_policy: PathBuf,
+    pub kwok_config: PathBuf,
+}
+
+impl Files {
+    fn new(dir: &Path) -> Files {
+        let pki = dir.join("pki");
+        Files {
+            kubeconfig: dir.join("kubeconfig"),
+            ca_cert: pki.join("ca.crt"),
+            ca_key: pki.join("ca.key"),
+            serving_cert: pki.join("apiserver.crt"),
+            serving_key: pki.join("apiserver.key"),
+            sa_key: pki.join("sa.key"),
+            sa_pub: pki.join("sa.pub"),
+            audit_policy: dir.join("audit-policy.yaml"),
+            kwok_config: dir.join("kwok.yaml"),
+        }
+    }
+}
+
+pub(crate) fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn ignore_exists<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Ports that were free a moment ago. All are held open together while picking, so they differ.
+fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
+    let listeners = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io("find a free loopback port"))?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener
+            .local_addr()
+            .map_err(io("find a free loopback port"))?
+            .port();
+    }
+    Ok(ports)
+}
+
+fn write_kubeconfig(
+    path: &Path,
+    server: &str,
+    ca_pem: &str,
+    user: &str,
+    credentials: &[(&str, String)],
+) -> Result<(), Error> {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let mut text = format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: control-plane
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca}
+users:
+- name: {user:?}
+  user:
+"
+    );
+    for (key, value) in credentials {
+        text.push_str(&format!("    {key}: {value}\n"));
+    }
+    text.push_str(&format!(
+        "contexts:
+- name: control-plane
+  context:
+    cluster: control-plane
+    user: {user:?}
+current-context: control-plane
+"
+    ));
+    fs::write(path, text).map_err(io(format!("write {}", path.display())))
+}
+
+async fn config_from_kubeconfig(path: &Path) -> Result<kube::Config, Error> {
+    let text = fs::read_to_string(path).map_err(io(format!("read {}", path.display())))?;
+    let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|source| Error::Kubeconfig {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|source| Error::Kubeconfig {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+fn repo_root() -> PathBuf {
+    // crates/control-plane → the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crate lives two levels below the repository root")
+        .to_path_buf()
+}
+
+fn shared_fixtures_dir() -> PathBuf {
+    repo_root().join("../shared/fixtures")
+}
+
+fn build_script() -> PathBuf {
+    repo_root().join("tools/control-plane/build.sh")
+}
+
+fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Path of a file or folder under `../shared/fixtures` (relative to the repository root). `None`,
+/// with the reason printed, when it is absent; with env `CI=true` an absent fixture panics instead,
+/// because CI must fail rather than skip.
+pub fn shared_fixture(relative: &str) -> Option<PathBuf> {
+    let path = shared_fixtures_dir().join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    if is_ci() {
+        panic!("fixture {} is missing (CI=true)", path.display());
+    }
+    eprintln!("skipping: fixture {} is missing", path.display());
+    None
+}
+
+/// The folder holding kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and kwok:
+/// env `CAPI_CONTROL_PLANE_BIN_DIR` when set, else what `tools/control-plane/build.sh` prints (it
+/// builds the binaries on first use, which takes minutes, and is a quick lookup afterwards).
+pub fn bin_dir() -> Result<PathBuf, Error> {
+    if let Some(dir) = std::env::var_os("CAPI_CONTROL_PLANE_BIN_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(dir) = &*built {
+        return Ok(dir.clone());
+    }
+    let script = build_script();
+    let build_err = |message: String| Error::Build {
+        script: script.clone(),
+        message,
+    };
+    // build.sh is not safe to run twice at once (both would build into the same staging folder), and
+    // test binaries of several crates may start at the same time: serialize across processes.
+    let lock_path = std::env::temp_dir().join("capi-installer-control-plane-build.lock");
+    let lock = fs::File::create(&lock_path).map_err(io(format!("open {}", lock_path.display())))?;
+    // SAFETY: flock on a descriptor we own; released when `lock` is closed.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
+        return Err(io(format!("lock {}", lock_path.display()))(
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let output = std::process::Command::new(&script)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| build_err(format!("cannot run: {e}")))?;
+    drop(lock);
+    if !output.status.success() {
+        return Err(build_err(format!("failed ({})", output.status)));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let dir = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| PathBuf::from(l.trim()))
+        .ok_or_else(|| build_err("printed no folder".into()))?;
+    *built = Some(dir.clone());
+    Ok(dir)
+}
