@@ -1,0 +1,303 @@
+//! Rendering a provider's components for this cluster: variable substitution, image references,
+//! fields the installer must not own. Pure functions over text and JSON values.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// The image placeholder manifests-gen writes for the provider's own controller image.
+pub const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
+/// Release image references that manifests-gen leaves for the installer to resolve by key.
+pub const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org/openshift:";
+
+/// A `${...}` expression the installer cannot evaluate.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("line {line}: {reason} in `{expression}`")]
+pub struct SubstitutionError {
+    pub line: usize,
+    pub expression: String,
+    pub reason: String,
+}
+
+/// Replaces `${VAR}`, `${VAR:=default}` and `${VAR:-default}` with values from `variables`, with the
+/// clusterctl/envsubst meaning: an unknown variable takes its default, or the empty string without one.
+///
+/// Only the braced forms are recognised. The reference ran envsubst over the whole text, where a bare
+/// `$NAME` (common in CRD descriptions and regular expressions) also became the empty string; leaving it
+/// alone is deliberate. Variables never come from the process environment (ref §6.15: `HOME` and
+/// friends leaked into manifests that way).
+pub fn substitute(text: &str, variables: &BTreeMap<String, String>) -> Result<String, SubstitutionError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let line = text[..text.len() - rest.len() + start].matches('\n').count() + 1;
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(SubstitutionError {
+                line,
+                expression: truncate(&rest[start..]),
+                reason: "unterminated `${`".into(),
+            });
+        };
+        let body = &after[..end];
+        let expression = format!("${{{body}}}");
+        let name_len = body
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(body.len());
+        let (name, operator) = body.split_at(name_len);
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(SubstitutionError { line, expression, reason: "invalid variable name".into() });
+        }
+        let value = match operator {
+            "" => variables.get(name).cloned().unwrap_or_default(),
+            op if op.starts_with(":=") || op.starts_with(":-") => {
+                variables.get(name).filter(|v| !v.is_empty()).cloned().unwrap_or_else(|| op[2..].to_string())
+            }
+            _ => {
+                return Err(SubstitutionError {
+                    line,
+                    expression,
+                    reason: "unsupported operator (only ${VAR}, ${VAR:=default} and ${VAR:-default})".into(),
+                });
+            }
+        };
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(40).collect()
+}
+
+/// The release's image references: key → image (the images JSON file).
+pub type Images = BTreeMap<String, String>;
+
+/// A container image the installer cannot resolve.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ImageError {
+    #[error("{path}: image {image} needs the provider image, but this ConfigMap's provider has no image key")]
+    NoProviderImage { path: String, image: String },
+    #[error("{path}: image {image} needs key {key:?}, which the images file does not have")]
+    MissingKey { path: String, image: String, key: String },
+}
+
+/// Resolves every container image of `object` (any `containers`/`initContainers`/`ephemeralContainers`
+/// list at any depth, so pod templates inside any kind are covered): the placeholder becomes the image of
+/// `provider_image_key`, a `registry.ci.openshift.org/openshift:<key>` reference becomes `images[key]`.
+/// Every occurrence is replaced, unlike the reference's first-occurrence text replacement (ref §6.9), and
+/// a missing key is an error rather than an empty image.
+pub fn resolve_images(object: &mut Value, provider_image_key: Option<&str>, images: &Images) -> Result<(), ImageError> {
+    let mut errors = Ok(());
+    walk_containers(object, &mut String::new(), &mut |path, image| {
+        let resolved = if image == IMAGE_PLACEHOLDER {
+            let Some(key) = provider_image_key else {
+                return Err(ImageError::NoProviderImage { path: path.into(), image: image.into() });
+            };
+            lookup(images, key, path, image)?
+        } else if let Some(key) = image.strip_prefix(RELEASE_IMAGE_PREFIX) {
+            lookup(images, key, path, image)?
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(resolved))
+    }, &mut errors);
+    errors
+}
+
+fn lookup(images: &Images, key: &str, path: &str, image: &str) -> Result<String, ImageError> {
+    images.get(key).cloned().ok_or_else(|| ImageError::MissingKey {
+        path: path.into(),
+        image: image.into(),
+        key: key.into(),
+    })
+}
+
+type ImageFn<'a> = dyn FnMut(&str, &str) -> Result<Option<String>, ImageError> + 'a;
+
+fn walk_containers(value: &mut Value, path: &mut String, f: &mut ImageFn<'_>, result: &mut Result<(), ImageError>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                let is_container_list = matches!(key.as_str(), "containers" | "initContainers" | "ephemeralContainers");
+                if let (true, Value::Array(items)) = (is_container_list, &mut *child) {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        let item_path = format!("{path}[{i}].image");
+                        if let Some(Value::String(image)) = item.get_mut("image") {
+                            match f(&item_path, image) {
+                                Ok(Some(new)) => *image = new,
+                                Ok(None) => {}
+                                Err(e) => {
+                                    if result.is_ok() {
+                                        *result = Err(e);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    walk_containers(child, path, f, result);
+                }
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk_containers(item, path, f, result);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes every `caBundle` the input carries: service-ca injects and owns them, and applying one (even
+/// an empty one) would take the field over and break conversion and admission webhooks (ref §6.4).
+/// Returns the paths removed, for the log.
+pub fn strip_ca_bundles(object: &mut Value) -> Vec<String> {
+    let mut removed = Vec::new();
+    strip(object, &mut String::new(), &mut removed);
+    removed
+}
+
+fn strip(value: &mut Value, path: &mut String, removed: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if map.remove("caBundle").is_some() {
+                removed.push(if path.is_empty() { "caBundle".into() } else { format!("{path}.caBundle") });
+            }
+            for (key, child) in map.iter_mut() {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                strip(child, path, removed);
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                strip(item, path, removed);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn substitution_follows_envsubst_defaults() {
+        let v = vars(&[("SET", "x"), ("EMPTY", "")]);
+        let cases = [
+            ("a ${SET} b", "a x b"),
+            ("${UNSET}", ""),
+            ("${UNSET:=d}", "d"),
+            ("${UNSET:-d}", "d"),
+            ("${SET:=d}", "x"),
+            ("${EMPTY:=d}", "d"),
+            ("${EMPTY}", ""),
+            ("--tls=${TLS_MIN_VERSION:=VersionTLS12},${SET}", "--tls=VersionTLS12,x"),
+            ("$SET and $ref stay", "$SET and $ref stay"),
+            ("no variables", "no variables"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(substitute(input, &v).unwrap(), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn substitution_rejects_what_it_cannot_evaluate() {
+        let err = substitute("a\nb ${X/y/z}", &BTreeMap::new()).unwrap_err();
+        assert_eq!(err.line, 2);
+        assert_eq!(err.expression, "${X/y/z}");
+        let err = substitute("${UNCLOSED", &BTreeMap::new()).unwrap_err();
+        assert!(err.reason.contains("unterminated"));
+        assert!(substitute("${1X}", &BTreeMap::new()).is_err());
+    }
+
+    fn images() -> Images {
+        vars(&[
+            ("aws-cluster-api-controllers", "quay.io/release@sha256:aws"),
+            ("kube-rbac-proxy", "quay.io/release@sha256:proxy"),
+        ])
+    }
+
+    #[test]
+    fn every_container_image_is_resolved() {
+        let mut deployment = json!({"kind": "Deployment", "spec": {"template": {"spec": {
+            "initContainers": [{"name": "init", "image": IMAGE_PLACEHOLDER}],
+            "containers": [
+                {"name": "manager", "image": IMAGE_PLACEHOLDER, "args": ["to.be/replaced:v99"]},
+                {"name": "kube-rbac-proxy", "image": "registry.ci.openshift.org/openshift:kube-rbac-proxy"},
+                {"name": "other", "image": "quay.io/other:1"}
+            ]}}}});
+        resolve_images(&mut deployment, Some("aws-cluster-api-controllers"), &images()).unwrap();
+        let spec = &deployment["spec"]["template"]["spec"];
+        assert_eq!(spec["initContainers"][0]["image"], "quay.io/release@sha256:aws");
+        assert_eq!(spec["containers"][0]["image"], "quay.io/release@sha256:aws");
+        // Structural: only image fields change, not text that happens to look like an image.
+        assert_eq!(spec["containers"][0]["args"][0], "to.be/replaced:v99");
+        assert_eq!(spec["containers"][1]["image"], "quay.io/release@sha256:proxy");
+        assert_eq!(spec["containers"][2]["image"], "quay.io/other:1");
+    }
+
+    #[test]
+    fn a_missing_image_key_is_an_error_naming_the_field() {
+        let mut deployment = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "m", "image": "registry.ci.openshift.org/openshift:nope"}]}}}});
+        let err = resolve_images(&mut deployment, Some("aws-cluster-api-controllers"), &images()).unwrap_err();
+        assert_eq!(
+            err,
+            ImageError::MissingKey {
+                path: "spec.template.spec.containers[0].image".into(),
+                image: "registry.ci.openshift.org/openshift:nope".into(),
+                key: "nope".into()
+            }
+        );
+        let mut placeholder = json!({"spec": {"containers": [{"image": IMAGE_PLACEHOLDER}]}});
+        assert!(matches!(
+            resolve_images(&mut placeholder, None, &images()),
+            Err(ImageError::NoProviderImage { .. })
+        ));
+        let mut unknown_provider = json!({"spec": {"containers": [{"image": IMAGE_PLACEHOLDER}]}});
+        assert!(matches!(
+            resolve_images(&mut unknown_provider, Some("gcp-cluster-api-controllers"), &images()),
+            Err(ImageError::MissingKey { .. })
+        ));
+    }
+
+    #[test]
+    fn ca_bundles_are_stripped_everywhere() {
+        let mut webhook = json!({"webhooks": [
+            {"name": "a", "clientConfig": {"caBundle": "Cg==", "service": {"name": "s"}}},
+            {"name": "b", "clientConfig": {"service": {"name": "s"}}}
+        ]});
+        let removed = strip_ca_bundles(&mut webhook);
+        assert_eq!(removed, vec!["webhooks[0].clientConfig.caBundle"]);
+        assert!(webhook["webhooks"][0]["clientConfig"].get("caBundle").is_none());
+        let mut crd = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {"clientConfig": {"caBundle": ""}}}}});
+        assert_eq!(strip_ca_bundles(&mut crd), vec!["spec.conversion.webhook.clientConfig.caBundle"]);
+    }
+}
