@@ -142,3 +142,36 @@ fn two_runs_give_identical_files() {
         }
     }
 }
+
+/// Guards against a comparison that passes vacuously: without the documented rewrite, the core
+/// output differs from the reference in exactly the protection policy and binding.
+#[test]
+fn core_differs_from_reference_only_by_the_policy_name() {
+    let Some(dir) = fixture("core") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(run_fixture(&dir, tmp.path()).status.success());
+    let name = "0000_30_cluster-api_04_cm.core-cluster-api.yaml";
+    let actual = load_configmap(&tmp.path().join("manifests").join(name));
+    let expected = load_configmap(&dir.join("expected").join(name));
+    let diff = diff_transport(&expected, &actual).unwrap();
+    let names =
+        |ids: &[capi_manifests::ObjectRef]| ids.iter().map(|i| i.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&diff.objects.missing),
+        [
+            "ValidatingAdmissionPolicy openshift-cluster-api-protect-cluster-apicluster",
+            "ValidatingAdmissionPolicyBinding openshift-cluster-api-protect-cluster-apicluster"
+        ]
+    );
+    assert_eq!(
+        names(&diff.objects.extra),
+        [
+            "ValidatingAdmissionPolicy openshift-cluster-api-protect-cluster",
+            "ValidatingAdmissionPolicyBinding openshift-cluster-api-protect-cluster"
+        ]
+    );
+    assert!(
+        diff.objects.changed.is_empty() && diff.outer.is_empty() && diff.metadata.is_empty(),
+        "{diff}"
+    );
+}

@@ -159,9 +159,6 @@ pub fn customize(
         })
         .collect();
 
-    let serving = serving_certs(&input)?;
-    let protected = protected_kind(provider, flavor, &input)?;
-
     // The namespace rewrite can make two objects of different namespaces the same object.
     let renamed = |o: &Object| {
         let mut id = o.id.clone();
@@ -171,6 +168,9 @@ pub fn customize(
         id
     };
     check_duplicates(&input, renamed)?;
+
+    let serving = serving_certs(&input)?;
+    let protected = protected_kind(provider, flavor, &input)?;
 
     let mut objects = Vec::with_capacity(input.len() + 2);
     let mut dropped = Vec::new();
@@ -244,7 +244,7 @@ fn check_duplicates(input: &[Object], key: impl Fn(&Object) -> ObjectRef) -> Res
         let k = key(o);
         if let Some(first) = seen.get(&k) {
             return Err(Error::DuplicateObject {
-                object: k,
+                object: Box::new(k),
                 first: (*first).clone(),
                 second: o.location.clone(),
             });
@@ -376,7 +376,7 @@ fn serving_certs(input: &[Object]) -> Result<BTreeMap<String, String>, Error> {
             continue;
         }
         let rule_err = |message: String| Error::Rule {
-            object: o.id.clone(),
+            object: Box::new(o.id.clone()),
             location: o.location.clone(),
             rule: RULE_CERT,
             message,
@@ -462,7 +462,7 @@ fn customize_deployment(
 ) -> Result<(), Error> {
     let Some(pod) = get_path_mut(value, &["spec", "template"]).filter(|t| t.is_object()) else {
         return Err(Error::Rule {
-            object: id.clone(),
+            object: Box::new(id.clone()),
             location: location.clone(),
             rule: "Deployment hardening",
             message: "Deployment has no spec.template".to_owned(),
@@ -594,16 +594,16 @@ pub fn protected_kind(
             })
         })
         .collect();
+    let base = match flavor {
+        Flavor::PowerVs => "powervs",
+        _ => provider.name.as_str(),
+    };
     let found: Vec<&ProtectedKind> = match provider.provider_type {
         ProviderType::Core => crds
             .iter()
             .filter(|c| c.group == "cluster.x-k8s.io" && c.plural == "clusters")
             .collect(),
         ProviderType::Infrastructure => {
-            let base = match flavor {
-                Flavor::PowerVs => "powervs",
-                _ => provider.name.as_str(),
-            };
             let want = format!("{base}cluster");
             let infra: Vec<&ProtectedKind> = crds
                 .iter()
@@ -633,8 +633,8 @@ pub fn protected_kind(
                     "no CRD clusters.cluster.x-k8s.io among the core components".to_owned()
                 }
                 ProviderType::Infrastructure => format!(
-                    "no CRD of group infrastructure.cluster.x-k8s.io with a kind named like {}Cluster among the components of provider {}",
-                    provider.name, provider.name
+                    "provider {} has no CRD of group infrastructure.cluster.x-k8s.io whose kind is (or ends with) {}Cluster, ignoring case: the InfraCluster to protect",
+                    provider.name, base
                 ),
             },
         }),

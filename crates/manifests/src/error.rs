@@ -34,7 +34,8 @@ pub enum Error {
 
     #[error("duplicate object {object}: in {first} and in {second}")]
     DuplicateObject {
-        object: ObjectRef,
+        // Boxed: keeps `Result<_, Error>` small on the happy path (clippy::result_large_err).
+        object: Box<ObjectRef>,
         first: DocLocation,
         second: DocLocation,
     },
@@ -42,7 +43,7 @@ pub enum Error {
     /// A customization rule (ref §1.2) cannot be applied to an object.
     #[error("{object} ({location}): rule \"{rule}\": {message}")]
     Rule {
-        object: ObjectRef,
+        object: Box<ObjectRef>,
         location: DocLocation,
         rule: &'static str,
         message: String,

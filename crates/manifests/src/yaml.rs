@@ -156,7 +156,7 @@ fn render_error(e: &serde_saphyr::Error, chunk_line: usize) -> String {
     match e.location() {
         Some(loc) if loc.line() > 0 => {
             let abs = chunk_line as u64 + loc.line() - 1;
-            format!("{msg} (file line {abs})")
+            format!("{msg} (line {abs} of the file)")
         }
         _ => msg,
     }

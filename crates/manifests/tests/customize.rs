@@ -587,7 +587,7 @@ fn protection_policy_named_after_the_real_crd() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("InfraCluster protection"), "{err}");
-    assert!(err.contains("gcpCluster"), "{err}");
+    assert!(err.contains("gcpCluster, ignoring case"), "{err}");
     let err = run_as(&core, Flavor::Generic, "").unwrap_err().to_string();
     assert!(err.contains("clusters.cluster.x-k8s.io"), "{err}");
 }
@@ -602,7 +602,7 @@ fn duplicate_objects_are_errors_naming_both_documents() {
             first,
             second,
         } => {
-            assert_eq!(object, &ObjectRef::new("v1", "Service", Some("a"), "s"));
+            assert_eq!(**object, ObjectRef::new("v1", "Service", Some("a"), "s"));
             assert_eq!((first.index, second.index), (1, 2));
         }
         other => panic!("{other}"),

@@ -1,0 +1,374 @@
+//! Command-line behaviour: bad input (exit 1, one message naming file/document/object, nothing
+//! written), `--check`, Go-style flags, kustomize discovery.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::*;
+
+const METADATA: &str = "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- {major: 1, minor: 2, contract: v1beta1}\n";
+
+const GOOD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: fooclusters.infrastructure.cluster.x-k8s.io}
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: FooCluster, plural: fooclusters}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: sa, namespace: capf-system}
+"#;
+
+struct Case {
+    _dir: tempfile::TempDir,
+    base: std::path::PathBuf,
+}
+
+impl Case {
+    fn new(components: &str, metadata: &str) -> Case {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("repo");
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::write(base.join("components.yaml"), components).unwrap();
+        std::fs::write(base.join("metadata.yaml"), metadata).unwrap();
+        Case { _dir: dir, base }
+    }
+
+    fn run(&self, version: &str, extra: &[&str]) -> Output {
+        bin()
+            .current_dir(&self.base)
+            .args([
+                "--base-path",
+                ".",
+                "--manifests-path",
+                "openshift/manifests",
+            ])
+            .args([
+                "--provider-name",
+                "foo",
+                "--provider-type",
+                "InfrastructureProvider",
+            ])
+            .args(["--provider-version", version])
+            .args(["--components", "components.yaml"])
+            .args(extra)
+            .output()
+            .unwrap()
+    }
+
+    fn outputs(&self) -> Vec<std::path::PathBuf> {
+        list_files(&self.base.join("openshift"))
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_fails(o: &Output, wants: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let error_lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(error_lines.len(), 1, "one message: {err}");
+    for w in wants {
+        assert!(err.contains(w), "missing {w:?} in: {err}");
+    }
+}
+
+#[test]
+fn good_input_writes_both_outputs() {
+    let c = Case::new(GOOD, METADATA);
+    let o = c.run("v1.2.3", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files: Vec<String> = c
+        .outputs()
+        .iter()
+        .map(|p| p.strip_prefix(&c.base).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "openshift/infrastructure-components-openshift.yaml",
+            "openshift/manifests/0000_30_cluster-api_04_cm.infrastructure-foo.yaml"
+        ]
+    );
+    let cm = std::fs::read_to_string(
+        c.base
+            .join("openshift/manifests/0000_30_cluster-api_04_cm.infrastructure-foo.yaml"),
+    )
+    .unwrap();
+    assert!(cm.ends_with('\n') && !cm.ends_with("\n\n"));
+    assert!(
+        cm.contains("provider.cluster.x-k8s.io/version: v1.2.3"),
+        "{cm}"
+    );
+    assert!(
+        cm.contains("openshift-cluster-api-protect-foocluster"),
+        "{cm}"
+    );
+    // No temporary files left behind.
+    assert!(
+        c.outputs()
+            .iter()
+            .all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+    );
+}
+
+#[test]
+fn bad_inputs_exit_1_with_one_clear_message_and_write_nothing() {
+    let cases: Vec<(String, &str, &str, Vec<&str>)> = vec![
+        (
+            format!("{GOOD}---\napiVersion: v1\nkind: [unclosed\n"),
+            METADATA,
+            "v1.2.3",
+            vec!["components.yaml: document 2 (line 12)", "invalid YAML"],
+        ),
+        (
+            format!("{GOOD}---\napiVersion: v1\nmetadata: {{name: nameless-kind}}\n"),
+            METADATA,
+            "v1.2.3",
+            vec![
+                "components.yaml: document 2",
+                "name nameless-kind",
+                "no string field kind",
+            ],
+        ),
+        (
+            format!(
+                "{GOOD}---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: sa, namespace: capf-system}}\n"
+            ),
+            METADATA,
+            "v1.2.3",
+            vec![
+                "duplicate object ServiceAccount capf-system/sa",
+                "document 1",
+                "document 2",
+            ],
+        ),
+        (
+            GOOD.to_owned(),
+            METADATA,
+            "latest",
+            vec!["\"latest\" is not a semantic version"],
+        ),
+        (
+            GOOD.to_owned(),
+            "apiVersion: v1\nkind: ConfigMap\n",
+            "v1.2.3",
+            vec!["metadata.yaml: invalid clusterctl metadata"],
+        ),
+        (
+            format!(
+                "{GOOD}---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: vwc\n  annotations: {{cert-manager.io/inject-ca-from: capf-system/missing}}\nwebhooks:\n- name: a\n  clientConfig: {{service: {{name: s, namespace: capf-system}}}}\n"
+            ),
+            METADATA,
+            "v1.2.3",
+            vec![
+                "ValidatingWebhookConfiguration vwc",
+                "components.yaml: document 2",
+                "capf-system/missing",
+            ],
+        ),
+    ];
+    for (components, metadata, version, wants) in cases {
+        let c = Case::new(&components, metadata);
+        let o = c.run(version, &[]);
+        assert_fails(&o, &wants);
+        assert!(c.outputs().is_empty(), "nothing written: {:?}", c.outputs());
+    }
+}
+
+#[test]
+fn unreadable_metadata_names_the_file() {
+    let c = Case::new(GOOD, METADATA);
+    std::fs::remove_file(c.base.join("metadata.yaml")).unwrap();
+    let o = c.run("v1.2.3", &[]);
+    assert_fails(&o, &["cannot read clusterctl metadata ./metadata.yaml"]);
+    assert!(c.outputs().is_empty());
+
+    let o = c.run("v1.2.3", &["--metadata", "elsewhere.yaml"]);
+    assert_fails(&o, &["elsewhere.yaml"]);
+}
+
+#[test]
+fn check_reports_stale_outputs_and_writes_nothing() {
+    let c = Case::new(GOOD, METADATA);
+    // Nothing committed yet: stale.
+    let o = c.run("v1.2.3", &["--check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(c.outputs().is_empty());
+
+    assert!(c.run("v1.2.3", &[]).status.success());
+    let o = c.run("v1.2.3", &["--check"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+
+    // A new version: the label changes; the diff shows it, files stay as they were.
+    let cm_path = c
+        .base
+        .join("openshift/manifests/0000_30_cluster-api_04_cm.infrastructure-foo.yaml");
+    let before = std::fs::read(&cm_path).unwrap();
+    let o = c.run("v1.2.4", &["--check"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("-    provider.cluster.x-k8s.io/version: v1.2.3"),
+        "{out}"
+    );
+    assert!(
+        out.contains("+    provider.cluster.x-k8s.io/version: v1.2.4"),
+        "{out}"
+    );
+    assert!(
+        out.contains("(committed)") && out.contains("(generated)"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(&cm_path).unwrap(), before);
+}
+
+#[test]
+fn go_style_and_equals_flags_are_accepted() {
+    let c = Case::new(GOOD, METADATA);
+    let o = bin()
+        .current_dir(&c.base)
+        .args(["-base-path", ".", "-manifests-path=openshift/manifests"])
+        .args([
+            "--provider-name=foo",
+            "-provider-type",
+            "InfrastructureProvider",
+        ])
+        .args(["-provider-version=v1.2.3", "-components", "components.yaml"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(c.outputs().len(), 2);
+}
+
+#[test]
+fn components_from_stdin() {
+    use std::io::Write;
+    let c = Case::new("", METADATA);
+    let mut child = bin()
+        .current_dir(&c.base)
+        .args([
+            "--base-path",
+            ".",
+            "--manifests-path",
+            "m",
+            "--provider-name",
+            "foo",
+        ])
+        .args([
+            "--provider-type",
+            "InfrastructureProvider",
+            "--provider-version",
+            "1.2.3",
+        ])
+        .args(["--components", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(GOOD.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        c.base
+            .join("m/0000_30_cluster-api_04_cm.infrastructure-foo.yaml")
+            .is_file()
+    );
+}
+
+#[test]
+fn without_kustomize_on_path_says_how_to_pass_components() {
+    let c = Case::new(GOOD, METADATA);
+    let empty = tempfile::tempdir().unwrap();
+    let o = bin()
+        .current_dir(&c.base)
+        .env("PATH", empty.path())
+        .args([
+            "--base-path",
+            ".",
+            "--manifests-path",
+            "m",
+            "--provider-name",
+            "foo",
+        ])
+        .args([
+            "--provider-type",
+            "InfrastructureProvider",
+            "--provider-version",
+            "1.2.3",
+        ])
+        .output()
+        .unwrap();
+    assert_fails(
+        &o,
+        &[
+            "neither kustomize nor kubectl",
+            "--components",
+            "config/default",
+        ],
+    );
+}
+
+#[test]
+fn runs_kustomize_from_path() {
+    // A stand-in `kustomize` that prints the components: proves the binary calls
+    // `kustomize build <base>/<kustomize-dir>` and uses its output.
+    let c = Case::new(GOOD, METADATA);
+    let bindir = tempfile::tempdir().unwrap();
+    let script = bindir.path().join("kustomize");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = build ] && [ \"$2\" = ./overlay ] || {{ echo \"bad args: $*\" >&2; exit 3; }}\ncat {}\n",
+            c.base.join("components.yaml").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = bin()
+        .current_dir(&c.base)
+        .env(
+            "PATH",
+            std::env::join_paths(std::iter::once(bindir.path().to_path_buf()).chain(
+                std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+            ))
+            .unwrap(),
+        )
+        .args([
+            "--base-path",
+            ".",
+            "--manifests-path",
+            "m",
+            "--kustomize-dir",
+            "overlay",
+        ])
+        .args([
+            "--provider-name",
+            "foo",
+            "--provider-type",
+            "InfrastructureProvider",
+        ])
+        .args(["--provider-version", "1.2.3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        Path::new(
+            &c.base
+                .join("m/0000_30_cluster-api_04_cm.infrastructure-foo.yaml")
+        )
+        .is_file()
+    );
+}
