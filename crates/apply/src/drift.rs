@@ -195,3 +195,7 @@ pub fn needs_apply(
     let live = serde_json::to_value(live).unwrap_or(Value::Null);
     !is_subset(&normalize(desired), &live)
 }
+
+#[cfg(test)]
+#[path = "drift_tests.rs"]
+mod tests;

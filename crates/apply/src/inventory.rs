@@ -206,3 +206,105 @@ impl InventoryStore {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(group: &str, kind: &str, ns: Option<&str>, name: &str) -> ObjectKey {
+        ObjectKey::new(group, "v1", kind, ns, name)
+    }
+
+    fn inv(entries: &[(ObjectKey, Phase)]) -> Inventory {
+        let mut i = Inventory::new("aws");
+        for (key, phase) in entries {
+            i.insert(key.clone(), *phase);
+        }
+        i
+    }
+
+    #[test]
+    fn stale_is_old_minus_new_in_prune_order() {
+        let crd = k(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.io",
+        );
+        let widget = k("example.io", "Widget", Some("ns"), "w");
+        let ns = k("", "Namespace", None, "ns");
+        let cm = k("", "ConfigMap", Some("ns"), "c");
+        let sa = k("", "ServiceAccount", Some("ns"), "sa");
+        let dep = k("apps", "Deployment", Some("ns"), "d");
+        let vwc = k(
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration",
+            None,
+            "v",
+        );
+        let old = inv(&[
+            (crd.clone(), Phase::CustomResourceDefinitions),
+            (widget.clone(), Phase::Base),
+            (ns.clone(), Phase::Base),
+            (cm.clone(), Phase::Base),
+            (sa.clone(), Phase::Base),
+            (dep.clone(), Phase::Workloads),
+            (vwc.clone(), Phase::Admission),
+        ]);
+        let new = inv(&[(cm.clone(), Phase::Base)]);
+        let stale: Vec<String> = old
+            .stale(&new)
+            .iter()
+            .map(|(k, p)| format!("{p} {k}"))
+            .collect();
+        assert_eq!(
+            stale,
+            vec![
+                "Admission ValidatingWebhookConfiguration v",
+                "Workloads Deployment ns/d",
+                "Base Widget ns/w",
+                "Base ServiceAccount ns/sa",
+                "Base Namespace ns",
+                "CustomResourceDefinitions CustomResourceDefinition widgets.example.io",
+            ]
+        );
+        assert!(new.stale(&old).is_empty());
+        assert!(old.stale(&old).is_empty());
+    }
+
+    #[test]
+    fn a_version_change_is_not_stale() {
+        let old = inv(&[(
+            ObjectKey::new("example.io", "v1beta1", "Widget", None, "w"),
+            Phase::Base,
+        )]);
+        let new = inv(&[(
+            ObjectKey::new("example.io", "v1", "Widget", None, "w"),
+            Phase::Base,
+        )]);
+        assert!(old.stale(&new).is_empty());
+    }
+
+    #[test]
+    fn json_round_trip_is_sorted_and_stable() {
+        let a = inv(&[
+            (k("apps", "Deployment", Some("ns"), "d"), Phase::Workloads),
+            (k("", "Namespace", None, "ns"), Phase::Base),
+            (k("", "ConfigMap", Some("ns"), "c"), Phase::Base),
+        ]);
+        let json = a.to_json();
+        let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            parsed,
+            serde_json::json!([
+                {"group": "", "version": "v1", "kind": "Namespace", "name": "ns", "phase": "Base"},
+                {"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "ns", "name": "c", "phase": "Base"},
+                {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "ns", "name": "d", "phase": "Workloads"},
+            ])
+        );
+        let back = Inventory::from_json("aws", &json).unwrap();
+        assert_eq!(back, a);
+        assert_eq!(back.to_json(), json);
+        assert!(Inventory::from_json("aws", "{not json").is_err());
+    }
+}

@@ -337,3 +337,7 @@ where
             .collect(),
     })
 }
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

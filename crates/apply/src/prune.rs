@@ -192,3 +192,74 @@ async fn crd_has_instances(
 fn is_status(e: &kube::Error, code: u16) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prune_order_is_reverse_phase_then_reverse_kind_order() {
+        let k =
+            |g: &str, kind: &str, ns: Option<&str>, n: &str| ObjectKey::new(g, "v1", kind, ns, n);
+        let mut items = vec![
+            (
+                k(
+                    "apiextensions.k8s.io",
+                    "CustomResourceDefinition",
+                    None,
+                    "a.io",
+                ),
+                Phase::CustomResourceDefinitions,
+            ),
+            (k("", "Namespace", None, "ns"), Phase::Base),
+            (
+                k("rbac.authorization.k8s.io", "ClusterRole", None, "cr"),
+                Phase::Base,
+            ),
+            (
+                k(
+                    "rbac.authorization.k8s.io",
+                    "ClusterRoleBinding",
+                    None,
+                    "crb",
+                ),
+                Phase::Base,
+            ),
+            (k("a.io", "Thing", Some("ns"), "t"), Phase::Base),
+            (k("apps", "Deployment", Some("ns"), "d"), Phase::Workloads),
+            (
+                k(
+                    "admissionregistration.k8s.io",
+                    "MutatingWebhookConfiguration",
+                    None,
+                    "m",
+                ),
+                Phase::Admission,
+            ),
+        ];
+        sort_for_prune(&mut items);
+        let names: Vec<&str> = items.iter().map(|(k, _)| k.name.as_str()).collect();
+        assert_eq!(names, ["m", "d", "t", "crb", "cr", "ns", "a.io"]);
+    }
+
+    #[test]
+    fn only_failures_and_crds_with_instances_are_retried() {
+        let key = |n: &str| ObjectKey::new("", "v1", "ConfigMap", Some("ns"), n);
+        let report = PruneReport {
+            deleted: vec![key("gone")],
+            kept: vec![
+                (key("theirs"), KeepReason::NotOwned),
+                (
+                    key("crd"),
+                    KeepReason::CrdHasInstances {
+                        kind: "Widget".into(),
+                    },
+                ),
+                (key("err"), KeepReason::Error("boom".into())),
+                (key("new-uid"), KeepReason::Replaced),
+            ],
+        };
+        let retry: Vec<&str> = report.retry_keys().map(|k| k.name.as_str()).collect();
+        assert_eq!(retry, ["crd", "err", "new-uid"]);
+    }
+}

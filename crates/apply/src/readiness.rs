@@ -240,3 +240,7 @@ fn daemon_set(obj: &DynamicObject) -> Readiness {
     }
     Readiness::Current
 }
+
+#[cfg(test)]
+#[path = "readiness_tests.rs"]
+mod tests;

@@ -1,0 +1,332 @@
+use serde_json::json;
+
+use crate::apply::{Ownership, OwnershipPolicy, stamp};
+use crate::drift::{desired_hash, is_subset, needs_apply, normalize, project, projection_hash};
+use crate::testutil::obj;
+
+const HASH: &str = "example.io/desired-hash";
+
+fn policy() -> OwnershipPolicy {
+    OwnershipPolicy::new("app.kubernetes.io/managed-by", "capi-installer")
+        .adoptable(["cluster-version-operator", "kubectl-client-side-apply"])
+}
+
+const DEPLOYMENT: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: manager
+  namespace: ns
+  labels: {app: manager}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: manager}}
+  template:
+    metadata: {labels: {app: manager}}
+    spec:
+      containers:
+        - name: manager
+          image: example.io/manager:v1
+          resources: {requests: {cpu: "0.1", memory: 50Mi}}
+          ports: [{containerPort: 9443}]
+"#;
+
+/// What the API server returns for DEPLOYMENT applied by us: defaults, normalized quantity, status,
+/// server metadata, and labels/annotations added by others.
+fn live_after_apply(desired: &kube::api::DynamicObject) -> kube::api::DynamicObject {
+    let mut v = serde_json::to_value(desired).unwrap();
+    v["metadata"]["uid"] = json!("u-1");
+    v["metadata"]["resourceVersion"] = json!("42");
+    v["metadata"]["generation"] = json!(1);
+    v["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+    v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!("1");
+    v["metadata"]["labels"]["extra"] = json!("by-someone");
+    v["metadata"]["managedFields"] = json!([{"manager": "capi-installer", "operation": "Apply"}]);
+    v["spec"]["strategy"] = json!({"type": "RollingUpdate"});
+    v["spec"]["progressDeadlineSeconds"] = json!(600);
+    let c = &mut v["spec"]["template"]["spec"]["containers"][0];
+    c["imagePullPolicy"] = json!("IfNotPresent");
+    c["ports"][0]["protocol"] = json!("TCP");
+    c["resources"]["requests"]["cpu"] = json!("100m");
+    v["status"] = json!({"replicas": 1, "observedGeneration": 1});
+    serde_json::from_value(v).unwrap()
+}
+
+#[test]
+fn normalize_keeps_only_identity_labels_annotations_and_content() {
+    let o = obj(r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c
+  namespace: ns
+  uid: abc
+  resourceVersion: "7"
+  generation: 3
+  labels: {a: b}
+  annotations: {x: y}
+  finalizers: [f]
+data: {k: v, gone: null}
+status: {whatever: true}
+"#);
+    assert_eq!(
+        normalize(&o),
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "ns", "labels": {"a": "b"}, "annotations": {"x": "y"}},
+            "data": {"k": "v"}
+        })
+    );
+}
+
+#[test]
+fn hash_is_independent_of_key_order_and_of_the_hash_annotation() {
+    let a = obj(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns}\ndata: {a: '1', b: '2'}\n",
+    );
+    let b = obj(
+        "kind: ConfigMap\napiVersion: v1\ndata: {b: '2', a: '1'}\nmetadata: {namespace: ns, name: c}\n",
+    );
+    assert_eq!(desired_hash(&a, HASH), desired_hash(&b, HASH));
+    let stamped = stamp(&a, &policy(), HASH);
+    let with_label = stamp(&stamped, &policy(), HASH);
+    assert_eq!(
+        stamped.metadata.annotations, with_label.metadata.annotations,
+        "stamping is idempotent"
+    );
+    let c = obj(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns}\ndata: {a: '1', b: '3'}\n",
+    );
+    assert_ne!(desired_hash(&a, HASH), desired_hash(&c, HASH));
+}
+
+#[test]
+fn stamp_sets_label_and_hash_and_drops_server_fields() {
+    let o = obj(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns, resourceVersion: '9'}\ndata: {a: '1'}\n",
+    );
+    let s = stamp(&o, &policy(), HASH);
+    assert_eq!(
+        s.metadata.labels.as_ref().unwrap()["app.kubernetes.io/managed-by"],
+        "capi-installer"
+    );
+    let h = &s.metadata.annotations.as_ref().unwrap()[HASH];
+    assert_eq!(h.len(), 64);
+    assert_eq!(*h, desired_hash(&s, HASH));
+    assert_eq!(s.metadata.resource_version, None);
+}
+
+#[test]
+fn subset_rules() {
+    let cases = [
+        // (desired, live, expected)
+        (json!({"a": 1}), json!({"a": 1, "b": 2}), true),
+        (json!({"a": 1}), json!({"a": 2}), false),
+        (json!({"a": 1}), json!({}), false),
+        (json!({"a": null}), json!({}), true),
+        (json!({"a": null}), json!({"a": 5}), true),
+        (json!({"a": {"b": 1}}), json!({"a": {"b": 1, "c": 2}}), true),
+        (json!({"a": {"b": 1}}), json!({"a": {"b": 2}}), false),
+        (json!({"a": [1, 2]}), json!({"a": [1, 2]}), true),
+        (json!({"a": [1, 2]}), json!({"a": [2, 1]}), false),
+        (json!({"a": [1]}), json!({"a": [1, 2]}), false),
+        (
+            json!({"a": [{"x": 1}]}),
+            json!({"a": [{"x": 1, "y": 2}]}),
+            true,
+        ),
+        (json!({"a": {}}), json!({}), true),
+        (json!({"a": []}), json!({}), true),
+        (json!({"a": {"b": {}}}), json!({}), true),
+        (json!({"a": {"b": 1}}), json!({}), false),
+        (json!({"a": 1}), json!({"a": 1.0}), true),
+        (json!({"a": "1"}), json!({"a": 1}), false),
+        (json!({"a": true}), json!({"a": false}), false),
+    ];
+    for (d, l, want) in cases {
+        assert_eq!(is_subset(&d, &l), want, "is_subset({d}, {l})");
+    }
+}
+
+#[test]
+fn needs_apply_cases() {
+    let desired = stamp(&obj(DEPLOYMENT), &policy(), HASH);
+    let live = live_after_apply(&desired);
+
+    assert!(needs_apply(&desired, None, HASH), "absent → apply");
+
+    // The API server normalized "0.1" to "100m": the subset test alone cannot know they are equal.
+    assert!(needs_apply(&desired, Some(&live), HASH));
+
+    // Same without the normalized quantity: defaults, status and foreign labels do not matter.
+    let mut exact = serde_json::to_value(&live).unwrap();
+    exact["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] =
+        json!("0.1");
+    let exact: kube::api::DynamicObject = serde_json::from_value(exact).unwrap();
+    assert!(
+        !needs_apply(&desired, Some(&exact), HASH),
+        "steady state → nothing to do"
+    );
+
+    // A changed field we own.
+    let mut drift = serde_json::to_value(&exact).unwrap();
+    drift["spec"]["replicas"] = json!(3);
+    assert!(needs_apply(
+        &desired,
+        Some(&serde_json::from_value(drift).unwrap()),
+        HASH
+    ));
+
+    // Our label removed by someone.
+    let mut unlabelled = exact.clone();
+    unlabelled
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .remove("app.kubernetes.io/managed-by");
+    assert!(needs_apply(&desired, Some(&unlabelled), HASH));
+
+    // A different hash (the desired object changed, e.g. a field was removed from it).
+    let mut old_hash = exact.clone();
+    old_hash
+        .metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(HASH.into(), "0".repeat(64));
+    assert!(needs_apply(&desired, Some(&old_hash), HASH));
+
+    // No hash at all (created by someone else).
+    let mut no_hash = exact.clone();
+    no_hash.metadata.annotations.as_mut().unwrap().remove(HASH);
+    assert!(needs_apply(&desired, Some(&no_hash), HASH));
+
+    // A removed container list element.
+    let mut fewer = serde_json::to_value(&exact).unwrap();
+    fewer["spec"]["template"]["spec"]["containers"] = json!([]);
+    assert!(needs_apply(
+        &desired,
+        Some(&serde_json::from_value(fewer).unwrap()),
+        HASH
+    ));
+}
+
+#[test]
+fn projection_absorbs_normalization_but_not_drift() {
+    let desired = stamp(&obj(DEPLOYMENT), &policy(), HASH);
+    let live = live_after_apply(&desired);
+    let recorded = projection_hash(&desired, &live);
+
+    // Status and unrelated metadata changed later (new resourceVersion): same projection.
+    let mut later = serde_json::to_value(&live).unwrap();
+    later["metadata"]["resourceVersion"] = json!("77");
+    later["status"] = json!({"replicas": 1, "readyReplicas": 1, "observedGeneration": 1});
+    later["metadata"]["annotations"]["other"] = json!("x");
+    assert_eq!(
+        projection_hash(&desired, &serde_json::from_value(later.clone()).unwrap()),
+        recorded
+    );
+
+    // Someone changed the image: different projection.
+    later["spec"]["template"]["spec"]["containers"][0]["image"] = json!("evil:v2");
+    assert_ne!(
+        projection_hash(&desired, &serde_json::from_value(later).unwrap()),
+        recorded
+    );
+}
+
+#[test]
+fn project_follows_the_desired_shape() {
+    let d = json!({"a": {"b": 1}, "l": [{"x": 1}]});
+    let l = json!({"a": {"b": 2, "c": 3}, "l": [{"x": 1, "y": 2}], "z": 9});
+    assert_eq!(project(&d, &l), json!({"a": {"b": 2}, "l": [{"x": 1}]}));
+    let shorter = json!({"a": {}, "l": []});
+    assert_eq!(project(&d, &shorter), json!({"a": {"b": null}, "l": []}));
+}
+
+#[test]
+fn ownership_decisions() {
+    let p = policy();
+    let with = |labels: &str, annotations: &str, managers: &[&str]| {
+        let mf: Vec<String> = managers
+            .iter()
+            .map(|m| format!("{{manager: {m}, operation: Update}}"))
+            .collect();
+        obj(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c, namespace: ns, labels: {{{labels}}}, annotations: {{{annotations}}}, managedFields: [{}]}}\n",
+            mf.join(", ")
+        ))
+    };
+    assert_eq!(
+        p.check(
+            &with(
+                "app.kubernetes.io/managed-by: capi-installer",
+                "",
+                &["someone"]
+            ),
+            "capi-installer"
+        ),
+        Ownership::Owned
+    );
+    assert_eq!(
+        p.check(
+            &with("app.kubernetes.io/managed-by: helm", "", &["helm"]),
+            "capi-installer"
+        ),
+        Ownership::Foreign {
+            managers: vec!["helm".into()]
+        }
+    );
+    assert_eq!(
+        p.check(
+            &with("", "", &["cluster-version-operator"]),
+            "capi-installer"
+        ),
+        Ownership::Adoptable
+    );
+    assert_eq!(
+        p.check(
+            &with("", "", &["cluster-version-operator", "capi-installer"]),
+            "capi-installer"
+        ),
+        Ownership::Adoptable
+    );
+    assert_eq!(
+        p.check(
+            &with("", "", &["cluster-version-operator", "kubectl-edit"]),
+            "capi-installer"
+        ),
+        Ownership::Foreign {
+            managers: vec!["cluster-version-operator".into(), "kubectl-edit".into()]
+        }
+    );
+    assert_eq!(
+        p.check(
+            &with(
+                "",
+                "capi-installer.openshift.io/adopt: 'true'",
+                &["kubectl-edit"]
+            ),
+            "capi-installer"
+        ),
+        Ownership::Adoptable
+    );
+    assert_eq!(
+        p.check(
+            &with(
+                "",
+                "capi-installer.openshift.io/adopt: 'false'",
+                &["kubectl-edit"]
+            ),
+            "capi-installer"
+        ),
+        Ownership::Foreign {
+            managers: vec!["kubectl-edit".into()]
+        }
+    );
+    assert_eq!(
+        p.check(&with("", "", &[]), "capi-installer"),
+        Ownership::Foreign { managers: vec![] }
+    );
+}
