@@ -162,7 +162,7 @@ fn deployment() {
         ),
         (
             "no progress deadline: Available is enough",
-            format!("metadata: {{name: d}}\nspec: {{replicas: 1}}\nstatus: {{replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1, conditions: [{{type: Available, status: 'True'}}]}}\n"),
+            "metadata: {name: d}\nspec: {replicas: 1}\nstatus: {replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1, conditions: [{type: Available, status: 'True'}]}\n".to_owned(),
             current(),
         ),
         ("scaled to zero", d("replicas: 0", "replicas: 0, conditions: [{type: Available, status: 'True'}, {type: Progressing, status: 'True', reason: NewReplicaSetAvailable}]"), current()),
