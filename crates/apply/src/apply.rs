@@ -175,6 +175,33 @@ struct Applied {
     projection: String,
 }
 
+/// Whether `live` still shows what our own last apply (`rec`) of the same desired object left: the
+/// same resourceVersion, or the same projection onto the desired object's fields.
+fn unchanged_since(
+    rec: Option<&Applied>,
+    desired: &DynamicObject,
+    live: &DynamicObject,
+    hash_annotation: &str,
+) -> bool {
+    let Some(rec) = rec else { return false };
+    if rec.hash != desired_hash(desired, hash_annotation) {
+        return false;
+    }
+    let same_version =
+        rec.resource_version.is_some() && rec.resource_version == live.metadata.resource_version;
+    same_version || rec.projection == projection_hash(desired, live)
+}
+
+impl Applied {
+    fn after(desired: &DynamicObject, after: &DynamicObject, hash_annotation: &str) -> Self {
+        Applied {
+            hash: desired_hash(desired, hash_annotation),
+            resource_version: after.metadata.resource_version.clone(),
+            projection: projection_hash(desired, after),
+        }
+    }
+}
+
 /// The result of applying a phase: what happened to each object, and what failed.
 #[derive(Debug, Default)]
 pub struct PhaseOutcome {
@@ -249,16 +276,9 @@ impl Applier {
         if !drift::needs_apply(desired, Some(live), &self.hash_annotation) {
             return false;
         }
-        let hash = desired_hash(desired, &self.hash_annotation);
         let applied = self.applied.lock().expect("applied record poisoned");
-        match applied.get(key) {
-            Some(rec) if rec.hash == hash && self.ownership.owns(live) => {
-                let same_version = rec.resource_version.is_some()
-                    && rec.resource_version == live.metadata.resource_version;
-                !(same_version || rec.projection == projection_hash(desired, live))
-            }
-            _ => true,
-        }
+        !(self.ownership.owns(live)
+            && unchanged_since(applied.get(key), desired, live, &self.hash_annotation))
     }
 
     /// Applies one object. `live` is the cached live object, if the caller has one; `None` makes the
@@ -343,11 +363,7 @@ impl Applier {
             .expect("applied record poisoned")
             .insert(
                 key.clone(),
-                Applied {
-                    hash: desired_hash(&desired, &self.hash_annotation),
-                    resource_version: after.metadata.resource_version.clone(),
-                    projection: projection_hash(&desired, &after),
-                },
+                Applied::after(&desired, &after, &self.hash_annotation),
             );
         tracing::debug!(object = %key, ?action, "applied");
         Ok(ApplyOutcome {
@@ -418,5 +434,78 @@ pub(crate) fn api_for(
     match &key.namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
         None => Api::all_with(client.clone(), resource),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::testutil::obj;
+
+    const HASH: &str = DEFAULT_HASH_ANNOTATION;
+
+    fn with(o: &DynamicObject, f: impl FnOnce(&mut serde_json::Value)) -> DynamicObject {
+        let mut v = serde_json::to_value(o).unwrap();
+        f(&mut v);
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn the_record_of_our_last_apply_absorbs_normalization() {
+        let policy = OwnershipPolicy::new("managed-by", "us");
+        let desired = stamp(
+            &obj(
+                "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l, namespace: ns}\nspec: {limits: [{type: Container, default: {cpu: '0.1'}}]}\n",
+            ),
+            &policy,
+            HASH,
+        );
+        // What the server answered to our apply: the quantity normalized, a default added.
+        let after = with(&desired, |v| {
+            v["metadata"]["resourceVersion"] = json!("5");
+            v["spec"]["limits"][0]["default"]["cpu"] = json!("100m");
+            v["spec"]["limits"][0]["defaultRequest"] = json!({"cpu": "100m"});
+        });
+        assert!(
+            drift::needs_apply(&desired, Some(&after), HASH),
+            "the subset test alone would re-apply"
+        );
+        let rec = Applied::after(&desired, &after, HASH);
+
+        assert!(
+            unchanged_since(Some(&rec), &desired, &after, HASH),
+            "same resourceVersion"
+        );
+        let touched = with(&after, |v| {
+            v["metadata"]["resourceVersion"] = json!("9");
+            v["metadata"]["annotations"]["unrelated"] = json!("x");
+        });
+        assert!(
+            unchanged_since(Some(&rec), &desired, &touched, HASH),
+            "same projection"
+        );
+        let drifted = with(&after, |v| {
+            v["metadata"]["resourceVersion"] = json!("9");
+            v["spec"]["limits"][0]["default"]["cpu"] = json!("2");
+        });
+        assert!(
+            !unchanged_since(Some(&rec), &desired, &drifted, HASH),
+            "our field changed"
+        );
+
+        let new_desired = stamp(
+            &obj(
+                "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l, namespace: ns}\nspec: {limits: [{type: Container, default: {cpu: '0.2'}}]}\n",
+            ),
+            &policy,
+            HASH,
+        );
+        assert!(
+            !unchanged_since(Some(&rec), &new_desired, &after, HASH),
+            "desired changed"
+        );
+        assert!(!unchanged_since(None, &desired, &after, HASH), "no record");
     }
 }

@@ -115,10 +115,12 @@ async fn apply_steady_state_drift_and_prune() {
     let plan = plan_of(&client, BUNDLE).await;
     let phases: Vec<Phase> = plan.phases.iter().map(|p| p.phase).collect();
     assert_eq!(phases, Phase::ALL);
-    let cache = cache_for(&client, &plan);
     let mut first: BTreeMap<String, ApplyAction> = BTreeMap::new();
     for phase in &plan.phases {
-        let out = applier.apply_phase(phase, |k| cache.get(k)).await;
+        // First install: no cache yet, the applier reads what it needs.
+        let out = applier
+            .apply_phase(phase, |_| None::<std::sync::Arc<DynamicObject>>)
+            .await;
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         first.extend(out.outcomes.iter().map(|o| (o.key.to_string(), o.action)));
         if gated(phase.phase) {
@@ -164,7 +166,9 @@ async fn apply_steady_state_drift_and_prune() {
         Readiness::Current
     );
 
-    // --- Second pass: zero writes from our user agent, everything Unchanged.
+    // --- Second pass: zero writes from our user agent, everything Unchanged. The cache is started
+    // once every kind is served (the Widget watch would only back off before its CRD exists).
+    let cache = cache_for(&client, &plan);
     assert!(cache.wait_synced(Duration::from_secs(10)).await);
     settle(&cache, &plan).await;
     let mark = cp.audit_events().unwrap().len();
