@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::key::ObjectKey;
 use crate::plan::{Phase, Plan};
+use crate::prune::PruneTarget;
+use crate::resolve::KindResolver;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Entry {
@@ -62,6 +64,33 @@ impl Inventory {
             .collect();
         crate::prune::sort_for_prune(&mut out);
         out
+    }
+
+    /// [`Self::stale`] as prune targets, each resolved with `resolver` (a kind that is no longer
+    /// served resolves to `None`, which prune counts as deleted).
+    pub fn prune_targets(&self, new: &Inventory, resolver: &KindResolver) -> Vec<PruneTarget> {
+        self.stale(new)
+            .into_iter()
+            .map(|(key, phase)| PruneTarget {
+                resource: resolver.resolve_key(&key).map(|r| r.resource.clone()),
+                key,
+                phase,
+            })
+            .collect()
+    }
+
+    /// Copies `keys` (with their phases) from `old` into `self`: what a prune kept and must retry
+    /// (see [`crate::PruneReport::retry_keys`]) stays in the stored inventory.
+    pub fn retain_from<'a>(
+        &mut self,
+        old: &Inventory,
+        keys: impl IntoIterator<Item = &'a ObjectKey>,
+    ) {
+        for key in keys {
+            if let Some((k, phase)) = old.entries.get_key_value(key) {
+                self.entries.insert(k.clone(), *phase);
+            }
+        }
     }
 
     /// Canonical JSON: entries sorted by phase, then apply order.
@@ -270,6 +299,51 @@ mod tests {
         );
         assert!(new.stale(&old).is_empty());
         assert!(old.stale(&old).is_empty());
+    }
+
+    #[test]
+    fn kept_objects_are_retained_with_their_phase() {
+        let crd = k(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.io",
+        );
+        let old = inv(&[
+            (crd.clone(), Phase::CustomResourceDefinitions),
+            (k("", "ConfigMap", Some("ns"), "c"), Phase::Base),
+        ]);
+        let mut new = inv(&[]);
+        new.retain_from(&old, [&crd, &k("", "Secret", Some("ns"), "not-in-old")]);
+        assert_eq!(
+            new.entries.into_iter().collect::<Vec<_>>(),
+            vec![(crd, Phase::CustomResourceDefinitions)]
+        );
+    }
+
+    #[test]
+    fn prune_targets_resolve_kinds() {
+        let old = inv(&[
+            (k("", "ConfigMap", Some("ns"), "c"), Phase::Base),
+            (k("gone.io", "Thing", None, "t"), Phase::Base),
+        ]);
+        let targets = old.prune_targets(&inv(&[]), &crate::testutil::resolver());
+        let got: Vec<(String, Option<String>)> = targets
+            .iter()
+            .map(|t| {
+                (
+                    t.key.to_string(),
+                    t.resource.as_ref().map(|r| r.plural.clone()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Thing t".to_owned(), None),
+                ("ConfigMap ns/c".to_owned(), Some("configmaps".to_owned()))
+            ]
+        );
     }
 
     #[test]

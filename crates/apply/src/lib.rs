@@ -17,15 +17,18 @@
 //! A typical reconcile:
 //!
 //! ```text
-//! let plan = plan(objects, &resolver)?;                    // nothing is written if this fails
+//! let resolver = KindResolver::discover(&client).await?;
+//! let plan = plan(objects, &resolver)?;                   // PlanErrors: nothing is written
 //! for p in &plan.phases {
-//!     for (r, ns) in plan.resources() { cache.ensure_watched(&r, ns) }
-//!     let out = applier.apply_phase(p, |k| cache.get(k)).await;
+//!     let out = applier.apply_phase(p, |k| cache.get(k)).await;   // 0 requests when unchanged
 //!     if gated(p.phase) { wait_ready(&client, &p.wait_targets(), timeout, interval).await? }
+//!     for (r, namespaced) in plan.resources() { cache.ensure_watched(&r, namespaced) }
 //! }
-//! let new = Inventory::from_plan(owner, &plan);
-//! let report = prune(&client, targets(old.stale(&new)), &ownership).await;
-//! store.save(&new + report.retry_keys()).await?;
+//! let mut new = Inventory::from_plan(owner, &plan);
+//! let old = store.load(owner).await?;
+//! let report = prune(&client, old.prune_targets(&new, &resolver), applier.ownership()).await;
+//! new.retain_from(&old, report.retry_keys());            // kept CRDs and failures are retried
+//! store.save(&new).await?;                               // written only when it changed
 //! ```
 //!
 //! # Phases

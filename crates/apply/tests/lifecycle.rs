@@ -353,16 +353,9 @@ async fn apply_steady_state_drift_and_prune() {
     assert_eq!(smaller.len(), 4);
     let plan2 = plan_of(&client, &smaller.join("\n---\n")).await;
     let new = Inventory::from_plan("bundle", &plan2);
-    let stale = old.stale(&new);
     let resolver = KindResolver::discover(&client).await.unwrap();
-    let targets: Vec<PruneTarget> = stale
-        .iter()
-        .map(|(key, phase)| PruneTarget {
-            key: key.clone(),
-            phase: *phase,
-            resource: resolver.resolve_key(key).map(|r| r.resource.clone()),
-        })
-        .collect();
+    let targets = old.prune_targets(&new, &resolver);
+    assert_eq!(targets.len(), 5);
     let mark = cp.audit_events().unwrap().len();
     let report = capi_apply::prune(&client, targets, &applier.ownership().clone()).await;
     let deleted: Vec<String> = report.deleted.iter().map(ToString::to_string).collect();
@@ -396,6 +389,12 @@ async fn apply_steady_state_drift_and_prune() {
     );
     let retry: Vec<String> = report.retry_keys().map(ToString::to_string).collect();
     assert_eq!(retry, ["CustomResourceDefinition widgets.example.io"]);
+    let mut next = new.clone();
+    next.retain_from(&old, report.retry_keys());
+    assert!(store.save(&next).await.unwrap());
+    let stored = store.load("bundle").await.unwrap();
+    assert_eq!(stored.entries.len(), 5, "4 planned + the kept CRD");
+    assert!(stored.contains(report.retry_keys().next().unwrap()));
     // The deletes went out in that order, and nothing else was deleted.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let deletes: Vec<String> = our_writes(&cp, mark)
