@@ -230,6 +230,40 @@ fn check_reports_stale_outputs_and_writes_nothing() {
 }
 
 #[test]
+fn check_elides_compressed_payload_lines() {
+    // Over the plain threshold: the ConfigMap holds one long base64 line.
+    let mut big = String::from(GOOD);
+    for i in 0..6000 {
+        big.push_str(&format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-{i}, namespace: capf-system}}\ndata: {{k: \"{}\"}}\n", "v".repeat(100)));
+    }
+    let c = Case::new(&big, METADATA);
+    assert!(c.run("v1.2.3", &[]).status.success());
+    let cm = std::fs::read_to_string(
+        c.base
+            .join("openshift/manifests/0000_30_cluster-api_04_cm.infrastructure-foo.yaml"),
+    )
+    .unwrap();
+    assert!(cm.contains("components-zstd: KLUv/"), "compressed");
+    std::fs::write(
+        c.base.join("components.yaml"),
+        big.replace("cm-5999", "cm-changed"),
+    )
+    .unwrap();
+    let o = c.run("v1.2.3", &["--check"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("-  components-zstd: <") && out.contains("bytes elided, fnv1a"),
+        "{out}"
+    );
+    assert!(
+        out.contains("+  name: cm-changed"),
+        "review copy diff shows the real change: {out}"
+    );
+    assert!(out.lines().all(|l| l.len() < 500), "no giant lines");
+}
+
+#[test]
 fn go_style_and_equals_flags_are_accepted() {
     let c = Case::new(GOOD, METADATA);
     let o = bin()

@@ -693,6 +693,9 @@ pub fn protection_objects(p: &ProtectedKind) -> [Value; 2] {
     ]
 }
 
+/// Where the uncompressed review copy goes, relative to the provider repository root.
+pub const REVIEW_COPY_PATH: &str = "openshift/infrastructure-components-openshift.yaml";
+
 /// Everything `manifests-gen` produces for one provider.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Generated {

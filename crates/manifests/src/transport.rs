@@ -158,6 +158,14 @@ impl TransportConfigMap {
         Ok((cm, yaml))
     }
 
+    /// The components as checked objects; errors name this ConfigMap and the document.
+    pub fn objects(&self) -> Result<Vec<crate::yaml::Object>, Error> {
+        crate::yaml::parse_objects(
+            &format!("{} data.components", self.configmap_name()),
+            &self.components,
+        )
+    }
+
     fn configmap_name(&self) -> String {
         format!("ConfigMap {TARGET_NAMESPACE}/{}", self.provider.name)
     }
