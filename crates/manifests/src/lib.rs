@@ -22,7 +22,7 @@ pub use metadata::{Metadata, ReleaseSeries};
 pub use object::ObjectRef;
 pub use provider::{Provider, ProviderType};
 pub use transport::TransportConfigMap;
-pub use yaml::{DocLocation, Document};
+pub use yaml::{DocLocation, Document, Object};
 
 /// The namespace every namespaced provider object is moved into, and where transport ConfigMaps
 /// live.

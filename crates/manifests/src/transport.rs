@@ -177,7 +177,9 @@ impl TransportConfigMap {
     /// `data.components`. The compressed keys win over `data.components` because the
     /// generator never writes both: when both exist, `data.components` is the leftover of an
     /// older, uncompressed version of the ConfigMap that an update merged rather than replaced,
-    /// and the compressed key is the one the current generator wrote.
+    /// and the compressed key is the one the current generator wrote. `binaryData.components` is
+    /// read as gzip whether or not the upstream `provider.cluster.x-k8s.io/compressed` annotation
+    /// is present: the key has no other meaning, and a corrupt payload is reported either way.
     pub fn decode(cm: &Value) -> Result<Decoded, Error> {
         let ns = cm
             .pointer("/metadata/namespace")
