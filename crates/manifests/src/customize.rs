@@ -159,12 +159,30 @@ pub fn customize(
         })
         .collect();
 
+    // Kinds the input itself defines as cluster-scoped (e.g. CAPA's AWSClusterControllerIdentity):
+    // an instance shipped with the components must not be given a namespace either.
+    let scopes = Scopes {
+        custom_cluster_scoped: input
+            .iter()
+            .filter(|o| treatment(&o.id) == Treatment::Crd)
+            .filter(|o| get_str(&o.value, &["spec", "scope"]) == Some("Cluster"))
+            .filter_map(|o| {
+                Some((
+                    get_str(&o.value, &["spec", "group"])?.to_owned(),
+                    get_str(&o.value, &["spec", "names", "kind"])?.to_owned(),
+                ))
+            })
+            .collect(),
+    };
+
     // The namespace rewrite can make two objects of different namespaces the same object.
     let renamed = |o: &Object| {
         let mut id = o.id.clone();
-        if !is_cluster_scoped(id.group(), &id.kind) {
-            id.namespace = Some(TARGET_NAMESPACE.to_owned());
-        }
+        id.namespace = if scopes.cluster_scoped(&id) {
+            None
+        } else {
+            Some(TARGET_NAMESPACE.to_owned())
+        };
         id
     };
     check_duplicates(&input, renamed)?;
@@ -190,7 +208,7 @@ pub fn customize(
             id,
             mut value,
         } = obj;
-        clusterctl_process(provider, &id, &source_namespaces, &mut value);
+        clusterctl_process(provider, &id, &scopes, &source_namespaces, &mut value);
         match t {
             Treatment::Rbac => replace_annotations(&mut value),
             Treatment::Webhook => {
@@ -238,6 +256,19 @@ pub fn customize(
     })
 }
 
+struct Scopes {
+    custom_cluster_scoped: BTreeSet<(String, String)>,
+}
+
+impl Scopes {
+    fn cluster_scoped(&self, id: &ObjectRef) -> bool {
+        is_cluster_scoped(id.group(), &id.kind)
+            || self
+                .custom_cluster_scoped
+                .contains(&(id.group().to_owned(), id.kind.clone()))
+    }
+}
+
 fn check_duplicates(input: &[Object], key: impl Fn(&Object) -> ObjectRef) -> Result<(), Error> {
     let mut seen: HashMap<ObjectRef, &DocLocation> = HashMap::with_capacity(input.len());
     for o in input {
@@ -258,10 +289,14 @@ fn check_duplicates(input: &[Object], key: impl Fn(&Object) -> ObjectRef) -> Res
 fn clusterctl_process(
     provider: &Provider,
     id: &ObjectRef,
+    scopes: &Scopes,
     source_namespaces: &BTreeSet<String>,
     value: &mut Value,
 ) {
-    if !is_cluster_scoped(id.group(), &id.kind) {
+    if scopes.cluster_scoped(id) {
+        // A namespace on a cluster-scoped object is an error for server-side apply.
+        metadata_mut(value).remove("namespace");
+    } else {
         metadata_mut(value).insert("namespace".to_owned(), Value::from(TARGET_NAMESPACE));
     }
     let labels = metadata_map_mut(value, "labels");

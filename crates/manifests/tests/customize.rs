@@ -68,7 +68,7 @@ metadata: {name: sa, namespace: capa-system}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
-metadata: {name: cr, labels: {keep: me}}
+metadata: {name: cr, namespace: capa-system, labels: {keep: me}}
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -106,6 +106,40 @@ data: {a: b}
     assert_eq!(
         c.objects[0]["metadata"]["labels"]["cluster.x-k8s.io/provider"],
         "cluster-api"
+    );
+}
+
+#[test]
+fn scope_of_custom_kinds_comes_from_the_input_crds() {
+    // Instances of custom kinds are dropped by the allow-list, but the duplicate check applies
+    // the namespace rewrite and must know which custom kinds are cluster-scoped.
+    let identity = |ns: &str| {
+        format!(
+            "apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: AWSClusterControllerIdentity\nmetadata: {{name: default, namespace: {ns}}}\n"
+        )
+    };
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: awsclustercontrolleridentities.infrastructure.cluster.x-k8s.io}\nspec: {group: infrastructure.cluster.x-k8s.io, scope: Cluster, names: {kind: AWSClusterControllerIdentity, plural: awsclustercontrolleridentities}}\n";
+    let c = run(&format!("{crd}---\n{}", identity("capa-system"))).unwrap();
+    assert_eq!(c.dropped.len(), 1, "not in the allow-list");
+    // Without the CRD the kind counts as namespaced: both land in openshift-cluster-api. With
+    // it, the kind is cluster-scoped: namespaces are meaningless, both are the same object.
+    let err = run(&format!("{}---\n{}", identity("a"), identity("b")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("duplicate object AWSClusterControllerIdentity openshift-cluster-api/default"),
+        "{err}"
+    );
+    let err = run(&format!(
+        "{crd}---\n{}---\n{}",
+        identity("a"),
+        identity("b")
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("duplicate object AWSClusterControllerIdentity default:"),
+        "{err}"
     );
 }
 
