@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 /// Everything that can go wrong while starting, using or stopping a control plane. Each variant names
 /// the process, file or object it concerns; startup failures carry the tail of the failing process's log.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum Error {
     #[error("{context}: {source}")]
     Io {
@@ -85,4 +85,19 @@ pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> E
 pub(crate) fn kube(context: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
     let context = context.into();
     move |source| Error::Kube { context, source }
+}
+
+/// Debug shows the message (with its log tail, line breaks intact), so that `start(..).unwrap()` in a
+/// test prints something readable.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")?;
+        // Every variant's message already includes its direct source.
+        let mut source = std::error::Error::source(self).and_then(|s| s.source());
+        while let Some(cause) = source {
+            write!(f, "\ncaused by: {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
 }

@@ -110,8 +110,10 @@ impl ControlPlane {
         let (dir, temp) = match opts.dir {
             Some(dir) => {
                 fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+                // Canonical, because `down` recognizes our processes by this path in their
+                // command lines.
                 let dir =
-                    std::path::absolute(&dir).map_err(io(format!("resolve {}", dir.display())))?;
+                    fs::canonicalize(&dir).map_err(io(format!("resolve {}", dir.display())))?;
                 (dir, None)
             }
             None => {
@@ -213,6 +215,9 @@ impl ControlPlane {
                 &format!("--service-account-key-file={}", p(&files.sa_pub)),
                 &format!("--service-account-signing-key-file={}", p(&files.sa_key)),
                 "--service-cluster-ip-range=10.0.0.0/24",
+                // The `kubernetes` Service would point at the advertise address, which may not be
+                // loopback; nothing in the cluster needs to reach the API server through it.
+                "--endpoint-reconciler-type=none",
                 "--allow-privileged=true",
                 &format!("--audit-policy-file={}", p(&files.audit_policy)),
                 &format!("--audit-log-path={}", p(&dir.join("audit.log"))),
@@ -258,7 +263,8 @@ impl ControlPlane {
         }
 
         if opts.with_workloads {
-            let ready = workloads::wait_node_ready(&client, NODE_READY_TIMEOUT);
+            let kwok_log = cp.dir.join("logs/kwok.log");
+            let ready = workloads::wait_node_ready(&client, NODE_READY_TIMEOUT, &kwok_log);
             cp.while_running(ready).await?;
         }
         Ok(cp)
@@ -443,7 +449,7 @@ impl Drop for ControlPlane {
 /// Stops the processes of a control plane started with [`ControlPlane::start_background`] (the `up`
 /// command): SIGTERM, SIGKILL after `grace`, and waits until all are gone. Returns what was running.
 pub fn stop_background(dir: &Path, grace: Duration) -> Result<Vec<String>, Error> {
-    let dir = std::path::absolute(dir).map_err(io(format!("resolve {}", dir.display())))?;
+    let dir = fs::canonicalize(dir).map_err(io(format!("resolve {}", dir.display())))?;
     process::stop_recorded(&dir, grace)
 }
 

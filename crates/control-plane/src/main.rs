@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use control_plane::{ControlPlane, ControlPlaneOptions, OpenShiftCrds};
+use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Parser)]
 #[command(about = "Dev-only: a real etcd + kube-apiserver (+ controller-manager, scheduler, KWOK)")]
@@ -14,22 +15,43 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args)]
+struct StartArgs {
+    #[arg(long)]
+    dir: PathBuf,
+    /// Also run kube-controller-manager, kube-scheduler and KWOK with one fake node.
+    #[arg(long)]
+    with_workloads: bool,
+    /// Folder of OpenShift CRDs to load (default: ../shared/fixtures/openshift-crds).
+    #[arg(long, conflicts_with = "skip_openshift_crds")]
+    openshift_crds: Option<PathBuf>,
+    #[arg(long)]
+    skip_openshift_crds: bool,
+}
+
+impl StartArgs {
+    fn options(self) -> ControlPlaneOptions {
+        let openshift_crds = match (self.openshift_crds, self.skip_openshift_crds) {
+            (_, true) => OpenShiftCrds::Skip,
+            (Some(dir), false) => OpenShiftCrds::From(dir),
+            (None, false) => OpenShiftCrds::Default,
+        };
+        ControlPlaneOptions {
+            dir: Some(self.dir),
+            with_workloads: self.with_workloads,
+            openshift_crds,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Start the control plane in DIR and return, leaving the processes running (pids in DIR/pids,
     /// logs in DIR/logs).
-    Up {
-        #[arg(long)]
-        dir: PathBuf,
-        /// Also run kube-controller-manager, kube-scheduler and KWOK with one fake node.
-        #[arg(long)]
-        with_workloads: bool,
-        /// Folder of OpenShift CRDs to load (default: ../shared/fixtures/openshift-crds).
-        #[arg(long, conflicts_with = "skip_openshift_crds")]
-        openshift_crds: Option<PathBuf>,
-        #[arg(long)]
-        skip_openshift_crds: bool,
-    },
+    Up(StartArgs),
+    /// Start the control plane in DIR and keep it in the foreground until Ctrl-C or SIGTERM; the
+    /// processes die with this one, even when it is killed.
+    Run(StartArgs),
     /// Stop the control plane of DIR: SIGTERM, SIGKILL after the grace period, and wait until every
     /// process is gone.
     Down {
@@ -45,25 +67,25 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Up {
-            dir,
-            with_workloads,
-            openshift_crds,
-            skip_openshift_crds,
-        } => {
-            let openshift_crds = match (openshift_crds, skip_openshift_crds) {
-                (_, true) => OpenShiftCrds::Skip,
-                (Some(dir), false) => OpenShiftCrds::From(dir),
-                (None, false) => OpenShiftCrds::Default,
-            };
-            let kubeconfig = ControlPlane::start_background(ControlPlaneOptions {
-                dir: Some(dir.clone()),
-                with_workloads,
-                openshift_crds,
-            })
-            .await
-            .with_context(|| format!("start the control plane in {}", dir.display()))?;
+        Command::Up(args) => {
+            let dir = args.dir.clone();
+            let kubeconfig = ControlPlane::start_background(args.options())
+                .await
+                .with_context(|| format!("start the control plane in {}", dir.display()))?;
             println!("kubeconfig: {}", kubeconfig.display());
+        }
+        Command::Run(args) => {
+            let dir = args.dir.clone();
+            let cp = ControlPlane::start(args.options())
+                .await
+                .with_context(|| format!("start the control plane in {}", dir.display()))?;
+            println!("kubeconfig: {}", cp.kubeconfig_path().display());
+            let mut term = signal(SignalKind::terminate())?;
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            cp.stop();
         }
         Command::Down {
             dir,

@@ -114,7 +114,11 @@ async fn create_node(client: &kube::Client) -> Result<(), Error> {
         .map_err(kube_err(format!("create Node {NODE_NAME}")))
 }
 
-pub(crate) async fn wait_node_ready(client: &kube::Client, timeout: Duration) -> Result<(), Error> {
+pub(crate) async fn wait_node_ready(
+    client: &kube::Client,
+    timeout: Duration,
+    kwok_log: &Path,
+) -> Result<(), Error> {
     let nodes: Api<Node> = Api::all(client.clone());
     let start = Instant::now();
     loop {
@@ -140,8 +144,8 @@ pub(crate) async fn wait_node_ready(client: &kube::Client, timeout: Duration) ->
             return Err(Error::Timeout {
                 what: format!("Node {NODE_NAME} to be Ready without taints (KWOK)"),
                 seconds: timeout.as_secs(),
-                log: None,
-                tail: String::new(),
+                log: Some(kwok_log.to_path_buf()),
+                tail: crate::process::tail(kwok_log),
             });
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
