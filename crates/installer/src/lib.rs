@@ -5,7 +5,13 @@
 //! One reconcile is a pipeline: *read inputs → render and validate the whole plan (pure) → apply phase by
 //! phase → write status from what was applied*. A plan that fails validation never reaches a write.
 
+pub mod controller;
+pub mod metrics;
 pub mod platform;
+pub mod provider;
 pub mod render;
 pub mod sources;
 pub mod status;
+
+pub use controller::{Installer, InstallerConfig, user_agent};
+pub use metrics::Metrics;

@@ -131,7 +131,7 @@ impl TransportConfigMap {
             Encoding::Zstd => {
                 let compressed =
                     compress_zstd(self.components.as_bytes()).map_err(|e| Error::ConfigMapKey {
-                        configmap: self.configmap_name(),
+                        configmap: format!("{TARGET_NAMESPACE}/{}", self.provider.name),
                         key: format!("binaryData.{KEY_COMPONENTS_ZSTD}"),
                         message: format!("zstd compression failed: {e}"),
                     })?;
@@ -190,9 +190,9 @@ impl TransportConfigMap {
             .and_then(Value::as_str)
             .unwrap_or("<unnamed>");
         let configmap = if ns.is_empty() {
-            format!("ConfigMap {name}")
+            name.to_string()
         } else {
-            format!("ConfigMap {ns}/{name}")
+            format!("{ns}/{name}")
         };
         let cm_err = |message: String| Error::ConfigMap {
             configmap: configmap.clone(),

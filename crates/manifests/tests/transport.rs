@@ -200,7 +200,7 @@ fn corrupt_payloads_are_typed_errors_naming_configmap_and_key() {
                 key: k,
                 message,
             } => {
-                assert_eq!(configmap, "ConfigMap openshift-cluster-api/aws");
+                assert_eq!(configmap, "openshift-cluster-api/aws");
                 assert_eq!(k, key);
                 assert!(message.contains(what), "{message}");
             }
