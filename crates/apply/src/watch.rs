@@ -104,6 +104,7 @@ impl LiveCache {
             let task = tokio::spawn(run_watch(
                 api,
                 watcher::Config::default().labels(&self.selector),
+                resource.clone(),
                 scope.clone(),
                 self.shared.clone(),
                 self.changes.clone(),
@@ -170,8 +171,18 @@ impl Drop for LiveCache {
     }
 }
 
-fn cache_form(mut obj: DynamicObject) -> Option<(ObjectKey, Arc<DynamicObject>)> {
+fn cache_form(
+    mut obj: DynamicObject,
+    resource: &ApiResource,
+) -> Option<(ObjectKey, Arc<DynamicObject>)> {
     obj.metadata.managed_fields = None;
+    // Items of a list of built-in kinds come without apiVersion/kind (the list carries them).
+    if obj.types.as_ref().is_none_or(|t| t.kind.is_empty()) {
+        obj.types = Some(kube::api::TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        });
+    }
     let key = ObjectKey::from_object(&obj)?;
     Some((key, Arc::new(obj)))
 }
@@ -179,6 +190,7 @@ fn cache_form(mut obj: DynamicObject) -> Option<(ObjectKey, Arc<DynamicObject>)>
 async fn run_watch(
     api: Api<DynamicObject>,
     config: watcher::Config,
+    resource: ApiResource,
     scope: Scope,
     shared: Arc<Shared>,
     changes: broadcast::Sender<ObjectKey>,
@@ -198,7 +210,7 @@ async fn run_watch(
         match event {
             Event::Init => buffer = Some(Store::new()),
             Event::InitApply(obj) => {
-                if let Some((key, obj)) = cache_form(obj) {
+                if let Some((key, obj)) = cache_form(obj, &resource) {
                     buffer.get_or_insert_with(Store::new).insert(key, obj);
                 }
             }
@@ -228,7 +240,7 @@ async fn run_watch(
                 let _ = synced.send(true);
             }
             Event::Apply(obj) => {
-                if let Some((key, obj)) = cache_form(obj) {
+                if let Some((key, obj)) = cache_form(obj, &resource) {
                     shared
                         .stores
                         .write()
@@ -240,7 +252,7 @@ async fn run_watch(
                 }
             }
             Event::Delete(obj) => {
-                if let Some((key, _)) = cache_form(obj) {
+                if let Some((key, _)) = cache_form(obj, &resource) {
                     if let Some(store) = shared
                         .stores
                         .write()

@@ -135,6 +135,13 @@ async fn apply_steady_state_drift_and_prune() {
         }
     }
     assert_eq!(first.len(), 9);
+    // The audit log tells our requests apart: one server-side apply PATCH per object.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let patches = our_writes(&cp, 0)
+        .iter()
+        .filter(|e| e.verb == "patch")
+        .count();
+    assert_eq!(patches, 9, "{:?}", describe(&our_writes(&cp, 0)));
     assert!(
         first.values().all(|a| *a == ApplyAction::Created),
         "{first:?}"
@@ -523,7 +530,12 @@ async fn settle(cache: &capi_apply::LiveCache, plan: &capi_apply::Plan) {
             .then_some(())
     })
     .await;
-    assert!(all.is_some(), "cache did not catch up");
+    let missing: Vec<String> = plan
+        .objects()
+        .filter(|o| cache.get(&o.key).is_none())
+        .map(|o| o.key.to_string())
+        .collect();
+    assert!(all.is_some(), "cache did not catch up: missing {missing:?}");
 }
 
 async fn wait_for_change(rx: &mut tokio::sync::broadcast::Receiver<ObjectKey>, key: &ObjectKey) {
