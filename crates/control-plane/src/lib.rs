@@ -80,7 +80,7 @@ impl ControlPlane {
     /// Starts etcd and kube-apiserver (and the workload components when asked), waits until the API
     /// server is ready and the CRDs are Established (and the fake node Ready), and returns.
     pub async fn start(opts: ControlPlaneOptions) -> Result<ControlPlane, Error> {
-        Self::launch(opts, Spawner::attached()?).await
+        Self::launch_retrying(opts, Spawner::attached).await
     }
 
     /// Like [`ControlPlane::start`], but the processes keep running after this process exits (no
@@ -93,10 +93,31 @@ impl ControlPlane {
                 message: "a background control plane needs an explicit folder".into(),
             });
         }
-        let mut cp = Self::launch(opts, Spawner::Detached).await?;
+        let mut cp = Self::launch_retrying(opts, || Ok(Spawner::Detached)).await?;
         // Dropping a std Child neither kills nor waits: the processes live on, found again by pid.
         cp.processes.clear();
         Ok(cp.kubeconfig_path())
+    }
+
+    /// Free ports are picked, released and only then bound by etcd and kube-apiserver; another
+    /// process (a parallel test's client socket, say) may take one in between. That shows as
+    /// "address already in use" and is worth another try with fresh ports, not a failed test.
+    async fn launch_retrying(
+        opts: ControlPlaneOptions,
+        spawner: impl Fn() -> Result<Spawner, Error>,
+    ) -> Result<ControlPlane, Error> {
+        const ATTEMPTS: usize = 3;
+        let mut attempt = 1;
+        loop {
+            match Self::launch(opts.clone(), spawner()?).await {
+                Err(Error::ProcessExited { ref tail, .. })
+                    if attempt < ATTEMPTS && tail.contains("address already in use") =>
+                {
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
     }
 
     async fn launch(opts: ControlPlaneOptions, spawner: Spawner) -> Result<ControlPlane, Error> {
