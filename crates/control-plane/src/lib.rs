@@ -10,6 +10,26 @@
 //! Children never outlive a test: they are killed on drop, and, because a panicking or aborted test
 //! process may never run drop, they also carry `PR_SET_PDEATHSIG=SIGKILL` (see [`process::Spawner`]).
 //! Only the `up` command (and [`ControlPlane::start_background`]) leaves them running on purpose.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), control_plane::Error> {
+//! use control_plane::{ControlPlane, ControlPlaneOptions};
+//!
+//! let cp = ControlPlane::start(ControlPlaneOptions::default()).await?;
+//! let mut config = cp.admin_config();
+//! // kube-rs sends no User-Agent by itself; set one to find your requests in the audit log.
+//! config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static("me/1")));
+//! let client = kube::Client::try_from(config).unwrap();
+//! // ... requests ...
+//! let writes = cp.audit_events()?.into_iter().filter(|e| e.is_write()).count();
+//! # let _ = (client, writes);
+//! # Ok(()) }
+//! ```
+//!
+//! A ControlPlane is `Send + Sync` and may be shared between tests (e.g. in a `OnceLock`). A shared
+//! one is never dropped, so its processes end only with the test process (parent-death signal) and
+//! a temporary folder stays behind; and build clients per test from [`ControlPlane::admin_config`],
+//! because a client is tied to the tokio runtime it was created on.
 
 mod audit;
 mod crds;
@@ -70,6 +90,11 @@ pub struct ControlPlane {
     // Declared last: the folder goes only after the processes that write into it are dead.
     _temp: Option<tempfile::TempDir>,
 }
+
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<ControlPlane>();
+};
 
 const API_READY_TIMEOUT: Duration = Duration::from_secs(60);
 const CRD_TIMEOUT: Duration = Duration::from_secs(30);
