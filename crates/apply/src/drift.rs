@@ -17,7 +17,8 @@ use sha2::{Digest, Sha256};
 
 /// The object as we send it and compare it: apiVersion, kind, `metadata.{name,namespace,labels,
 /// annotations}` and every other top-level field except `status` (the engine never writes status; on
-/// kinds with a status subresource the server would drop it anyway), with `null`s removed.
+/// kinds with a status subresource the server would drop it anyway), with `null`s removed and a
+/// Secret's `stringData` folded into `data`.
 pub fn normalize(obj: &DynamicObject) -> Value {
     let mut out = Map::new();
     if let Some(t) = &obj.types {
@@ -44,6 +45,10 @@ pub fn normalize(obj: &DynamicObject) -> Value {
         }
     }
     out.insert("metadata".into(), Value::Object(meta));
+    let is_secret = obj
+        .types
+        .as_ref()
+        .is_some_and(|t| t.api_version == "v1" && t.kind == "Secret");
     if let Value::Object(data) = &obj.data {
         for (k, v) in data {
             if matches!(k.as_str(), "status" | "apiVersion" | "kind" | "metadata") || v.is_null() {
@@ -52,7 +57,31 @@ pub fn normalize(obj: &DynamicObject) -> Value {
             out.insert(k.clone(), strip_nulls(v));
         }
     }
+    if is_secret {
+        fold_string_data(&mut out);
+    }
     Value::Object(out)
+}
+
+/// A Secret's `stringData` is write-only: the API server folds it into `data` (base64) and never
+/// returns it, so a desired object with `stringData` would never look applied. Fold it the same way
+/// (as Flux does); `stringData` wins over `data` for the same key, as on the server.
+fn fold_string_data(secret: &mut Map<String, Value>) {
+    use base64::Engine;
+    let Some(Value::Object(string_data)) = secret.remove("stringData") else {
+        return;
+    };
+    let data = secret
+        .entry("data")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(data) = data {
+        for (k, v) in string_data {
+            if let Value::String(text) = v {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+                data.insert(k, Value::String(encoded));
+            }
+        }
+    }
 }
 
 fn strip_nulls(v: &Value) -> Value {

@@ -330,3 +330,20 @@ fn ownership_decisions() {
         Ownership::Foreign { managers: vec![] }
     );
 }
+
+#[test]
+fn secret_string_data_is_folded_into_data() {
+    let s = obj(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {a: eA==, b: eA==}\nstringData: {b: hello, c: world}\n",
+    );
+    assert_eq!(
+        normalize(&s)["data"],
+        json!({"a": "eA==", "b": "aGVsbG8=", "c": "d29ybGQ="})
+    );
+    assert!(normalize(&s).get("stringData").is_none());
+    // Only Secrets: another kind's stringData field is its own business.
+    let other = obj(
+        "apiVersion: example.io/v1\nkind: Thing\nmetadata: {name: t}\nstringData: {b: hello}\n",
+    );
+    assert_eq!(normalize(&other)["stringData"], json!({"b": "hello"}));
+}

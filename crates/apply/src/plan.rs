@@ -140,6 +140,24 @@ pub struct PlannedPhase {
     pub objects: Vec<PlannedObject>,
 }
 
+impl PlannedPhase {
+    /// Every distinct kind in the phase with its scope (what a [`crate::watch::LiveCache`] must watch).
+    pub fn resources(&self) -> Vec<(ApiResource, bool)> {
+        distinct_resources(self.objects.iter())
+    }
+}
+
+fn distinct_resources<'a>(
+    objects: impl Iterator<Item = &'a PlannedObject>,
+) -> Vec<(ApiResource, bool)> {
+    let mut seen = BTreeMap::new();
+    for o in objects {
+        seen.entry((o.resource.group.clone(), o.resource.kind.clone()))
+            .or_insert_with(|| (o.resource.clone(), o.namespaced));
+    }
+    seen.into_values().collect()
+}
+
 /// Validated objects grouped into phases. Only non-empty phases are present, in [`Phase`] order.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
@@ -158,12 +176,7 @@ impl Plan {
 
     /// Every distinct kind in the plan with its scope (what a [`crate::watch::LiveCache`] must watch).
     pub fn resources(&self) -> Vec<(ApiResource, bool)> {
-        let mut seen = BTreeMap::new();
-        for o in self.objects() {
-            seen.entry((o.resource.group.clone(), o.resource.kind.clone()))
-                .or_insert_with(|| (o.resource.clone(), o.namespaced));
-        }
-        seen.into_values().collect()
+        distinct_resources(self.objects())
     }
 
     pub fn len(&self) -> usize {

@@ -62,6 +62,12 @@ metadata: {name: settings, namespace: apply-test}
 data: {level: info}
 ---
 apiVersion: v1
+kind: Secret
+metadata: {name: token, namespace: apply-test}
+# Write-only on the server: folded into data, never returned.
+stringData: {token: s3cr3t}
+---
+apiVersion: v1
 kind: Service
 metadata: {name: webhook, namespace: apply-test}
 spec:
@@ -134,14 +140,14 @@ async fn apply_steady_state_drift_and_prune() {
             .unwrap_or_else(|e| panic!("{} not ready: {e}", phase.phase));
         }
     }
-    assert_eq!(first.len(), 9);
+    assert_eq!(first.len(), 10);
     // The audit log tells our requests apart: one server-side apply PATCH per object.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let patches = our_writes(&cp, 0)
         .iter()
         .filter(|e| e.verb == "patch")
         .count();
-    assert_eq!(patches, 9, "{:?}", describe(&our_writes(&cp, 0)));
+    assert_eq!(patches, 10, "{:?}", describe(&our_writes(&cp, 0)));
     assert!(
         first.values().all(|a| *a == ApplyAction::Created),
         "{first:?}"
@@ -193,6 +199,26 @@ async fn apply_steady_state_drift_and_prune() {
         "writes in steady state: {:?}",
         describe(&writes)
     );
+
+    // --- After a restart (a new applier, no memory of its last apply): only the object whose
+    // value the server normalized ("0.1" → "100m") is written again, once.
+    let restarted = common::applier(&client);
+    let mark = cp.audit_events().unwrap().len();
+    let mut rewritten = Vec::new();
+    for phase in &plan.phases {
+        let out = restarted.apply_phase(phase, |k| cache.get(k)).await;
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        rewritten.extend(
+            out.outcomes
+                .iter()
+                .filter(|o| o.action != ApplyAction::Unchanged)
+                .map(|o| o.key.to_string()),
+        );
+    }
+    assert_eq!(rewritten, ["Deployment apply-test/manager"]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(our_writes(&cp, mark).len(), 1);
+    settle(&cache, &plan).await;
 
     // --- caBundle written by another field manager survives our re-apply.
     let vwc = plan
@@ -331,6 +357,21 @@ async fn apply_steady_state_drift_and_prune() {
         .create(&PostParams::default(), &foreign_widget)
         .await
         .unwrap();
+    // The cache sees only what carries our label.
+    let theirs = ObjectKey::new("example.io", "v1", "Widget", Some("apply-test"), "theirs");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(cache.get(&theirs).is_none());
+    assert!(
+        cache
+            .get(&ObjectKey::new(
+                "example.io",
+                "v1",
+                "Widget",
+                Some("apply-test"),
+                "w1"
+            ))
+            .is_some()
+    );
     let cr = plan
         .objects()
         .find(|o| o.key.kind == "ClusterRole")
@@ -362,7 +403,7 @@ async fn apply_steady_state_drift_and_prune() {
     let new = Inventory::from_plan("bundle", &plan2);
     let resolver = KindResolver::discover(&client).await.unwrap();
     let targets = old.prune_targets(&new, &resolver);
-    assert_eq!(targets.len(), 5);
+    assert_eq!(targets.len(), 6);
     let mark = cp.audit_events().unwrap().len();
     let report = capi_apply::prune(&client, targets, &applier.ownership().clone()).await;
     let deleted: Vec<String> = report.deleted.iter().map(ToString::to_string).collect();
@@ -371,6 +412,7 @@ async fn apply_steady_state_drift_and_prune() {
         [
             "ValidatingWebhookConfiguration apply-test-webhook",
             "Widget apply-test/w1",
+            "Secret apply-test/token",
             "ConfigMap apply-test/settings",
         ]
     );
@@ -414,7 +456,7 @@ async fn apply_steady_state_drift_and_prune() {
                 .unwrap_or_default()
         })
         .collect();
-    assert_eq!(deletes, ["apply-test-webhook", "w1", "settings"]);
+    assert_eq!(deletes, ["apply-test-webhook", "w1", "token", "settings"]);
     assert!(
         api(&client, cr)
             .get_opt("apply-test-manager")
