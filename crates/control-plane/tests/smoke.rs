@@ -316,34 +316,17 @@ async fn provider_like_deployment_becomes_available_under_kwok() {
         .unwrap();
 
     let start = Instant::now();
-    let available = loop {
-        let d = deployments.get("capi-controller-manager").await.unwrap();
-        let status = d.status.unwrap_or_default();
-        let available = status
-            .conditions
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Available" && c.status == "True");
-        if available && status.ready_replicas == Some(1) {
-            break true;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            break false;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    let pods = Api::<Pod>::namespaced(client, "openshift-cluster-api")
-        .list(&ListParams::default())
-        .await
-        .unwrap();
+    let available = wait_until(Duration::from_secs(60), || rolled_out(&deployments)).await;
+    let pods: Api<Pod> = Api::namespaced(client, "openshift-cluster-api");
+    let list = pods.list(&ListParams::default()).await.unwrap();
     assert!(
         available,
         "Deployment not Available after 60s; pods: {:#?}",
-        pods.items.iter().map(|p| &p.status).collect::<Vec<_>>()
+        list.items.iter().map(|p| &p.status).collect::<Vec<_>>()
     );
     eprintln!("Deployment Available after {:?}", start.elapsed());
-    assert_eq!(pods.items.len(), 1);
-    let pod = &pods.items[0];
+    assert_eq!(list.items.len(), 1);
+    let pod = &list.items[0];
     assert_eq!(
         pod.spec.as_ref().unwrap().node_name.as_deref(),
         Some("kwok-node-0")
@@ -354,6 +337,83 @@ async fn provider_like_deployment_becomes_available_under_kwok() {
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
     assert!(ready, "{:#?}", pod.status);
+
+    // A rollout (what an upgrade does) replaces the pod: KWOK deletes the old one once it is
+    // terminating, as a kubelet would.
+    let first_pod = pod.metadata.name.clone().unwrap();
+    let image = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "manager", "image": "registry.ci.openshift.org/openshift:cluster-api-v2"}
+    ]}}}});
+    deployments
+        .patch(
+            "capi-controller-manager",
+            &PatchParams::default(),
+            &Patch::Strategic(&image),
+        )
+        .await
+        .unwrap();
+    let replaced = wait_until(Duration::from_secs(60), || async {
+        let names: Vec<String> = pods
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        names.len() == 1 && names[0] != first_pod && rolled_out(&deployments).await
+    })
+    .await;
+    assert!(replaced, "rollout did not replace pod {first_pod}");
+
+    // Deleting the Deployment takes its pods along (garbage collector + KWOK).
+    deployments
+        .delete("capi-controller-manager", &DeleteParams::default())
+        .await
+        .unwrap();
+    let gone = wait_until(Duration::from_secs(60), || async {
+        pods.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    })
+    .await;
+    assert!(gone, "pods left after deleting their Deployment");
+}
+
+/// Available, with every replica updated and ready for the current generation.
+async fn rolled_out(deployments: &Api<Deployment>) -> bool {
+    let d = deployments.get("capi-controller-manager").await.unwrap();
+    let generation = d.metadata.generation;
+    let status = d.status.unwrap_or_default();
+    let available = status
+        .conditions
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Available" && c.status == "True");
+    available
+        && status.observed_generation == generation
+        && status.updated_replicas == Some(1)
+        && status.ready_replicas == Some(1)
+        && status.replicas == Some(1)
+}
+
+async fn wait_until<F, Fut>(timeout: Duration, mut condition: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if condition().await {
+            return true;
+        }
+        if start.elapsed() > timeout {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 #[test]
