@@ -80,7 +80,11 @@ impl LiveCache {
     }
 
     /// Starts watching `resource` (idempotent). Namespaced kinds are watched in the configured
-    /// namespaces, cluster-scoped ones cluster-wide.
+    /// namespaces, cluster-scoped ones cluster-wide. Needs a tokio runtime.
+    ///
+    /// Call it once the kind is served (for a custom kind: after its CRD is Established). Before
+    /// that the watch only fails and backs off (up to kube-runtime's maximum delay), which delays
+    /// the first sync.
     pub fn ensure_watched(&self, resource: &ApiResource, namespaced: bool) {
         let scopes: Vec<Option<String>> = match (&self.namespaces, namespaced) {
             (Namespaces::Only(list), true) => list.iter().cloned().map(Some).collect(),
