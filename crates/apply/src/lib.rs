@@ -22,7 +22,7 @@
 //! for p in &plan.phases {
 //!     let out = applier.apply_phase(p, |k| cache.get(k)).await;   // 0 requests when unchanged
 //!     if gated(p.phase) { wait_ready(&client, &p.wait_targets(), timeout, interval).await? }
-//!     for (r, namespaced) in plan.resources() { cache.ensure_watched(&r, namespaced) }
+//!     for (r, namespaced) in p.resources() { cache.ensure_watched(&r, namespaced) }
 //! }
 //! let mut new = Inventory::from_plan(owner, &plan);
 //! let old = store.load(owner).await?;
@@ -44,6 +44,14 @@
 //! carries the same hash and the desired object is a semantic subset of it ([`needs_apply`]), or
 //! when the live object still shows the resourceVersion or the same projection onto our fields that
 //! our own last apply left (this absorbs the API server's normalization, such as `0.1` → `100m`).
+//! That memory is in-process: after a restart an object the server normalizes is applied once more
+//! (a no-op PATCH), and remembered from then on. Objects missing from the cache cost one GET.
+//!
+//! # Identity and errors
+//! [`ObjectKey`] is group, kind, namespace and name; the version is carried but not compared, so a
+//! version bump is neither a duplicate nor stale. Every error names its object as `Kind namespace/name`
+//! (`Kind name` when cluster-scoped), plus the caller's origin (e.g. ConfigMap and document index)
+//! for plan errors. [`plan()`] reports every problem of a set at once ([`PlanErrors`]).
 //!
 //! # Ownership
 //! 1. Every object we apply carries the ownership label ([`OwnershipPolicy::label_key`]); that label
@@ -57,9 +65,10 @@
 //! 5. Prune deletes only objects that still carry the label, with a UID precondition; a CRD with
 //!    instances is never deleted (reported and retried).
 //!
-//! The engine never strips or special-cases fields: a caller that must not own a field (e.g. a
-//! webhook's `caBundle`, owned by service-ca) leaves it out of the desired object, and server-side
-//! apply keeps the other manager's value.
+//! Apart from normalization ([`drift::normalize`]: server-set metadata and `status` dropped, a
+//! Secret's `stringData` folded into `data`) the engine never strips or special-cases fields: a caller
+//! that must not own a field (e.g. a webhook's `caBundle`, owned by service-ca) leaves it out of the
+//! desired object, and server-side apply keeps the other manager's value.
 
 pub mod apply;
 pub mod drift;
