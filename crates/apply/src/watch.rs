@@ -118,6 +118,26 @@ impl LiveCache {
         }
     }
 
+    /// Stops watching `resource` and forgets its objects (e.g. after its CRD was pruned, whose watch
+    /// would otherwise fail and back off forever).
+    pub fn unwatch(&self, resource: &ApiResource) {
+        let same = |s: &Scope| s.group == resource.group && s.kind == resource.kind;
+        self.tasks
+            .lock()
+            .expect("tasks poisoned")
+            .retain(|scope, (task, _)| {
+                if same(scope) {
+                    task.abort();
+                }
+                !same(scope)
+            });
+        self.shared
+            .stores
+            .write()
+            .expect("stores poisoned")
+            .retain(|scope, _| !same(scope));
+    }
+
     /// The cached live object, if any.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
         let stores = self.shared.stores.read().expect("stores poisoned");

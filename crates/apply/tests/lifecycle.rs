@@ -495,6 +495,15 @@ async fn apply_steady_state_drift_and_prune() {
     )
     .await;
     assert_eq!(report.deleted, [crd_key]);
+    let widget_resource = &plan
+        .objects()
+        .find(|o| o.key.kind == "Widget")
+        .unwrap()
+        .resource;
+    assert!(cache.get(&theirs).is_none());
+    cache.unwatch(widget_resource);
+    assert!(cache.is_synced(), "the remaining watches are still synced");
+    assert!(cache.get(&plan2.objects().next().unwrap().key).is_some());
 }
 
 #[tokio::test]
