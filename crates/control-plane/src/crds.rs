@@ -69,9 +69,9 @@ pub(crate) async fn apply_and_wait(
             let established = await_condition(api, &name, conditions::is_crd_established());
             match tokio::time::timeout(timeout, established).await {
                 Ok(Ok(_)) => Ok(()),
-                Ok(Err(e)) => Err(Error::State {
-                    dir: PathBuf::new(),
-                    message: format!("watch CustomResourceDefinition {name}: {e}"),
+                Ok(Err(e)) => Err(Error::Other {
+                    context: format!("watch CustomResourceDefinition {name}"),
+                    message: e.to_string(),
                 }),
                 Err(_) => Err(Error::Timeout {
                     what: format!("CustomResourceDefinition {name} to be Established"),

@@ -68,6 +68,9 @@ pub enum Error {
 
     #[error("control plane in {}: {message}", dir.display())]
     State { dir: PathBuf, message: String },
+
+    #[error("{context}: {message}")]
+    Other { context: String, message: String },
 }
 
 fn log_tail(log: &Option<PathBuf>, tail: &str) -> String {

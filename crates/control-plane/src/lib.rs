@@ -113,9 +113,9 @@ impl ControlPlane {
     /// command). Needs an explicit [`ControlPlaneOptions::dir`]. Returns the kubeconfig path.
     pub async fn start_background(opts: ControlPlaneOptions) -> Result<PathBuf, Error> {
         if opts.dir.is_none() {
-            return Err(Error::State {
-                dir: PathBuf::new(),
-                message: "a background control plane needs an explicit folder".into(),
+            return Err(Error::Other {
+                context: "start a background control plane".into(),
+                message: "it needs an explicit folder (ControlPlaneOptions::dir)".into(),
             });
         }
         let mut cp = Self::launch_retrying(opts, || Ok(Spawner::Detached)).await?;
