@@ -507,3 +507,53 @@ fn killed_owner_takes_its_processes_down() {
         Vec::<String>::new()
     );
 }
+
+/// A component that dies during startup fails `up` with its name and the end of its log, and
+/// whatever was already started is stopped.
+#[test]
+fn startup_failure_reports_the_log_and_stops_the_rest() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake_bin = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = |name: &str, body: &str| {
+        let path = fake_bin.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    // etcd keeps running, the API server fails after a moment (as on a bad flag).
+    let marker = dir.path().join("etcd-pid");
+    script(
+        "etcd",
+        &format!("echo $$ > {}\nexec sleep 60", marker.display()),
+    );
+    script(
+        "kube-apiserver",
+        "sleep 0.3\necho 'E1129 run.go:72] \"command failed\" err=\"simulated\"' >&2\nexit 1",
+    );
+
+    let up = std::process::Command::new(env!("CARGO_BIN_EXE_control-plane"))
+        .args(["up", "--skip-openshift-crds", "--dir"])
+        .arg(dir.path())
+        .env("CAPI_CONTROL_PLANE_BIN_DIR", fake_bin.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&up.stderr);
+    assert!(!up.status.success());
+    assert!(
+        stderr.contains("kube-apiserver exited during startup (exit status: 1)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("err=\"simulated\""), "{stderr}");
+
+    let etcd: i32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let left = wait_all_gone(&[("etcd".into(), etcd)], Duration::from_secs(5));
+    assert_eq!(left, Vec::<String>::new());
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("pids")).unwrap().count(),
+        0
+    );
+}
