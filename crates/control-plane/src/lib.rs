@@ -7,8 +7,10 @@
 //! kube-controller-manager, kube-scheduler and KWOK with one fake node (`kwok-node-0`) so that
 //! Deployments become Available without any container runtime.
 //!
-//! Children never outlive a test: they are killed on drop, and, because a panicking or aborted test
-//! process may never run drop, they also carry `PR_SET_PDEATHSIG=SIGKILL` (see [`process::Spawner`]).
+//! Children never outlive a test: they are killed on drop, and, because an aborted or killed test
+//! process never runs drop, they also carry `PR_SET_PDEATHSIG=SIGKILL`. That signal fires when the
+//! *thread* that forked a child exits, so children are forked from one dedicated thread per control
+//! plane, which ends only after its children are dead (or with the whole process).
 //! Only the `up` command (and [`ControlPlane::start_background`]) leaves them running on purpose.
 //!
 //! ```no_run
