@@ -1,0 +1,318 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, so that of several replicas only one runs the
+//! installer loop.
+//!
+//! The rules are client-go's `leaderelection` (what every OpenShift operator uses), written out here
+//! instead of taken from `kube-lease-manager` because that crate (0.13) lacks three properties we rely on:
+//! its renewals and forced take-overs are patches without a `resourceVersion` precondition (two replicas
+//! can both believe they hold the lease), a holder that cannot renew keeps believing it holds the lease
+//! (errors are retried silently, there is no renew deadline), and a standby sleeps until the old lease
+//! would have expired even when the holder released it, so a release does not hand over at once.
+//!
+//! - Every write is a `replace` carrying the `resourceVersion` that was read: of two replicas racing for
+//!   the lease, exactly one wins; the other gets 409 Conflict and stays a candidate.
+//! - Expiry is judged on the candidate's own monotonic clock, from when it last saw the lease record
+//!   change, never from `renewTime` (which was written by another machine's clock).
+//! - The holder renews every [`Timing::renew_every`]; if no renewal succeeded for
+//!   [`Timing::renew_deadline`] (shorter than the lease duration) it gives up before anyone else may take
+//!   over, so two leaders never overlap as long as clocks run at the same rate.
+//! - Release clears `holderIdentity` (and sets the duration to 1 s, as client-go does), so a standby,
+//!   which looks every [`Timing::retry_every`], takes over within that period.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::{Client, ResourceExt};
+
+pub const LEASE_NAME: &str = "capi-installer-leader";
+
+/// How often and how long. The defaults give a take-over at most `lease_duration + retry_every` (17 s)
+/// after the leader died, well within the 30 s we promise.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// How long a lease is valid after its last renewal, as written into the Lease.
+    pub lease_duration: Duration,
+    /// The holder gives up when it could not renew for this long (< `lease_duration`).
+    pub renew_deadline: Duration,
+    /// How often the holder renews.
+    pub renew_every: Duration,
+    /// How often a standby looks at the lease (and the holder retries a failed renewal).
+    pub retry_every: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            renew_every: Duration::from_secs(5),
+            retry_every: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why leadership ended without being asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum Lost {
+    #[error("Lease {namespace}/{name} is now held by {holder:?}")]
+    TakenOver {
+        namespace: String,
+        name: String,
+        holder: Option<String>,
+    },
+    #[error("Lease {namespace}/{name} could not be renewed for {seconds}s: {last_error}")]
+    RenewDeadline {
+        namespace: String,
+        name: String,
+        seconds: u64,
+        last_error: String,
+    },
+}
+
+/// One replica's side of the election.
+pub struct Elector {
+    api: Api<Lease>,
+    namespace: String,
+    name: String,
+    identity: String,
+    timing: Timing,
+    /// When the lease record (holder, renewTime, transitions) last changed, on our clock.
+    observed: Option<(RecordId, Instant)>,
+}
+
+/// What identifies one renewal of a lease: when this changes, its holder is alive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct RecordId {
+    holder: Option<String>,
+    renew_time: Option<String>,
+    transitions: Option<i32>,
+    duration: Option<i32>,
+}
+
+impl RecordId {
+    fn of(lease: &Lease) -> RecordId {
+        let spec = lease.spec.clone().unwrap_or_default();
+        RecordId {
+            holder: spec.holder_identity.filter(|h| !h.is_empty()),
+            renew_time: spec.renew_time.map(|t| t.0.to_string()),
+            transitions: spec.lease_transitions,
+            duration: spec.lease_duration_seconds,
+        }
+    }
+}
+
+enum Attempt {
+    /// We hold the lease (acquired or renewed).
+    Held,
+    /// Someone else holds a valid lease.
+    HeldBy(Option<String>),
+}
+
+impl Elector {
+    pub fn new(client: Client, namespace: &str, identity: &str, timing: Timing) -> Elector {
+        Elector {
+            api: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
+            name: LEASE_NAME.to_string(),
+            identity: identity.to_string(),
+            timing,
+            observed: None,
+        }
+    }
+
+    /// Campaigns until this replica holds the lease. `on_attempt` is called after each attempt with
+    /// whether it reached the API server (readiness of a standby).
+    pub async fn acquire(&mut self, mut on_attempt: impl FnMut(bool)) {
+        let mut last_holder: Option<Option<String>> = None;
+        loop {
+            match self.try_acquire_or_renew().await {
+                Ok(Attempt::Held) => {
+                    on_attempt(true);
+                    tracing::info!(lease = %self.lease_ref(), identity = %self.identity, "became the leader");
+                    return;
+                }
+                Ok(Attempt::HeldBy(holder)) => {
+                    on_attempt(true);
+                    if last_holder.as_ref() != Some(&holder) {
+                        tracing::info!(lease = %self.lease_ref(), ?holder, "standing by: another replica is the leader");
+                        last_holder = Some(holder);
+                    }
+                }
+                Err(e) => {
+                    on_attempt(false);
+                    tracing::warn!(lease = %self.lease_ref(), error = %e, "cannot reach the lease; retrying");
+                }
+            }
+            tokio::time::sleep(self.timing.retry_every).await;
+        }
+    }
+
+    /// Renews the lease until it is lost; returns why. Cancel the future to stop renewing (then call
+    /// [`Elector::release`]).
+    pub async fn hold(&mut self) -> Lost {
+        let mut last_renewal = Instant::now();
+        loop {
+            let wait = self
+                .timing
+                .renew_every
+                .saturating_sub(last_renewal.elapsed());
+            tokio::time::sleep(wait).await;
+            loop {
+                match self.try_acquire_or_renew().await {
+                    Ok(Attempt::Held) => {
+                        last_renewal = Instant::now();
+                        break;
+                    }
+                    Ok(Attempt::HeldBy(holder)) => {
+                        return Lost::TakenOver {
+                            namespace: self.namespace.clone(),
+                            name: self.name.clone(),
+                            holder,
+                        };
+                    }
+                    Err(e) if last_renewal.elapsed() >= self.timing.renew_deadline => {
+                        return Lost::RenewDeadline {
+                            namespace: self.namespace.clone(),
+                            name: self.name.clone(),
+                            seconds: self.timing.renew_deadline.as_secs(),
+                            last_error: e.to_string(),
+                        };
+                    }
+                    Err(e) => {
+                        tracing::warn!(lease = %self.lease_ref(), error = %e, "cannot renew the lease; retrying");
+                    }
+                }
+                tokio::time::sleep(self.timing.retry_every).await;
+            }
+        }
+    }
+
+    /// Clears the holder when it is still us, so that a standby takes over without waiting for the
+    /// lease to expire. Best effort: when it fails, the lease simply expires.
+    pub async fn release(&mut self) -> Result<(), kube::Error> {
+        let mut lease = match self.api.get_opt(&self.name).await? {
+            Some(l) => l,
+            None => return Ok(()),
+        };
+        if RecordId::of(&lease).holder.as_deref() != Some(self.identity.as_str()) {
+            return Ok(());
+        }
+        let spec = lease.spec.get_or_insert_with(Default::default);
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = Some(MicroTime(Timestamp::now()));
+        self.api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await?;
+        tracing::info!(lease = %self.lease_ref(), "released the lease");
+        Ok(())
+    }
+
+    fn lease_ref(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// One round of client-go's `tryAcquireOrRenew`.
+    async fn try_acquire_or_renew(&mut self) -> Result<Attempt, kube::Error> {
+        let now = MicroTime(Timestamp::now());
+        let duration = self.timing.lease_duration.as_secs() as i32;
+        let Some(lease) = self.api.get_opt(&self.name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.name.clone()),
+                    ..Default::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(self.identity.clone()),
+                    lease_duration_seconds: Some(duration),
+                    acquire_time: Some(now.clone()),
+                    renew_time: Some(now),
+                    lease_transitions: Some(0),
+                    ..Default::default()
+                }),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(created) => {
+                    self.record(&created);
+                    Ok(Attempt::Held)
+                }
+                // Another replica created it first: it is the leader.
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::HeldBy(None)),
+                Err(e) => Err(e),
+            };
+        };
+
+        let id = RecordId::of(&lease);
+        self.record(&lease);
+        let ours = id.holder.as_deref() == Some(self.identity.as_str());
+        if !ours && let Some(holder) = &id.holder {
+            let valid_for = Duration::from_secs(id.duration.unwrap_or(0).max(0) as u64);
+            let seen_at = self
+                .observed
+                .as_ref()
+                .map(|(_, at)| *at)
+                .unwrap_or_else(Instant::now);
+            if seen_at.elapsed() < valid_for {
+                return Ok(Attempt::HeldBy(Some(holder.clone())));
+            }
+        }
+
+        let mut next = lease.clone();
+        let spec = next.spec.get_or_insert_with(Default::default);
+        if !ours {
+            spec.acquire_time = Some(now.clone());
+            spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+            spec.holder_identity = Some(self.identity.clone());
+        }
+        spec.renew_time = Some(now);
+        spec.lease_duration_seconds = Some(duration);
+        // `next` carries the resourceVersion just read: a concurrent writer makes this fail with 409.
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &next)
+            .await
+        {
+            Ok(written) => {
+                self.record(&written);
+                Ok(Attempt::Held)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Someone wrote in between; find out who holds it now on the next round.
+                let holder = self
+                    .api
+                    .get_opt(&self.name)
+                    .await?
+                    .and_then(|l| RecordId::of(&l).holder);
+                if holder.as_deref() == Some(self.identity.as_str()) {
+                    // Our own earlier write raced with a read; the lease is ours.
+                    Ok(Attempt::Held)
+                } else {
+                    Ok(Attempt::HeldBy(holder))
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn record(&mut self, lease: &Lease) {
+        let id = RecordId::of(lease);
+        if self.observed.as_ref().map(|(seen, _)| seen) != Some(&id) {
+            self.observed = Some((id, Instant::now()));
+        }
+        tracing::trace!(lease = %self.lease_ref(), resource_version = ?lease.resource_version(), "lease observed");
+    }
+}
+
+/// A name for this replica that is unique among the replicas: the pod name when given, else the host
+/// name and process id.
+pub fn default_identity(instance: Option<&str>) -> String {
+    if let Some(i) = instance.filter(|i| !i.is_empty()) {
+        return i.to_string();
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "capi-installer".into());
+    format!("{host}-{}", std::process::id())
+}

@@ -1,0 +1,505 @@
+//! `capi-installer render`: the plan the installer would apply for a platform, computed offline from a
+//! folder of transport ConfigMaps, with the controller's own selection, platform mapping, rendering and
+//! planning. For debugging a release: what will be applied, in which order, and what exactly.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use capi_apply::{KindResolver, Phase, Plan};
+use capi_installer_controller::platform::{self, PlatformDecision};
+use capi_installer_controller::provider::{self, RenderContext};
+use capi_installer_controller::sources::{self, NAME_LABEL, ProviderKind, Source};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ApiResource, DynamicObject};
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Output {
+    /// The ordered plan: provider, phase, each object.
+    Text,
+    /// The rendered objects as multi-document YAML, each preceded by a comment with its place in the plan.
+    Yaml,
+}
+
+#[derive(clap::Args)]
+pub struct RenderArgs {
+    /// The `Infrastructure` platform type, e.g. AWS, GCP, Azure, PowerVS, VSphere, OpenStack, BareMetal.
+    #[arg(long)]
+    platform: String,
+    /// Folder of YAML files holding the transport ConfigMaps (other documents are reported and skipped).
+    #[arg(long)]
+    from: PathBuf,
+    /// JSON object of release image references: key → image.
+    #[arg(long)]
+    images_json: PathBuf,
+    /// YAML or JSON map of variables for `${VAR}` substitution.
+    #[arg(long)]
+    substitutions: Option<PathBuf>,
+    /// The namespace of the transport ConfigMaps and of every namespaced provider object.
+    #[arg(long, default_value = "openshift-cluster-api")]
+    namespace: String,
+    #[arg(long, value_enum, default_value = "text")]
+    output: Output,
+}
+
+pub fn main(args: RenderArgs) -> Result<()> {
+    let images = crate::read_map(&args.images_json, "images file")?;
+    let substitutions = match &args.substitutions {
+        Some(path) => crate::read_map(path, "substitutions file")?,
+        None => Default::default(),
+    };
+    let ctx = RenderContext {
+        namespace: args.namespace.clone(),
+        images,
+        substitutions,
+    };
+    let input = read_input(&args.from, &args.namespace)?;
+    for note in &input.notes {
+        eprintln!("note: {note}");
+    }
+
+    let status = json!({"platformStatus": {"type": args.platform}});
+    let infra = match platform::decide(Some(&status)) {
+        PlatformDecision::Supported(p) => p.provider_name,
+        PlatformDecision::Unsupported { platform, reason } => {
+            // Not an error: this is what the installer does on such a platform.
+            println!("platform {platform}: {reason}; the installer installs nothing");
+            eprintln!(
+                "note: platforms with a Cluster API provider: AWS, GCP, Azure, PowerVS, VSphere, OpenStack, BareMetal"
+            );
+            return Ok(());
+        }
+        PlatformDecision::Unset => bail!("--platform must not be empty"),
+    };
+
+    let configmaps: Vec<ConfigMap> = input.configmaps.iter().map(|c| c.typed.clone()).collect();
+    let selected = sources::select(&configmaps, Some(infra));
+    for c in &input.configmaps {
+        if !selected.iter().any(|s| s.configmap == c.name()) {
+            eprintln!(
+                "note: {}: ConfigMap {} is not selected for platform {}",
+                c.origin,
+                c.name(),
+                args.platform
+            );
+        }
+    }
+    let missing: Vec<String> = [
+        ("cluster-api", ProviderKind::Core),
+        (infra, ProviderKind::Infrastructure),
+    ]
+    .into_iter()
+    .filter(|(name, kind)| {
+        !selected
+            .iter()
+            .any(|s| s.provider_name == *name && s.kind == *kind)
+    })
+    .map(|(name, kind)| {
+        format!(
+            "{NAME_LABEL}={name}, provider.cluster.x-k8s.io/type={}",
+            kind.label_value()
+        )
+    })
+    .collect();
+    if !missing.is_empty() {
+        bail!(
+            "{}: no transport ConfigMap in namespace {} labelled {} (platform {})",
+            args.from.display(),
+            args.namespace,
+            missing.join(" nor "),
+            args.platform
+        );
+    }
+
+    let mut resolver = input.resolver;
+    let mut errors = Vec::new();
+    let mut plans: Vec<(&Source, Plan)> = Vec::new();
+    for source in &selected {
+        let cm = input
+            .configmaps
+            .iter()
+            .find(|c| c.name() == source.configmap)
+            .expect("selected from the input");
+        match provider::render_and_plan(&cm.value, source, &ctx, &resolver) {
+            Ok((plan, rendered)) => {
+                for field in &rendered.stripped_ca_bundles {
+                    eprintln!(
+                        "note: ConfigMap {}/{}: removed {field} (service-ca owns caBundle fields)",
+                        args.namespace, source.configmap
+                    );
+                }
+                // Later providers may use the kinds of earlier ones, as discovery would show them in the
+                // cluster once the earlier provider is installed.
+                for o in plan
+                    .objects()
+                    .filter(|o| o.key.kind == "CustomResourceDefinition")
+                {
+                    let _ = resolver.insert_crd(&o.object);
+                }
+                plans.push((source, plan));
+            }
+            Err(e) => errors.push(format!("{}: {e}", cm.origin)),
+        }
+    }
+
+    let out = match args.output {
+        Output::Text => text(&args.platform, infra, &args.namespace, &plans),
+        Output::Yaml => yaml(&plans)?,
+    };
+    print!("{out}");
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("error: {e}");
+        }
+        bail!(
+            "{} of {} provider(s) cannot be rendered",
+            errors.len(),
+            selected.len()
+        );
+    }
+    Ok(())
+}
+
+fn gate(phase: Phase) -> &'static str {
+    match phase {
+        Phase::CustomResourceDefinitions => "; then wait until Established",
+        Phase::Workloads => "; then wait until Available",
+        Phase::Base | Phase::Admission => "",
+    }
+}
+
+fn describe(source: &Source) -> String {
+    format!(
+        "{}{}",
+        source.provider_name,
+        source
+            .version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default()
+    )
+}
+
+/// The plan, one line per provider, phase and object.
+fn text(platform: &str, infra: &str, namespace: &str, plans: &[(&Source, Plan)]) -> String {
+    let objects = |n: usize| {
+        if n == 1 {
+            "1 object".to_string()
+        } else {
+            format!("{n} objects")
+        }
+    };
+    let mut out = format!(
+        "platform {platform}: core provider cluster-api, infrastructure provider {infra}\n"
+    );
+    for (source, plan) in plans {
+        let _ = writeln!(
+            out,
+            "provider {} (ConfigMap {namespace}/{}, {}, {})",
+            describe(source),
+            source.configmap,
+            source.kind.label_value(),
+            objects(plan.len())
+        );
+        for phase in &plan.phases {
+            let _ = writeln!(
+                out,
+                "  phase {} ({}{})",
+                phase.phase,
+                objects(phase.objects.len()),
+                gate(phase.phase)
+            );
+            for o in &phase.objects {
+                let _ = writeln!(out, "    {}", o.key);
+            }
+        }
+    }
+    out
+}
+
+/// The rendered objects in apply order; each document says where it stands in the plan.
+fn yaml(plans: &[(&Source, Plan)]) -> Result<String> {
+    let mut out = String::new();
+    for (source, plan) in plans {
+        for phase in &plan.phases {
+            for o in &phase.objects {
+                if !out.is_empty() {
+                    out.push_str("---\n");
+                }
+                let _ = writeln!(
+                    out,
+                    "# provider {}, phase {}: {}",
+                    describe(source),
+                    phase.phase,
+                    o.key
+                );
+                let value = serde_json::to_value(&o.object).with_context(|| o.key.to_string())?;
+                out.push_str(&capi_manifests::yaml::to_yaml(&o.key.to_string(), &value)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+struct InputConfigMap {
+    typed: ConfigMap,
+    value: Value,
+    /// `file: document N (line L)`.
+    origin: String,
+}
+
+impl InputConfigMap {
+    fn name(&self) -> &str {
+        self.typed.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+struct Input {
+    configmaps: Vec<InputConfigMap>,
+    resolver: KindResolver,
+    notes: Vec<String>,
+}
+
+/// Reads every `*.yaml`/`*.yml` file of `dir` (sorted by name): ConfigMaps are the input; the kinds of
+/// CRDs are added to the resolver (the release payload applies such CRDs directly, e.g. the core CRD
+/// manifest); everything else is reported and skipped.
+fn read_input(dir: &Path, namespace: &str) -> Result<Input> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading folder {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("{}: no *.yaml or *.yml files", dir.display());
+    }
+    let mut input = Input {
+        configmaps: Vec::new(),
+        resolver: builtin_kinds(),
+        notes: Vec::new(),
+    };
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        let docs = capi_manifests::yaml::parse_documents(&file.display().to_string(), &text)?;
+        for doc in docs {
+            let origin = doc.location.to_string();
+            let kind = doc
+                .value
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let api_version = doc
+                .value
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let name = doc
+                .value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("<unnamed>");
+            match (api_version, kind) {
+                ("v1", "ConfigMap") => {
+                    let typed: ConfigMap =
+                        serde_json::from_value(doc.value.clone()).with_context(|| {
+                            format!("{origin}: ConfigMap {name}: not a valid ConfigMap")
+                        })?;
+                    let ns = typed.metadata.namespace.as_deref().unwrap_or(namespace);
+                    if ns != namespace {
+                        input.notes.push(format!(
+                            "{origin}: ConfigMap {ns}/{name} skipped: not in namespace {namespace}"
+                        ));
+                        continue;
+                    }
+                    if input.configmaps.iter().any(|c| c.name() == name) {
+                        bail!("{origin}: ConfigMap {namespace}/{name} appears twice");
+                    }
+                    input.configmaps.push(InputConfigMap {
+                        typed,
+                        value: doc.value,
+                        origin,
+                    });
+                }
+                ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
+                    let crd: DynamicObject = serde_json::from_value(doc.value.clone())
+                        .with_context(|| format!("{origin}: CustomResourceDefinition {name}"))?;
+                    input.resolver.insert_crd(&crd).map_err(|e| {
+                        anyhow::anyhow!("{origin}: CustomResourceDefinition {name}: {e}")
+                    })?;
+                    input.notes.push(format!(
+                        "{origin}: CustomResourceDefinition {name} is not a transport ConfigMap: skipped, its kinds are known to the plan"
+                    ));
+                }
+                _ => input.notes.push(format!(
+                    "{origin}: {kind} {name} is not a transport ConfigMap: skipped"
+                )),
+            }
+        }
+    }
+    Ok(input)
+}
+
+/// The built-in kinds of the Kubernetes version we target (what discovery reports on a cluster without
+/// CRDs), with their scope. Only kinds a provider could plausibly ship; anything else must come with
+/// its CRD.
+fn builtin_kinds() -> KindResolver {
+    const KINDS: &[(&str, &str, &str, &str, bool)] = &[
+        ("", "v1", "Namespace", "namespaces", false),
+        ("", "v1", "ServiceAccount", "serviceaccounts", true),
+        ("", "v1", "ConfigMap", "configmaps", true),
+        ("", "v1", "Secret", "secrets", true),
+        ("", "v1", "Service", "services", true),
+        ("", "v1", "Endpoints", "endpoints", true),
+        (
+            "",
+            "v1",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            true,
+        ),
+        ("", "v1", "LimitRange", "limitranges", true),
+        ("", "v1", "ResourceQuota", "resourcequotas", true),
+        ("", "v1", "Pod", "pods", true),
+        ("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            true,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            false,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+        ),
+        ("apps", "v1", "Deployment", "deployments", true),
+        ("apps", "v1", "StatefulSet", "statefulsets", true),
+        ("apps", "v1", "DaemonSet", "daemonsets", true),
+        ("batch", "v1", "Job", "jobs", true),
+        ("batch", "v1", "CronJob", "cronjobs", true),
+        (
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            false,
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            false,
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            false,
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            false,
+        ),
+        (
+            "scheduling.k8s.io",
+            "v1",
+            "PriorityClass",
+            "priorityclasses",
+            false,
+        ),
+        (
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            true,
+        ),
+        (
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+            "networkpolicies",
+            true,
+        ),
+        ("networking.k8s.io", "v1", "Ingress", "ingresses", true),
+        ("coordination.k8s.io", "v1", "Lease", "leases", true),
+        (
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            true,
+        ),
+        (
+            "storage.k8s.io",
+            "v1",
+            "StorageClass",
+            "storageclasses",
+            false,
+        ),
+        (
+            "apiregistration.k8s.io",
+            "v1",
+            "APIService",
+            "apiservices",
+            false,
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "FlowSchema",
+            "flowschemas",
+            false,
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "PriorityLevelConfiguration",
+            "prioritylevelconfigurations",
+            false,
+        ),
+    ];
+    let mut resolver = KindResolver::new();
+    for (group, version, kind, plural, namespaced) in KINDS {
+        let api_version = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        resolver.insert(
+            ApiResource {
+                group: group.to_string(),
+                version: version.to_string(),
+                api_version,
+                kind: kind.to_string(),
+                plural: plural.to_string(),
+            },
+            *namespaced,
+        );
+    }
+    resolver
+}
