@@ -78,7 +78,7 @@ impl OwnershipPolicy {
             .as_ref()
             .and_then(|a| a.get(&self.adopt_annotation))
             .is_some_and(|v| v == "true");
-        let managers = field_managers(live);
+        let managers = spec_managers(live);
         let foreign: Vec<String> = managers
             .iter()
             .filter(|m| *m != our_manager && !self.adoptable_managers.contains(*m))
@@ -109,6 +109,21 @@ pub fn field_managers(obj: &DynamicObject) -> Vec<String> {
         .managed_fields
         .iter()
         .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    set.into_iter().collect()
+}
+
+/// Field managers that own more than status: writers of the `status` subresource (the API server on
+/// a CRD, a controller on its Deployment) report on an object, they do not own it, so they never make
+/// an object foreign.
+fn spec_managers(obj: &DynamicObject) -> Vec<String> {
+    let set: BTreeSet<String> = obj
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|m| m.subresource.as_deref() != Some("status"))
         .filter_map(|m| m.manager.clone())
         .collect();
     set.into_iter().collect()
