@@ -470,18 +470,21 @@ mod tests {
     #[test]
     fn the_record_of_our_last_apply_absorbs_normalization() {
         let policy = OwnershipPolicy::new("managed-by", "us");
-        let desired = stamp(
-            &obj(
-                "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l, namespace: ns}\nspec: {limits: [{type: Container, default: {cpu: '0.1'}}]}\n",
-            ),
-            &policy,
-            HASH,
-        );
-        // What the server answered to our apply: the quantity normalized, a default added.
+        let doc = |path: &str| {
+            obj(&format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, volumeMounts: [{{name: v, mountPath: {path}, readOnly: false}}]}}]}}}}}}\n"
+            ))
+        };
+        let desired = stamp(&doc("/v"), &policy, HASH);
+        // What the server answered to our apply: `readOnly: false` dropped (omitempty), a default added.
         let after = with(&desired, |v| {
             v["metadata"]["resourceVersion"] = json!("5");
-            v["spec"]["limits"][0]["default"]["cpu"] = json!("100m");
-            v["spec"]["limits"][0]["defaultRequest"] = json!({"cpu": "100m"});
+            let c = &mut v["spec"]["template"]["spec"]["containers"][0];
+            c["volumeMounts"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("readOnly");
+            c["imagePullPolicy"] = json!("IfNotPresent");
         });
         assert!(
             drift::needs_apply(&desired, Some(&after), HASH),
@@ -496,6 +499,7 @@ mod tests {
         let touched = with(&after, |v| {
             v["metadata"]["resourceVersion"] = json!("9");
             v["metadata"]["annotations"]["unrelated"] = json!("x");
+            v["status"] = json!({"replicas": 1});
         });
         assert!(
             unchanged_since(Some(&rec), &desired, &touched, HASH),
@@ -503,20 +507,15 @@ mod tests {
         );
         let drifted = with(&after, |v| {
             v["metadata"]["resourceVersion"] = json!("9");
-            v["spec"]["limits"][0]["default"]["cpu"] = json!("2");
+            v["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["readOnly"] =
+                json!(true);
         });
         assert!(
             !unchanged_since(Some(&rec), &desired, &drifted, HASH),
             "our field changed"
         );
 
-        let new_desired = stamp(
-            &obj(
-                "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l, namespace: ns}\nspec: {limits: [{type: Container, default: {cpu: '0.2'}}]}\n",
-            ),
-            &policy,
-            HASH,
-        );
+        let new_desired = stamp(&doc("/w"), &policy, HASH);
         assert!(
             !unchanged_since(Some(&rec), &new_desired, &after, HASH),
             "desired changed"

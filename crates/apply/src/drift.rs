@@ -147,8 +147,9 @@ pub fn desired_hash(desired: &DynamicObject, hash_annotation: &str) -> String {
 }
 
 /// True iff every field `desired` sets is present and equal in `live`: maps recursively, lists of the
-/// same length element by element, `null` in desired means "absent", and an empty map or list in
-/// desired also matches an absent field (the API server drops empty ones).
+/// same length element by element, `null` in desired means "absent", an empty map or list in
+/// desired also matches an absent field (the API server drops empty ones), and a quantity matches
+/// its canonical form (`"0.1"` and `"100m"`, `1` and `"1"`).
 pub fn is_subset(desired: &Value, live: &Value) -> bool {
     match (desired, live) {
         (Value::Null, _) => true,
@@ -162,8 +163,65 @@ pub fn is_subset(desired: &Value, live: &Value) -> bool {
         }
         (Value::Array(d), Value::Null) => d.is_empty(),
         (Value::Number(d), Value::Number(l)) => d == l || d.as_f64() == l.as_f64(),
+        // The API server stores resource quantities in canonical form ("0.1" → "100m", 1 → "1").
+        (Value::String(_) | Value::Number(_), Value::String(l)) if desired != live => {
+            same_quantity(desired, l)
+        }
         (d, l) => d == l,
     }
+}
+
+/// Whether `desired` and the string `live` are the same Kubernetes quantity written differently.
+/// Only a *string* on the live side can be a canonicalized quantity; the server never turns one
+/// plain string into another outside quantity fields, so an accidental match means an edit from a
+/// value to an equal quantity, which changes nothing.
+fn same_quantity(desired: &Value, live: &str) -> bool {
+    let d = match desired {
+        Value::String(s) => parse_quantity(s),
+        Value::Number(n) => n.as_f64(),
+        _ => None,
+    };
+    match (d, parse_quantity(live)) {
+        (Some(a), Some(b)) => a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs()),
+        _ => false,
+    }
+}
+
+/// A Kubernetes quantity (`<decimal>[e<exponent>|<suffix>]`) as a number; `None` when it is not one.
+fn parse_quantity(s: &str) -> Option<f64> {
+    const SUFFIXES: [(&str, f64); 15] = [
+        ("Ki", 1024.0),
+        ("Mi", 1_048_576.0),
+        ("Gi", 1_073_741_824.0),
+        ("Ti", 1_099_511_627_776.0),
+        ("Pi", 1_125_899_906_842_624.0),
+        ("Ei", 1_152_921_504_606_846_976.0),
+        ("n", 1e-9),
+        ("u", 1e-6),
+        ("m", 1e-3),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+    ];
+    let (number, factor) = SUFFIXES
+        .iter()
+        .find_map(|(suffix, f)| s.strip_suffix(suffix).map(|n| (n, *f)))
+        .unwrap_or((s, 1.0));
+    let (mantissa, exponent) = match number.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (number, 0),
+    };
+    let digits = mantissa.strip_prefix(['+', '-']).unwrap_or(mantissa);
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !all_digits(int) || !all_digits(frac) {
+        return None;
+    }
+    let value: f64 = mantissa.parse().ok()?;
+    Some(value * 10f64.powi(exponent) * factor)
 }
 
 fn is_empty_like(v: &Value) -> bool {

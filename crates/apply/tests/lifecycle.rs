@@ -62,6 +62,13 @@ metadata: {name: settings, namespace: apply-test}
 data: {level: info}
 ---
 apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults, namespace: apply-test}
+spec:
+  # Stored as "100m" and "1": compared as quantities, so not re-applied even after a restart.
+  limits: [{type: Container, defaultRequest: {cpu: "0.1"}, default: {cpu: 1}}]
+---
+apiVersion: v1
 kind: Secret
 metadata: {name: token, namespace: apply-test}
 # Write-only on the server: folded into data, never returned.
@@ -87,8 +94,12 @@ spec:
       containers:
         - name: manager
           image: example.io/manager:v1
-          # "0.1" comes back as "100m": the applier must not re-apply forever because of it.
+          # Comes back as "100m": compared as a quantity.
           resources: {requests: {cpu: "0.1", memory: 50Mi}}
+          # Comes back without `readOnly` (omitempty): only the applier's memory of its last
+          # apply tells that this is no drift.
+          volumeMounts: [{name: scratch, mountPath: /scratch, readOnly: false}]
+      volumes: [{name: scratch, emptyDir: {}}]
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -140,14 +151,14 @@ async fn apply_steady_state_drift_and_prune() {
             .unwrap_or_else(|e| panic!("{} not ready: {e}", phase.phase));
         }
     }
-    assert_eq!(first.len(), 10);
+    assert_eq!(first.len(), 11);
     // The audit log tells our requests apart: one server-side apply PATCH per object.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let patches = our_writes(&cp, 0)
         .iter()
         .filter(|e| e.verb == "patch")
         .count();
-    assert_eq!(patches, 10, "{:?}", describe(&our_writes(&cp, 0)));
+    assert_eq!(patches, 11, "{:?}", describe(&our_writes(&cp, 0)));
     assert!(
         first.values().all(|a| *a == ApplyAction::Created),
         "{first:?}"
@@ -201,7 +212,7 @@ async fn apply_steady_state_drift_and_prune() {
     );
 
     // --- After a restart (a new applier, no memory of its last apply): only the object whose
-    // value the server normalized ("0.1" → "100m") is written again, once.
+    // value the server dropped (`readOnly: false`) is written again, once.
     let restarted = common::applier(&client);
     let mark = cp.audit_events().unwrap().len();
     let mut rewritten = Vec::new();
@@ -392,13 +403,14 @@ async fn apply_steady_state_drift_and_prune() {
                 "kind: Namespace",
                 "kind: ServiceAccount",
                 "kind: Service\n",
+                "kind: LimitRange",
                 "kind: Deployment",
             ]
             .iter()
             .any(|k| d.contains(k))
         })
         .collect();
-    assert_eq!(smaller.len(), 4);
+    assert_eq!(smaller.len(), 5);
     let plan2 = plan_of(&client, &smaller.join("\n---\n")).await;
     let new = Inventory::from_plan("bundle", &plan2);
     let resolver = KindResolver::discover(&client).await.unwrap();
@@ -442,7 +454,7 @@ async fn apply_steady_state_drift_and_prune() {
     next.retain_from(&old, report.retry_keys());
     assert!(store.save(&next).await.unwrap());
     let stored = store.load("bundle").await.unwrap();
-    assert_eq!(stored.entries.len(), 5, "4 planned + the kept CRD");
+    assert_eq!(stored.entries.len(), 6, "5 planned + the kept CRD");
     assert!(stored.contains(report.retry_keys().next().unwrap()));
     // The deletes went out in that order, and nothing else was deleted.
     tokio::time::sleep(Duration::from_secs(1)).await;
