@@ -43,9 +43,11 @@
 //! normalized desired object. An object is left alone, without any request, when the live object
 //! carries the same hash and the desired object is a semantic subset of it ([`needs_apply`]), or
 //! when the live object still shows the resourceVersion or the same projection onto our fields that
-//! our own last apply left (this absorbs the API server's normalization, such as `0.1` → `100m`).
-//! That memory is in-process: after a restart an object the server normalizes is applied once more
-//! (a no-op PATCH), and remembered from then on. Objects missing from the cache cost one GET.
+//! our own last apply left. The subset test knows quantities (`0.1` = `100m`); the memory absorbs
+//! the rest of the API server's normalization (e.g. `readOnly: false` dropped as omitempty), which
+//! the subset test must not guess (for other fields absent means true). That memory is in-process:
+//! after a restart such an object is applied once more (a no-op PATCH) and remembered from then on.
+//! Objects missing from the cache cost one GET.
 //!
 //! # Identity and errors
 //! [`ObjectKey`] is group, kind, namespace and name; the version is carried but not compared, so a

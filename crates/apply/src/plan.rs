@@ -297,13 +297,18 @@ where
             unreachable!("type meta and name checked above");
         };
         let (group, version) = split_api_version(&types.api_version);
+        // A kind defined by a CRD in the set is resolved by that CRD alone: it is what the server
+        // will serve once applied (a version the new CRD stops serving must not pass because the
+        // old one still serves it).
+        let found = if local.defines(group, &types.kind) {
+            local.resolve(group, version, &types.kind)
+        } else {
+            resolver.resolve(group, version, &types.kind)
+        };
         let Some(ResolvedKind {
             resource,
             namespaced,
-        }) = resolver
-            .resolve(group, version, &types.kind)
-            .or_else(|| local.resolve(group, version, &types.kind))
-            .cloned()
+        }) = found.cloned()
         else {
             errors.push(PlanError::UnknownKind { key, origin });
             continue;

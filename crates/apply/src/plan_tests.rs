@@ -227,3 +227,30 @@ fn empty_input_is_an_empty_plan() {
     assert!(p.is_empty());
     assert!(p.phases.is_empty());
 }
+
+#[test]
+fn a_crd_in_the_plan_overrides_what_discovery_says_about_its_kind() {
+    // The cluster still serves Widget v1alpha1 (old CRD); the new CRD in the plan serves only v1.
+    let mut r = resolver();
+    r.insert_crd(&obj(&CRD.replace("served: false", "served: true")))
+        .unwrap();
+    let err = plan(
+        vec![
+            obj(CRD),
+            doc("example.io/v1alpha1", "Widget", Some("ns"), "w"),
+        ],
+        &r,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err.0[..], [PlanError::UnknownKind { key, .. }] if key.version == "v1alpha1")
+    );
+    // Without the CRD in the plan, discovery decides.
+    assert!(
+        plan(
+            vec![doc("example.io/v1alpha1", "Widget", Some("ns"), "w")],
+            &r
+        )
+        .is_ok()
+    );
+}

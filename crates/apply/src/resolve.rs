@@ -79,6 +79,11 @@ impl KindResolver {
             .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
     }
 
+    /// Whether any version of `group`/`kind` is known.
+    pub fn defines(&self, group: &str, kind: &str) -> bool {
+        self.kinds.keys().any(|(g, _, k)| g == group && k == kind)
+    }
+
     pub fn resolve_key(&self, key: &ObjectKey) -> Option<&ResolvedKind> {
         self.resolve(&key.group, &key.version, &key.kind)
     }
