@@ -1,7 +1,7 @@
 //! Server-side apply with ownership safety and zero writes in steady state.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
@@ -291,7 +291,7 @@ impl Applier {
         if !drift::needs_apply(desired, Some(live), &self.hash_annotation) {
             return false;
         }
-        let applied = self.applied.lock().expect("applied record poisoned");
+        let applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
         !(self.ownership.owns(live)
             && unchanged_since(applied.get(key), desired, live, &self.hash_annotation))
     }
@@ -375,7 +375,7 @@ impl Applier {
             })?;
         self.applied
             .lock()
-            .expect("applied record poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .insert(
                 key.clone(),
                 Applied::after(&desired, &after, &self.hash_annotation),
@@ -410,7 +410,7 @@ impl Applier {
     pub fn forget(&self, key: &ObjectKey) {
         self.applied
             .lock()
-            .expect("applied record poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .remove(key);
     }
 }

@@ -123,7 +123,7 @@ pub fn main(args: RenderArgs) -> Result<()> {
             .expect("selected from the input");
         match provider::render_and_plan(&cm.value, source, &ctx, &resolver) {
             Ok((plan, rendered)) => {
-                for field in &rendered.stripped_ca_bundles {
+                for field in &rendered.stripped {
                     eprintln!(
                         "note: ConfigMap {}/{}: removed {field} (service-ca owns caBundle fields)",
                         args.namespace, source.configmap

@@ -430,9 +430,9 @@ impl Installer {
         };
         match result {
             Ok((plan, rendered)) => {
-                if !rendered.stripped_ca_bundles.is_empty() {
-                    tracing::debug!(configmap = %source.configmap, fields = ?rendered.stripped_ca_bundles,
-                        "removed caBundle fields from the input: service-ca owns them");
+                if !rendered.stripped.is_empty() {
+                    tracing::debug!(configmap = %source.configmap, fields = ?rendered.stripped,
+                        "removed fields that other controllers own (service-ca, clusterrole aggregation)");
                 }
                 Ok(plan)
             }

@@ -49,8 +49,8 @@ pub enum RenderError {
 #[derive(Debug)]
 pub struct Rendered {
     pub inputs: Vec<PlanInput>,
-    /// `caBundle` fields removed from the input (logged: service-ca owns them).
-    pub stripped_ca_bundles: Vec<String>,
+    /// Fields removed from the input because another controller owns them (logged).
+    pub stripped: Vec<String>,
 }
 
 /// Decodes and renders the transport ConfigMap `configmap` of `source`.
@@ -64,7 +64,7 @@ pub fn render(configmap: &Value, source: &Source, ctx: &RenderContext) -> Result
     let image_key = platform::image_key(&source.provider_name);
 
     let mut inputs = Vec::with_capacity(objects.len());
-    let mut stripped_ca_bundles = Vec::new();
+    let mut stripped = Vec::new();
     for object in objects {
         let origin = format!("ConfigMap {cm_name}, document {}", object.location.index);
         let fail = |message: String| RenderError::Object {
@@ -81,8 +81,8 @@ pub fn render(configmap: &Value, source: &Source, ctx: &RenderContext) -> Result
                 ctx.namespace
             )));
         }
-        for path in render::strip_ca_bundles(&mut value) {
-            stripped_ca_bundles.push(format!("{} {path}", object.id));
+        for path in render::strip_fields_owned_elsewhere(&mut value) {
+            stripped.push(format!("{} {path}", object.id));
         }
         render::resolve_images(&mut value, image_key.as_deref(), &ctx.images).map_err(|e| fail(e.to_string()))?;
         let labels = value
@@ -98,7 +98,7 @@ pub fn render(configmap: &Value, source: &Source, ctx: &RenderContext) -> Result
             serde_json::from_value(value).map_err(|e| fail(format!("not a Kubernetes object: {e}")))?;
         inputs.push(PlanInput::new(dynamic, origin));
     }
-    Ok(Rendered { inputs, stripped_ca_bundles })
+    Ok(Rendered { inputs, stripped })
 }
 
 /// Renders and plans in one step: the whole provider is validated before anything is applied.

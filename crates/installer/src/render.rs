@@ -161,12 +161,23 @@ fn walk_containers(value: &mut Value, path: &mut String, f: &mut ImageFn<'_>, re
     }
 }
 
-/// Removes every `caBundle` the input carries: service-ca injects and owns them, and applying one (even
-/// an empty one) would take the field over and break conversion and admission webhooks (ref §6.4).
-/// Returns the paths removed, for the log.
-pub fn strip_ca_bundles(object: &mut Value) -> Vec<String> {
+/// Removes the fields another controller owns, so that server-side apply leaves them to it instead of
+/// fighting over them on every reconcile. Returns the paths removed, for the log.
+///
+/// - every `caBundle`: service-ca injects and owns them, and applying one (even an empty one) would take
+///   the field over and break conversion and admission webhooks (ref §6.4);
+/// - `rules` of a ClusterRole with an `aggregationRule`: the clusterrole-aggregation controller fills
+///   them; applying the manifest's (usually empty) list would undo its work on every reconcile.
+pub fn strip_fields_owned_elsewhere(object: &mut Value) -> Vec<String> {
     let mut removed = Vec::new();
     strip(object, &mut String::new(), &mut removed);
+    if object.get("kind").and_then(Value::as_str) == Some("ClusterRole")
+        && object.get("aggregationRule").is_some_and(|r| !r.is_null())
+        && let Some(map) = object.as_object_mut()
+        && map.remove("rules").is_some()
+    {
+        removed.push("rules".into());
+    }
     removed
 }
 
@@ -294,10 +305,20 @@ mod tests {
             {"name": "a", "clientConfig": {"caBundle": "Cg==", "service": {"name": "s"}}},
             {"name": "b", "clientConfig": {"service": {"name": "s"}}}
         ]});
-        let removed = strip_ca_bundles(&mut webhook);
+        let removed = strip_fields_owned_elsewhere(&mut webhook);
         assert_eq!(removed, vec!["webhooks[0].clientConfig.caBundle"]);
         assert!(webhook["webhooks"][0]["clientConfig"].get("caBundle").is_none());
         let mut crd = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {"clientConfig": {"caBundle": ""}}}}});
-        assert_eq!(strip_ca_bundles(&mut crd), vec!["spec.conversion.webhook.clientConfig.caBundle"]);
+        assert_eq!(strip_fields_owned_elsewhere(&mut crd), vec!["spec.conversion.webhook.clientConfig.caBundle"]);
+    }
+
+    #[test]
+    fn aggregated_cluster_roles_leave_their_rules_to_the_aggregation_controller() {
+        let mut aggregated = json!({"kind": "ClusterRole", "aggregationRule": {"clusterRoleSelectors": []}, "rules": []});
+        assert_eq!(strip_fields_owned_elsewhere(&mut aggregated), vec!["rules"]);
+        assert!(aggregated.get("rules").is_none());
+        let mut plain = json!({"kind": "ClusterRole", "rules": [{"verbs": ["get"]}]});
+        assert!(strip_fields_owned_elsewhere(&mut plain).is_empty());
+        assert_eq!(plain["rules"][0]["verbs"][0], "get");
     }
 }
