@@ -13,7 +13,7 @@ use control_plane::{ControlPlane, ControlPlaneOptions};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, ValidationDirective};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -207,6 +207,50 @@ async fn load_payload(client: &Client, fixtures: &Path) {
     }
 }
 
+/// Applies this repository's `manifests/0000_*.yaml` as the release payload would, with strict field
+/// validation: an unknown or misspelt field fails the test. Returns `Kind name` of each object.
+async fn apply_release_manifests(client: &Client) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("0000_") && name.ends_with(".yaml")
+        })
+        .collect();
+    files.sort();
+    let discovery = kube::discovery::Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .unwrap();
+    let mut pp = PatchParams::apply("cluster-version-operator").force();
+    pp.field_validation = Some(ValidationDirective::Strict);
+    let mut applied = Vec::new();
+    for file in files {
+        for doc in documents(&file) {
+            let obj: DynamicObject = serde_json::from_value(doc.clone()).unwrap();
+            let types = obj.types.clone().unwrap();
+            let gvk = kube::api::GroupVersionKind::try_from(&types).unwrap();
+            let (resource, caps) = discovery
+                .resolve_gvk(&gvk)
+                .unwrap_or_else(|| panic!("{}: {} is not served", file.display(), types.kind));
+            let name = obj.metadata.name.clone().unwrap();
+            let api: Api<DynamicObject> = match (&caps.scope, &obj.metadata.namespace) {
+                (kube::discovery::Scope::Namespaced, Some(ns)) => {
+                    Api::namespaced_with(client.clone(), ns, &resource)
+                }
+                _ => Api::all_with(client.clone(), &resource),
+            };
+            api.patch(&name, &pp, &Patch::Apply(&doc))
+                .await
+                .unwrap_or_else(|e| panic!("{}: {} {name}: {e}", file.display(), types.kind));
+            applied.push(format!("{} {name}", types.kind));
+        }
+    }
+    applied
+}
+
 async fn holder(client: &Client) -> Option<String> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
     leases
@@ -301,6 +345,20 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
     .expect("control plane starts");
     let admin = cp.admin_client().await.unwrap();
     set_platform_aws(&admin).await;
+    // The installer's own release manifests are accepted by the API server as they are.
+    let applied = apply_release_manifests(&admin).await;
+    for expected in [
+        "Namespace openshift-cluster-api",
+        "ServiceAccount capi-installer",
+        "ConfigMap capi-installer-images",
+        "Deployment capi-installer",
+        "ClusterOperator cluster-api",
+    ] {
+        assert!(
+            applied.iter().any(|a| a == expected),
+            "{expected} not in manifests/: {applied:?}"
+        );
+    }
     load_payload(&admin, &fixtures).await;
 
     let tmp = tempfile::tempdir().unwrap();
