@@ -1,7 +1,7 @@
 //! Live state for drift detection: label-filtered watches of every kind we apply.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -90,7 +90,7 @@ impl LiveCache {
             (Namespaces::Only(list), true) => list.iter().cloned().map(Some).collect(),
             _ => vec![None],
         };
-        let mut tasks = self.tasks.lock().expect("tasks poisoned");
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         for namespace in scopes {
             let scope = Scope {
                 group: resource.group.clone(),
@@ -124,7 +124,7 @@ impl LiveCache {
         let same = |s: &Scope| s.group == resource.group && s.kind == resource.kind;
         self.tasks
             .lock()
-            .expect("tasks poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .retain(|scope, (task, _)| {
                 if same(scope) {
                     task.abort();
@@ -134,13 +134,17 @@ impl LiveCache {
         self.shared
             .stores
             .write()
-            .expect("stores poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .retain(|scope, _| !same(scope));
     }
 
     /// The cached live object, if any.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
-        let stores = self.shared.stores.read().expect("stores poisoned");
+        let stores = self
+            .shared
+            .stores
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         stores
             .iter()
             .filter(|(s, _)| {
@@ -153,14 +157,14 @@ impl LiveCache {
 
     /// Whether every watch started so far has completed its initial list.
     pub fn is_synced(&self) -> bool {
-        let tasks = self.tasks.lock().expect("tasks poisoned");
+        let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         tasks.values().all(|(_, rx)| *rx.borrow())
     }
 
     /// Waits until [`Self::is_synced`], at most `timeout`; returns whether it is.
     pub async fn wait_synced(&self, timeout: Duration) -> bool {
         let receivers: Vec<watch::Receiver<bool>> = {
-            let tasks = self.tasks.lock().expect("tasks poisoned");
+            let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
             tasks.values().map(|(_, rx)| rx.clone()).collect()
         };
         let all = async {
@@ -176,7 +180,11 @@ impl LiveCache {
 
     /// Number of cached objects (all kinds).
     pub fn len(&self) -> usize {
-        let stores = self.shared.stores.read().expect("stores poisoned");
+        let stores = self
+            .shared
+            .stores
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         stores.values().map(HashMap::len).sum()
     }
 
@@ -241,7 +249,10 @@ async fn run_watch(
             Event::InitDone => {
                 let fresh = buffer.take().unwrap_or_default();
                 let changed: Vec<ObjectKey> = {
-                    let mut stores = shared.stores.write().expect("stores poisoned");
+                    let mut stores = shared
+                        .stores
+                        .write()
+                        .unwrap_or_else(PoisonError::into_inner);
                     let old = stores.insert(scope.clone(), fresh).unwrap_or_default();
                     let new = &stores[&scope];
                     let keys: HashSet<&ObjectKey> = old.keys().chain(new.keys()).collect();
@@ -268,7 +279,7 @@ async fn run_watch(
                     shared
                         .stores
                         .write()
-                        .expect("stores poisoned")
+                        .unwrap_or_else(PoisonError::into_inner)
                         .entry(scope.clone())
                         .or_default()
                         .insert(key.clone(), obj);
@@ -280,7 +291,7 @@ async fn run_watch(
                     if let Some(store) = shared
                         .stores
                         .write()
-                        .expect("stores poisoned")
+                        .unwrap_or_else(PoisonError::into_inner)
                         .get_mut(&scope)
                     {
                         store.remove(&key);
