@@ -125,7 +125,7 @@ pub fn main(args: RenderArgs) -> Result<()> {
             Ok((plan, rendered)) => {
                 for field in &rendered.stripped {
                     eprintln!(
-                        "note: ConfigMap {}/{}: removed {field} (service-ca owns caBundle fields)",
+                        "note: ConfigMap {}/{}: removed {field} (another controller owns it)",
                         args.namespace, source.configmap
                     );
                 }

@@ -309,6 +309,8 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
                 let _ = write!(out, "{cell:<w$}  ", w = widths[i]);
             }
         }
+        let trimmed = out.trim_end_matches(' ').len();
+        out.truncate(trimmed);
         out.push('\n');
     }
     out

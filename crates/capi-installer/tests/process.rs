@@ -458,6 +458,7 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    eprintln!("capi-installer status:\n{table}");
     for provider in ["cluster-api", "aws"] {
         let row = table
             .lines()
