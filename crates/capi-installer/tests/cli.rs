@@ -329,3 +329,48 @@ fn a_folder_without_the_platforms_provider_fails_naming_what_is_missing() {
     let err = stderr(&out);
     assert!(err.contains("provider.cluster.x-k8s.io/name=aws"), "{err}");
 }
+
+#[test]
+fn the_platform_picks_the_infrastructure_provider() {
+    let Some(dir) = fixtures() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut images = images();
+    images.insert(
+        "gcp-cluster-api-controllers",
+        "quay.io/openshift/ocp-v4.0-art-dev@sha256:9c9c",
+    );
+    let images = write_images(tmp.path(), &images);
+
+    let run = |platform: &str| {
+        Command::new(BIN)
+            .args(["render", "--platform", platform, "--from"])
+            .arg(&dir)
+            .arg("--images-json")
+            .arg(&images)
+            .output()
+            .unwrap()
+    };
+    let gcp = run("GCP");
+    assert!(gcp.status.success(), "{}", stderr(&gcp));
+    let providers: Vec<String> = stdout(&gcp)
+        .lines()
+        .filter_map(|l| l.strip_prefix("provider "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert_eq!(providers, ["cluster-api", "gcp"]);
+    assert!(stderr(&gcp).contains("ConfigMap aws is not selected for platform GCP"));
+
+    // A platform without a provider: what the installer does there, nothing, and no error.
+    let none = run("Nutanix");
+    assert!(none.status.success(), "{}", stderr(&none));
+    assert!(
+        stdout(&none).contains("installs nothing"),
+        "{}",
+        stdout(&none)
+    );
+    assert!(
+        !stdout(&none).lines().any(|l| l.starts_with("provider ")),
+        "{}",
+        stdout(&none)
+    );
+}

@@ -546,3 +546,101 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
         new_leader.log()
     );
 }
+
+/// A leader that finds the Lease held by someone else stops at once (exit 1) instead of reconciling on
+/// next to the new holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_loses_the_lease_exits() {
+    let cp = ControlPlane::start(ControlPlaneOptions::default())
+        .await
+        .expect("control plane starts");
+    let admin = cp.admin_client().await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
+    namespaces
+        .patch(NS, &PatchParams::apply("test").force(), &Patch::Apply(&ns))
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let images = images_file(tmp.path());
+    let mut replica = Replica::start("replica-a", &cp.kubeconfig_path(), &images, tmp.path());
+    eventually(Duration::from_secs(30), "replica-a to lead", || async {
+        (holder(&admin).await.as_deref() == Some("replica-a")).then_some(())
+    })
+    .await;
+    eventually(Duration::from_secs(10), "/readyz of the leader", || async {
+        (get(replica.http, "/readyz").await?.0 == 200).then_some(())
+    })
+    .await;
+
+    // Another party takes the lease over (as after a network partition that outlasted the lease).
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), NS);
+    let mut lease = leases.get(LEASE).await.unwrap();
+    let spec = lease.spec.as_mut().unwrap();
+    spec.holder_identity = Some("intruder".into());
+    spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+        k8s_openapi::jiff::Timestamp::now(),
+    ));
+    leases
+        .replace(LEASE, &Default::default(), &lease)
+        .await
+        .unwrap();
+    let taken = Instant::now();
+
+    let exit = eventually(Duration::from_secs(20), "replica-a to exit", || {
+        let status = replica.child.try_wait().unwrap();
+        async move { status }
+    })
+    .await;
+    eprintln!(
+        "replica-a exited {:?} after losing the lease",
+        taken.elapsed()
+    );
+    assert_eq!(exit.code(), Some(1), "{}", replica.log());
+    let log = replica.log();
+    assert!(
+        log.contains("lost leadership") && log.contains("intruder"),
+        "{log}"
+    );
+    assert_eq!(
+        holder(&admin).await.as_deref(),
+        Some("intruder"),
+        "the exiting replica does not release a lease it lost"
+    );
+}
+
+/// /healthz is liveness only; /readyz stays 503 while the replica cannot reach the API server.
+#[tokio::test]
+async fn readyz_is_503_until_the_api_server_is_reached() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Nothing listens on the server port: every request fails to connect.
+    let unreachable = free_port();
+    let kubeconfig = tmp.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{unreachable}\n    \
+             insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  \
+             context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+        ),
+    )
+    .unwrap();
+    let images = images_file(tmp.path());
+    let replica = Replica::start("replica-a", &kubeconfig, &images, tmp.path());
+    let (health, _) = eventually(Duration::from_secs(20), "/healthz", || {
+        get(replica.http, "/healthz")
+    })
+    .await;
+    assert_eq!(health, 200);
+    // Several election rounds (every 2 s) have failed by now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (ready, body) = get(replica.http, "/readyz").await.unwrap();
+    assert_eq!(ready, 503, "{body}");
+    let (_, metrics) = get(replica.http, "/metrics").await.unwrap();
+    assert!(metrics.contains("capi_installer_build_info"), "{metrics}");
+    assert!(
+        replica.log().contains("cannot reach the lease"),
+        "{}",
+        replica.log()
+    );
+}
