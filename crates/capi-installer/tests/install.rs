@@ -18,26 +18,50 @@ use support::*;
 async fn assert_all_installed(client: &Client, objects: &[ObjectRef]) {
     for id in objects {
         let api = api_for(client, &id.api_version, &id.kind, id.namespace.as_deref()).await;
-        let obj = api.get(&id.name).await.unwrap_or_else(|e| panic!("{id}: {e}"));
+        let obj = api
+            .get(&id.name)
+            .await
+            .unwrap_or_else(|e| panic!("{id}: {e}"));
         assert_eq!(
-            obj.labels().get("app.kubernetes.io/managed-by").map(String::as_str),
+            obj.labels()
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str),
             Some("capi-installer"),
             "{id} lacks the ownership label"
         );
-        assert!(obj.labels().contains_key("cluster.x-k8s.io/provider"), "{id} lacks cluster.x-k8s.io/provider");
+        assert!(
+            obj.labels().contains_key("cluster.x-k8s.io/provider"),
+            "{id} lacks cluster.x-k8s.io/provider"
+        );
         let managers: Vec<_> = obj
             .managed_fields()
             .iter()
-            .filter(|m| m.manager.as_deref() == Some("capi-installer") && m.operation.as_deref() == Some("Apply"))
+            .filter(|m| {
+                m.manager.as_deref() == Some("capi-installer")
+                    && m.operation.as_deref() == Some("Apply")
+            })
             .collect();
-        assert!(!managers.is_empty(), "{id} is not applied by capi-installer: {:?}", obj.managed_fields());
+        assert!(
+            !managers.is_empty(),
+            "{id} is not applied by capi-installer: {:?}",
+            obj.managed_fields()
+        );
     }
 }
 
 fn available_since(d: &Deployment) -> Option<String> {
-    d.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "Available" && c.status == "True").map(|c| {
-        c.last_transition_time.as_ref().map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%S").to_string()).unwrap_or_default()
-    })
+    d.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Available" && c.status == "True")
+        .map(|c| {
+            c.last_transition_time
+                .as_ref()
+                .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%S").to_string())
+                .unwrap_or_default()
+        })
 }
 
 /// Each webhook configuration and admission policy of a ConfigMap was first written only after every
@@ -45,23 +69,43 @@ fn available_since(d: &Deployment) -> Option<String> {
 async fn assert_admission_after_workloads(env: &Env, objects: &[ObjectRef]) {
     let mut ready_at = String::new();
     for id in objects.iter().filter(|o| o.kind == "Deployment") {
-        let api: Api<Deployment> = Api::namespaced(env.admin.clone(), id.namespace.as_deref().unwrap());
+        let api: Api<Deployment> =
+            Api::namespaced(env.admin.clone(), id.namespace.as_deref().unwrap());
         let d = api.get(&id.name).await.unwrap();
         let since = available_since(&d).unwrap_or_else(|| panic!("{id} not Available"));
         ready_at = ready_at.max(since);
     }
     assert!(!ready_at.is_empty(), "the ConfigMap has Deployments");
     let writes = installer_writes(&env.audit(), None);
-    let admission = ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"];
+    let admission = [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ];
     let mut checked = 0;
-    for id in objects.iter().filter(|o| admission.contains(&o.kind.as_str())) {
+    for id in objects
+        .iter()
+        .filter(|o| admission.contains(&o.kind.as_str()))
+    {
         let first = writes
             .iter()
-            .find(|e| e.object_ref.as_ref().and_then(|o| o.name.as_deref()) == Some(&id.name)
-                && e.object_ref.as_ref().is_some_and(|o| o.api_group == "admissionregistration.k8s.io"))
+            .find(|e| {
+                e.object_ref.as_ref().and_then(|o| o.name.as_deref()) == Some(&id.name)
+                    && e.object_ref
+                        .as_ref()
+                        .is_some_and(|o| o.api_group == "admissionregistration.k8s.io")
+            })
             .unwrap_or_else(|| panic!("no write of {id} in the audit log"));
-        let written_at = first.stage_timestamp.0.strftime("%Y-%m-%dT%H:%M:%S").to_string();
-        assert!(written_at >= ready_at, "{id} written at {written_at}, before the Deployments were Available at {ready_at}");
+        let written_at = first
+            .stage_timestamp
+            .0
+            .strftime("%Y-%m-%dT%H:%M:%S")
+            .to_string();
+        assert!(
+            written_at >= ready_at,
+            "{id} written at {written_at}, before the Deployments were Available at {ready_at}"
+        );
         checked += 1;
     }
     assert!(checked > 0, "the ConfigMap has admission objects");
@@ -76,15 +120,30 @@ async fn assert_reported_available(client: &Client, expect_related: &[&str]) {
     for c in ["Upgradeable", "CapiInstallerControllerAvailable"] {
         assert_eq!(condition(&status, c).unwrap().status, "True", "{c}");
     }
-    assert_eq!(condition(&status, "CapiInstallerControllerDegraded").unwrap().status, "False");
+    assert_eq!(
+        condition(&status, "CapiInstallerControllerDegraded")
+            .unwrap()
+            .status,
+        "False"
+    );
     let related: Vec<String> = status["relatedObjects"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| format!("{}/{}/{}", r["group"].as_str().unwrap_or(""), r["resource"].as_str().unwrap_or(""), r["name"].as_str().unwrap_or("")))
+        .map(|r| {
+            format!(
+                "{}/{}/{}",
+                r["group"].as_str().unwrap_or(""),
+                r["resource"].as_str().unwrap_or(""),
+                r["name"].as_str().unwrap_or("")
+            )
+        })
         .collect();
     for want in expect_related {
-        assert!(related.iter().any(|r| r == want), "relatedObjects lacks {want}: {related:?}");
+        assert!(
+            related.iter().any(|r| r == want),
+            "relatedObjects lacks {want}: {related:?}"
+        );
     }
 }
 
@@ -115,12 +174,26 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     assert_admission_after_workloads(&env, &aws).await;
     let images = images();
     let capa: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
-    let capa_name = aws.iter().find(|o| o.kind == "Deployment").unwrap().name.clone();
+    let capa_name = aws
+        .iter()
+        .find(|o| o.kind == "Deployment")
+        .unwrap()
+        .name
+        .clone();
     let d = capa.get(&capa_name).await.unwrap();
     let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-    assert_eq!(pod.containers[0].image.as_deref(), Some(images["aws-cluster-api-controllers"].as_str()));
+    assert_eq!(
+        pod.containers[0].image.as_deref(),
+        Some(images["aws-cluster-api-controllers"].as_str())
+    );
     for c in &pod.containers {
-        assert!(!c.image.as_deref().unwrap_or("").starts_with("registry.ci.openshift.org"), "unresolved image in {capa_name}");
+        assert!(
+            !c.image
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("registry.ci.openshift.org"),
+            "unresolved image in {capa_name}"
+        );
     }
 
     // 4. Steady state: a minute without changes costs no write.
@@ -128,32 +201,70 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     let quiet_from = env.audit().last().unwrap().stage_timestamp.0.to_string();
     tokio::time::sleep(Duration::from_secs(60)).await;
     let writes = installer_writes(&env.audit(), Some(&quiet_from));
-    assert!(writes.is_empty(), "writes in steady state: {:?}", writes.iter().map(describe).collect::<Vec<_>>());
+    assert!(
+        writes.is_empty(),
+        "writes in steady state: {:?}",
+        writes.iter().map(describe).collect::<Vec<_>>()
+    );
 
     // 3. Drift: a deleted Deployment, a changed ClusterRole rule and a removed policy label are restored.
     let old_uid = d.metadata.uid.clone().unwrap();
-    capa.delete(&capa_name, &DeleteParams::default()).await.unwrap();
-    let role_name = aws.iter().find(|o| o.kind == "ClusterRole").unwrap().name.clone();
+    capa.delete(&capa_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let role_name = aws
+        .iter()
+        .find(|o| o.kind == "ClusterRole")
+        .unwrap()
+        .name
+        .clone();
     let roles: Api<ClusterRole> = Api::all(env.admin.clone());
     let original_rules = roles.get(&role_name).await.unwrap().rules;
     let tampered = json!({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
-    roles.patch(&role_name, &PatchParams::default(), &Patch::Merge(&tampered)).await.unwrap();
-    let vap_name = aws.iter().find(|o| o.kind == "ValidatingAdmissionPolicy").unwrap().name.clone();
-    let vaps = api_for(&env.admin, "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", None).await;
+    roles
+        .patch(
+            &role_name,
+            &PatchParams::default(),
+            &Patch::Merge(&tampered),
+        )
+        .await
+        .unwrap();
+    let vap_name = aws
+        .iter()
+        .find(|o| o.kind == "ValidatingAdmissionPolicy")
+        .unwrap()
+        .name
+        .clone();
+    let vaps = api_for(
+        &env.admin,
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        None,
+    )
+    .await;
     let unlabel = json!({"metadata": {"labels": {"cluster.x-k8s.io/provider": null}}});
-    vaps.patch(&vap_name, &PatchParams::default(), &Patch::Merge(&unlabel)).await.unwrap();
+    vaps.patch(&vap_name, &PatchParams::default(), &Patch::Merge(&unlabel))
+        .await
+        .unwrap();
 
     eventually(Duration::from_secs(10), "Deployment recreated", || async {
         let d = capa.get_opt(&capa_name).await.ok().flatten()?;
         (d.metadata.uid.as_deref() != Some(old_uid.as_str())).then_some(())
     })
     .await;
-    eventually(Duration::from_secs(10), "ClusterRole rules restored", || async {
-        (roles.get(&role_name).await.ok()?.rules == original_rules).then_some(())
-    })
+    eventually(
+        Duration::from_secs(10),
+        "ClusterRole rules restored",
+        || async { (roles.get(&role_name).await.ok()?.rules == original_rules).then_some(()) },
+    )
     .await;
     eventually(Duration::from_secs(10), "policy label restored", || async {
-        vaps.get(&vap_name).await.ok()?.labels().contains_key("cluster.x-k8s.io/provider").then_some(())
+        vaps.get(&vap_name)
+            .await
+            .ok()?
+            .labels()
+            .contains_key("cluster.x-k8s.io/provider")
+            .then_some(())
     })
     .await;
     wait_available(&env.admin, Duration::from_secs(120)).await;
@@ -162,8 +273,14 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     // changed. The change is applied, the dropped object pruned, nothing else written.
     let components = fixture_components(AWS_CM);
     let docs: Vec<&str> = components.split("\n---\n").collect();
-    let dropped_index = docs.iter().position(|d| d.contains("kind: RoleBinding")).expect("aws has a RoleBinding");
-    let dropped: Value = capi_manifests::yaml::parse_documents("doc", docs[dropped_index]).unwrap().remove(0).value;
+    let dropped_index = docs
+        .iter()
+        .position(|d| d.contains("kind: RoleBinding"))
+        .expect("aws has a RoleBinding");
+    let dropped: Value = capi_manifests::yaml::parse_documents("doc", docs[dropped_index])
+        .unwrap()
+        .remove(0)
+        .value;
     let dropped_name = dropped["metadata"]["name"].as_str().unwrap().to_string();
     let mut kept: Vec<String> = Vec::new();
     for (i, doc) in docs.iter().enumerate() {
@@ -171,10 +288,21 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
             continue;
         }
         if doc.contains("kind: Deployment") {
-            let mut v = capi_manifests::yaml::parse_documents("doc", doc).unwrap().remove(0).value;
-            let args = v.pointer_mut("/spec/template/spec/containers/0/args").and_then(Value::as_array_mut).unwrap();
+            let mut v = capi_manifests::yaml::parse_documents("doc", doc)
+                .unwrap()
+                .remove(0)
+                .value;
+            let args = v
+                .pointer_mut("/spec/template/spec/containers/0/args")
+                .and_then(Value::as_array_mut)
+                .unwrap();
             args.push(json!("--v=4"));
-            kept.push(capi_manifests::yaml::to_yaml("doc", &v).unwrap().trim_end().to_string());
+            kept.push(
+                capi_manifests::yaml::to_yaml("doc", &v)
+                    .unwrap()
+                    .trim_end()
+                    .to_string(),
+            );
         } else {
             kept.push(doc.to_string());
         }
@@ -182,17 +310,36 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     let before_edit = env.audit().last().unwrap().stage_timestamp.0.to_string();
     let edited_at = std::time::Instant::now();
     put_components(&env.admin, AWS_CM, &kept.join("\n---\n")).await;
-    eventually(Duration::from_secs(5), "the edited argument applied (within 5 s)", || async {
-        let d = capa.get(&capa_name).await.ok()?;
-        let args = d.spec?.template.spec?.containers[0].args.clone()?;
-        args.contains(&"--v=4".to_string()).then_some(())
-    })
+    eventually(
+        Duration::from_secs(5),
+        "the edited argument applied (within 5 s)",
+        || async {
+            let d = capa.get(&capa_name).await.ok()?;
+            let args = d.spec?.template.spec?.containers[0].args.clone()?;
+            args.contains(&"--v=4".to_string()).then_some(())
+        },
+    )
     .await;
     println!("edit applied after {:?}", edited_at.elapsed());
-    let rolebindings = api_for(&env.admin, "rbac.authorization.k8s.io/v1", "RoleBinding", Some(NS)).await;
-    eventually(Duration::from_secs(30), "dropped RoleBinding pruned", || async {
-        rolebindings.get_opt(&dropped_name).await.ok()?.is_none().then_some(())
-    })
+    let rolebindings = api_for(
+        &env.admin,
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        Some(NS),
+    )
+    .await;
+    eventually(
+        Duration::from_secs(30),
+        "dropped RoleBinding pruned",
+        || async {
+            rolebindings
+                .get_opt(&dropped_name)
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        },
+    )
     .await;
     wait_available(&env.admin, Duration::from_secs(120)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -212,9 +359,18 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
             || t.starts_with("patch events/")
     };
     let unexpected: Vec<_> = by_target.keys().filter(|t| !allowed(t)).collect();
-    assert!(unexpected.is_empty(), "upgrade wrote more than the change: {unexpected:?}");
-    assert!(by_target.contains_key(&format!("patch deployments/{capa_name}")), "{by_target:?}");
-    assert!(by_target.contains_key(&format!("delete rolebindings/{dropped_name}")), "{by_target:?}");
+    assert!(
+        unexpected.is_empty(),
+        "upgrade wrote more than the change: {unexpected:?}"
+    );
+    assert!(
+        by_target.contains_key(&format!("patch deployments/{capa_name}")),
+        "{by_target:?}"
+    );
+    assert!(
+        by_target.contains_key(&format!("delete rolebindings/{dropped_name}")),
+        "{by_target:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,7 +378,9 @@ async fn gcp_fresh_install() {
     require_fixture!("transport-configmaps");
     let env = Env::start(true).await;
     set_platform(&env.admin, "GCP").await;
-    load_payload(&env.admin, &[CORE_CM, GCP_CM, AWS_CM]).await.unwrap();
+    load_payload(&env.admin, &[CORE_CM, GCP_CM, AWS_CM])
+        .await
+        .unwrap();
     let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
     assert_reported_available(
         &env.admin,
@@ -236,6 +394,15 @@ async fn gcp_fresh_install() {
     assert_admission_after_workloads(&env, &gcp).await;
     // The aws ConfigMap is present but not for this platform: nothing of it is installed.
     let deployments: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
-    let aws_deployment = fixture_objects(AWS_CM).into_iter().find(|o| o.kind == "Deployment").unwrap();
-    assert!(deployments.get_opt(&aws_deployment.name).await.unwrap().is_none());
+    let aws_deployment = fixture_objects(AWS_CM)
+        .into_iter()
+        .find(|o| o.kind == "Deployment")
+        .unwrap();
+    assert!(
+        deployments
+            .get_opt(&aws_deployment.name)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capi_apply::{
-    Applier, ApplyAction, ApplyError, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces,
-    ObjectKey, OwnershipPolicy, Phase, Plan, PruneTarget, Readiness, readiness,
+    Applier, ApplyAction, ApplyError, Inventory, InventoryStore, KindResolver, LiveCache,
+    Namespaces, ObjectKey, OwnershipPolicy, Phase, Plan, PruneTarget, Readiness, readiness,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
@@ -187,20 +187,30 @@ impl Installer {
             Namespaces::Only(vec![config.namespace.clone()]),
         );
         let applier = Applier::new(client.clone(), FIELD_MANAGER, ownership);
-        let inventory =
-            InventoryStore::new(client.clone(), &config.namespace, INVENTORY_CONFIGMAP, FIELD_MANAGER);
+        let inventory = InventoryStore::new(
+            client.clone(),
+            &config.namespace,
+            INVENTORY_CONFIGMAP,
+            FIELD_MANAGER,
+        );
         let recorder = Recorder::new(
             client.clone(),
-            Reporter { controller: "capi-installer".into(), instance: config.instance.clone() },
+            Reporter {
+                controller: "capi-installer".into(),
+                instance: config.instance.clone(),
+            },
         );
         let wake = Arc::new(Notify::new());
 
         let writer = reflector::store::Writer::new(infrastructure_resource());
         let infrastructure = writer.as_reader();
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &infrastructure_resource());
-        let stream = watcher(api, watcher::Config::default().fields("metadata.name=cluster"))
-            .default_backoff()
-            .reflect(writer);
+        let stream = watcher(
+            api,
+            watcher::Config::default().fields("metadata.name=cluster"),
+        )
+        .default_backoff()
+        .reflect(writer);
         spawn_trigger("Infrastructure cluster", stream, wake.clone());
 
         let (configmaps, writer) = reflector::store();
@@ -250,7 +260,10 @@ impl Installer {
 
         tokio::pin!(shutdown);
         let _ = tokio::time::timeout(Duration::from_secs(30), async {
-            tokio::join!(self.infrastructure.wait_until_ready(), self.configmaps.wait_until_ready())
+            tokio::join!(
+                self.infrastructure.wait_until_ready(),
+                self.configmaps.wait_until_ready()
+            )
         })
         .await;
         let mut next = Next::Retry(Duration::ZERO);
@@ -274,12 +287,18 @@ impl Installer {
     /// One pass over the whole cluster.
     pub async fn reconcile(&self) -> Next {
         let started = Instant::now();
-        let infra = self.infrastructure.get(&reflector::ObjectRef::new_with("cluster", infrastructure_resource()));
+        let infra = self.infrastructure.get(&reflector::ObjectRef::new_with(
+            "cluster",
+            infrastructure_resource(),
+        ));
         let decision = platform::decide(infra.as_ref().and_then(|i| i.data.get("status")));
         let (view, related, next) = match &decision {
             PlatformDecision::Unset => (InstallerView::WaitingForPlatform, vec![], Next::Idle),
             PlatformDecision::Unsupported { platform, reason } => (
-                InstallerView::Unsupported { platform: platform.clone(), reason: reason.clone() },
+                InstallerView::Unsupported {
+                    platform: platform.clone(),
+                    reason: reason.clone(),
+                },
                 vec![],
                 Next::Idle,
             ),
@@ -288,16 +307,22 @@ impl Installer {
         self.log_view(&decision, &view);
         let result = match &view {
             InstallerView::Installing { providers, .. }
-                if providers.iter().any(|p| matches!(p.state, ProviderState::Failed { .. })) =>
+                if providers
+                    .iter()
+                    .any(|p| matches!(p.state, ProviderState::Failed { .. })) =>
             {
                 "error"
             }
             _ => "success",
         };
         self.metrics.observe_reconcile(result, started.elapsed());
-        if let InstallerView::Installing { providers, missing, .. } = &view
+        if let InstallerView::Installing {
+            providers, missing, ..
+        } = &view
             && missing.is_empty()
-            && providers.iter().all(|p| p.state == ProviderState::Installed)
+            && providers
+                .iter()
+                .all(|p| p.state == ProviderState::Installed)
         {
             self.metrics.mark_success();
         }
@@ -313,12 +338,16 @@ impl Installer {
         if tracking.last_view.as_ref() != Some(view) {
             match view {
                 InstallerView::WaitingForPlatform => {
-                    tracing::info!("Infrastructure cluster has no status.platformStatus.type yet; waiting")
+                    tracing::info!(
+                        "Infrastructure cluster has no status.platformStatus.type yet; waiting"
+                    )
                 }
                 InstallerView::Unsupported { platform, reason } => {
                     tracing::info!(%platform, %reason, "platform not supported; installing nothing")
                 }
-                InstallerView::Installing { providers, missing, .. } => {
+                InstallerView::Installing {
+                    providers, missing, ..
+                } => {
                     for p in providers {
                         tracing::info!(configmap = %p.configmap, version = ?p.version, state = ?p.state, "provider");
                     }
@@ -331,14 +360,30 @@ impl Installer {
         }
     }
 
-    async fn install(&self, platform: &str, infra: &'static str) -> (InstallerView, Vec<Value>, Next) {
-        let configmaps: Vec<ConfigMap> = self.configmaps.state().iter().map(|c| (**c).clone()).collect();
-        let selected = sources::select(&configmaps, Some(infra));
-        let missing: Vec<String> = [("cluster-api", ProviderKind::Core), (infra, ProviderKind::Infrastructure)]
-            .into_iter()
-            .filter(|(name, kind)| !selected.iter().any(|s| s.provider_name == *name && s.kind == *kind))
-            .map(|(name, kind)| format!("{name} ({})", kind.label_value()))
+    async fn install(
+        &self,
+        platform: &str,
+        infra: &'static str,
+    ) -> (InstallerView, Vec<Value>, Next) {
+        let configmaps: Vec<ConfigMap> = self
+            .configmaps
+            .state()
+            .iter()
+            .map(|c| (**c).clone())
             .collect();
+        let selected = sources::select(&configmaps, Some(infra));
+        let missing: Vec<String> = [
+            ("cluster-api", ProviderKind::Core),
+            (infra, ProviderKind::Infrastructure),
+        ]
+        .into_iter()
+        .filter(|(name, kind)| {
+            !selected
+                .iter()
+                .any(|s| s.provider_name == *name && s.kind == *kind)
+        })
+        .map(|(name, kind)| format!("{name} ({})", kind.label_value()))
+        .collect();
 
         let mut providers = Vec::new();
         let mut related: BTreeSet<String> = BTreeSet::new();
@@ -346,7 +391,9 @@ impl Installer {
         let mut next = Next::Idle;
         for source in &selected {
             let state = match &blocked_by {
-                Some(behind) => ProviderState::Blocked { behind: behind.clone() },
+                Some(behind) => ProviderState::Blocked {
+                    behind: behind.clone(),
+                },
                 None => {
                     let (state, plan) = self.install_provider(source).await;
                     if let Some(plan) = plan {
@@ -359,7 +406,11 @@ impl Installer {
             // still in place does not hold the others back.
             let serving = matches!(
                 state,
-                ProviderState::Installed | ProviderState::Failed { previously_installed: true, .. }
+                ProviderState::Installed
+                    | ProviderState::Failed {
+                        previously_installed: true,
+                        ..
+                    }
             );
             if !serving && blocked_by.is_none() {
                 blocked_by = Some(source.configmap.clone());
@@ -372,10 +423,23 @@ impl Installer {
                 state,
             });
         }
-        let mut related: Vec<Value> =
-            related.iter().filter_map(|r| serde_json::from_str(r).ok()).collect();
-        related.insert(0, json!({"group": "", "resource": "namespaces", "name": self.config.namespace}));
-        (InstallerView::Installing { platform: platform.to_string(), missing, providers }, related, next)
+        let mut related: Vec<Value> = related
+            .iter()
+            .filter_map(|r| serde_json::from_str(r).ok())
+            .collect();
+        related.insert(
+            0,
+            json!({"group": "", "resource": "namespaces", "name": self.config.namespace}),
+        );
+        (
+            InstallerView::Installing {
+                platform: platform.to_string(),
+                missing,
+                providers,
+            },
+            related,
+            next,
+        )
     }
 
     fn next_for(&self, configmap: &str, state: &ProviderState) -> Next {
@@ -391,7 +455,9 @@ impl Installer {
                     .get(configmap)
                     .map(|f| f.1)
                     .unwrap_or(1);
-                Next::Retry(Duration::from_secs((5u64 << attempts.saturating_sub(1).min(4)).min(60)))
+                Next::Retry(Duration::from_secs(
+                    (5u64 << attempts.saturating_sub(1).min(4)).min(60),
+                ))
             }
         }
     }
@@ -405,9 +471,14 @@ impl Installer {
     }
 
     async fn plan_provider(&self, source: &Source) -> Result<Plan, (FailureReason, String)> {
-        let Some(cm) = self.configmaps.get(&reflector::ObjectRef::new(&source.configmap).within(&self.config.namespace))
+        let Some(cm) = self
+            .configmaps
+            .get(&reflector::ObjectRef::new(&source.configmap).within(&self.config.namespace))
         else {
-            return Err((FailureReason::ApplyFailed, "the ConfigMap disappeared".into()));
+            return Err((
+                FailureReason::ApplyFailed,
+                "the ConfigMap disappeared".into(),
+            ));
         };
         let cm = serde_json::to_value(&*cm).map(|mut v| {
             v["apiVersion"] = json!("v1");
@@ -421,7 +492,10 @@ impl Installer {
         // A kind served by a CRD created since the last discovery: discover again, once.
         let result = match result {
             Err(RenderError::Plan(errors))
-                if errors.0.iter().any(|e| matches!(e, capi_apply::PlanError::UnknownKind { .. })) =>
+                if errors
+                    .0
+                    .iter()
+                    .any(|e| matches!(e, capi_apply::PlanError::UnknownKind { .. })) =>
             {
                 let resolver = self.resolver(true).await.map_err(api_error)?;
                 provider::render_and_plan(&cm, source, &self.context, &resolver)
@@ -441,11 +515,25 @@ impl Installer {
     }
 
     async fn inventory_of(&self, configmap: &str) -> Result<Inventory, (FailureReason, String)> {
-        if let Some(inv) = self.tracking.lock().expect("tracking poisoned").inventories.get(configmap) {
+        if let Some(inv) = self
+            .tracking
+            .lock()
+            .expect("tracking poisoned")
+            .inventories
+            .get(configmap)
+        {
             return Ok(inv.clone());
         }
-        let inv = self.inventory.load(configmap).await.map_err(|e| (FailureReason::ApplyFailed, e.to_string()))?;
-        self.tracking.lock().expect("tracking poisoned").inventories.insert(configmap.into(), inv.clone());
+        let inv = self
+            .inventory
+            .load(configmap)
+            .await
+            .map_err(|e| (FailureReason::ApplyFailed, e.to_string()))?;
+        self.tracking
+            .lock()
+            .expect("tracking poisoned")
+            .inventories
+            .insert(configmap.into(), inv.clone());
         Ok(inv)
     }
 
@@ -460,7 +548,11 @@ impl Installer {
         if wrote {
             tracing::info!(owner = %inv.owner, objects = inv.entries.len(), "inventory recorded");
         }
-        self.tracking.lock().expect("tracking poisoned").inventories.insert(inv.owner.clone(), inv.clone());
+        self.tracking
+            .lock()
+            .expect("tracking poisoned")
+            .inventories
+            .insert(inv.owner.clone(), inv.clone());
         Ok(())
     }
 
@@ -472,7 +564,10 @@ impl Installer {
         };
         match self.apply_plan(source, &plan).await {
             Ok(state) => {
-                if matches!(state, ProviderState::Installed | ProviderState::Progressing { .. }) {
+                if matches!(
+                    state,
+                    ProviderState::Installed | ProviderState::Progressing { .. }
+                ) {
                     let mut tracking = self.tracking.lock().expect("tracking poisoned");
                     tracking.failures.remove(&source.configmap);
                 }
@@ -485,7 +580,11 @@ impl Installer {
         }
     }
 
-    async fn apply_plan(&self, source: &Source, plan: &Plan) -> Result<ProviderState, (FailureReason, String)> {
+    async fn apply_plan(
+        &self,
+        source: &Source,
+        plan: &Plan,
+    ) -> Result<ProviderState, (FailureReason, String)> {
         let owner = source.configmap.as_str();
         let old = self.inventory_of(owner).await?;
         let new = Inventory::from_plan(owner, plan);
@@ -504,11 +603,17 @@ impl Installer {
                 self.cache.ensure_watched(&resource, namespaced);
             }
             if !self.cache.wait_synced(Duration::from_secs(10)).await {
-                tracing::debug!("watch caches not synced yet; unseen objects are read before they are written");
+                tracing::debug!(
+                    "watch caches not synced yet; unseen objects are read before they are written"
+                );
             }
             let phase_started = Instant::now();
-            let outcome = self.applier.apply_phase(phase, |key| self.cache.get(key)).await;
-            self.metrics.observe_phase(phase.phase, phase_started.elapsed());
+            let outcome = self
+                .applier
+                .apply_phase(phase, |key| self.cache.get(key))
+                .await;
+            self.metrics
+                .observe_phase(phase.phase, phase_started.elapsed());
             let mut fresh: HashMap<ObjectKey, DynamicObject> = HashMap::new();
             for applied in outcome.outcomes {
                 if applied.action != ApplyAction::Unchanged {
@@ -520,14 +625,27 @@ impl Installer {
                         ApplyAction::Unchanged => unreachable!(),
                     };
                     tracing::info!(configmap = %owner, object = %applied.key, action = verb, phase = ?phase.phase, "applied");
-                    self.event(EventType::Normal, verb, "Apply", format!("{} (ConfigMap {owner})", applied.key)).await;
+                    self.event(
+                        EventType::Normal,
+                        verb,
+                        "Apply",
+                        format!("{} (ConfigMap {owner})", applied.key),
+                    )
+                    .await;
                 }
                 fresh.insert(applied.key.clone(), applied.object);
             }
             if let Some(first) = outcome.errors.first() {
-                self.metrics.count_error(reason_of_apply_error(first).as_str());
-                let message = outcome.errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
-                self.event(EventType::Warning, "ApplyFailed", "Apply", message.clone()).await;
+                self.metrics
+                    .count_error(reason_of_apply_error(first).as_str());
+                let message = outcome
+                    .errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                self.event(EventType::Warning, "ApplyFailed", "Apply", message.clone())
+                    .await;
                 return Err((reason_of_apply_error(first), message));
             }
             if let Some(waiting) = self.gate(owner, phase, &fresh) {
@@ -537,7 +655,10 @@ impl Installer {
 
         let stale = old.stale(&new);
         if !stale.is_empty() {
-            let resolver = self.resolver(false).await.map_err(|e| (reason_of_kube_error(&e), e.to_string()))?;
+            let resolver = self
+                .resolver(false)
+                .await
+                .map_err(|e| (reason_of_kube_error(&e), e.to_string()))?;
             let targets: Vec<PruneTarget> = stale
                 .into_iter()
                 .map(|(key, phase)| PruneTarget {
@@ -551,12 +672,24 @@ impl Installer {
                 self.applier.forget(key);
                 self.metrics.count_pruned();
                 tracing::info!(configmap = %owner, object = %key, "pruned: the new version no longer contains it");
-                self.event(EventType::Normal, "Pruned", "Prune", format!("{key} (ConfigMap {owner})")).await;
+                self.event(
+                    EventType::Normal,
+                    "Pruned",
+                    "Prune",
+                    format!("{key} (ConfigMap {owner})"),
+                )
+                .await;
             }
             let mut keep = new.clone();
             for (key, reason) in &report.kept {
                 tracing::warn!(configmap = %owner, object = %key, %reason, "not pruned");
-                self.event(EventType::Warning, "PruneSkipped", "Prune", format!("{key}: {reason}")).await;
+                self.event(
+                    EventType::Warning,
+                    "PruneSkipped",
+                    "Prune",
+                    format!("{key}: {reason}"),
+                )
+                .await;
             }
             for (key, phase) in &old.entries {
                 if report.retry_keys().any(|k| k == key) {
@@ -578,10 +711,14 @@ impl Installer {
         fresh: &HashMap<ObjectKey, DynamicObject>,
     ) -> Option<Result<ProviderState, (FailureReason, String)>> {
         let (timeout, reason) = match phase.phase {
-            Phase::CustomResourceDefinitions => {
-                (self.config.crd_timeout, FailureReason::CustomResourceDefinitionNotEstablished)
-            }
-            Phase::Workloads => (self.config.deployment_timeout, FailureReason::DeploymentNotAvailable),
+            Phase::CustomResourceDefinitions => (
+                self.config.crd_timeout,
+                FailureReason::CustomResourceDefinitionNotEstablished,
+            ),
+            Phase::Workloads => (
+                self.config.deployment_timeout,
+                FailureReason::DeploymentNotAvailable,
+            ),
             _ => return None,
         };
         let not_ready: Vec<(ObjectKey, Readiness)> = phase
@@ -605,22 +742,38 @@ impl Installer {
         let since = match tracking.waiting.get(owner) {
             Some((p, since)) if *p == phase.phase => *since,
             _ => {
-                tracking.waiting.insert(owner.to_string(), (phase.phase, Instant::now()));
+                tracking
+                    .waiting
+                    .insert(owner.to_string(), (phase.phase, Instant::now()));
                 Instant::now()
             }
         };
-        let what = not_ready.iter().map(|(k, r)| format!("{k}: {r}")).collect::<Vec<_>>().join("; ");
+        let what = not_ready
+            .iter()
+            .map(|(k, r)| format!("{k}: {r}"))
+            .collect::<Vec<_>>()
+            .join("; ");
         if since.elapsed() > timeout {
-            return Some(Err((reason, format!("not ready after {}s: {what}", timeout.as_secs()))));
+            return Some(Err((
+                reason,
+                format!("not ready after {}s: {what}", timeout.as_secs()),
+            )));
         }
         let message = match phase.phase {
-            Phase::CustomResourceDefinitions => format!("waiting for CustomResourceDefinitions to be Established: {what}"),
+            Phase::CustomResourceDefinitions => {
+                format!("waiting for CustomResourceDefinitions to be Established: {what}")
+            }
             _ => format!("waiting for workloads to become Available: {what}"),
         };
         Some(Ok(ProviderState::Progressing { message }))
     }
 
-    async fn failed(&self, source: &Source, reason: FailureReason, message: String) -> ProviderState {
+    async fn failed(
+        &self,
+        source: &Source,
+        reason: FailureReason,
+        message: String,
+    ) -> ProviderState {
         let previously_installed = self
             .inventory_of(&source.configmap)
             .await
@@ -629,7 +782,10 @@ impl Installer {
         let (attempts, failing_for) = {
             let mut tracking = self.tracking.lock().expect("tracking poisoned");
             let now = Instant::now();
-            let entry = tracking.failures.entry(source.configmap.clone()).or_insert((now, 0, now));
+            let entry = tracking
+                .failures
+                .entry(source.configmap.clone())
+                .or_insert((now, 0, now));
             if entry.1 == 0 || now.duration_since(entry.2) >= ATTEMPT_SPACING {
                 entry.1 += 1;
                 entry.2 = now;
@@ -637,7 +793,13 @@ impl Installer {
             (entry.1, now.duration_since(entry.0))
         };
         tracing::warn!(configmap = %source.configmap, reason = reason.as_str(), attempts, %message, "provider failed");
-        ProviderState::Failed { reason, message, attempts, failing_for, previously_installed }
+        ProviderState::Failed {
+            reason,
+            message,
+            attempts,
+            failing_for,
+            previously_installed,
+        }
     }
 
     async fn event(&self, type_: EventType, reason: &str, action: &str, note: String) {
@@ -649,15 +811,29 @@ impl Installer {
             }
             note.truncate(cut);
         }
-        let event = Event { type_, reason: reason.into(), note: Some(note), action: action.into(), secondary: None };
-        if let Err(e) = self.recorder.publish(&event, &cluster_operator_reference()).await {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: action.into(),
+            secondary: None,
+        };
+        if let Err(e) = self
+            .recorder
+            .publish(&event, &cluster_operator_reference())
+            .await
+        {
             tracing::debug!(error = %e, "cannot record event");
         }
     }
 
     async fn write_status(&self, view: &InstallerView, related: &[Value]) -> Result<(), Error> {
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &cluster_operator_resource());
-        let current = api.get_opt(CLUSTER_OPERATOR).await.map_err(|source| Error::Status { source })?;
+        let api: Api<DynamicObject> =
+            Api::all_with(self.client.clone(), &cluster_operator_resource());
+        let current = api
+            .get_opt(CLUSTER_OPERATOR)
+            .await
+            .map_err(|source| Error::Status { source })?;
         let params = PatchParams::apply(FIELD_MANAGER).force();
         if current.is_none() {
             let object = json!({
@@ -706,11 +882,13 @@ where
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             match event {
-                Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone) => {
-                    wake.notify_one()
-                }
+                Ok(
+                    watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone,
+                ) => wake.notify_one(),
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %Error::Watch { what, source: e }, "watch failed; retrying"),
+                Err(e) => {
+                    tracing::warn!(error = %Error::Watch { what, source: e }, "watch failed; retrying")
+                }
             }
         }
     });
@@ -736,8 +914,15 @@ fn merge_next(a: Next, b: Next) -> Next {
 
 /// The newer of the cached object and the one a write just returned (the cache may lag behind the
 /// write; trusting it could pass a gate on the previous generation of a Deployment).
-fn newest<'a>(cached: Option<&'a DynamicObject>, fresh: Option<&'a DynamicObject>) -> Option<&'a DynamicObject> {
-    let version = |o: &DynamicObject| o.resource_version().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+fn newest<'a>(
+    cached: Option<&'a DynamicObject>,
+    fresh: Option<&'a DynamicObject>,
+) -> Option<&'a DynamicObject> {
+    let version = |o: &DynamicObject| {
+        o.resource_version()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     match (cached, fresh) {
         (Some(c), Some(f)) => Some(if version(f) > version(c) { f } else { c }),
         (c, f) => c.or(f),
@@ -765,7 +950,8 @@ fn related_objects(plan: &Plan) -> Vec<Value> {
             let spec = o.object.data.get("spec");
             if let (Some(group), Some(plural)) = (
                 spec.and_then(|s| s.get("group")).and_then(Value::as_str),
-                spec.and_then(|s| s.pointer("/names/plural")).and_then(Value::as_str),
+                spec.and_then(|s| s.pointer("/names/plural"))
+                    .and_then(Value::as_str),
             ) {
                 out.push(json!({"group": group, "resource": plural, "name": ""}));
             }
@@ -790,5 +976,7 @@ fn reason_of_apply_error(e: &ApplyError) -> FailureReason {
 }
 
 fn now_rfc3339() -> String {
-    k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }

@@ -50,18 +50,40 @@ impl Metrics {
         let m = Metrics {
             reconciles: Family::default(),
             reconcile_duration: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
-            phase_duration: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.01, 2.0, 14))),
+            phase_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.01, 2.0, 14))
+            }),
             applied: Family::default(),
             pruned: Counter::default(),
             errors: Family::default(),
             last_success: Gauge::default(),
         };
         let r = registry.sub_registry_with_prefix("capi_installer");
-        r.register("reconciles", "Reconciles by result (success or error)", m.reconciles.clone());
-        r.register("reconcile_duration_seconds", "Duration of a whole reconcile", m.reconcile_duration.clone());
-        r.register("phase_duration_seconds", "Duration of applying one phase of a provider", m.phase_duration.clone());
-        r.register("objects_applied", "Objects written, by action (Created, Configured, Adopted)", m.applied.clone());
-        r.register("objects_pruned", "Objects deleted because a new version dropped them", m.pruned.clone());
+        r.register(
+            "reconciles",
+            "Reconciles by result (success or error)",
+            m.reconciles.clone(),
+        );
+        r.register(
+            "reconcile_duration_seconds",
+            "Duration of a whole reconcile",
+            m.reconcile_duration.clone(),
+        );
+        r.register(
+            "phase_duration_seconds",
+            "Duration of applying one phase of a provider",
+            m.phase_duration.clone(),
+        );
+        r.register(
+            "objects_applied",
+            "Objects written, by action (Created, Configured, Adopted)",
+            m.applied.clone(),
+        );
+        r.register(
+            "objects_pruned",
+            "Objects deleted because a new version dropped them",
+            m.pruned.clone(),
+        );
         r.register("errors", "Provider failures by reason", m.errors.clone());
         r.register(
             "last_success_timestamp_seconds",
@@ -71,7 +93,10 @@ impl Metrics {
         r.register(
             "build",
             "Build information",
-            Info::new(vec![("version".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
+            Info::new(vec![(
+                "version".to_string(),
+                env!("CARGO_PKG_VERSION").to_string(),
+            )]),
         );
         m
     }
@@ -82,18 +107,28 @@ impl Metrics {
     }
 
     pub fn observe_reconcile(&self, result: &str, took: Duration) {
-        self.reconciles.get_or_create(&ResultLabel { result: result.into() }).inc();
+        self.reconciles
+            .get_or_create(&ResultLabel {
+                result: result.into(),
+            })
+            .inc();
         self.reconcile_duration.observe(took.as_secs_f64());
     }
 
     pub fn observe_phase(&self, phase: Phase, took: Duration) {
         self.phase_duration
-            .get_or_create(&PhaseLabel { phase: format!("{phase:?}") })
+            .get_or_create(&PhaseLabel {
+                phase: format!("{phase:?}"),
+            })
             .observe(took.as_secs_f64());
     }
 
     pub fn count_applied(&self, action: ApplyAction) {
-        self.applied.get_or_create(&ActionLabel { action: format!("{action:?}") }).inc();
+        self.applied
+            .get_or_create(&ActionLabel {
+                action: format!("{action:?}"),
+            })
+            .inc();
     }
 
     pub fn count_pruned(&self) {
@@ -101,11 +136,18 @@ impl Metrics {
     }
 
     pub fn count_error(&self, reason: &str) {
-        self.errors.get_or_create(&ReasonLabel { reason: reason.into() }).inc();
+        self.errors
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .inc();
     }
 
     pub fn mark_success(&self) {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
         self.last_success.set(now);
     }
 

@@ -51,7 +51,8 @@ pub fn decide(infrastructure_status: Option<&Value>) -> PlatformDecision {
     if platform == "Azure" && cloud_name == Some("AzureStackCloud") {
         return PlatformDecision::Unsupported {
             platform: platform.to_string(),
-            reason: "Azure with cloudName AzureStackCloud is not supported by the Azure provider".into(),
+            reason: "Azure with cloudName AzureStackCloud is not supported by the Azure provider"
+                .into(),
         };
     }
     match PROVIDERS.iter().find(|(p, _)| *p == platform) {
@@ -114,7 +115,10 @@ mod tests {
     fn unset_platform_waits() {
         assert_eq!(decide(None), PlatformDecision::Unset);
         assert_eq!(decide_type(json!({})), PlatformDecision::Unset);
-        assert_eq!(decide_type(json!({"platformStatus": {"type": ""}})), PlatformDecision::Unset);
+        assert_eq!(
+            decide_type(json!({"platformStatus": {"type": ""}})),
+            PlatformDecision::Unset
+        );
     }
 
     #[test]
@@ -130,19 +134,34 @@ mod tests {
 
     #[test]
     fn azure_stack_hub_is_unsupported() {
-        let decision =
-            decide_type(json!({"platformStatus": {"type": "Azure", "azure": {"cloudName": "AzureStackCloud"}}}));
+        let decision = decide_type(
+            json!({"platformStatus": {"type": "Azure", "azure": {"cloudName": "AzureStackCloud"}}}),
+        );
         assert!(matches!(decision, PlatformDecision::Unsupported { .. }));
-        let public = decide_type(json!({"platformStatus": {"type": "Azure", "azure": {"cloudName": "AzurePublicCloud"}}}));
+        let public = decide_type(
+            json!({"platformStatus": {"type": "Azure", "azure": {"cloudName": "AzurePublicCloud"}}}),
+        );
         assert!(matches!(public, PlatformDecision::Supported(_)));
     }
 
     #[test]
     fn image_keys_follow_the_release_images_json() {
-        assert_eq!(image_key("cluster-api").as_deref(), Some("cluster-capi-controllers"));
-        assert_eq!(image_key("aws").as_deref(), Some("aws-cluster-api-controllers"));
-        assert_eq!(image_key("metal3").as_deref(), Some("baremetal-cluster-api-controllers"));
-        assert_eq!(image_key("ibmcloud").as_deref(), Some("ibmcloud-cluster-api-controllers"));
+        assert_eq!(
+            image_key("cluster-api").as_deref(),
+            Some("cluster-capi-controllers")
+        );
+        assert_eq!(
+            image_key("aws").as_deref(),
+            Some("aws-cluster-api-controllers")
+        );
+        assert_eq!(
+            image_key("metal3").as_deref(),
+            Some("baremetal-cluster-api-controllers")
+        );
+        assert_eq!(
+            image_key("ibmcloud").as_deref(),
+            Some("ibmcloud-cluster-api-controllers")
+        );
         assert_eq!(image_key("openshift-cluster-api-aws"), None);
     }
 }

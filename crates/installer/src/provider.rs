@@ -40,7 +40,11 @@ pub enum RenderError {
     #[error("{0}")]
     Parse(#[source] capi_manifests::Error),
     #[error("{origin} ({object}): {message}")]
-    Object { origin: String, object: String, message: String },
+    Object {
+        origin: String,
+        object: String,
+        message: String,
+    },
     #[error("{0}")]
     Plan(#[source] capi_apply::PlanErrors),
 }
@@ -54,13 +58,25 @@ pub struct Rendered {
 }
 
 /// Decodes and renders the transport ConfigMap `configmap` of `source`.
-pub fn render(configmap: &Value, source: &Source, ctx: &RenderContext) -> Result<Rendered, RenderError> {
+pub fn render(
+    configmap: &Value,
+    source: &Source,
+    ctx: &RenderContext,
+) -> Result<Rendered, RenderError> {
     let cm_name = format!("{}/{}", ctx.namespace, source.configmap);
     let decoded = TransportConfigMap::decode(configmap).map_err(RenderError::Decode)?;
-    let components = render::substitute(&decoded.content.components, &ctx.substitutions)
-        .map_err(|source| RenderError::Substitution { configmap: cm_name.clone(), source })?;
-    let objects = capi_manifests::yaml::parse_objects(&format!("ConfigMap {cm_name}, components"), &components)
-        .map_err(RenderError::Parse)?;
+    let components =
+        render::substitute(&decoded.content.components, &ctx.substitutions).map_err(|source| {
+            RenderError::Substitution {
+                configmap: cm_name.clone(),
+                source,
+            }
+        })?;
+    let objects = capi_manifests::yaml::parse_objects(
+        &format!("ConfigMap {cm_name}, components"),
+        &components,
+    )
+    .map_err(RenderError::Parse)?;
     let image_key = platform::image_key(&source.provider_name);
 
     let mut inputs = Vec::with_capacity(objects.len());
@@ -84,18 +100,22 @@ pub fn render(configmap: &Value, source: &Source, ctx: &RenderContext) -> Result
         for path in render::strip_fields_owned_elsewhere(&mut value) {
             stripped.push(format!("{} {path}", object.id));
         }
-        render::resolve_images(&mut value, image_key.as_deref(), &ctx.images).map_err(|e| fail(e.to_string()))?;
+        render::resolve_images(&mut value, image_key.as_deref(), &ctx.images)
+            .map_err(|e| fail(e.to_string()))?;
         let labels = value
             .pointer_mut("/metadata")
             .and_then(Value::as_object_mut)
-            .map(|m| m.entry("labels").or_insert_with(|| Value::Object(Default::default())));
+            .map(|m| {
+                m.entry("labels")
+                    .or_insert_with(|| Value::Object(Default::default()))
+            });
         if let Some(Value::Object(labels)) = labels {
             labels
                 .entry(PROVIDER_LABEL)
                 .or_insert_with(|| Value::String(source.provider_label.clone()));
         }
-        let dynamic: DynamicObject =
-            serde_json::from_value(value).map_err(|e| fail(format!("not a Kubernetes object: {e}")))?;
+        let dynamic: DynamicObject = serde_json::from_value(value)
+            .map_err(|e| fail(format!("not a Kubernetes object: {e}")))?;
         inputs.push(PlanInput::new(dynamic, origin));
     }
     Ok(Rendered { inputs, stripped })

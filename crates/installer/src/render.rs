@@ -26,12 +26,18 @@ pub struct SubstitutionError {
 /// `$NAME` (common in CRD descriptions and regular expressions) also became the empty string; leaving it
 /// alone is deliberate. Variables never come from the process environment (ref §6.15: `HOME` and
 /// friends leaked into manifests that way).
-pub fn substitute(text: &str, variables: &BTreeMap<String, String>) -> Result<String, SubstitutionError> {
+pub fn substitute(
+    text: &str,
+    variables: &BTreeMap<String, String>,
+) -> Result<String, SubstitutionError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
-        let line = text[..text.len() - rest.len() + start].matches('\n').count() + 1;
+        let line = text[..text.len() - rest.len() + start]
+            .matches('\n')
+            .count()
+            + 1;
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
             return Err(SubstitutionError {
@@ -47,18 +53,26 @@ pub fn substitute(text: &str, variables: &BTreeMap<String, String>) -> Result<St
             .unwrap_or(body.len());
         let (name, operator) = body.split_at(name_len);
         if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(SubstitutionError { line, expression, reason: "invalid variable name".into() });
+            return Err(SubstitutionError {
+                line,
+                expression,
+                reason: "invalid variable name".into(),
+            });
         }
         let value = match operator {
             "" => variables.get(name).cloned().unwrap_or_default(),
-            op if op.starts_with(":=") || op.starts_with(":-") => {
-                variables.get(name).filter(|v| !v.is_empty()).cloned().unwrap_or_else(|| op[2..].to_string())
-            }
+            op if op.starts_with(":=") || op.starts_with(":-") => variables
+                .get(name)
+                .filter(|v| !v.is_empty())
+                .cloned()
+                .unwrap_or_else(|| op[2..].to_string()),
             _ => {
                 return Err(SubstitutionError {
                     line,
                     expression,
-                    reason: "unsupported operator (only ${VAR}, ${VAR:=default} and ${VAR:-default})".into(),
+                    reason:
+                        "unsupported operator (only ${VAR}, ${VAR:=default} and ${VAR:-default})"
+                            .into(),
                 });
             }
         };
@@ -79,10 +93,16 @@ pub type Images = BTreeMap<String, String>;
 /// A container image the installer cannot resolve.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ImageError {
-    #[error("{path}: image {image} needs the provider image, but this ConfigMap's provider has no image key")]
+    #[error(
+        "{path}: image {image} needs the provider image, but this ConfigMap's provider has no image key"
+    )]
     NoProviderImage { path: String, image: String },
     #[error("{path}: image {image} needs key {key:?}, which the images file does not have")]
-    MissingKey { path: String, image: String, key: String },
+    MissingKey {
+        path: String,
+        image: String,
+        key: String,
+    },
 }
 
 /// Resolves every container image of `object` (any `containers`/`initContainers`/`ephemeralContainers`
@@ -90,35 +110,55 @@ pub enum ImageError {
 /// `provider_image_key`, a `registry.ci.openshift.org/openshift:<key>` reference becomes `images[key]`.
 /// Every occurrence is replaced, unlike the reference's first-occurrence text replacement (ref §6.9), and
 /// a missing key is an error rather than an empty image.
-pub fn resolve_images(object: &mut Value, provider_image_key: Option<&str>, images: &Images) -> Result<(), ImageError> {
+pub fn resolve_images(
+    object: &mut Value,
+    provider_image_key: Option<&str>,
+    images: &Images,
+) -> Result<(), ImageError> {
     let mut errors = Ok(());
-    walk_containers(object, &mut String::new(), &mut |path, image| {
-        let resolved = if image == IMAGE_PLACEHOLDER {
-            let Some(key) = provider_image_key else {
-                return Err(ImageError::NoProviderImage { path: path.into(), image: image.into() });
+    walk_containers(
+        object,
+        &mut String::new(),
+        &mut |path, image| {
+            let resolved = if image == IMAGE_PLACEHOLDER {
+                let Some(key) = provider_image_key else {
+                    return Err(ImageError::NoProviderImage {
+                        path: path.into(),
+                        image: image.into(),
+                    });
+                };
+                lookup(images, key, path, image)?
+            } else if let Some(key) = image.strip_prefix(RELEASE_IMAGE_PREFIX) {
+                lookup(images, key, path, image)?
+            } else {
+                return Ok(None);
             };
-            lookup(images, key, path, image)?
-        } else if let Some(key) = image.strip_prefix(RELEASE_IMAGE_PREFIX) {
-            lookup(images, key, path, image)?
-        } else {
-            return Ok(None);
-        };
-        Ok(Some(resolved))
-    }, &mut errors);
+            Ok(Some(resolved))
+        },
+        &mut errors,
+    );
     errors
 }
 
 fn lookup(images: &Images, key: &str, path: &str, image: &str) -> Result<String, ImageError> {
-    images.get(key).cloned().ok_or_else(|| ImageError::MissingKey {
-        path: path.into(),
-        image: image.into(),
-        key: key.into(),
-    })
+    images
+        .get(key)
+        .cloned()
+        .ok_or_else(|| ImageError::MissingKey {
+            path: path.into(),
+            image: image.into(),
+            key: key.into(),
+        })
 }
 
 type ImageFn<'a> = dyn FnMut(&str, &str) -> Result<Option<String>, ImageError> + 'a;
 
-fn walk_containers(value: &mut Value, path: &mut String, f: &mut ImageFn<'_>, result: &mut Result<(), ImageError>) {
+fn walk_containers(
+    value: &mut Value,
+    path: &mut String,
+    f: &mut ImageFn<'_>,
+    result: &mut Result<(), ImageError>,
+) {
     match value {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
@@ -127,7 +167,10 @@ fn walk_containers(value: &mut Value, path: &mut String, f: &mut ImageFn<'_>, re
                     path.push('.');
                 }
                 path.push_str(key);
-                let is_container_list = matches!(key.as_str(), "containers" | "initContainers" | "ephemeralContainers");
+                let is_container_list = matches!(
+                    key.as_str(),
+                    "containers" | "initContainers" | "ephemeralContainers"
+                );
                 if let (true, Value::Array(items)) = (is_container_list, &mut *child) {
                     for (i, item) in items.iter_mut().enumerate() {
                         let item_path = format!("{path}[{i}].image");
@@ -185,7 +228,11 @@ fn strip(value: &mut Value, path: &mut String, removed: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
             if map.remove("caBundle").is_some() {
-                removed.push(if path.is_empty() { "caBundle".into() } else { format!("{path}.caBundle") });
+                removed.push(if path.is_empty() {
+                    "caBundle".into()
+                } else {
+                    format!("{path}.caBundle")
+                });
             }
             for (key, child) in map.iter_mut() {
                 let len = path.len();
@@ -215,7 +262,10 @@ mod tests {
     use serde_json::json;
 
     fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -229,7 +279,10 @@ mod tests {
             ("${SET:=d}", "x"),
             ("${EMPTY:=d}", "d"),
             ("${EMPTY}", ""),
-            ("--tls=${TLS_MIN_VERSION:=VersionTLS12},${SET}", "--tls=VersionTLS12,x"),
+            (
+                "--tls=${TLS_MIN_VERSION:=VersionTLS12},${SET}",
+                "--tls=VersionTLS12,x",
+            ),
             ("$SET and $ref stay", "$SET and $ref stay"),
             ("no variables", "no variables"),
         ];
@@ -258,19 +311,30 @@ mod tests {
     #[test]
     fn every_container_image_is_resolved() {
         let mut deployment = json!({"kind": "Deployment", "spec": {"template": {"spec": {
-            "initContainers": [{"name": "init", "image": IMAGE_PLACEHOLDER}],
-            "containers": [
-                {"name": "manager", "image": IMAGE_PLACEHOLDER, "args": ["to.be/replaced:v99"]},
-                {"name": "kube-rbac-proxy", "image": "registry.ci.openshift.org/openshift:kube-rbac-proxy"},
-                {"name": "other", "image": "quay.io/other:1"}
-            ]}}}});
-        resolve_images(&mut deployment, Some("aws-cluster-api-controllers"), &images()).unwrap();
+        "initContainers": [{"name": "init", "image": IMAGE_PLACEHOLDER}],
+        "containers": [
+            {"name": "manager", "image": IMAGE_PLACEHOLDER, "args": ["to.be/replaced:v99"]},
+            {"name": "kube-rbac-proxy", "image": "registry.ci.openshift.org/openshift:kube-rbac-proxy"},
+            {"name": "other", "image": "quay.io/other:1"}
+        ]}}}});
+        resolve_images(
+            &mut deployment,
+            Some("aws-cluster-api-controllers"),
+            &images(),
+        )
+        .unwrap();
         let spec = &deployment["spec"]["template"]["spec"];
-        assert_eq!(spec["initContainers"][0]["image"], "quay.io/release@sha256:aws");
+        assert_eq!(
+            spec["initContainers"][0]["image"],
+            "quay.io/release@sha256:aws"
+        );
         assert_eq!(spec["containers"][0]["image"], "quay.io/release@sha256:aws");
         // Structural: only image fields change, not text that happens to look like an image.
         assert_eq!(spec["containers"][0]["args"][0], "to.be/replaced:v99");
-        assert_eq!(spec["containers"][1]["image"], "quay.io/release@sha256:proxy");
+        assert_eq!(
+            spec["containers"][1]["image"],
+            "quay.io/release@sha256:proxy"
+        );
         assert_eq!(spec["containers"][2]["image"], "quay.io/other:1");
     }
 
@@ -278,7 +342,12 @@ mod tests {
     fn a_missing_image_key_is_an_error_naming_the_field() {
         let mut deployment = json!({"spec": {"template": {"spec": {"containers": [
             {"name": "m", "image": "registry.ci.openshift.org/openshift:nope"}]}}}});
-        let err = resolve_images(&mut deployment, Some("aws-cluster-api-controllers"), &images()).unwrap_err();
+        let err = resolve_images(
+            &mut deployment,
+            Some("aws-cluster-api-controllers"),
+            &images(),
+        )
+        .unwrap_err();
         assert_eq!(
             err,
             ImageError::MissingKey {
@@ -294,7 +363,11 @@ mod tests {
         ));
         let mut unknown_provider = json!({"spec": {"containers": [{"image": IMAGE_PLACEHOLDER}]}});
         assert!(matches!(
-            resolve_images(&mut unknown_provider, Some("gcp-cluster-api-controllers"), &images()),
+            resolve_images(
+                &mut unknown_provider,
+                Some("gcp-cluster-api-controllers"),
+                &images()
+            ),
             Err(ImageError::MissingKey { .. })
         ));
     }
@@ -307,9 +380,16 @@ mod tests {
         ]});
         let removed = strip_fields_owned_elsewhere(&mut webhook);
         assert_eq!(removed, vec!["webhooks[0].clientConfig.caBundle"]);
-        assert!(webhook["webhooks"][0]["clientConfig"].get("caBundle").is_none());
+        assert!(
+            webhook["webhooks"][0]["clientConfig"]
+                .get("caBundle")
+                .is_none()
+        );
         let mut crd = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {"clientConfig": {"caBundle": ""}}}}});
-        assert_eq!(strip_fields_owned_elsewhere(&mut crd), vec!["spec.conversion.webhook.clientConfig.caBundle"]);
+        assert_eq!(
+            strip_fields_owned_elsewhere(&mut crd),
+            vec!["spec.conversion.webhook.clientConfig.caBundle"]
+        );
     }
 
     #[test]

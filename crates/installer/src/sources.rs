@@ -47,7 +47,10 @@ pub fn wanted_pairs(infrastructure: Option<&str>) -> Vec<(String, ProviderKind)>
     ];
     if let Some(infra) = infrastructure {
         pairs.push((infra.to_string(), ProviderKind::Infrastructure));
-        pairs.push((format!("openshift-cluster-api-{infra}"), ProviderKind::Infrastructure));
+        pairs.push((
+            format!("openshift-cluster-api-{infra}"),
+            ProviderKind::Infrastructure,
+        ));
     }
     pairs
 }
@@ -62,13 +65,19 @@ pub fn select(configmaps: &[ConfigMap], infrastructure: Option<&str>) -> Vec<Sou
             .filter(|cm| {
                 let labels = cm.metadata.labels.as_ref();
                 let label = |k: &str| labels.and_then(|l| l.get(k)).map(String::as_str);
-                label(NAME_LABEL) == Some(name.as_str()) && label(TYPE_LABEL) == Some(kind.label_value())
+                label(NAME_LABEL) == Some(name.as_str())
+                    && label(TYPE_LABEL) == Some(kind.label_value())
             })
             .map(|cm| Source {
                 configmap: cm.metadata.name.clone().unwrap_or_default(),
                 provider_name: name.clone(),
                 kind,
-                version: cm.metadata.labels.as_ref().and_then(|l| l.get(VERSION_LABEL)).cloned(),
+                version: cm
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(VERSION_LABEL))
+                    .cloned(),
                 provider_label: match kind {
                     ProviderKind::Core => "cluster-api".to_string(),
                     ProviderKind::Infrastructure => {
@@ -93,10 +102,14 @@ mod tests {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 labels: Some(
-                    [(NAME_LABEL, provider), (TYPE_LABEL, kind), (VERSION_LABEL, "v1.0.0")]
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
+                    [
+                        (NAME_LABEL, provider),
+                        (TYPE_LABEL, kind),
+                        (VERSION_LABEL, "v1.0.0"),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
                 ),
                 ..Default::default()
             },
@@ -107,7 +120,11 @@ mod tests {
     #[test]
     fn core_comes_before_infrastructure_whatever_the_listing_order() {
         let cms = vec![
-            cm("openshift-cluster-api-aws-policies", "openshift-cluster-api-aws", "infrastructure"),
+            cm(
+                "openshift-cluster-api-aws-policies",
+                "openshift-cluster-api-aws",
+                "infrastructure",
+            ),
             cm("aws", "aws", "infrastructure"),
             cm("gcp", "gcp", "infrastructure"),
             cm("policies-b", "openshift-cluster-api", "core"),
@@ -115,16 +132,28 @@ mod tests {
             cm("cluster-api", "cluster-api", "core"),
             cm("mislabelled", "aws", "core"),
         ];
-        let names: Vec<_> = select(&cms, Some("aws")).into_iter().map(|s| s.configmap).collect();
+        let names: Vec<_> = select(&cms, Some("aws"))
+            .into_iter()
+            .map(|s| s.configmap)
+            .collect();
         assert_eq!(
             names,
-            ["cluster-api", "policies-a", "policies-b", "aws", "openshift-cluster-api-aws-policies"]
+            [
+                "cluster-api",
+                "policies-a",
+                "policies-b",
+                "aws",
+                "openshift-cluster-api-aws-policies"
+            ]
         );
     }
 
     #[test]
     fn provider_labels_name_the_infrastructure() {
-        let cms = vec![cm("cluster-api", "cluster-api", "core"), cm("p", "openshift-cluster-api-gcp", "infrastructure")];
+        let cms = vec![
+            cm("cluster-api", "cluster-api", "core"),
+            cm("p", "openshift-cluster-api-gcp", "infrastructure"),
+        ];
         let sources = select(&cms, Some("gcp"));
         assert_eq!(sources[0].provider_label, "cluster-api");
         assert_eq!(sources[1].provider_label, "infrastructure-gcp");
@@ -133,8 +162,14 @@ mod tests {
 
     #[test]
     fn without_infrastructure_only_core_is_selected() {
-        let cms = vec![cm("cluster-api", "cluster-api", "core"), cm("aws", "aws", "infrastructure")];
-        let names: Vec<_> = select(&cms, None).into_iter().map(|s| s.configmap).collect();
+        let cms = vec![
+            cm("cluster-api", "cluster-api", "core"),
+            cm("aws", "aws", "infrastructure"),
+        ];
+        let names: Vec<_> = select(&cms, None)
+            .into_iter()
+            .map(|s| s.configmap)
+            .collect();
         assert_eq!(names, ["cluster-api"]);
     }
 }

@@ -33,7 +33,9 @@ impl FailureReason {
             FailureReason::OwnershipConflict => "OwnershipConflict",
             FailureReason::ApplyFailed => "ApplyFailed",
             FailureReason::DeploymentNotAvailable => "DeploymentNotAvailable",
-            FailureReason::CustomResourceDefinitionNotEstablished => "CustomResourceDefinitionNotEstablished",
+            FailureReason::CustomResourceDefinitionNotEstablished => {
+                "CustomResourceDefinitionNotEstablished"
+            }
             FailureReason::PruneFailed => "PruneFailed",
         }
     }
@@ -71,7 +73,10 @@ pub struct ProviderStatus {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InstallerView {
     WaitingForPlatform,
-    Unsupported { platform: String, reason: String },
+    Unsupported {
+        platform: String,
+        reason: String,
+    },
     Installing {
         platform: String,
         /// Core and infrastructure ConfigMaps that the platform needs but that do not exist (yet).
@@ -119,10 +124,19 @@ pub fn conditions(view: &InstallerView) -> Vec<Condition> {
                 c("Degraded", false, "AsExpected", String::new()),
             )
         }
-        InstallerView::Installing { platform, missing, providers } => installing(platform, missing, providers),
+        InstallerView::Installing {
+            platform,
+            missing,
+            providers,
+        } => installing(platform, missing, providers),
     };
     let upgradeable = if degraded.status {
-        c("Upgradeable", false, "InstallerDegraded", "the installer is degraded; see the Degraded condition".into())
+        c(
+            "Upgradeable",
+            false,
+            "InstallerDegraded",
+            "the installer is degraded; see the Degraded condition".into(),
+        )
     } else {
         c("Upgradeable", true, "AsExpected", String::new())
     };
@@ -130,16 +144,31 @@ pub fn conditions(view: &InstallerView) -> Vec<Condition> {
     let installer_available = c(
         "CapiInstallerControllerAvailable",
         available.status,
-        if available.status { "AsExpected" } else { &available.reason },
+        if available.status {
+            "AsExpected"
+        } else {
+            &available.reason
+        },
         available.message.clone(),
     );
     let installer_degraded = c(
         "CapiInstallerControllerDegraded",
         degraded.status,
-        if degraded.status { "SyncingFailed" } else { "AsExpected" },
+        if degraded.status {
+            "SyncingFailed"
+        } else {
+            "AsExpected"
+        },
         degraded.message.clone(),
     );
-    vec![available, progressing, degraded, upgradeable, installer_available, installer_degraded]
+    vec![
+        available,
+        progressing,
+        degraded,
+        upgradeable,
+        installer_available,
+        installer_degraded,
+    ]
 }
 
 fn installing(
@@ -153,20 +182,30 @@ fn installing(
     };
     let persistent: Vec<&ProviderStatus> = providers
         .iter()
-        .filter(|p| matches!(p.state, ProviderState::Failed { attempts, failing_for, .. }
-            if attempts >= DEGRADED_AFTER_ATTEMPTS || failing_for >= DEGRADED_AFTER))
+        .filter(|p| {
+            matches!(p.state, ProviderState::Failed { attempts, failing_for, .. }
+            if attempts >= DEGRADED_AFTER_ATTEMPTS || failing_for >= DEGRADED_AFTER)
+        })
         .collect();
-    let failed: Vec<&ProviderStatus> =
-        providers.iter().filter(|p| matches!(p.state, ProviderState::Failed { .. })).collect();
+    let failed: Vec<&ProviderStatus> = providers
+        .iter()
+        .filter(|p| matches!(p.state, ProviderState::Failed { .. }))
+        .collect();
     let serving = |p: &&ProviderStatus| match &p.state {
         ProviderState::Installed => true,
-        ProviderState::Failed { previously_installed, .. } => *previously_installed,
+        ProviderState::Failed {
+            previously_installed,
+            ..
+        } => *previously_installed,
         _ => false,
     };
-    let all_serving = missing.is_empty() && !providers.is_empty() && providers.iter().all(|p| serving(&p));
+    let all_serving =
+        missing.is_empty() && !providers.is_empty() && providers.iter().all(|p| serving(&p));
 
     let failure_message = |p: &ProviderStatus| match &p.state {
-        ProviderState::Failed { message, attempts, .. } => {
+        ProviderState::Failed {
+            message, attempts, ..
+        } => {
             format!("ConfigMap {}: {message} (attempt {attempts})", p.configmap)
         }
         _ => String::new(),
@@ -181,34 +220,68 @@ fn installing(
     };
 
     let degraded = if persistent.is_empty() {
-        Condition { type_: "Degraded", status: false, reason: "AsExpected".into(), message: String::new() }
+        Condition {
+            type_: "Degraded",
+            status: false,
+            reason: "AsExpected".into(),
+            message: String::new(),
+        }
     } else {
         Condition {
             type_: "Degraded",
             status: true,
             reason: first_reason(&persistent).into(),
-            message: persistent.iter().map(|p| failure_message(p)).collect::<Vec<_>>().join("; "),
+            message: persistent
+                .iter()
+                .map(|p| failure_message(p))
+                .collect::<Vec<_>>()
+                .join("; "),
         }
     };
 
     let mut waiting: Vec<String> = Vec::new();
     if !missing.is_empty() {
-        waiting.push(format!("waiting for transport ConfigMaps: {}", missing.join(", ")));
+        waiting.push(format!(
+            "waiting for transport ConfigMaps: {}",
+            missing.join(", ")
+        ));
     }
     for p in providers {
         match &p.state {
-            ProviderState::Progressing { message } => waiting.push(format!("{}: {message}", describe(p))),
-            ProviderState::Failed { .. } if !persistent.iter().any(|d| d.configmap == p.configmap) => {
-                waiting.push(format!("{}: retrying after {}", describe(p), failure_message(p)))
+            ProviderState::Progressing { message } => {
+                waiting.push(format!("{}: {message}", describe(p)))
+            }
+            ProviderState::Failed { .. }
+                if !persistent.iter().any(|d| d.configmap == p.configmap) =>
+            {
+                waiting.push(format!(
+                    "{}: retrying after {}",
+                    describe(p),
+                    failure_message(p)
+                ))
             }
             _ => {}
         }
     }
     let progressing = if waiting.is_empty() {
-        Condition { type_: "Progressing", status: false, reason: "AsExpected".into(), message: String::new() }
+        Condition {
+            type_: "Progressing",
+            status: false,
+            reason: "AsExpected".into(),
+            message: String::new(),
+        }
     } else {
-        let reason = if missing.is_empty() { "Installing" } else { "WaitingForProviderConfigMaps" };
-        Condition { type_: "Progressing", status: true, reason: reason.into(), message: waiting.join("; ") }
+        let reason = if missing.is_empty() {
+            "Installing"
+        } else {
+            "WaitingForProviderConfigMaps"
+        };
+        Condition {
+            type_: "Progressing",
+            status: true,
+            reason: reason.into(),
+            message: waiting.join("; "),
+        }
     };
 
     let available = if all_serving {
@@ -217,22 +290,37 @@ fn installing(
             type_: "Available",
             status: true,
             reason: "AsExpected".into(),
-            message: format!("Cluster API is installed on {platform}: {}", installed.join(", ")),
+            message: format!(
+                "Cluster API is installed on {platform}: {}",
+                installed.join(", ")
+            ),
         }
     } else if !failed.is_empty() {
         Condition {
             type_: "Available",
             status: false,
             reason: first_reason(&failed).into(),
-            message: failed.iter().map(|p| failure_message(p)).collect::<Vec<_>>().join("; "),
+            message: failed
+                .iter()
+                .map(|p| failure_message(p))
+                .collect::<Vec<_>>()
+                .join("; "),
         }
     } else {
-        let reason = if missing.is_empty() { "Installing" } else { "WaitingForProviderConfigMaps" };
+        let reason = if missing.is_empty() {
+            "Installing"
+        } else {
+            "WaitingForProviderConfigMaps"
+        };
         Condition {
             type_: "Available",
             status: false,
             reason: reason.into(),
-            message: if waiting.is_empty() { "installing".into() } else { waiting.join("; ") },
+            message: if waiting.is_empty() {
+                "installing".into()
+            } else {
+                waiting.join("; ")
+            },
         }
     };
     (available, progressing, degraded)
@@ -247,7 +335,9 @@ pub fn cluster_operator_status(
     version: Option<&str>,
     related_objects: &[Value],
 ) -> Value {
-    let current_conditions = current.and_then(|s| s.get("conditions")).and_then(Value::as_array);
+    let current_conditions = current
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array);
     let rendered: Vec<Value> = conditions
         .iter()
         .map(|c| {
@@ -272,7 +362,9 @@ pub fn cluster_operator_status(
     let mut status = json!({ "conditions": rendered, "relatedObjects": related_objects });
     // OpenShift reports an operator's version once it has rolled out; while installing, the version of
     // the previous report stays.
-    let available = conditions.iter().any(|c| c.type_ == "Available" && c.status);
+    let available = conditions
+        .iter()
+        .any(|c| c.type_ == "Available" && c.status);
     match (available, version) {
         (true, Some(v)) => status["versions"] = json!([{ "name": "operator", "version": v }]),
         _ => {
@@ -335,7 +427,11 @@ mod tests {
     }
 
     fn installing(providers: Vec<ProviderStatus>) -> Vec<Condition> {
-        conditions(&InstallerView::Installing { platform: "AWS".into(), missing: vec![], providers })
+        conditions(&InstallerView::Installing {
+            platform: "AWS".into(),
+            missing: vec![],
+            providers,
+        })
     }
 
     #[test]
@@ -345,12 +441,18 @@ mod tests {
             provider("aws", ProviderState::Installed),
         ]);
         assert!(get(&cs, "Available").status);
-        assert_eq!(get(&cs, "Available").message, "Cluster API is installed on AWS: cluster-api v1.0.0, aws v1.0.0");
+        assert_eq!(
+            get(&cs, "Available").message,
+            "Cluster API is installed on AWS: cluster-api v1.0.0, aws v1.0.0"
+        );
         assert!(!get(&cs, "Progressing").status);
         assert!(!get(&cs, "Degraded").status);
         assert!(get(&cs, "Upgradeable").status);
         assert!(get(&cs, "CapiInstallerControllerAvailable").status);
-        assert_eq!(get(&cs, "CapiInstallerControllerDegraded").reason, "AsExpected");
+        assert_eq!(
+            get(&cs, "CapiInstallerControllerDegraded").reason,
+            "AsExpected"
+        );
     }
 
     #[test]
@@ -359,16 +461,29 @@ mod tests {
         assert!(!get(&transient, "Degraded").status);
         assert!(get(&transient, "Progressing").status);
         assert!(get(&transient, "Progressing").message.contains("retrying"));
-        assert_eq!(get(&transient, "Available").reason, "InvalidProviderManifests");
+        assert_eq!(
+            get(&transient, "Available").reason,
+            "InvalidProviderManifests"
+        );
 
         for (attempts, secs) in [(3, 5), (1, 121)] {
-            let persistent = installing(vec![provider("cluster-api", failed(attempts, secs, false))]);
+            let persistent =
+                installing(vec![provider("cluster-api", failed(attempts, secs, false))]);
             let degraded = get(&persistent, "Degraded");
             assert!(degraded.status, "{attempts} attempts over {secs}s");
             assert_eq!(degraded.reason, "InvalidProviderManifests");
-            assert!(degraded.message.contains("ConfigMap cluster-api: document 3"), "{}", degraded.message);
+            assert!(
+                degraded
+                    .message
+                    .contains("ConfigMap cluster-api: document 3"),
+                "{}",
+                degraded.message
+            );
             assert!(!get(&persistent, "Upgradeable").status);
-            assert_eq!(get(&persistent, "CapiInstallerControllerDegraded").reason, "SyncingFailed");
+            assert_eq!(
+                get(&persistent, "CapiInstallerControllerDegraded").reason,
+                "SyncingFailed"
+            );
         }
     }
 
@@ -387,25 +502,44 @@ mod tests {
         let cs = installing(vec![
             provider(
                 "cluster-api",
-                ProviderState::Progressing { message: "waiting for Deployment openshift-cluster-api/capi to become Available".into() },
+                ProviderState::Progressing {
+                    message:
+                        "waiting for Deployment openshift-cluster-api/capi to become Available"
+                            .into(),
+                },
             ),
-            provider("aws", ProviderState::Blocked { behind: "cluster-api".into() }),
+            provider(
+                "aws",
+                ProviderState::Blocked {
+                    behind: "cluster-api".into(),
+                },
+            ),
         ]);
         assert!(!get(&cs, "Available").status);
         assert_eq!(get(&cs, "Progressing").reason, "Installing");
-        assert!(get(&cs, "Progressing").message.contains("Deployment openshift-cluster-api/capi"));
+        assert!(
+            get(&cs, "Progressing")
+                .message
+                .contains("Deployment openshift-cluster-api/capi")
+        );
         let missing = conditions(&InstallerView::Installing {
             platform: "AWS".into(),
             missing: vec!["aws (infrastructure)".into()],
             providers: vec![provider("cluster-api", ProviderState::Installed)],
         });
-        assert_eq!(get(&missing, "Progressing").reason, "WaitingForProviderConfigMaps");
+        assert_eq!(
+            get(&missing, "Progressing").reason,
+            "WaitingForProviderConfigMaps"
+        );
         assert!(!get(&missing, "Available").status);
     }
 
     #[test]
     fn unsupported_platform_is_available_with_the_reference_message() {
-        let cs = conditions(&InstallerView::Unsupported { platform: "Nutanix".into(), reason: "no provider".into() });
+        let cs = conditions(&InstallerView::Unsupported {
+            platform: "Nutanix".into(),
+            reason: "no provider".into(),
+        });
         let available = get(&cs, "Available");
         assert!(available.status);
         assert!(available.message.starts_with(NOT_IMPLEMENTED_MESSAGE));
@@ -417,14 +551,31 @@ mod tests {
         let cs = installing(vec![provider("cluster-api", ProviderState::Installed)]);
         let first = cluster_operator_status(&cs, None, "2026-01-01T00:00:00Z", Some("4.21.0"), &[]);
         assert_eq!(first["versions"][0]["version"], "4.21.0");
-        let second = cluster_operator_status(&cs, Some(&first), "2026-01-01T00:05:00Z", Some("4.21.0"), &[]);
+        let second = cluster_operator_status(
+            &cs,
+            Some(&first),
+            "2026-01-01T00:05:00Z",
+            Some("4.21.0"),
+            &[],
+        );
         assert_eq!(first, second);
         assert!(!differs(Some(&first), &second));
 
         let failing = installing(vec![provider("cluster-api", failed(9, 999, false))]);
-        let third = cluster_operator_status(&failing, Some(&second), "2026-01-01T00:10:00Z", Some("4.22.0"), &[]);
+        let third = cluster_operator_status(
+            &failing,
+            Some(&second),
+            "2026-01-01T00:10:00Z",
+            Some("4.22.0"),
+            &[],
+        );
         assert!(differs(Some(&second), &third));
-        let degraded = third["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Degraded").unwrap();
+        let degraded = third["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Degraded")
+            .unwrap();
         assert_eq!(degraded["lastTransitionTime"], "2026-01-01T00:10:00Z");
         // Not available: the version stays what was last rolled out.
         assert_eq!(third["versions"][0]["version"], "4.21.0");

@@ -42,14 +42,18 @@ impl Env {
     pub async fn start(with_workloads: bool) -> Env {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_default_env()
-                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn,kube_client=off")),
+                tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("info,kube=warn,kube_client=off")
+                }),
             )
             .with_test_writer()
             .try_init();
-        let cp = ControlPlane::start(ControlPlaneOptions { with_workloads, ..Default::default() })
-            .await
-            .expect("control plane starts");
+        let cp = ControlPlane::start(ControlPlaneOptions {
+            with_workloads,
+            ..Default::default()
+        })
+        .await
+        .expect("control plane starts");
         let admin = cp.admin_client().await.expect("admin client");
         Env { cp, admin }
     }
@@ -94,7 +98,11 @@ pub fn describe(e: &AuditEvent) -> String {
 
 pub fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource {
-        api_version: if group.is_empty() { version.into() } else { format!("{group}/{version}") },
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
         group: group.into(),
         version: version.into(),
         kind: kind.into(),
@@ -103,30 +111,55 @@ pub fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
 }
 
 pub fn cluster_operators(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &ar("config.openshift.io", "v1", "ClusterOperator", "clusteroperators"))
+    Api::all_with(
+        client.clone(),
+        &ar(
+            "config.openshift.io",
+            "v1",
+            "ClusterOperator",
+            "clusteroperators",
+        ),
+    )
 }
 
 /// Creates `Infrastructure/cluster` with `status.platformStatus.type`, as the OpenShift installer does.
 pub async fn set_platform(client: &Client, platform: &str) {
-    let api: Api<DynamicObject> =
-        Api::all_with(client.clone(), &ar("config.openshift.io", "v1", "Infrastructure", "infrastructures"));
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ar(
+            "config.openshift.io",
+            "v1",
+            "Infrastructure",
+            "infrastructures",
+        ),
+    );
     let obj = json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
         "metadata": {"name": "cluster"}, "spec": {"platformSpec": {"type": platform}}});
     let pp = PatchParams::apply("openshift-installer").force();
-    api.patch("cluster", &pp, &Patch::Apply(&obj)).await.expect("Infrastructure applies");
+    api.patch("cluster", &pp, &Patch::Apply(&obj))
+        .await
+        .expect("Infrastructure applies");
     let status = json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
         "metadata": {"name": "cluster"},
         "status": {"platform": platform, "platformStatus": {"type": platform},
             "infrastructureName": "test-abcde", "apiServerURL": "https://api.test:6443",
             "apiServerInternalURI": "https://api-int.test:6443", "controlPlaneTopology": "HighlyAvailable",
             "infrastructureTopology": "HighlyAvailable", "cpuPartitioning": "None", "etcdDiscoveryDomain": ""}});
-    api.patch_status("cluster", &pp, &Patch::Apply(&status)).await.expect("Infrastructure status applies");
+    api.patch_status("cluster", &pp, &Patch::Apply(&status))
+        .await
+        .expect("Infrastructure status applies");
 }
 
 pub async fn ensure_namespace(client: &Client) {
     let api: Api<Namespace> = Api::all(client.clone());
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
-    api.patch(NS, &PatchParams::apply("cluster-version-operator"), &Patch::Apply(&ns)).await.expect("namespace");
+    api.patch(
+        NS,
+        &PatchParams::apply("cluster-version-operator"),
+        &Patch::Apply(&ns),
+    )
+    .await
+    .expect("namespace");
 }
 
 /// Reads every document of a fixture YAML file.
@@ -141,18 +174,27 @@ pub fn read_documents(path: &std::path::Path) -> Vec<Value> {
 
 /// Applies manifests as the release payload (CVO) would: server-side, as `cluster-version-operator`.
 pub async fn apply_as_release_payload(client: &Client, docs: &[Value]) {
-    let discovery = kube::discovery::Discovery::new(client.clone()).run_aggregated().await.unwrap();
+    let discovery = kube::discovery::Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .unwrap();
     for doc in docs {
         let obj: DynamicObject = serde_json::from_value(doc.clone()).unwrap();
         let gvk = kube::api::GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
         let (resource, caps) = discovery.resolve_gvk(&gvk).expect("kind served");
         let api: Api<DynamicObject> = match (caps.scope, obj.namespace()) {
-            (kube::discovery::Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), &ns, &resource),
+            (kube::discovery::Scope::Namespaced, Some(ns)) => {
+                Api::namespaced_with(client.clone(), &ns, &resource)
+            }
             _ => Api::all_with(client.clone(), &resource),
         };
-        api.patch(&obj.name_any(), &PatchParams::apply("cluster-version-operator").force(), &Patch::Apply(doc))
-            .await
-            .unwrap_or_else(|e| panic!("applying {}: {e}", obj.name_any()));
+        api.patch(
+            &obj.name_any(),
+            &PatchParams::apply("cluster-version-operator").force(),
+            &Patch::Apply(doc),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying {}: {e}", obj.name_any()));
     }
 }
 
@@ -182,7 +224,15 @@ pub fn images() -> BTreeMap<String, String> {
         "kube-rbac-proxy",
     ]
     .into_iter()
-    .map(|k| (k.to_string(), format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}", digest(k))))
+    .map(|k| {
+        (
+            k.to_string(),
+            format!(
+                "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+                digest(k)
+            ),
+        )
+    })
     .collect()
 }
 
@@ -221,7 +271,11 @@ impl Running {
         let task = tokio::spawn(installer.run(async {
             let _ = stopped.await;
         }));
-        Running { task, stop: Some(stop), metrics }
+        Running {
+            task,
+            stop: Some(stop),
+            metrics,
+        }
     }
 
     /// Abandons the installer at once, wherever it is.
@@ -268,15 +322,24 @@ pub struct Cond {
 }
 
 pub async fn co_status(client: &Client) -> Option<Value> {
-    cluster_operators(client).get_opt("cluster-api").await.ok().flatten().and_then(|co| co.data.get("status").cloned())
+    cluster_operators(client)
+        .get_opt("cluster-api")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|co| co.data.get("status").cloned())
 }
 
 pub fn condition(status: &Value, type_: &str) -> Option<Cond> {
-    status["conditions"].as_array()?.iter().find(|c| c["type"] == type_).map(|c| Cond {
-        status: c["status"].as_str().unwrap_or_default().into(),
-        reason: c["reason"].as_str().unwrap_or_default().into(),
-        message: c["message"].as_str().unwrap_or_default().into(),
-    })
+    status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .map(|c| Cond {
+            status: c["status"].as_str().unwrap_or_default().into(),
+            reason: c["reason"].as_str().unwrap_or_default().into(),
+            message: c["message"].as_str().unwrap_or_default().into(),
+        })
 }
 
 /// Waits for `ClusterOperator/cluster-api` to report Available=True, Progressing=False, Degraded=False.
@@ -291,7 +354,10 @@ pub async fn wait_available(client: &Client, timeout: Duration) -> Value {
             }
         }
         if Instant::now() > deadline {
-            let conditions = s.as_ref().map(|s| s["conditions"].clone()).unwrap_or_default();
+            let conditions = s
+                .as_ref()
+                .map(|s| s["conditions"].clone())
+                .unwrap_or_default();
             panic!("ClusterOperator cluster-api not Available after {timeout:?}: {conditions:#}");
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -311,11 +377,21 @@ pub fn fixture_objects(file: &str) -> Vec<capi_manifests::ObjectRef> {
 }
 
 /// The API of an object's kind, found by discovery.
-pub async fn api_for(client: &Client, api_version: &str, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
-    let discovery = kube::discovery::Discovery::new(client.clone()).run_aggregated().await.unwrap();
+pub async fn api_for(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    let discovery = kube::discovery::Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .unwrap();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-    let (resource, _) = discovery.resolve_gvk(&gvk).unwrap_or_else(|| panic!("{api_version} {kind} served"));
+    let (resource, _) = discovery
+        .resolve_gvk(&gvk)
+        .unwrap_or_else(|| panic!("{api_version} {kind} served"));
     match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         None => Api::all_with(client.clone(), &resource),
@@ -333,23 +409,33 @@ pub async fn managed(client: &Client, api: &Api<DynamicObject>) -> Vec<String> {
 
 /// The transport ConfigMap of a fixture file, as a JSON value.
 pub fn fixture_configmap(file: &str) -> Value {
-    read_documents(&fixture(&format!("transport-configmaps/{file}")).expect("fixture present")).remove(0)
+    read_documents(&fixture(&format!("transport-configmaps/{file}")).expect("fixture present"))
+        .remove(0)
 }
 
 /// Replaces a transport ConfigMap's components in place (an edit, as a new release payload would apply
 /// it), encoded as manifests-gen would (zstd when large), keeping labels and metadata.
 pub async fn put_components(client: &Client, file: &str, components: &str) {
-    let mut content = capi_manifests::TransportConfigMap::decode(&fixture_configmap(file)).unwrap().content;
+    let mut content = capi_manifests::TransportConfigMap::decode(&fixture_configmap(file))
+        .unwrap()
+        .content;
     content.components = components.to_string();
     let cm = content.encode().expect("edited ConfigMap encodes");
     let name = cm["metadata"]["name"].as_str().unwrap().to_string();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    api.patch(&name, &PatchParams::apply("cluster-version-operator").force(), &Patch::Apply(&cm))
-        .await
-        .expect("ConfigMap applies");
+    api.patch(
+        &name,
+        &PatchParams::apply("cluster-version-operator").force(),
+        &Patch::Apply(&cm),
+    )
+    .await
+    .expect("ConfigMap applies");
 }
 
 /// The decoded components text of a fixture transport ConfigMap.
 pub fn fixture_components(file: &str) -> String {
-    capi_manifests::TransportConfigMap::decode(&fixture_configmap(file)).unwrap().content.components
+    capi_manifests::TransportConfigMap::decode(&fixture_configmap(file))
+        .unwrap()
+        .content
+        .components
 }

@@ -1,0 +1,250 @@
+//! The installer under its own least-privilege RBAC, and killed in the middle of an install
+//! (issue 4, scenarios 8 and 9).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::api::{Api, DeleteParams, ListParams};
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+use support::*;
+
+fn rbac_manifest() -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../manifests/0000_30_capi-installer_03_rbac.yaml");
+    read_documents(&path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
+    require_fixture!("transport-configmaps");
+    let env = Env::start(true).await;
+    set_platform(&env.admin, "AWS").await;
+    load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
+    let rbac = rbac_manifest();
+    apply_as_release_payload(&env.admin, &rbac).await;
+    let sa_kubeconfig = env
+        .cp
+        .service_account_kubeconfig(NS, "capi-installer")
+        .await
+        .unwrap();
+    let kc = kube::config::Kubeconfig::read_from(&sa_kubeconfig).unwrap();
+    let sa_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let _installer = Running::start(Env::installer_client(sa_config), config());
+
+    wait_available(&env.admin, Duration::from_secs(240)).await;
+    let ua = capi_installer_controller::user_agent();
+    let denied: Vec<String> = env
+        .audit()
+        .iter()
+        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
+        .map(describe)
+        .collect();
+    assert!(
+        denied.is_empty(),
+        "requests denied to the installer's ServiceAccount: {denied:?}"
+    );
+    let writers: BTreeSet<String> = installer_writes(&env.audit(), None)
+        .iter()
+        .map(|e| e.user.username.clone())
+        .collect();
+    assert_eq!(
+        writers,
+        BTreeSet::from(["system:serviceaccount:openshift-cluster-api:capi-installer".to_string()])
+    );
+
+    // Take away one rule the installer needs (admission policies), then make it need it.
+    let roles: Api<ClusterRole> = Api::all(env.admin.clone());
+    let mut role = roles.get("capi-installer").await.unwrap();
+    let original = role.rules.clone();
+    for rule in role.rules.iter_mut().flatten() {
+        if let Some(resources) = rule.resources.as_mut() {
+            resources.retain(|r| r != "validatingadmissionpolicies");
+        }
+    }
+    role.metadata.managed_fields = None;
+    roles
+        .replace("capi-installer", &Default::default(), &role)
+        .await
+        .unwrap();
+    let vap = fixture_objects(AWS_CM)
+        .into_iter()
+        .find(|o| o.kind == "ValidatingAdmissionPolicy")
+        .unwrap()
+        .name;
+    let vaps = api_for(
+        &env.admin,
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        None,
+    )
+    .await;
+    vaps.delete(&vap, &DeleteParams::default()).await.unwrap();
+
+    let degraded = eventually(
+        Duration::from_secs(90),
+        "Degraded with Forbidden",
+        || async {
+            let s = co_status(&env.admin).await?;
+            let d = condition(&s, "Degraded")?;
+            (d.status == "True").then_some(d)
+        },
+    )
+    .await;
+    assert_eq!(degraded.reason, "Forbidden", "{degraded:?}");
+    assert!(degraded.message.contains(&vap), "{degraded:?}");
+    assert!(degraded.message.contains("forbidden"), "{degraded:?}");
+
+    // It kept running: giving the rule back recovers without a restart.
+    role = roles.get("capi-installer").await.unwrap();
+    role.rules = original;
+    role.metadata.managed_fields = None;
+    roles
+        .replace("capi-installer", &Default::default(), &role)
+        .await
+        .unwrap();
+    wait_available(&env.admin, Duration::from_secs(120)).await;
+    assert!(vaps.get_opt(&vap).await.unwrap().is_some());
+}
+
+async fn managed_objects(client: &Client) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let kinds = [
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition", None),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole", None),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", None),
+        ("rbac.authorization.k8s.io/v1", "Role", Some(NS)),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding", Some(NS)),
+        ("v1", "ServiceAccount", Some(NS)),
+        ("v1", "Service", Some(NS)),
+        ("apps/v1", "Deployment", Some(NS)),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            None,
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+            None,
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicy",
+            None,
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicyBinding",
+            None,
+        ),
+    ];
+    for (api_version, kind, ns) in kinds {
+        let api = api_for(client, api_version, kind, ns).await;
+        let list = api
+            .list(&ListParams::default().labels("app.kubernetes.io/managed-by=capi-installer"))
+            .await
+            .unwrap();
+        out.extend(
+            list.items
+                .iter()
+                .map(|o| format!("{kind} {}", o.name_any())),
+        );
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_install_converges_after_restart() {
+    require_fixture!("transport-configmaps");
+    let env = Env::start(true).await;
+    set_platform(&env.admin, "AWS").await;
+    load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
+    let installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+
+    // Kill it once the core CRD phase is done (a core CRD is Established) and before it finishes.
+    let crds = api_for(
+        &env.admin,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    )
+    .await;
+    eventually(
+        Duration::from_secs(120),
+        "a core CRD Established",
+        || async {
+            let crd = crds.get_opt("machines.cluster.x-k8s.io").await.ok()??;
+            let established = crd.data["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True");
+            established.then_some(())
+        },
+    )
+    .await;
+    installer.kill();
+    let co_before = co_status(&env.admin).await;
+    assert!(
+        co_before
+            .as_ref()
+            .and_then(|s| condition(s, "Available"))
+            .is_none_or(|a| a.status != "True"),
+        "the install was already complete when killed; the test proves nothing"
+    );
+
+    let _restarted = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    wait_available(&env.admin, Duration::from_secs(240)).await;
+
+    // No orphan: what carries the ownership label is exactly what the ConfigMaps hold, and the inventory
+    // records exactly that.
+    let expected: BTreeSet<String> = fixture_objects(CORE_CM)
+        .into_iter()
+        .chain(fixture_objects(AWS_CM))
+        .map(|o| format!("{} {}", o.kind, o.name))
+        .collect();
+    assert_eq!(managed_objects(&env.admin).await, expected);
+    let inventory: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(env.admin.clone(), NS);
+    let inventory = inventory.get("capi-installer-inventory").await.unwrap();
+    let mut recorded = BTreeSet::new();
+    for json in inventory.data.unwrap().values() {
+        let entries: Vec<Value> = serde_json::from_str(json).unwrap();
+        recorded.extend(entries.iter().map(|e| {
+            format!(
+                "{} {}",
+                e["kind"].as_str().unwrap(),
+                e["name"].as_str().unwrap()
+            )
+        }));
+    }
+    assert_eq!(recorded, expected);
+
+    // No duplicate: each object was created once (a 201 from the installer), never twice.
+    let mut creations: BTreeMap<String, usize> = BTreeMap::new();
+    for e in installer_writes(&env.audit(), None)
+        .iter()
+        .filter(|e| e.response_code == Some(201))
+    {
+        let o = e.object_ref.clone().unwrap_or_default();
+        *creations
+            .entry(format!(
+                "{}/{}/{}",
+                o.resource,
+                o.namespace.unwrap_or_default(),
+                o.name.unwrap_or_default()
+            ))
+            .or_default() += 1;
+    }
+    let twice: Vec<_> = creations
+        .iter()
+        .filter(|(k, n)| **n > 1 && !k.starts_with("events/"))
+        .collect();
+    assert!(twice.is_empty(), "created more than once: {twice:?}");
+}
