@@ -315,3 +315,53 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn last_error_is_the_configmaps_part_of_the_most_severe_condition() {
+        let conditions = vec![
+            json!({"type": "Available", "status": "False", "reason": "InvalidProviderManifests",
+                "message": "ConfigMap aws: document 6 (Deployment openshift-cluster-api/capa): no image (attempt 1)"}),
+            json!({"type": "Progressing", "status": "True", "reason": "Installing",
+                "message": "cluster-api v1.11.3: waiting; aws v2.10.0: retrying after ConfigMap aws: document 6 (Deployment openshift-cluster-api/capa): no image (attempt 1)"}),
+            json!({"type": "Degraded", "status": "True", "reason": "Forbidden",
+                "message": "ConfigMap cluster-api: patch Deployment x: forbidden; a; b (attempt 3); ConfigMap gcp: other (attempt 4)"}),
+        ];
+        let cases = [
+            (
+                "aws",
+                "InvalidProviderManifests: document 6 (Deployment openshift-cluster-api/capa): no image (attempt 1)",
+            ),
+            // A message with "; " inside stays whole up to the next ConfigMap.
+            (
+                "cluster-api",
+                "Forbidden: patch Deployment x: forbidden; a; b (attempt 3)",
+            ),
+            ("gcp", "Forbidden: other (attempt 4)"),
+            ("vsphere", ""),
+        ];
+        for (configmap, expected) in cases {
+            assert_eq!(last_error(&conditions, configmap), expected, "{configmap}");
+        }
+        // "aws" must not match "openshift-cluster-api-aws".
+        let other = vec![json!({"type": "Degraded", "reason": "ApplyFailed",
+            "message": "ConfigMap openshift-cluster-api-aws: boom"})];
+        assert_eq!(last_error(&other, "aws"), "");
+    }
+
+    #[test]
+    fn table_pads_all_but_the_last_column() {
+        let out = table(
+            &["A", "LONGER", "LAST"],
+            vec![
+                vec!["xyz".into(), "1".into(), "".into()],
+                vec!["x".into(), "22".into(), "msg".into()],
+            ],
+        );
+        assert_eq!(out, "A    LONGER  LAST\nxyz  1\nx    22      msg\n");
+    }
+}
