@@ -2,9 +2,8 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
-DEMO_DIR ?= $(CURDIR)/target/demo
 
-.PHONY: test demo control-plane-bin prerequisites fmt lint unit
+.PHONY: test demo control-plane-bin prerequisites
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
@@ -18,12 +17,10 @@ control-plane-bin: prerequisites
 test: control-plane-bin
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	DEMO_ONCE=1 hack/demo.sh
 	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" $(CARGO) test --workspace --locked
 
+# The main job: a local control plane with the providers installed by the operator (hack/demo.sh).
+# PLATFORM=GCP to change the platform; DEMO_ONCE=1 to exit after the status table.
 demo: control-plane-bin
-	$(CARGO) build --locked --release -p control-plane
-	@mkdir -p "$(DEMO_DIR)"
-	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" target/release/control-plane down --dir "$(DEMO_DIR)" >/dev/null 2>&1 || true
-	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" target/release/control-plane up --dir "$(DEMO_DIR)" --with-workloads
-	@echo "Use the cluster:  export KUBECONFIG=$(DEMO_DIR)/kubeconfig; $$(tools/control-plane/build.sh)/kubectl get nodes"
-	@echo "Stop it:          target/release/control-plane down --dir $(DEMO_DIR)"
+	hack/demo.sh
