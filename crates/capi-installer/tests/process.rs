@@ -363,7 +363,11 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
 
     let tmp = tempfile::tempdir().unwrap();
     let images = images_file(tmp.path());
-    let kubeconfig = cp.kubeconfig_path();
+    // The replicas run as the ServiceAccount of manifests/, with only the RBAC shipped there.
+    let kubeconfig = cp
+        .service_account_kubeconfig(NS, "capi-installer")
+        .await
+        .expect("ServiceAccount kubeconfig");
     let mut replicas = vec![
         Replica::start("replica-a", &kubeconfig, &images, tmp.path()),
         Replica::start("replica-b", &kubeconfig, &images, tmp.path()),
@@ -449,7 +453,7 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
     // `status` reads the same install back.
     let out = Command::new(BIN)
         .args(["status", "--kubeconfig"])
-        .arg(&kubeconfig)
+        .arg(cp.kubeconfig_path())
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
