@@ -369,3 +369,25 @@ fn secret_string_data_is_folded_into_data() {
     );
     assert_eq!(normalize(&other)["stringData"], json!({"b": "hello"}));
 }
+
+#[test]
+fn status_writers_do_not_make_an_object_foreign() {
+    // A CRD applied by the release payload: the API server writes its status (acceptedNames,
+    // conditions) as manager kube-apiserver on the status subresource. That must not block adoption.
+    let crd = obj(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.example.com, managedFields: [\
+         {manager: cluster-version-operator, operation: Apply}, \
+         {manager: kube-apiserver, operation: Update, subresource: status}]}\n",
+    );
+    assert_eq!(policy().check(&crd, "capi-installer"), Ownership::Adoptable);
+    // The same writer on the main resource does own fields: foreign.
+    let edited = obj(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.example.com, managedFields: [\
+         {manager: cluster-version-operator, operation: Apply}, \
+         {manager: kube-apiserver, operation: Update}]}\n",
+    );
+    assert!(matches!(
+        policy().check(&edited, "capi-installer"),
+        Ownership::Foreign { .. }
+    ));
+}
