@@ -636,8 +636,6 @@ impl Installer {
                 fresh.insert(applied.key.clone(), applied.object);
             }
             if let Some(first) = outcome.errors.first() {
-                self.metrics
-                    .count_error(reason_of_apply_error(first).as_str());
                 let message = outcome
                     .errors
                     .iter()
@@ -792,6 +790,7 @@ impl Installer {
             }
             (entry.1, now.duration_since(entry.0))
         };
+        self.metrics.count_error(reason.as_str());
         tracing::warn!(configmap = %source.configmap, reason = reason.as_str(), attempts, %message, "provider failed");
         ProviderState::Failed {
             reason,

@@ -84,7 +84,11 @@ impl Metrics {
             "Objects deleted because a new version dropped them",
             m.pruned.clone(),
         );
-        r.register("errors", "Provider failures by reason", m.errors.clone());
+        r.register(
+            "errors",
+            "Failed provider attempts by reason (rendering, apply, readiness timeouts)",
+            m.errors.clone(),
+        );
         r.register(
             "last_success_timestamp_seconds",
             "Unix time of the last reconcile that found every provider installed",

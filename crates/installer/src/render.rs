@@ -227,7 +227,10 @@ pub fn strip_fields_owned_elsewhere(object: &mut Value) -> Vec<String> {
 fn strip(value: &mut Value, path: &mut String, removed: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
-            if map.remove("caBundle").is_some() {
+            // Only a value is removed: an object under `caBundle` is a schema definition (a CRD's
+            // openAPIV3Schema declaring the field), which must stay.
+            if map.get("caBundle").is_some_and(Value::is_string) {
+                map.remove("caBundle");
                 removed.push(if path.is_empty() {
                     "caBundle".into()
                 } else {
@@ -390,6 +393,15 @@ mod tests {
             strip_fields_owned_elsewhere(&mut crd),
             vec!["spec.conversion.webhook.clientConfig.caBundle"]
         );
+    }
+
+    #[test]
+    fn schema_definitions_of_ca_bundle_stay() {
+        let mut crd = json!({"kind": "CustomResourceDefinition", "spec": {"versions": [{"schema": {"openAPIV3Schema":
+            {"properties": {"clientConfig": {"properties": {"caBundle": {"type": "string", "format": "byte"}}}}}}}]}});
+        let before = crd.clone();
+        assert!(strip_fields_owned_elsewhere(&mut crd).is_empty());
+        assert_eq!(crd, before);
     }
 
     #[test]
