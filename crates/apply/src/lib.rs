@@ -99,7 +99,7 @@ pub use watch::{LiveCache, Namespaces};
 
 #[cfg(test)]
 pub(crate) mod testutil {
-    use kube::api::{ApiResource, DynamicObject};
+    use kube::api::DynamicObject;
 
     use crate::resolve::KindResolver;
 
@@ -108,98 +108,8 @@ pub(crate) mod testutil {
         serde_saphyr::from_str(yaml).expect("test YAML parses")
     }
 
-    fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-        ApiResource {
-            api_version: if group.is_empty() {
-                version.to_owned()
-            } else {
-                format!("{group}/{version}")
-            },
-            group: group.to_owned(),
-            version: version.to_owned(),
-            kind: kind.to_owned(),
-            plural: plural.to_owned(),
-        }
-    }
-
     /// A resolver that knows the built-in kinds the tests use, as discovery would report them.
     pub fn resolver() -> KindResolver {
-        let mut r = KindResolver::new();
-        for (g, v, k, p, namespaced) in [
-            ("", "v1", "Namespace", "namespaces", false),
-            ("", "v1", "ServiceAccount", "serviceaccounts", true),
-            ("", "v1", "ConfigMap", "configmaps", true),
-            ("", "v1", "Secret", "secrets", true),
-            ("", "v1", "Service", "services", true),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "ClusterRole",
-                "clusterroles",
-                false,
-            ),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "ClusterRoleBinding",
-                "clusterrolebindings",
-                false,
-            ),
-            ("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "RoleBinding",
-                "rolebindings",
-                true,
-            ),
-            ("apps", "v1", "Deployment", "deployments", true),
-            ("apps", "v1", "DaemonSet", "daemonsets", true),
-            (
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-                "customresourcedefinitions",
-                false,
-            ),
-            (
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingWebhookConfiguration",
-                "validatingwebhookconfigurations",
-                false,
-            ),
-            (
-                "admissionregistration.k8s.io",
-                "v1",
-                "MutatingWebhookConfiguration",
-                "mutatingwebhookconfigurations",
-                false,
-            ),
-            (
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicy",
-                "validatingadmissionpolicies",
-                false,
-            ),
-            (
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicyBinding",
-                "validatingadmissionpolicybindings",
-                false,
-            ),
-            (
-                "policy",
-                "v1",
-                "PodDisruptionBudget",
-                "poddisruptionbudgets",
-                true,
-            ),
-        ] {
-            r.insert(ar(g, v, k, p), namespaced);
-        }
-        r
+        KindResolver::builtin()
     }
 }

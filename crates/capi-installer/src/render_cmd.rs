@@ -9,9 +9,9 @@ use anyhow::{Context, Result, bail};
 use capi_apply::{KindResolver, Phase, Plan};
 use capi_installer_controller::platform::{self, PlatformDecision};
 use capi_installer_controller::provider::{self, RenderContext};
-use capi_installer_controller::sources::{self, NAME_LABEL, ProviderKind, Source};
+use capi_installer_controller::sources::{self, NAME_LABEL, Source};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -85,23 +85,15 @@ pub fn main(args: RenderArgs) -> Result<()> {
             );
         }
     }
-    let missing: Vec<String> = [
-        ("cluster-api", ProviderKind::Core),
-        (infra, ProviderKind::Infrastructure),
-    ]
-    .into_iter()
-    .filter(|(name, kind)| {
-        !selected
-            .iter()
-            .any(|s| s.provider_name == *name && s.kind == *kind)
-    })
-    .map(|(name, kind)| {
-        format!(
-            "{NAME_LABEL}={name}, provider.cluster.x-k8s.io/type={}",
-            kind.label_value()
-        )
-    })
-    .collect();
+    let missing: Vec<String> = sources::missing(&selected, infra)
+        .into_iter()
+        .map(|(name, kind)| {
+            format!(
+                "{NAME_LABEL}={name}, provider.cluster.x-k8s.io/type={}",
+                kind.label_value()
+            )
+        })
+        .collect();
     if !missing.is_empty() {
         bail!(
             "{}: no transport ConfigMap in namespace {} labelled {} (platform {})",
@@ -276,7 +268,7 @@ fn read_input(dir: &Path, namespace: &str) -> Result<Input> {
     }
     let mut input = Input {
         configmaps: Vec::new(),
-        resolver: builtin_kinds(),
+        resolver: KindResolver::builtin(),
         notes: Vec::new(),
     };
     for file in files {
@@ -339,167 +331,4 @@ fn read_input(dir: &Path, namespace: &str) -> Result<Input> {
         }
     }
     Ok(input)
-}
-
-/// The built-in kinds of the Kubernetes version we target (what discovery reports on a cluster without
-/// CRDs), with their scope. Only kinds a provider could plausibly ship; anything else must come with
-/// its CRD.
-fn builtin_kinds() -> KindResolver {
-    const KINDS: &[(&str, &str, &str, &str, bool)] = &[
-        ("", "v1", "Namespace", "namespaces", false),
-        ("", "v1", "ServiceAccount", "serviceaccounts", true),
-        ("", "v1", "ConfigMap", "configmaps", true),
-        ("", "v1", "Secret", "secrets", true),
-        ("", "v1", "Service", "services", true),
-        ("", "v1", "Endpoints", "endpoints", true),
-        (
-            "",
-            "v1",
-            "PersistentVolumeClaim",
-            "persistentvolumeclaims",
-            true,
-        ),
-        ("", "v1", "LimitRange", "limitranges", true),
-        ("", "v1", "ResourceQuota", "resourcequotas", true),
-        ("", "v1", "Pod", "pods", true),
-        ("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "RoleBinding",
-            "rolebindings",
-            true,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRole",
-            "clusterroles",
-            false,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRoleBinding",
-            "clusterrolebindings",
-            false,
-        ),
-        ("apps", "v1", "Deployment", "deployments", true),
-        ("apps", "v1", "StatefulSet", "statefulsets", true),
-        ("apps", "v1", "DaemonSet", "daemonsets", true),
-        ("batch", "v1", "Job", "jobs", true),
-        ("batch", "v1", "CronJob", "cronjobs", true),
-        (
-            "apiextensions.k8s.io",
-            "v1",
-            "CustomResourceDefinition",
-            "customresourcedefinitions",
-            false,
-        ),
-        (
-            "admissionregistration.k8s.io",
-            "v1",
-            "ValidatingWebhookConfiguration",
-            "validatingwebhookconfigurations",
-            false,
-        ),
-        (
-            "admissionregistration.k8s.io",
-            "v1",
-            "MutatingWebhookConfiguration",
-            "mutatingwebhookconfigurations",
-            false,
-        ),
-        (
-            "admissionregistration.k8s.io",
-            "v1",
-            "ValidatingAdmissionPolicy",
-            "validatingadmissionpolicies",
-            false,
-        ),
-        (
-            "admissionregistration.k8s.io",
-            "v1",
-            "ValidatingAdmissionPolicyBinding",
-            "validatingadmissionpolicybindings",
-            false,
-        ),
-        (
-            "scheduling.k8s.io",
-            "v1",
-            "PriorityClass",
-            "priorityclasses",
-            false,
-        ),
-        (
-            "policy",
-            "v1",
-            "PodDisruptionBudget",
-            "poddisruptionbudgets",
-            true,
-        ),
-        (
-            "networking.k8s.io",
-            "v1",
-            "NetworkPolicy",
-            "networkpolicies",
-            true,
-        ),
-        ("networking.k8s.io", "v1", "Ingress", "ingresses", true),
-        ("coordination.k8s.io", "v1", "Lease", "leases", true),
-        (
-            "autoscaling",
-            "v2",
-            "HorizontalPodAutoscaler",
-            "horizontalpodautoscalers",
-            true,
-        ),
-        (
-            "storage.k8s.io",
-            "v1",
-            "StorageClass",
-            "storageclasses",
-            false,
-        ),
-        (
-            "apiregistration.k8s.io",
-            "v1",
-            "APIService",
-            "apiservices",
-            false,
-        ),
-        (
-            "flowcontrol.apiserver.k8s.io",
-            "v1",
-            "FlowSchema",
-            "flowschemas",
-            false,
-        ),
-        (
-            "flowcontrol.apiserver.k8s.io",
-            "v1",
-            "PriorityLevelConfiguration",
-            "prioritylevelconfigurations",
-            false,
-        ),
-    ];
-    let mut resolver = KindResolver::new();
-    for (group, version, kind, plural, namespaced) in KINDS {
-        let api_version = if group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{group}/{version}")
-        };
-        resolver.insert(
-            ApiResource {
-                group: group.to_string(),
-                version: version.to_string(),
-                api_version,
-                kind: kind.to_string(),
-                plural: plural.to_string(),
-            },
-            *namespaced,
-        );
-    }
-    resolver
 }

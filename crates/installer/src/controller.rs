@@ -33,7 +33,7 @@ use tokio::sync::Notify;
 use crate::metrics::Metrics;
 use crate::platform::{self, PlatformDecision};
 use crate::provider::{self, RenderContext, RenderError};
-use crate::sources::{self, NAME_LABEL, ProviderKind, Source};
+use crate::sources::{self, NAME_LABEL, Source};
 use crate::status::{self, FailureReason, InstallerView, ProviderState, ProviderStatus};
 
 pub const FIELD_MANAGER: &str = "capi-installer";
@@ -372,18 +372,10 @@ impl Installer {
             .map(|c| (**c).clone())
             .collect();
         let selected = sources::select(&configmaps, Some(infra));
-        let missing: Vec<String> = [
-            ("cluster-api", ProviderKind::Core),
-            (infra, ProviderKind::Infrastructure),
-        ]
-        .into_iter()
-        .filter(|(name, kind)| {
-            !selected
-                .iter()
-                .any(|s| s.provider_name == *name && s.kind == *kind)
-        })
-        .map(|(name, kind)| format!("{name} ({})", kind.label_value()))
-        .collect();
+        let missing: Vec<String> = sources::missing(&selected, infra)
+            .into_iter()
+            .map(|(name, kind)| format!("{name} ({})", kind.label_value()))
+            .collect();
 
         let mut providers = Vec::new();
         let mut related: BTreeSet<String> = BTreeSet::new();

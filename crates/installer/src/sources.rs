@@ -55,6 +55,23 @@ pub fn wanted_pairs(infrastructure: Option<&str>) -> Vec<(String, ProviderKind)>
     pairs
 }
 
+/// The provider ConfigMaps a platform cannot do without (core and the platform's infrastructure provider)
+/// that `selected` lacks. The `openshift-cluster-api*` ConfigMaps are optional.
+pub fn missing(selected: &[Source], infrastructure: &str) -> Vec<(String, ProviderKind)> {
+    [
+        ("cluster-api", ProviderKind::Core),
+        (infrastructure, ProviderKind::Infrastructure),
+    ]
+    .into_iter()
+    .filter(|(name, kind)| {
+        !selected
+            .iter()
+            .any(|s| s.provider_name == *name && s.kind == *kind)
+    })
+    .map(|(name, kind)| (name.to_string(), kind))
+    .collect()
+}
+
 /// Picks the ConfigMaps of `configmaps` (all in the installer's namespace) that this cluster needs, in
 /// install order: by pair order, then by ConfigMap name when several match one pair.
 pub fn select(configmaps: &[ConfigMap], infrastructure: Option<&str>) -> Vec<Source> {
@@ -158,6 +175,26 @@ mod tests {
         assert_eq!(sources[0].provider_label, "cluster-api");
         assert_eq!(sources[1].provider_label, "infrastructure-gcp");
         assert_eq!(sources[1].version.as_deref(), Some("v1.0.0"));
+    }
+
+    #[test]
+    fn missing_names_the_required_configmaps_only() {
+        let cms = vec![
+            cm("policies", "openshift-cluster-api", "core"),
+            cm("aws", "aws", "infrastructure"),
+        ];
+        let selected = select(&cms, Some("aws"));
+        assert_eq!(
+            missing(&selected, "aws"),
+            vec![("cluster-api".to_string(), ProviderKind::Core)]
+        );
+        assert!(
+            missing(
+                &select(&[cm("c", "cluster-api", "core")], Some("gcp")),
+                "gcp"
+            )
+            .contains(&("gcp".to_string(), ProviderKind::Infrastructure))
+        );
     }
 
     #[test]
