@@ -371,6 +371,39 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
         by_target.contains_key(&format!("delete rolebindings/{dropped_name}")),
         "{by_target:?}"
     );
+    // Events on the ClusterOperator: one per phase that wrote, and one per pruned object.
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(env.admin.clone(), "default");
+    let events: Vec<(String, String)> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("cluster-api"))
+        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .collect();
+    let has =
+        |reason: &str, text: &str| events.iter().any(|(r, n)| r == reason && n.contains(text));
+    assert!(
+        has("Created", "ConfigMap aws, phase Workloads: created 1"),
+        "{events:?}"
+    );
+    assert!(
+        has(
+            "Adopted",
+            "ConfigMap cluster-api, phase CustomResourceDefinitions: adopted 2"
+        ),
+        "{events:?}"
+    );
+    assert!(
+        has(
+            "Configured",
+            &format!("configured 1: Deployment openshift-cluster-api/{capa_name}")
+        ),
+        "{events:?}"
+    );
+    assert!(has("Pruned", &dropped_name), "{events:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -145,6 +145,16 @@ pub struct Installer {
     tracking: Mutex<Tracking>,
     metrics: Arc<Metrics>,
     wake: Arc<Notify>,
+    /// The watches feeding `wake`; they end with the installer, not with the runtime.
+    watches: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Installer {
+    fn drop(&mut self) {
+        for watch in &self.watches {
+            watch.abort();
+        }
+    }
 }
 
 fn infrastructure_resource() -> ApiResource {
@@ -211,14 +221,14 @@ impl Installer {
         )
         .default_backoff()
         .reflect(writer);
-        spawn_trigger("Infrastructure cluster", stream, wake.clone());
+        let infrastructure_watch = spawn_trigger("Infrastructure cluster", stream, wake.clone());
 
         let (configmaps, writer) = reflector::store();
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
         let stream = watcher(api, watcher::Config::default().labels(NAME_LABEL))
             .default_backoff()
             .reflect(writer);
-        spawn_trigger("transport ConfigMaps", stream, wake.clone());
+        let configmaps_watch = spawn_trigger("transport ConfigMaps", stream, wake.clone());
 
         let context = RenderContext {
             namespace: config.namespace.clone(),
@@ -239,6 +249,7 @@ impl Installer {
             tracking: Mutex::new(Tracking::default()),
             metrics,
             wake,
+            watches: vec![infrastructure_watch, configmaps_watch],
         })
     }
 
@@ -607,6 +618,9 @@ impl Installer {
             self.metrics
                 .observe_phase(phase.phase, phase_started.elapsed());
             let mut fresh: HashMap<ObjectKey, DynamicObject> = HashMap::new();
+            // One Event per phase and kind of write (Created, Configured, Adopted), not one per object:
+            // a cold install would otherwise write as many Events as objects.
+            let mut written: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
             for applied in outcome.outcomes {
                 if applied.action != ApplyAction::Unchanged {
                     self.metrics.count_applied(applied.action);
@@ -617,15 +631,28 @@ impl Installer {
                         ApplyAction::Unchanged => unreachable!(),
                     };
                     tracing::info!(configmap = %owner, object = %applied.key, action = verb, phase = ?phase.phase, "applied");
-                    self.event(
-                        EventType::Normal,
-                        verb,
-                        "Apply",
-                        format!("{} (ConfigMap {owner})", applied.key),
-                    )
-                    .await;
+                    written
+                        .entry(verb)
+                        .or_default()
+                        .push(applied.key.to_string());
                 }
                 fresh.insert(applied.key.clone(), applied.object);
+            }
+            for (reason, keys) in &written {
+                self.event(
+                    EventType::Normal,
+                    reason,
+                    &format!("Apply{:?}", phase.phase),
+                    Some(self.configmap_reference(owner)),
+                    format!(
+                        "ConfigMap {owner}, phase {:?}: {} {}: {}",
+                        phase.phase,
+                        reason.to_lowercase(),
+                        keys.len(),
+                        keys.join(", ")
+                    ),
+                )
+                .await;
             }
             if let Some(first) = outcome.errors.first() {
                 let message = outcome
@@ -634,8 +661,14 @@ impl Installer {
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; ");
-                self.event(EventType::Warning, "ApplyFailed", "Apply", message.clone())
-                    .await;
+                self.event(
+                    EventType::Warning,
+                    "ApplyFailed",
+                    &format!("Apply{:?}", phase.phase),
+                    Some(self.configmap_reference(owner)),
+                    message.clone(),
+                )
+                .await;
                 return Err((reason_of_apply_error(first), message));
             }
             if let Some(waiting) = self.gate(owner, phase, &fresh) {
@@ -666,6 +699,7 @@ impl Installer {
                     EventType::Normal,
                     "Pruned",
                     "Prune",
+                    Some(object_reference(key)),
                     format!("{key} (ConfigMap {owner})"),
                 )
                 .await;
@@ -677,6 +711,7 @@ impl Installer {
                     EventType::Warning,
                     "PruneSkipped",
                     "Prune",
+                    Some(object_reference(key)),
                     format!("{key}: {reason}"),
                 )
                 .await;
@@ -793,7 +828,27 @@ impl Installer {
         }
     }
 
-    async fn event(&self, type_: EventType, reason: &str, action: &str, note: String) {
+    fn configmap_reference(&self, name: &str) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            namespace: Some(self.config.namespace.clone()),
+            name: Some(name.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Records an Event on the ClusterOperator. The recorder folds events with the same reason, action
+    /// and related object into one series (keeping the first note), so `action` and `related` must tell
+    /// different steps apart: the phase, and the ConfigMap or object concerned.
+    async fn event(
+        &self,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        related: Option<ObjectReference>,
+        note: String,
+    ) {
         let mut note = note;
         if note.len() > 1000 {
             let mut cut = 1000;
@@ -807,7 +862,7 @@ impl Installer {
             reason: reason.into(),
             note: Some(note),
             action: action.into(),
-            secondary: None,
+            secondary: related,
         };
         if let Err(e) = self
             .recorder
@@ -864,7 +919,11 @@ impl Installer {
     }
 }
 
-fn spawn_trigger<K, S>(what: &'static str, stream: S, wake: Arc<Notify>)
+fn spawn_trigger<K, S>(
+    what: &'static str,
+    stream: S,
+    wake: Arc<Notify>,
+) -> tokio::task::JoinHandle<()>
 where
     S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
     K: Send + 'static,
@@ -882,7 +941,17 @@ where
                 }
             }
         }
-    });
+    })
+}
+
+fn object_reference(key: &ObjectKey) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(key.api_version()),
+        kind: Some(key.kind.clone()),
+        namespace: key.namespace.clone(),
+        name: Some(key.name.clone()),
+        ..Default::default()
+    }
 }
 
 fn merge_next(a: Next, b: Next) -> Next {
