@@ -27,9 +27,9 @@ use anyhow::{Context, Result, bail};
 use capi_installer_controller::platform::{self, PlatformDecision};
 use capi_installer_controller::provider::{self, RenderContext};
 use capi_installer_controller::{Installer, InstallerConfig, Metrics, sources, user_agent};
-use control_plane::{AuditEvent, ControlPlane, ControlPlaneOptions};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use control_plane::AuditEvent;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, GroupVersionKind};
 use kube::discovery::{Discovery, Scope};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -102,158 +102,34 @@ async fn main() -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Setup, as in tests/support/mod.rs
+// Setup: the integration tests' own (tests/support/mod.rs)
 
-struct Env {
-    cp: ControlPlane,
-    admin: Client,
-}
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use support::{Env, ar, images, read_documents};
 
 /// A fresh control plane with workloads, AWS and the release payload, before any installer runs.
 async fn fresh_env() -> Result<Env> {
-    let cp = ControlPlane::start(ControlPlaneOptions {
-        with_workloads: true,
-        ..Default::default()
-    })
-    .await?;
-    let admin = cp.admin_client().await?;
-    set_platform(&admin, "AWS").await?;
-    ensure_namespace(&admin).await?;
-    for rel in std::iter::once(CRD_FILE).chain(CONFIGMAPS) {
-        apply_as_release_payload(&admin, &read_documents(&fixture(rel)?)?).await?;
-    }
-    Ok(Env { cp, admin })
+    let env = Env::start(true).await;
+    support::set_platform(&env.admin, "AWS").await;
+    support::load_payload(
+        &env.admin,
+        &CONFIGMAPS.map(|c| c.trim_start_matches("transport-configmaps/")),
+    )
+    .await
+    .context("fixtures")?;
+    Ok(env)
 }
 
 fn fixture(relative: &str) -> Result<PathBuf> {
-    control_plane::shared_fixture(relative).with_context(|| format!("fixture {relative}"))
-}
-
-fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        api_version: format!("{group}/{version}"),
-        group: group.into(),
-        version: version.into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-async fn set_platform(client: &Client, platform: &str) -> Result<()> {
-    let api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ar(
-            "config.openshift.io",
-            "v1",
-            "Infrastructure",
-            "infrastructures",
-        ),
-    );
-    let obj = json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-        "metadata": {"name": "cluster"}, "spec": {"platformSpec": {"type": platform}}});
-    let pp = PatchParams::apply("openshift-installer").force();
-    api.patch("cluster", &pp, &Patch::Apply(&obj))
-        .await
-        .context("Infrastructure cluster")?;
-    let status = json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-        "metadata": {"name": "cluster"},
-        "status": {"platform": platform, "platformStatus": {"type": platform},
-            "infrastructureName": "bench-abcde", "apiServerURL": "https://api.test:6443",
-            "apiServerInternalURI": "https://api-int.test:6443", "controlPlaneTopology": "HighlyAvailable",
-            "infrastructureTopology": "HighlyAvailable", "cpuPartitioning": "None", "etcdDiscoveryDomain": ""}});
-    api.patch_status("cluster", &pp, &Patch::Apply(&status))
-        .await
-        .context("Infrastructure cluster, status")?;
-    Ok(())
-}
-
-async fn ensure_namespace(client: &Client) -> Result<()> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
-    api.patch(
-        NS,
-        &PatchParams::apply("cluster-version-operator"),
-        &Patch::Apply(&ns),
-    )
-    .await
-    .with_context(|| format!("Namespace {NS}"))?;
-    Ok(())
-}
-
-fn read_documents(path: &Path) -> Result<Vec<Value>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(
-        capi_manifests::yaml::parse_documents(&path.display().to_string(), &text)?
-            .into_iter()
-            .map(|d| d.value)
-            .collect(),
-    )
-}
-
-/// Server-side apply as `cluster-version-operator`, as the release payload would.
-async fn apply_as_release_payload(client: &Client, docs: &[Value]) -> Result<()> {
-    let discovery = Discovery::new(client.clone()).run_aggregated().await?;
-    for doc in docs {
-        let obj: DynamicObject = serde_json::from_value(doc.clone())?;
-        let gvk = GroupVersionKind::try_from(obj.types.as_ref().context("apiVersion and kind")?)?;
-        let (resource, caps) = discovery
-            .resolve_gvk(&gvk)
-            .with_context(|| format!("{gvk:?} is not served"))?;
-        let api: Api<DynamicObject> = match (caps.scope, obj.namespace()) {
-            (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), &ns, &resource),
-            _ => Api::all_with(client.clone(), &resource),
-        };
-        api.patch(
-            &obj.name_any(),
-            &PatchParams::apply("cluster-version-operator").force(),
-            &Patch::Apply(doc),
-        )
-        .await
-        .with_context(|| format!("{} {}", gvk.kind, obj.name_any()))?;
-    }
-    Ok(())
-}
-
-/// Release image references, as in the tests.
-fn images() -> BTreeMap<String, String> {
-    [
-        "cluster-capi-controllers",
-        "aws-cluster-api-controllers",
-        "gcp-cluster-api-controllers",
-        "azure-cluster-api-controllers",
-        "kube-rbac-proxy",
-    ]
-    .into_iter()
-    .map(|k| {
-        (
-            k.to_string(),
-            format!(
-                "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
-                digest(k)
-            ),
-        )
-    })
-    .collect()
-}
-
-fn digest(key: &str) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    for (i, b) in key.bytes().cycle().take(32).enumerate() {
-        let _ = write!(out, "{:02x}", b.wrapping_add(i as u8));
-    }
-    out
+    support::fixture(relative).with_context(|| format!("fixture {relative}"))
 }
 
 /// A client of `config` that sends the installer's user agent, so that the audit log tells its
 /// requests apart.
-fn installer_client(mut config: kube::Config) -> Result<Client> {
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_str(&user_agent())?,
-    ));
-    Ok(Client::try_from(config)?)
+fn installer_client(config: kube::Config) -> Result<Client> {
+    Ok(Env::installer_client(config))
 }
 
 /// Available=True and Progressing=False on `ClusterOperator/cluster-api`.
@@ -300,7 +176,7 @@ async fn wait_operator_ready(client: &Client) -> Result<()> {
 fn render_objects() -> Result<Vec<Value>> {
     let docs: Vec<Value> = CONFIGMAPS
         .iter()
-        .map(|rel| read_documents(&fixture(rel)?))
+        .map(|rel| Ok(read_documents(&fixture(rel)?)))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .flatten()
