@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use capi_apply::{
     Applier, ApplyAction, ApplyError, Inventory, InventoryStore, KindResolver, LiveCache,
-    Namespaces, ObjectKey, OwnershipPolicy, Phase, Plan, PruneTarget, Readiness, readiness,
+    Namespaces, ObjectKey, OwnershipPolicy, Phase, Plan, Readiness, readiness,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
@@ -33,6 +33,7 @@ use tokio::sync::Notify;
 use crate::metrics::Metrics;
 use crate::platform::{self, PlatformDecision};
 use crate::provider::{self, RenderContext, RenderError};
+use crate::render;
 use crate::sources::{self, NAME_LABEL, Source};
 use crate::status::{self, FailureReason, InstallerView, ProviderState, ProviderStatus};
 
@@ -84,8 +85,6 @@ impl Default for InstallerConfig {
         }
     }
 }
-
-use crate::render;
 
 /// Errors that stop the installer as a whole (per-provider failures go to status instead).
 #[derive(Debug, thiserror::Error)]
@@ -574,9 +573,6 @@ impl Installer {
                     let mut tracking = self.tracking.lock().expect("tracking poisoned");
                     tracking.failures.remove(&source.configmap);
                 }
-                if state != ProviderState::Installed {
-                    return (state, Some(plan));
-                }
                 (state, Some(plan))
             }
             Err((reason, message)) => (self.failed(source, reason, message).await, Some(plan)),
@@ -602,7 +598,7 @@ impl Installer {
         }
 
         for phase in &plan.phases {
-            for (resource, namespaced) in resources_of(phase) {
+            for (resource, namespaced) in phase.resources() {
                 self.cache.ensure_watched(&resource, namespaced);
             }
             if !self.cache.wait_synced(Duration::from_secs(10)).await {
@@ -676,20 +672,12 @@ impl Installer {
             }
         }
 
-        let stale = old.stale(&new);
-        if !stale.is_empty() {
+        if !old.stale(&new).is_empty() {
             let resolver = self
                 .resolver(false)
                 .await
                 .map_err(|e| (reason_of_kube_error(&e), e.to_string()))?;
-            let targets: Vec<PruneTarget> = stale
-                .into_iter()
-                .map(|(key, phase)| PruneTarget {
-                    resource: resolver.resolve_key(&key).map(|r| r.resource.clone()),
-                    key,
-                    phase,
-                })
-                .collect();
+            let targets = old.prune_targets(&new, &resolver);
             let report = capi_apply::prune(&self.client, targets, self.applier.ownership()).await;
             for key in &report.deleted {
                 self.applier.forget(key);
@@ -716,11 +704,7 @@ impl Installer {
                 )
                 .await;
             }
-            for (key, phase) in &old.entries {
-                if report.retry_keys().any(|k| k == key) {
-                    keep.insert(key.clone(), *phase);
-                }
-            }
+            keep.retain_from(&old, report.retry_keys());
             self.save_inventory(&keep).await?;
         } else if union != new {
             self.save_inventory(&new).await?;
@@ -987,15 +971,6 @@ fn newest<'a>(
         (Some(c), Some(f)) => Some(if version(f) > version(c) { f } else { c }),
         (c, f) => c.or(f),
     }
-}
-
-fn resources_of(phase: &capi_apply::PlannedPhase) -> Vec<(ApiResource, bool)> {
-    let mut seen = BTreeMap::new();
-    for o in &phase.objects {
-        seen.entry((o.resource.group.clone(), o.resource.kind.clone()))
-            .or_insert_with(|| (o.resource.clone(), o.namespaced));
-    }
-    seen.into_values().collect()
 }
 
 /// `relatedObjects` entries for a plan: its cluster-scoped objects, and the instance kinds of its CRDs

@@ -1,7 +1,7 @@
 //! Prometheus metrics of the installer. Labels are bounded: results, phases, actions and failure reasons
 //! are fixed sets.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use capi_apply::{ApplyAction, Phase};
@@ -160,6 +160,3 @@ impl Metrics {
         self.last_success.get()
     }
 }
-
-#[allow(dead_code)]
-fn _assert_atomic(_: AtomicU64, _: Ordering) {}
