@@ -45,9 +45,14 @@ struct Args {
     /// Write nothing; exit 1 and print a diff when the committed outputs are stale.
     #[arg(long)]
     check: bool,
+    /// Keep the objects in the order the kustomization lists them, as the reference generator
+    /// does, instead of kustomize's default order by kind. Only when manifests-gen runs
+    /// kustomize; a --components file is always taken in its own order.
+    #[arg(long)]
+    input_order: bool,
 }
 
-const FLAGS: [&str; 9] = [
+const FLAGS: [&str; 10] = [
     "base-path",
     "manifests-path",
     "kustomize-dir",
@@ -57,6 +62,7 @@ const FLAGS: [&str; 9] = [
     "components",
     "metadata",
     "check",
+    "input-order",
 ];
 
 /// Go's `flag` package accepts `-flag` as well as `--flag`; the reference is a Go program, so a
@@ -173,7 +179,11 @@ fn read_components(args: &Args) -> Result<(String, String)> {
         }
         None => {
             let dir = args.base_path.join(&args.kustomize_dir);
-            let out = run_kustomize(&dir)?;
+            let out = if args.input_order {
+                run_kustomize_in_input_order(&dir)?
+            } else {
+                run_kustomize(&dir)?
+            };
             Ok((format!("kustomize build {}", dir.display()), out))
         }
     }
@@ -221,6 +231,46 @@ fn run_kustomize(dir: &Path) -> Result<String> {
         );
     }
     String::from_utf8(out.stdout).map_err(|e| anyhow!("{cmd:?} printed non-UTF-8 output: {e}"))
+}
+
+/// The reference generator ran kustomize in-process with its default options, which keep the
+/// order in which the kustomization lists its resources; `kustomize build` and `kubectl
+/// kustomize` sort by kind unless the *top-level* kustomization says `sortOptions: {order:
+/// fifo}` (kubectl has no flag for it). So build a throw-away top-level kustomization that
+/// only includes the provider's and asks for that order.
+fn run_kustomize_in_input_order(dir: &Path) -> Result<String> {
+    let target = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot resolve kustomize folder {}", dir.display()))?;
+    let wrapper = tempfile::Builder::new()
+        .prefix("manifests-gen-order-")
+        .tempdir()
+        .context("cannot create a temporary folder")?;
+    let wrapper_real = std::fs::canonicalize(wrapper.path())?;
+    // kustomize refuses an absolute path as a resource root: refer to it relatively.
+    let relative = relative_path(&wrapper_real, &target);
+    let kustomization = format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- {}\nsortOptions:\n  order: fifo\n",
+        serde_json::to_string(&relative.to_string_lossy())?
+    );
+    let file = wrapper_real.join("kustomization.yaml");
+    std::fs::write(&file, kustomization)
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    run_kustomize(&wrapper_real)
+}
+
+/// `to` relative to `from`; both absolute and canonical.
+fn relative_path(from: &Path, to: &Path) -> PathBuf {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..from.len() {
+        out.push("..");
+    }
+    for c in &to[common..] {
+        out.push(c);
+    }
+    out
 }
 
 fn check(outputs: &[Output]) -> Result<ExitCode> {

@@ -406,3 +406,105 @@ fn runs_kustomize_from_path() {
         .is_file()
     );
 }
+
+/// The release-4.19/4.20 provider branches ship a metadata.yaml without `kind`; clusterctl and
+/// the reference accept it, and it still travels verbatim.
+#[test]
+fn metadata_without_kind_is_accepted_and_kept_verbatim() {
+    let no_kind = "# release-4.19 style\napiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nreleaseSeries:\n  - major: 2\n    minor: 8\n    contract: v1beta1\n";
+    let c = Case::new(GOOD, no_kind);
+    let o = c.run("v2.8.0", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(
+        c.base
+            .join("openshift/manifests/0000_30_cluster-api_04_cm.infrastructure-foo.yaml"),
+    )
+    .unwrap();
+    let docs = capi_manifests::yaml::parse_documents("cm", &text).unwrap();
+    assert_eq!(docs[0].value["data"]["metadata"], no_kind);
+}
+
+/// `kubectl` (which embeds kustomize) from the control-plane binaries that `make test` points
+/// at, else from PATH. `None` (after saying why) when there is none.
+fn real_kubectl() -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("CAPI_CONTROL_PLANE_BIN_DIR") {
+        let k = std::path::PathBuf::from(dir).join("kubectl");
+        assert!(k.is_file(), "{} is missing", k.display());
+        return Some(k);
+    }
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("kubectl"))
+        .find(|k| k.is_file());
+    if found.is_none() {
+        eprintln!("skipping: no kubectl (set CAPI_CONTROL_PLANE_BIN_DIR)");
+    }
+    found
+}
+
+/// kustomize's default sorts by kind; `--input-order` keeps the order the kustomization lists
+/// its resources in (the reference generator's order), protection policy and binding last.
+#[test]
+fn input_order_keeps_the_kustomization_order() {
+    let Some(kubectl) = real_kubectl() else {
+        return;
+    };
+    let c = Case::new("", METADATA);
+    let overlay = c.base.join("config/default");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("components.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: svc, namespace: capf-system}}\n---\n{GOOD}"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "resources: [components.yaml]\n",
+    )
+    .unwrap();
+    // Only kubectl on PATH: the binary takes `kubectl kustomize` when kustomize is missing.
+    let bindir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&kubectl, bindir.path().join("kubectl")).unwrap();
+    let order = |extra: &[&str]| {
+        let o = bin()
+            .current_dir(&c.base)
+            .env("PATH", bindir.path())
+            .args(["--base-path", ".", "--manifests-path", "m"])
+            .args(["--provider-name", "foo"])
+            .args(["--provider-type", "InfrastructureProvider"])
+            .args(["--provider-version", "1.2.3"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let review = std::fs::read_to_string(
+            c.base
+                .join("openshift/infrastructure-components-openshift.yaml"),
+        )
+        .unwrap();
+        capi_manifests::yaml::parse_documents("review", &review)
+            .unwrap()
+            .iter()
+            .map(|d| d.value["kind"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let protection = [
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ];
+    let sorted = order(&[]);
+    assert_eq!(
+        sorted[..3],
+        ["CustomResourceDefinition", "ServiceAccount", "Service"],
+        "kustomize's kind order"
+    );
+    assert_eq!(sorted[3..], protection);
+    let kept = order(&["--input-order"]);
+    assert_eq!(
+        kept[..3],
+        ["Service", "CustomResourceDefinition", "ServiceAccount"],
+        "the kustomization's order"
+    );
+    assert_eq!(kept[3..], protection);
+}

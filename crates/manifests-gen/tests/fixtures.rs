@@ -1,6 +1,6 @@
 //! Acceptance: the generator reproduces the reference outputs of real providers
-//! (`../shared/fixtures/manifests-gen/{aws,gcp,core}`), semantically, and is byte-for-byte
-//! deterministic.
+//! (`../shared/fixtures/manifests-gen/{aws,azure,core,gcp,vsphere}`), semantically, and is
+//! byte-for-byte deterministic.
 
 mod common;
 
@@ -118,9 +118,21 @@ fn core_matches_reference_except_policy_name() {
     check_fixture("core", Encoding::Zstd);
 }
 
+/// Rendered from `--kustomize-dir openshift`; the credential variables of the `manager`
+/// container read the keys the Cloud Credential Operator writes (`azure_subscription_id`).
+#[test]
+fn azure_matches_reference_plain() {
+    check_fixture("azure", Encoding::Plain);
+}
+
+#[test]
+fn vsphere_matches_reference_plain() {
+    check_fixture("vsphere", Encoding::Plain);
+}
+
 #[test]
 fn two_runs_give_identical_files() {
-    for name in ["aws", "gcp"] {
+    for name in ["aws", "azure", "core", "gcp", "vsphere"] {
         let Some(dir) = fixture(name) else { return };
         let a = tempfile::tempdir().unwrap();
         let b = tempfile::tempdir().unwrap();

@@ -192,7 +192,7 @@ pub fn customize(
 
     let mut objects = Vec::with_capacity(input.len() + 2);
     let mut dropped = Vec::new();
-    let mut services_seen = BTreeSet::new();
+    let mut services_with_cert = BTreeSet::new();
     for obj in input {
         let t = treatment(&obj.id);
         if let Treatment::Drop(reason) = t {
@@ -220,12 +220,15 @@ pub fn customize(
             }
             Treatment::Service => {
                 merge_openshift_annotations(&mut value);
-                if let Some(secret) = serving.get(&id.name) {
-                    metadata_map_mut(&mut value, "annotations").insert(
+                let annotations = metadata_map_mut(&mut value, "annotations");
+                if let Some(secret) = serving.from_cert_manager.get(&id.name) {
+                    annotations.insert(
                         ANNOTATION_SERVING_CERT.to_owned(),
                         Value::from(secret.as_str()),
                     );
-                    services_seen.insert(id.name.clone());
+                }
+                if annotations.contains_key(ANNOTATION_SERVING_CERT) {
+                    services_with_cert.insert(id.name.clone());
                 }
             }
             Treatment::Deployment => customize_deployment(flavor, &id, &location, &mut value)?,
@@ -234,16 +237,31 @@ pub fn customize(
         objects.push(value);
     }
 
-    // A webhook served by a Service that is not part of the components would never get a
-    // certificate from service-ca; the reference wrote the annotation nowhere and moved on.
-    if let Some((svc, _)) = serving
-        .iter()
-        .find(|(svc, _)| !services_seen.contains(*svc))
+    // A webhook served by a Service that is not part of the components, or (service-ca-ready
+    // input) whose Service does not ask service-ca for a serving certificate, would never get
+    // one: the webhook would fail every TLS handshake. The reference wrote the annotation
+    // nowhere and moved on.
+    if let Some(svc) = serving
+        .from_cert_manager
+        .keys()
+        .find(|svc| !services_with_cert.contains(*svc))
     {
         return Err(Error::InputRule {
             rule: RULE_CERT,
             message: format!(
                 "Service {TARGET_NAMESPACE}/{svc} backs a cert-manager-injected webhook but is not part of the components"
+            ),
+        });
+    }
+    if let Some((svc, caller)) = serving
+        .service_ca_ready
+        .iter()
+        .find(|(svc, _)| !services_with_cert.contains(*svc))
+    {
+        return Err(Error::InputRule {
+            rule: RULE_CERT,
+            message: format!(
+                "{caller} is annotated {ANNOTATION_INJECT_CABUNDLE} and calls Service {TARGET_NAMESPACE}/{svc}, but no Service of that name among the components has the annotation {ANNOTATION_SERVING_CERT}: nothing would issue its serving certificate"
             ),
         });
     }
@@ -390,9 +408,56 @@ fn swap_ca_injection(value: &mut Value) {
     }
 }
 
-/// Service name → serving-cert secret name, from the Certificates that webhook configurations
-/// and CRDs name in `cert-manager.io/inject-ca-from`.
-fn serving_certs(input: &[Object]) -> Result<BTreeMap<String, String>, Error> {
+/// Which Services serve webhooks, and where their serving certificates come from.
+#[derive(Debug, Default)]
+struct ServingCerts {
+    /// Service name → secret name, from the Certificates that webhook configurations and CRDs
+    /// name in `cert-manager.io/inject-ca-from`: the Service gets the serving-cert annotation.
+    from_cert_manager: BTreeMap<String, String>,
+    /// Service name → the first object naming it, for webhook configurations and CRDs that the
+    /// provider's kustomization already annotated for service-ca (OpenStack's does): the Service
+    /// must carry the serving-cert annotation itself.
+    service_ca_ready: BTreeMap<String, ObjectRef>,
+}
+
+/// The Services that a webhook configuration's webhooks (all of them, where the reference
+/// looked at `webhooks[0]` only: a second Service without a certificate would serve nothing)
+/// or a CRD's conversion webhook call.
+fn webhook_services(t: Treatment, value: &Value) -> Vec<&str> {
+    if t == Treatment::Webhook {
+        webhooks(value)
+            .filter_map(|wh| get_str(wh, &["clientConfig", "service", "name"]))
+            .collect()
+    } else {
+        // A CRD whose conversion has no webhook (strategy None) has no service; the reference
+        // dereferenced the missing webhook and crashed (ref §6.5).
+        get_str(
+            value,
+            &[
+                "spec",
+                "conversion",
+                "webhook",
+                "clientConfig",
+                "service",
+                "name",
+            ],
+        )
+        .into_iter()
+        .collect()
+    }
+}
+
+/// Whether every webhook of a configuration brings its own CA bundle (a static one: nothing to
+/// inject, nothing to issue).
+fn all_webhooks_have_ca_bundle(value: &Value) -> bool {
+    webhooks(value).all(|wh| {
+        get_path(wh, &["clientConfig", "caBundle"])
+            .and_then(Value::as_str)
+            .is_some_and(|b| !b.is_empty())
+    })
+}
+
+fn serving_certs(input: &[Object]) -> Result<ServingCerts, Error> {
     let certs: HashMap<&str, (&Object, Option<&str>)> = input
         .iter()
         .filter(|o| o.id.group() == "cert-manager.io" && o.id.kind == "Certificate")
@@ -403,7 +468,7 @@ fn serving_certs(input: &[Object]) -> Result<BTreeMap<String, String>, Error> {
             )
         })
         .collect();
-    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = ServingCerts::default();
     let mut owner: BTreeMap<String, &ObjectRef> = BTreeMap::new();
     for o in input {
         let t = treatment(&o.id);
@@ -416,45 +481,24 @@ fn serving_certs(input: &[Object]) -> Result<BTreeMap<String, String>, Error> {
             rule: RULE_CERT,
             message,
         };
-        let inject = get_str(
-            &o.value,
-            &["metadata", "annotations", ANNOTATION_INJECT_CA_FROM],
-        );
-        let services: Vec<&str> = if t == Treatment::Webhook {
-            webhooks(&o.value)
-                .filter(|wh| get_path(wh, &["clientConfig", "caBundle"]).is_none())
-                .filter_map(|wh| get_str(wh, &["clientConfig", "service", "name"]))
-                .collect()
-        } else {
-            // A CRD whose conversion has no webhook (strategy None) has no service; the
-            // reference dereferenced the missing webhook and crashed (ref §6.5).
-            get_str(
-                &o.value,
-                &[
-                    "spec",
-                    "conversion",
-                    "webhook",
-                    "clientConfig",
-                    "service",
-                    "name",
-                ],
-            )
-            .filter(|_| {
-                get_path(
-                    &o.value,
-                    &["spec", "conversion", "webhook", "clientConfig", "caBundle"],
-                )
-                .is_none()
-            })
-            .into_iter()
-            .collect()
-        };
-        let Some(inject) = inject else {
-            if t == Treatment::Webhook
+        let annotation = |key: &str| get_str(&o.value, &["metadata", "annotations", key]);
+        // With `inject-ca-from`, every called Service gets its certificate, whatever caBundle
+        // the input carries (a placeholder caBundle is common; the installer strips caBundle
+        // values anyway, service-ca owns them).
+        let services = webhook_services(t, &o.value);
+        let Some(inject) = annotation(ANNOTATION_INJECT_CA_FROM) else {
+            if annotation(ANNOTATION_INJECT_CABUNDLE) == Some("true") {
+                for svc in services {
+                    out.service_ca_ready
+                        .entry(svc.to_owned())
+                        .or_insert_with(|| o.id.clone());
+                }
+            } else if t == Treatment::Webhook
+                && !all_webhooks_have_ca_bundle(&o.value)
                 && let Some(svc) = services.first()
             {
                 return Err(rule_err(format!(
-                    "webhooks call Service {svc} but the configuration has no {ANNOTATION_INJECT_CA_FROM} annotation (and no caBundle): nothing would issue its serving certificate or inject its CA"
+                    "webhooks call Service {svc} but the configuration has neither {ANNOTATION_INJECT_CA_FROM} nor {ANNOTATION_INJECT_CABUNDLE} annotation (and no caBundle): nothing would issue its serving certificate or inject its CA"
                 )));
             }
             continue;
@@ -471,10 +515,8 @@ fn serving_certs(input: &[Object]) -> Result<BTreeMap<String, String>, Error> {
                 cert.id
             ))
         })?;
-        // Only `webhooks[0]` in the reference; every webhook's Service here, since a second
-        // Service without a certificate would serve nothing.
         for svc in services {
-            if let Some(prev) = out.get(svc)
+            if let Some(prev) = out.from_cert_manager.get(svc)
                 && prev != secret
             {
                 return Err(rule_err(format!(
@@ -482,7 +524,8 @@ fn serving_certs(input: &[Object]) -> Result<BTreeMap<String, String>, Error> {
                     owner[svc]
                 )));
             }
-            out.insert(svc.to_owned(), secret.to_owned());
+            out.from_cert_manager
+                .insert(svc.to_owned(), secret.to_owned());
             owner.entry(svc.to_owned()).or_insert(&o.id);
         }
     }
@@ -536,7 +579,22 @@ fn customize_deployment(
         for c in containers.iter_mut().filter(|c| c.is_object()) {
             // Provider tweaks first, as in the reference.
             apply_flavor(flavor, c);
-            c["resources"] = json!({"requests": {"cpu": "10m", "memory": "50Mi"}});
+            // Requests replaced, limits removed (OpenShift conventions); anything else under
+            // `resources` (e.g. `claims`) stays, as in the reference.
+            let resources = c
+                .as_object_mut()
+                .expect("filtered to objects")
+                .entry("resources")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !resources.is_object() {
+                *resources = Value::Object(Map::new());
+            }
+            let resources = resources.as_object_mut().expect("made an object");
+            resources.insert(
+                "requests".to_owned(),
+                json!({"cpu": "10m", "memory": "50Mi"}),
+            );
+            resources.remove("limits");
             c["terminationMessagePolicy"] = Value::from("FallbackToLogsOnError");
             if c.get("name").and_then(Value::as_str) == Some("kube-rbac-proxy") {
                 c["image"] = Value::from(KUBE_RBAC_PROXY_IMAGE);
@@ -555,37 +613,57 @@ fn customize_deployment(
     Ok(())
 }
 
+/// The container the provider tweaks apply to. The reference rewrites only the provider's own
+/// controller, the container named `manager`: a sidecar that happens to read the same variable
+/// or take the same argument is left as its author wrote it.
+const MANAGER_CONTAINER: &str = "manager";
+
+/// The Azure credential variables and the Secret keys the Cloud Credential Operator writes for
+/// them (the variable name, lower-cased).
+const AZURE_CREDENTIAL_ENV: [&str; 4] = [
+    "AZURE_SUBSCRIPTION_ID",
+    "AZURE_TENANT_ID",
+    "AZURE_CLIENT_ID",
+    "AZURE_CLIENT_SECRET",
+];
+
 fn apply_flavor(flavor: Flavor, container: &mut Value) {
+    if flavor == Flavor::Generic
+        || container.get("name").and_then(Value::as_str) != Some(MANAGER_CONTAINER)
+    {
+        return;
+    }
+    fn env(container: &mut Value) -> impl Iterator<Item = &mut Value> {
+        container
+            .get_mut("env")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+    }
     match flavor {
         Flavor::Generic => {}
         Flavor::Azure => {
-            const KEYS: [&str; 4] = [
-                "AZURE_SUBSCRIPTION_ID",
-                "AZURE_TENANT_ID",
-                "AZURE_CLIENT_ID",
-                "AZURE_CLIENT_SECRET",
-            ];
-            for env in container
-                .get_mut("env")
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(key) = get_path_mut(env, &["valueFrom", "secretKeyRef", "key"])
-                    && let Some(k) = key.as_str()
-                    && KEYS.contains(&k)
+            // Matched on the variable name, whatever key upstream reads it from (CAPZ's
+            // `subscription-id`, ...): the credentials Secret CCO writes has only the
+            // lower-cased variable names as keys. A variable without a Secret reference (a
+            // literal value) has no key to remap and stays (the reference would crash on it).
+            for env in env(container) {
+                let Some(name) = env.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                if !AZURE_CREDENTIAL_ENV.contains(&name) {
+                    continue;
+                }
+                let lower = name.to_lowercase();
+                if let Some(key) =
+                    get_path_mut(env, &["valueFrom", "secretKeyRef"]).and_then(Value::as_object_mut)
                 {
-                    *key = Value::from(k.to_lowercase());
+                    key.insert("key".to_owned(), Value::from(lower));
                 }
             }
         }
         Flavor::Gcp => {
-            for env in container
-                .get_mut("env")
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
+            for env in env(container) {
                 if env.get("name").and_then(Value::as_str) == Some("GOOGLE_APPLICATION_CREDENTIALS")
                 {
                     env["value"] = Value::from("/home/.gcp/service_account.json");

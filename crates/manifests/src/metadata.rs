@@ -11,7 +11,11 @@ pub const METADATA_KIND: &str = "Metadata";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
+    /// Empty when the file leaves it out (see [`Metadata::parse`]).
+    #[serde(default)]
     pub api_version: String,
+    /// Empty when the file leaves it out (see [`Metadata::parse`]).
+    #[serde(default)]
     pub kind: String,
     #[serde(default)]
     pub release_series: Vec<ReleaseSeries>,
@@ -32,9 +36,15 @@ impl Metadata {
             message,
         };
         let md: Metadata = serde_saphyr::from_str(text).map_err(|e| err(e.to_string()))?;
-        if md.api_version != METADATA_API_VERSION || md.kind != METADATA_KIND {
+        // The metadata.yaml of the release-4.19/4.20 provider branches has no `kind` (only
+        // `apiVersion` and `releaseSeries`). clusterctl decodes the file into its typed
+        // `Metadata`, which fills a missing kind or apiVersion from the type, so such files are
+        // valid; only a *different* kind or apiVersion is another document.
+        let api_version_ok = md.api_version.is_empty() || md.api_version == METADATA_API_VERSION;
+        let kind_ok = md.kind.is_empty() || md.kind == METADATA_KIND;
+        if !api_version_ok || !kind_ok {
             return Err(err(format!(
-                "expected apiVersion {METADATA_API_VERSION} and kind {METADATA_KIND}, found {} {}",
+                "expected apiVersion {METADATA_API_VERSION} and kind {METADATA_KIND} (either may be left out), found apiVersion {:?}, kind {:?}",
                 md.api_version, md.kind
             )));
         }
@@ -78,9 +88,34 @@ mod tests {
     }
 
     #[test]
+    fn kind_and_api_version_may_be_left_out() {
+        // As on the release-4.19/4.20 branches of the provider forks.
+        let no_kind = "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nreleaseSeries:\n  - major: 2\n    minor: 8\n    contract: v1beta1\n";
+        let md = Metadata::parse("metadata.yaml", no_kind).unwrap();
+        assert_eq!(md.kind, "");
+        assert_eq!(md.release_series[0].contract, "v1beta1");
+        let neither = "releaseSeries:\n  - {major: 1, minor: 0, contract: v1beta1}\n";
+        assert_eq!(
+            Metadata::parse("metadata.yaml", neither)
+                .unwrap()
+                .release_series
+                .len(),
+            1
+        );
+    }
+
+    #[test]
     fn rejects_wrong_documents() {
         for (text, want) in [
             ("apiVersion: v1\nkind: ConfigMap\n", "expected apiVersion"),
+            (
+                "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Provider\nreleaseSeries: [{major: 1, minor: 0, contract: v1beta1}]\n",
+                r#"kind "Provider""#,
+            ),
+            (
+                "kind: Metadata\napiVersion: clusterctl.cluster.x-k8s.io/v1alpha4\nreleaseSeries: [{major: 1, minor: 0, contract: v1beta1}]\n",
+                r#"found apiVersion "clusterctl.cluster.x-k8s.io/v1alpha4""#,
+            ),
             (
                 "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries: []\n",
                 "releaseSeries is empty",

@@ -410,7 +410,12 @@ webhooks:
     .to_string();
     assert!(err.contains("ValidatingWebhookConfiguration vwc"), "{err}");
     assert!(err.contains("Service svc"), "{err}");
-    assert!(err.contains("no cert-manager.io/inject-ca-from"), "{err}");
+    assert!(
+        err.contains(
+            "neither cert-manager.io/inject-ca-from nor service.beta.openshift.io/inject-cabundle"
+        ),
+        "{err}"
+    );
 
     // A webhook that brings its own caBundle is the provider's business.
     run(r#"
@@ -444,6 +449,109 @@ webhooks:
         "{err}"
     );
     assert!(err.contains("not part of the components"), "{err}");
+}
+
+#[test]
+fn service_ca_ready_kustomization_is_accepted_as_is() {
+    // As OpenStack's kustomization renders it: no cert-manager objects, webhook configurations
+    // and CRDs already annotated for service-ca, the Service already asking for its certificate.
+    let input = r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: capo-webhook-service
+  namespace: capo-system
+  annotations: {service.beta.openshift.io/serving-cert-secret-name: capo-webhook-service-cert}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: capo-validating-webhook-configuration
+  annotations: {service.beta.openshift.io/inject-cabundle: "true"}
+webhooks:
+- name: a.example
+  clientConfig: {service: {name: capo-webhook-service, namespace: capo-system, path: /validate}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: awsmachines.infrastructure.cluster.x-k8s.io
+  annotations: {service.beta.openshift.io/inject-cabundle: "true"}
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: AWSMachine, plural: awsmachines}
+  conversion:
+    strategy: Webhook
+    webhook:
+      clientConfig: {service: {name: capo-webhook-service, namespace: capo-system, path: /convert}}
+"#;
+    let c = run(input).unwrap();
+    let vwc = find(
+        &c,
+        "ValidatingWebhookConfiguration",
+        "capo-validating-webhook-configuration",
+    );
+    assert_eq!(
+        vwc["metadata"]["annotations"],
+        json!({"service.beta.openshift.io/inject-cabundle": "true"})
+    );
+    assert_eq!(
+        vwc["webhooks"][0]["clientConfig"]["service"]["namespace"],
+        NS
+    );
+    let svc = find(&c, "Service", "capo-webhook-service");
+    let mut want = openshift_annotations();
+    want["service.beta.openshift.io/serving-cert-secret-name"] = json!("capo-webhook-service-cert");
+    assert_eq!(svc["metadata"]["annotations"], want);
+
+    // The same input whose Service does not ask service-ca for a certificate: the webhook
+    // could never serve TLS.
+    let without = input.replace(
+        "  annotations: {service.beta.openshift.io/serving-cert-secret-name: capo-webhook-service-cert}\n",
+        "",
+    );
+    assert_ne!(without, input);
+    let err = run(&without).unwrap_err().to_string();
+    assert!(
+        err.contains("ValidatingWebhookConfiguration capo-validating-webhook-configuration"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Service openshift-cluster-api/capo-webhook-service"),
+        "{err}"
+    );
+    assert!(
+        err.contains("service.beta.openshift.io/serving-cert-secret-name"),
+        "{err}"
+    );
+}
+
+#[test]
+fn placeholder_ca_bundle_with_inject_ca_from_still_gets_a_serving_certificate() {
+    let c = run(&format!(
+        r#"{CERT_SETUP}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: mwc
+  annotations: {{cert-manager.io/inject-ca-from: capa-system/capa-serving-cert}}
+webhooks:
+- name: a.example
+  clientConfig: {{caBundle: Cg==, service: {{name: capa-webhook-service, namespace: capa-system}}}}
+"#
+    ))
+    .unwrap();
+    let svc = find(&c, "Service", "capa-webhook-service");
+    assert_eq!(
+        svc["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+        "capa-webhook-service-cert"
+    );
+    let mwc = find(&c, "MutatingWebhookConfiguration", "mwc");
+    assert_eq!(
+        mwc["metadata"]["annotations"],
+        json!({"service.beta.openshift.io/inject-cabundle": "true"})
+    );
 }
 
 const DEPLOYMENT: &str = r#"
@@ -565,6 +673,111 @@ fn provider_tweaks() {
     assert_eq!(
         c.protected.policy_name(),
         "openshift-cluster-api-protect-ibmpowervscluster"
+    );
+}
+
+/// The provider tweaks touch the `manager` container only, as in the reference: a sidecar that
+/// reads the same variable or takes the same argument keeps what its author wrote.
+const TWO_CONTAINERS: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: controller-manager, namespace: provider-system}
+spec:
+  template:
+    spec:
+      containers:
+      - name: manager
+        image: example.com/manager:v1
+        args: ["--provider-id-fmt=${PROVIDER_ID_FORMAT:=v1}"]
+        env:
+        - {name: GOOGLE_APPLICATION_CREDENTIALS, value: /home/.gcp/credentials.json}
+        - name: AZURE_SUBSCRIPTION_ID
+          valueFrom: {secretKeyRef: {name: capz-manager-bootstrap-credentials, key: subscription-id}}
+        - name: AZURE_TENANT_ID
+          valueFrom: {secretKeyRef: {name: capz-manager-bootstrap-credentials, key: tenant-id}}
+        - {name: AZURE_CLIENT_ID, value: literal-client-id}
+        - name: NODE_NAME
+          valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+        resources:
+          claims: [{name: gpu}]
+          limits: {cpu: "2"}
+      - name: sidecar
+        image: example.com/sidecar:v1
+        args: ["--provider-id-fmt=${PROVIDER_ID_FORMAT:=v1}"]
+        env:
+        - {name: GOOGLE_APPLICATION_CREDENTIALS, value: /home/.gcp/credentials.json}
+        - name: AZURE_SUBSCRIPTION_ID
+          valueFrom: {secretKeyRef: {name: other, key: subscription-id}}
+"#;
+
+#[test]
+fn provider_tweaks_only_in_the_manager_container() {
+    let containers = |cli_name: &str| {
+        let (flavor, name) = Flavor::for_cli_name(cli_name);
+        let crd = if cli_name == "powervs" {
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: ibmpowervsclusters.infrastructure.cluster.x-k8s.io}\nspec: {group: infrastructure.cluster.x-k8s.io, names: {kind: IBMPowerVSCluster, plural: ibmpowervsclusters}}\n".to_owned()
+        } else {
+            crd_for(cli_name)
+        };
+        let c = run_as(&infra(name), flavor, &format!("{crd}---\n{TWO_CONTAINERS}")).unwrap();
+        let d = find(&c, "Deployment", "controller-manager");
+        let cs = d["spec"]["template"]["spec"]["containers"].clone();
+        (cs[0].clone(), cs[1].clone())
+    };
+
+    // azure: the key of each AZURE_* credential variable becomes the lower-cased variable
+    // name (what the CCO Secret holds), matched by variable name, not by the old key.
+    let (manager, sidecar) = containers("azure");
+    let key = |c: &Value, i: usize| c["env"][i]["valueFrom"]["secretKeyRef"].clone();
+    assert_eq!(
+        key(&manager, 1),
+        json!({"name": "capz-manager-bootstrap-credentials", "key": "azure_subscription_id"})
+    );
+    assert_eq!(key(&manager, 2)["key"], "azure_tenant_id");
+    assert_eq!(
+        manager["env"][3],
+        json!({"name": "AZURE_CLIENT_ID", "value": "literal-client-id"}),
+        "a literal value has no key to remap"
+    );
+    assert_eq!(
+        manager["env"][4]["valueFrom"],
+        json!({"fieldRef": {"fieldPath": "spec.nodeName"}})
+    );
+    assert_eq!(
+        key(&sidecar, 1)["key"],
+        "subscription-id",
+        "sidecar untouched"
+    );
+
+    // gcp
+    let (manager, sidecar) = containers("gcp");
+    assert_eq!(
+        manager["env"][0]["value"],
+        "/home/.gcp/service_account.json"
+    );
+    assert_eq!(sidecar["env"][0]["value"], "/home/.gcp/credentials.json");
+    assert_eq!(
+        key(&manager, 1)["key"],
+        "subscription-id",
+        "azure rule not applied"
+    );
+
+    // powervs
+    let (manager, sidecar) = containers("powervs");
+    assert_eq!(manager["args"], json!(["--provider-id-fmt=v2"]));
+    assert_eq!(
+        sidecar["args"],
+        json!(["--provider-id-fmt=${PROVIDER_ID_FORMAT:=v1}"])
+    );
+
+    // Hardening applies to every container; other `resources` fields (claims) stay.
+    assert_eq!(
+        manager["resources"],
+        json!({"claims": [{"name": "gpu"}], "requests": {"cpu": "10m", "memory": "50Mi"}})
+    );
+    assert_eq!(
+        sidecar["resources"],
+        json!({"requests": {"cpu": "10m", "memory": "50Mi"}})
     );
 }
 
