@@ -34,6 +34,14 @@ const PROVIDERS: &[(&str, &str)] = &[
     ("BareMetal", "metal3"),
 ];
 
+/// The infrastructure provider of a platform type (`AWS` → `aws`), `None` for platforms without one.
+pub fn provider_name(platform: &str) -> Option<&'static str> {
+    PROVIDERS
+        .iter()
+        .find(|(p, _)| *p == platform)
+        .map(|(_, name)| *name)
+}
+
 /// Decides from the `status` of `Infrastructure/cluster`.
 pub fn decide(infrastructure_status: Option<&Value>) -> PlatformDecision {
     let platform_status = infrastructure_status.and_then(|s| s.get("platformStatus"));
@@ -55,8 +63,8 @@ pub fn decide(infrastructure_status: Option<&Value>) -> PlatformDecision {
                 .into(),
         };
     }
-    match PROVIDERS.iter().find(|(p, _)| *p == platform) {
-        Some((_, name)) => PlatformDecision::Supported(InfrastructureProvider {
+    match provider_name(platform) {
+        Some(name) => PlatformDecision::Supported(InfrastructureProvider {
             platform: platform.to_string(),
             provider_name: name,
         }),

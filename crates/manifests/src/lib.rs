@@ -13,6 +13,7 @@ pub mod customize;
 mod error;
 pub mod metadata;
 pub mod object;
+pub mod profile;
 pub mod provider;
 pub mod transport;
 pub mod yaml;

@@ -1,0 +1,394 @@
+//! Image-based profiles on disk (ref §3.2): `--profiles-dir DIR` holds one folder per provider
+//! image, laid out as the reference mounts provider images as volumes, and each image carries its
+//! profiles in `capi-operator-manifests/<profile>/{metadata.yaml,manifests.yaml}`. The installer
+//! reads one profile per image (`--profile`, default `default`).
+//!
+//! Reading is the only I/O here; what a profile declares (which provider, which version) and how
+//! its manifests are rendered is pure and lives with the other source kinds.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use capi_manifests::ProviderType;
+use capi_manifests::profile::{
+    ATTRIBUTE_TYPE, MANIFESTS_FILE, METADATA_FILE, MetadataError, PROFILES_DIR, ProfileMetadata,
+};
+
+/// Larger files are refused before they are read: the biggest real profile (core) is 0.7 MB, and
+/// a provider whose objects do not fit into a few megabytes could not be applied anyway.
+pub const MAX_MANIFESTS_BYTES: u64 = 16 << 20;
+const MAX_METADATA_BYTES: u64 = 64 << 10;
+
+/// Where a profile lives: `DIR/<image>/capi-operator-manifests/<profile>`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProfileRef {
+    /// The image's folder under `--profiles-dir` (a DNS label, as the reference's volume names).
+    pub image: String,
+    pub profile: String,
+}
+
+impl ProfileRef {
+    /// `DIR/<image>/capi-operator-manifests/<profile>`.
+    pub fn dir(&self, root: &Path) -> PathBuf {
+        root.join(&self.image)
+            .join(PROFILES_DIR)
+            .join(&self.profile)
+    }
+}
+
+impl fmt::Display for ProfileRef {
+    /// `profile aws-cluster-api-controllers/default`: how status messages and Events name it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "profile {}/{}", self.image, self.profile)
+    }
+}
+
+/// A profile read from disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    pub id: ProfileRef,
+    /// `DIR/<image>/capi-operator-manifests/<profile>/manifests.yaml`, as errors name it.
+    pub manifests_path: PathBuf,
+    pub metadata: ProfileMetadata,
+    pub manifests: String,
+}
+
+impl Profile {
+    /// The provider this profile carries, as the installer selects providers: core by its name
+    /// (`cluster-api`), an infrastructure provider by the name of its platform's provider
+    /// (`ocpPlatform: AWS` → `aws`), the name a transport ConfigMap of the same provider carries.
+    /// The type comes from `attributes.type`; without it, a profile with an `ocpPlatform` is an
+    /// infrastructure provider.
+    pub fn provider(&self) -> Result<(String, ProviderType), ProfileProblem> {
+        let problem = |message: String| ProfileProblem::Unusable {
+            id: self.id.clone(),
+            message,
+        };
+        let md = &self.metadata;
+        let provider_type = match (md.attributes.get(ATTRIBUTE_TYPE), &md.ocp_platform) {
+            (Some(t), _) => ProviderType::from_label(t)
+                .ok_or_else(|| problem(format!("attributes.type {t:?} is not a provider type")))?,
+            (None, Some(_)) => ProviderType::Infrastructure,
+            (None, None) => {
+                return Err(problem(format!(
+                    "{} has neither attributes.type nor ocpPlatform: it is not a core or infrastructure provider (components of other kinds, such as the reference operator's own, are not installed)",
+                    md.name
+                )));
+            }
+        };
+        let name = match provider_type {
+            ProviderType::Core => md.name.clone(),
+            ProviderType::Infrastructure => {
+                let Some(platform) = &md.ocp_platform else {
+                    return Err(problem(
+                        "an infrastructure provider profile needs ocpPlatform, the platform it is for"
+                            .to_string(),
+                    ));
+                };
+                crate::platform::provider_name(platform)
+                    .ok_or_else(|| {
+                        problem(format!(
+                            "ocpPlatform {platform:?} has no Cluster API provider"
+                        ))
+                    })?
+                    .to_string()
+            }
+        };
+        Ok((name, provider_type))
+    }
+}
+
+/// A profile, or a folder that should hold one, that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileProblem {
+    #[error("{path}: {message}")]
+    Unreadable { path: PathBuf, message: String },
+    #[error("{0}")]
+    Metadata(#[from] MetadataError),
+    #[error("{id}: {message}")]
+    Unusable { id: ProfileRef, message: String },
+}
+
+/// Everything found under `--profiles-dir` for one profile name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Readable profiles, by image folder name.
+    pub profiles: Vec<Profile>,
+    /// Profiles that exist but cannot be used; reported, never silently skipped.
+    pub problems: Vec<ProfileProblem>,
+    /// Image folders without this profile (an image of another component, or a placeholder image
+    /// without manifests, as the release ships for unsupported architectures): logged.
+    pub skipped: Vec<String>,
+}
+
+/// Reads profile `profile` of every image folder under `root`, in folder name order. An error only
+/// when `root` itself cannot be read; everything below it is a [`Scan`] entry.
+pub fn scan(root: &Path, profile: &str) -> std::io::Result<Scan> {
+    let mut images: Vec<(String, PathBuf)> = std::fs::read_dir(root)?
+        .filter_map(Result::ok)
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    images.sort();
+    let mut scan = Scan::default();
+    for (image, path) in images {
+        if !path.is_dir() {
+            scan.skipped
+                .push(format!("{}: not a folder", path.display()));
+            continue;
+        }
+        let id = ProfileRef {
+            image: image.clone(),
+            profile: profile.to_string(),
+        };
+        let dir = id.dir(root);
+        if !dir.is_dir() {
+            scan.skipped
+                .push(format!("{}: no {PROFILES_DIR}/{profile}", path.display()));
+            continue;
+        }
+        if !is_dns_label(&image) {
+            // The name becomes part of the inventory key and of every message; the reference
+            // derives it from the image reference as a DNS label.
+            scan.problems.push(ProfileProblem::Unusable {
+                id,
+                message: "the image folder's name is not a DNS label (lower-case letters, digits and '-', at most 63 characters)".into(),
+            });
+            continue;
+        }
+        match read_profile(id, &dir) {
+            Ok(Some(p)) => scan.profiles.push(p),
+            Ok(None) => scan.skipped.push(format!(
+                "{}: neither {METADATA_FILE} nor {MANIFESTS_FILE}",
+                dir.display()
+            )),
+            Err(problem) => scan.problems.push(problem),
+        }
+    }
+    Ok(scan)
+}
+
+/// `None` when the folder holds neither file (not a profile); one file without the other is a
+/// problem (a broken image), as in the reference.
+fn read_profile(id: ProfileRef, dir: &Path) -> Result<Option<Profile>, ProfileProblem> {
+    let metadata_path = dir.join(METADATA_FILE);
+    let manifests_path = dir.join(MANIFESTS_FILE);
+    match (metadata_path.is_file(), manifests_path.is_file()) {
+        (false, false) => return Ok(None),
+        (true, true) => {}
+        (has_metadata, _) => {
+            let (present, missing) = if has_metadata {
+                (METADATA_FILE, MANIFESTS_FILE)
+            } else {
+                (MANIFESTS_FILE, METADATA_FILE)
+            };
+            return Err(ProfileProblem::Unusable {
+                id,
+                message: format!("{} has {present} but no {missing}", dir.display()),
+            });
+        }
+    }
+    let metadata_text = read_text(&metadata_path, MAX_METADATA_BYTES)?;
+    let metadata = ProfileMetadata::parse(&metadata_path.display().to_string(), &metadata_text)?;
+    let manifests = read_text(&manifests_path, MAX_MANIFESTS_BYTES)?;
+    Ok(Some(Profile {
+        id,
+        manifests_path,
+        metadata,
+        manifests,
+    }))
+}
+
+fn read_text(path: &Path, limit: u64) -> Result<String, ProfileProblem> {
+    let unreadable = |message: String| ProfileProblem::Unreadable {
+        path: path.to_path_buf(),
+        message,
+    };
+    let size = std::fs::metadata(path)
+        .map_err(|e| unreadable(e.to_string()))?
+        .len();
+    if size > limit {
+        return Err(unreadable(format!(
+            "{size} bytes, over the limit of {limit} bytes"
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    String::from_utf8(bytes).map_err(|e| unreadable(format!("not UTF-8: {e}")))
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CORE_MD: &str = "attributes: {type: core, version: v1.13.4}\ninstallOrder: 10\nname: cluster-api\nselfImageRef: registry.ci.openshift.org/openshift:cluster-capi-controllers\n";
+    const AWS_MD: &str = "attributes: {type: infrastructure, version: v2.13.0}\ninstallOrder: 20\nname: cluster-api-provider-aws\nocpPlatform: AWS\n";
+    const MANIFESTS: &str = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: openshift-cluster-api}\n";
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn reads_one_profile_per_image_and_reports_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let d = "capi-operator-manifests";
+        write(
+            root,
+            &format!("core-img/{d}/default/metadata.yaml"),
+            CORE_MD,
+        );
+        write(
+            root,
+            &format!("core-img/{d}/default/manifests.yaml"),
+            MANIFESTS,
+        );
+        write(root, &format!("aws-img/{d}/default/metadata.yaml"), AWS_MD);
+        write(
+            root,
+            &format!("aws-img/{d}/default/manifests.yaml"),
+            MANIFESTS,
+        );
+        // Another profile of the same image is not read.
+        write(
+            root,
+            &format!("aws-img/{d}/techpreview/metadata.yaml"),
+            "{{{",
+        );
+        // An image without manifests (placeholder), a stray file, an empty profile folder.
+        std::fs::create_dir_all(root.join("placeholder")).unwrap();
+        write(root, "README", "x");
+        std::fs::create_dir_all(root.join(format!("empty/{d}/default"))).unwrap();
+        // Broken: one file without the other, bad metadata, a name that is no DNS label.
+        write(root, &format!("half/{d}/default/manifests.yaml"), MANIFESTS);
+        write(
+            root,
+            &format!("badmd/{d}/default/metadata.yaml"),
+            "name: \"\"\n",
+        );
+        write(
+            root,
+            &format!("badmd/{d}/default/manifests.yaml"),
+            MANIFESTS,
+        );
+        write(
+            root,
+            &format!("Upper_Case/{d}/default/metadata.yaml"),
+            CORE_MD,
+        );
+        write(
+            root,
+            &format!("Upper_Case/{d}/default/manifests.yaml"),
+            MANIFESTS,
+        );
+
+        let scan = scan(root, "default").unwrap();
+        let ids: Vec<String> = scan.profiles.iter().map(|p| p.id.to_string()).collect();
+        assert_eq!(ids, ["profile aws-img/default", "profile core-img/default"]);
+        assert_eq!(scan.profiles[1].manifests, MANIFESTS);
+        assert_eq!(scan.profiles[1].metadata.name, "cluster-api");
+        let problems: Vec<String> = scan.problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].contains("Upper_Case") && problems[0].contains("DNS label"));
+        assert!(
+            problems[1].contains("badmd/capi-operator-manifests/default/metadata.yaml")
+                && problems[1].contains("name is empty"),
+            "{}",
+            problems[1]
+        );
+        assert!(
+            problems[2].starts_with("profile half/default:")
+                && problems[2].contains("has manifests.yaml but no metadata.yaml"),
+            "{}",
+            problems[2]
+        );
+        assert_eq!(scan.skipped.len(), 3, "{:?}", scan.skipped);
+
+        // Another profile name reads other folders.
+        let other = super::scan(root, "techpreview").unwrap();
+        assert!(other.profiles.is_empty());
+        assert_eq!(other.problems.len(), 1, "{:?}", other.problems);
+        assert!(super::scan(&root.join("nope"), "default").is_err());
+    }
+
+    #[test]
+    fn oversized_manifests_are_refused_unread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = "capi-operator-manifests/default";
+        write(tmp.path(), &format!("img/{d}/metadata.yaml"), CORE_MD);
+        let big = tmp.path().join(format!("img/{d}/manifests.yaml"));
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_MANIFESTS_BYTES + 1).unwrap();
+        let scan = scan(tmp.path(), "default").unwrap();
+        assert!(scan.profiles.is_empty());
+        assert!(
+            scan.problems[0].to_string().contains("over the limit"),
+            "{}",
+            scan.problems[0]
+        );
+    }
+
+    fn profile(metadata: &str) -> Profile {
+        Profile {
+            id: ProfileRef {
+                image: "img".into(),
+                profile: "default".into(),
+            },
+            manifests_path: PathBuf::from("img/manifests.yaml"),
+            metadata: ProfileMetadata::parse("m", metadata).unwrap(),
+            manifests: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_provider_a_profile_carries() {
+        let cases = [
+            (CORE_MD, Ok(("cluster-api", ProviderType::Core))),
+            (AWS_MD, Ok(("aws", ProviderType::Infrastructure))),
+            (
+                "name: capibm\nocpPlatform: PowerVS\n",
+                Ok(("ibmcloud", ProviderType::Infrastructure)),
+            ),
+            (
+                "name: capm3\nocpPlatform: BareMetal\nattributes: {type: infrastructure}\n",
+                Ok(("metal3", ProviderType::Infrastructure)),
+            ),
+            (
+                "name: cluster-capi-operator\ninstallOrder: 30\n",
+                Err("neither attributes.type nor ocpPlatform"),
+            ),
+            (
+                "name: x\nattributes: {type: infrastructure}\n",
+                Err("needs ocpPlatform"),
+            ),
+            (
+                "name: x\nocpPlatform: Nutanix\n",
+                Err("\"Nutanix\" has no Cluster API provider"),
+            ),
+        ];
+        for (md, want) in cases {
+            let got = profile(md).provider();
+            match (got, want) {
+                (Ok((name, t)), Ok((want_name, want_t))) => {
+                    assert_eq!((name.as_str(), t), (want_name, want_t), "{md}")
+                }
+                (Err(e), Err(want)) => {
+                    let e = e.to_string();
+                    assert!(e.starts_with("profile img/default: "), "{e}");
+                    assert!(e.contains(want), "{md}: {e}");
+                }
+                (got, want) => panic!("{md}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+}
