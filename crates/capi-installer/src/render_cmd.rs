@@ -4,12 +4,14 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use capi_apply::{KindResolver, Phase, Plan};
 use capi_installer_controller::platform::{self, PlatformDecision};
 use capi_installer_controller::provider::{self, RenderContext};
 use capi_installer_controller::sources::{self, NAME_LABEL, Source};
+use capi_runtime::report::exit;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
@@ -43,7 +45,8 @@ pub struct RenderArgs {
     output: Output,
 }
 
-pub fn main(args: RenderArgs) -> Result<()> {
+/// Exit code 1 when a provider of the platform cannot be rendered (or is missing); errors otherwise.
+pub fn main(args: RenderArgs) -> Result<ExitCode> {
     let images = crate::read_map(&args.images_json, "images file")?;
     let substitutions = match &args.substitutions {
         Some(path) => crate::read_map(path, "substitutions file")?,
@@ -68,7 +71,7 @@ pub fn main(args: RenderArgs) -> Result<()> {
             eprintln!(
                 "note: platforms with a Cluster API provider: AWS, GCP, Azure, PowerVS, VSphere, OpenStack, BareMetal"
             );
-            return Ok(());
+            return Ok(ExitCode::SUCCESS);
         }
         PlatformDecision::Unset => bail!("--platform must not be empty"),
     };
@@ -95,13 +98,14 @@ pub fn main(args: RenderArgs) -> Result<()> {
         })
         .collect();
     if !missing.is_empty() {
-        bail!(
-            "{}: no transport ConfigMap in namespace {} labelled {} (platform {})",
+        eprintln!(
+            "error: {}: no transport ConfigMap in namespace {} labelled {} (platform {})",
             args.from.display(),
             args.namespace,
             missing.join(" nor "),
             args.platform
         );
+        return Ok(ExitCode::from(exit::FAILED));
     }
 
     let mut resolver = input.resolver;
@@ -144,13 +148,14 @@ pub fn main(args: RenderArgs) -> Result<()> {
         for e in &errors {
             eprintln!("error: {e}");
         }
-        bail!(
-            "{} of {} provider(s) cannot be rendered",
+        eprintln!(
+            "error: {} of {} provider(s) cannot be rendered",
             errors.len(),
             selected.len()
         );
+        return Ok(ExitCode::from(exit::FAILED));
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 fn gate(phase: Phase) -> &'static str {

@@ -12,6 +12,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, Result, anyhow, bail};
 use capi_manifests::customize::{Flavor, Generated, REVIEW_COPY_PATH, generate};
 use capi_manifests::{Provider, ProviderType};
+use capi_runtime::report::{exit, finish};
 use clap::Parser;
 
 /// Generate the transport ConfigMap of a Cluster API provider for OpenShift.
@@ -42,7 +43,8 @@ struct Args {
     /// clusterctl metadata file [default: <base-path>/metadata.yaml].
     #[arg(long, value_name = "FILE")]
     metadata: Option<PathBuf>,
-    /// Write nothing; exit 1 and print a diff when the committed outputs are stale.
+    /// Write nothing; exit 1 and print a diff when the committed outputs are stale (0 when up to date,
+    /// 2 on an error).
     #[arg(long)]
     check: bool,
     /// Keep the objects in the order the kustomization lists them, as the reference generator
@@ -87,13 +89,9 @@ fn go_style_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 
 fn main() -> ExitCode {
     let args = Args::parse_from(go_style_args(std::env::args_os()));
-    match run(&args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("manifests-gen: error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+    // 0 written or up to date, 1 stale (--check), 2 any error: a CI script can tell "regenerate" from
+    // "broken".
+    finish(run(&args), exit::ERROR)
 }
 
 struct Output {
@@ -302,7 +300,7 @@ fn check(outputs: &[Output]) -> Result<ExitCode> {
         eprintln!(
             "generated manifests are stale: run manifests-gen without --check and commit the result"
         );
-        Ok(ExitCode::from(1))
+        Ok(ExitCode::from(exit::FAILED))
     } else {
         eprintln!("generated manifests are up to date");
         Ok(ExitCode::SUCCESS)

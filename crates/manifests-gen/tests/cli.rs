@@ -1,5 +1,5 @@
-//! Command-line behaviour: bad input (exit 1, one message naming file/document/object, nothing
-//! written), `--check`, Go-style flags, kustomize discovery.
+//! Command-line behaviour: bad input (exit 2, one `error: ` line naming file/document/object, nothing
+//! written), `--check` (exit 1 when stale, 2 on an error), Go-style flags, kustomize discovery.
 
 mod common;
 
@@ -70,9 +70,13 @@ fn stderr(o: &Output) -> String {
 
 fn assert_fails(o: &Output, wants: &[&str]) {
     let err = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(o.status.code(), Some(2), "an error exits 2: {err}");
     let error_lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(error_lines.len(), 1, "one message: {err}");
+    assert!(
+        error_lines[0].starts_with("error: "),
+        "common prefix: {err}"
+    );
     for w in wants {
         assert!(err.contains(w), "missing {w:?} in: {err}");
     }
@@ -118,7 +122,7 @@ fn good_input_writes_both_outputs() {
 }
 
 #[test]
-fn bad_inputs_exit_1_with_one_clear_message_and_write_nothing() {
+fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
     let cases: Vec<(String, &str, &str, Vec<&str>)> = vec![
         (
             format!("{GOOD}---\napiVersion: v1\nkind: [unclosed\n"),
@@ -191,6 +195,22 @@ fn unreadable_metadata_names_the_file() {
 
     let o = c.run("v1.2.3", &["--metadata", "elsewhere.yaml"]);
     assert_fails(&o, &["elsewhere.yaml"]);
+}
+
+/// A script tells "stale: regenerate" (1) from "cannot check" (2).
+#[test]
+fn check_exits_2_on_an_error_and_1_only_when_stale() {
+    let c = Case::new(GOOD, METADATA);
+    let o = c.run("v1.2.3", &["--check", "--metadata", "elsewhere.yaml"]);
+    assert_fails(&o, &["elsewhere.yaml"]);
+    let o = c.run("not-a-version", &["--check"]);
+    assert_fails(&o, &["not-a-version"]);
+    let o = c.run("v1.2.3", &["--check"]);
+    assert_eq!(o.status.code(), Some(1), "stale: {}", stderr(&o));
+    // A usage error is an error too (clap's own exit code).
+    let o = c.run("v1.2.3", &["--check", "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease, so that of several replicas only one runs the
-//! installer loop.
+//! controller.
 //!
 //! The rules are client-go's `leaderelection` (what every OpenShift operator uses), written out here
 //! instead of taken from `kube-lease-manager` because that crate (0.13) lacks three properties we rely on:
@@ -12,12 +12,19 @@
 //!   the lease, exactly one wins; the other gets 409 Conflict and stays a candidate.
 //! - Expiry is judged on the candidate's own monotonic clock, from when it last saw the lease record
 //!   change, never from `renewTime` (which was written by another machine's clock).
-//! - The holder renews every [`Timing::renew_every`]; if no renewal succeeded for
+//! - The holder renews every [`Timing::retry_period`]; if no renewal succeeded within
 //!   [`Timing::renew_deadline`] (shorter than the lease duration) it gives up before anyone else may take
-//!   over, so two leaders never overlap as long as clocks run at the same rate.
+//!   over, so two leaders never overlap as long as clocks run at the same rate. The deadline counts from
+//!   when the last successful renewal was *sent*: the write landed after that, so a standby's clock
+//!   starts later than ours.
+//! - Every request is bounded by a timeout: for the holder, what remains of the renew deadline. kube's
+//!   client has no read timeout, and a renewal that hangs (an API server that accepts but never answers,
+//!   a dead connection nobody closes) would otherwise keep the old leader believing, and writing, after a
+//!   standby took over.
 //! - Release clears `holderIdentity` (and sets the duration to 1 s, as client-go does), so a standby,
-//!   which looks every [`Timing::retry_every`], takes over within that period.
+//!   which looks every [`Timing::retry_period`], takes over within that period.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -26,32 +33,65 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::{Client, ResourceExt};
 
-pub const LEASE_NAME: &str = "capi-installer-leader";
+use crate::duration::format_duration;
 
-/// How often and how long. The defaults give a take-over at most `lease_duration + retry_every` (17 s)
-/// after the leader died, well within the 30 s we promise.
-#[derive(Clone, Copy, Debug)]
+/// How often and how long. OpenShift's values for operators that must survive a kube-apiserver rollout
+/// (a leader keeps its lease through two minutes of API server disruption): a standby takes over between
+/// `lease_duration` and `lease_duration + 2 × retry_period` after the last renewal (137–189 s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
     /// How long a lease is valid after its last renewal, as written into the Lease.
     pub lease_duration: Duration,
     /// The holder gives up when it could not renew for this long (< `lease_duration`).
     pub renew_deadline: Duration,
-    /// How often the holder renews.
-    pub renew_every: Duration,
-    /// How often a standby looks at the lease (and the holder retries a failed renewal).
-    pub retry_every: Duration,
+    /// How often the holder renews, a standby looks at the lease, and a failed attempt is retried.
+    pub retry_period: Duration,
 }
 
 impl Default for Timing {
     fn default() -> Self {
         Timing {
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            renew_every: Duration::from_secs(5),
-            retry_every: Duration::from_secs(2),
+            lease_duration: Duration::from_secs(137),
+            renew_deadline: Duration::from_secs(107),
+            retry_period: Duration::from_secs(26),
         }
     }
 }
+
+impl Timing {
+    /// The orderings that make the election safe: a holder gives up before its lease expires for
+    /// others, and tries at least once more before giving up. Whole seconds, because the Lease records
+    /// its duration in seconds.
+    pub fn validate(&self) -> Result<(), TimingError> {
+        let t = self;
+        if t.lease_duration.subsec_nanos() != 0 || t.lease_duration < Duration::from_secs(1) {
+            return Err(TimingError(format!(
+                "the lease duration ({}) must be whole seconds, at least 1s",
+                format_duration(t.lease_duration)
+            )));
+        }
+        if t.renew_deadline >= t.lease_duration {
+            return Err(TimingError(format!(
+                "the renew deadline ({}) must be shorter than the lease duration ({})",
+                format_duration(t.renew_deadline),
+                format_duration(t.lease_duration)
+            )));
+        }
+        if t.retry_period.is_zero() || t.retry_period >= t.renew_deadline {
+            return Err(TimingError(format!(
+                "the retry period ({}) must be longer than 0 and shorter than the renew deadline ({})",
+                format_duration(t.retry_period),
+                format_duration(t.renew_deadline)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Leader election timings that cannot work (see [`Timing::validate`]).
+#[derive(Debug, thiserror::Error)]
+#[error("leader election: {0}")]
+pub struct TimingError(String);
 
 /// Why leadership ended without being asked to.
 #[derive(Debug, thiserror::Error)]
@@ -62,13 +102,24 @@ pub enum Lost {
         name: String,
         holder: Option<String>,
     },
-    #[error("Lease {namespace}/{name} could not be renewed for {seconds}s: {last_error}")]
+    #[error(
+        "Lease {namespace}/{name} could not be renewed within the renew deadline ({deadline}): {last_error}"
+    )]
     RenewDeadline {
         namespace: String,
         name: String,
-        seconds: u64,
+        deadline: String,
         last_error: String,
     },
+}
+
+/// One attempt on the Lease that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AttemptError {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error("no answer from the API server within {0}")]
+    TimedOut(String),
 }
 
 /// One replica's side of the election.
@@ -80,6 +131,8 @@ pub struct Elector {
     timing: Timing,
     /// When the lease record (holder, renewTime, transitions) last changed, on our clock.
     observed: Option<(RecordId, Instant)>,
+    /// When the attempt that acquired the lease was sent: the renew deadline counts from there.
+    acquired: Option<Instant>,
 }
 
 /// What identifies one renewal of a lease: when this changes, its holder is alive.
@@ -111,14 +164,22 @@ enum Attempt {
 }
 
 impl Elector {
-    pub fn new(client: Client, namespace: &str, identity: &str, timing: Timing) -> Elector {
+    /// `name` is the Lease's name: one per binary, so that each binary elects its own leader.
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        name: &str,
+        identity: &str,
+        timing: Timing,
+    ) -> Elector {
         Elector {
             api: Api::namespaced(client, namespace),
             namespace: namespace.to_string(),
-            name: LEASE_NAME.to_string(),
+            name: name.to_string(),
             identity: identity.to_string(),
             timing,
             observed: None,
+            acquired: None,
         }
     }
 
@@ -127,8 +188,13 @@ impl Elector {
     pub async fn acquire(&mut self, mut on_attempt: impl FnMut(bool)) {
         let mut last_holder: Option<Option<String>> = None;
         loop {
-            match self.try_acquire_or_renew().await {
+            // A standby's attempt may take as long as a holder's renewal would: it ends in time for the
+            // next look either way.
+            let sent = Instant::now();
+            let limit = self.timing.renew_deadline;
+            match bounded(limit, self.try_acquire_or_renew()).await {
                 Ok(Attempt::Held) => {
+                    self.acquired = Some(sent);
                     on_attempt(true);
                     tracing::info!(lease = %self.lease_ref(), identity = %self.identity, "became the leader");
                     return;
@@ -145,24 +211,28 @@ impl Elector {
                     tracing::warn!(lease = %self.lease_ref(), error = %e, "cannot reach the lease; retrying");
                 }
             }
-            tokio::time::sleep(self.timing.retry_every).await;
+            tokio::time::sleep(self.timing.retry_period).await;
         }
     }
 
     /// Renews the lease until it is lost; returns why. Cancel the future to stop renewing (then call
     /// [`Elector::release`]).
     pub async fn hold(&mut self) -> Lost {
-        let mut last_renewal = Instant::now();
+        let mut renewed = self.acquired.unwrap_or_else(Instant::now);
         loop {
-            let wait = self
-                .timing
-                .renew_every
-                .saturating_sub(last_renewal.elapsed());
+            let wait = self.timing.retry_period.saturating_sub(renewed.elapsed());
             tokio::time::sleep(wait).await;
             loop {
-                match self.try_acquire_or_renew().await {
+                let remaining = self.timing.renew_deadline.saturating_sub(renewed.elapsed());
+                let sent = Instant::now();
+                let result = if remaining.is_zero() {
+                    Err(AttemptError::TimedOut(format_duration(Duration::ZERO)))
+                } else {
+                    bounded(remaining, self.try_acquire_or_renew()).await
+                };
+                match result {
                     Ok(Attempt::Held) => {
-                        last_renewal = Instant::now();
+                        renewed = sent;
                         break;
                     }
                     Ok(Attempt::HeldBy(holder)) => {
@@ -172,11 +242,11 @@ impl Elector {
                             holder,
                         };
                     }
-                    Err(e) if last_renewal.elapsed() >= self.timing.renew_deadline => {
+                    Err(e) if renewed.elapsed() >= self.timing.renew_deadline => {
                         return Lost::RenewDeadline {
                             namespace: self.namespace.clone(),
                             name: self.name.clone(),
-                            seconds: self.timing.renew_deadline.as_secs(),
+                            deadline: format_duration(self.timing.renew_deadline),
                             last_error: e.to_string(),
                         };
                     }
@@ -184,14 +254,20 @@ impl Elector {
                         tracing::warn!(lease = %self.lease_ref(), error = %e, "cannot renew the lease; retrying");
                     }
                 }
-                tokio::time::sleep(self.timing.retry_every).await;
+                let remaining = self.timing.renew_deadline.saturating_sub(renewed.elapsed());
+                tokio::time::sleep(self.timing.retry_period.min(remaining)).await;
             }
         }
     }
 
     /// Clears the holder when it is still us, so that a standby takes over without waiting for the
-    /// lease to expire. Best effort: when it fails, the lease simply expires.
-    pub async fn release(&mut self) -> Result<(), kube::Error> {
+    /// lease to expire. Best effort, bounded by the retry period: when it fails, the lease simply
+    /// expires.
+    pub async fn release(&mut self) -> Result<(), AttemptError> {
+        bounded(self.timing.retry_period, self.clear_holder()).await
+    }
+
+    async fn clear_holder(&mut self) -> Result<(), AttemptError> {
         let mut lease = match self.api.get_opt(&self.name).await? {
             Some(l) => l,
             None => return Ok(()),
@@ -215,7 +291,7 @@ impl Elector {
     }
 
     /// One round of client-go's `tryAcquireOrRenew`.
-    async fn try_acquire_or_renew(&mut self) -> Result<Attempt, kube::Error> {
+    async fn try_acquire_or_renew(&mut self) -> Result<Attempt, AttemptError> {
         let now = MicroTime(Timestamp::now());
         let duration = self.timing.lease_duration.as_secs() as i32;
         let Some(lease) = self.api.get_opt(&self.name).await? else {
@@ -240,7 +316,7 @@ impl Elector {
                 }
                 // Another replica created it first: it is the leader.
                 Err(kube::Error::Api(s)) if s.code == 409 => Ok(Attempt::HeldBy(None)),
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
             };
         };
 
@@ -292,7 +368,7 @@ impl Elector {
                     Ok(Attempt::HeldBy(holder))
                 }
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -305,6 +381,16 @@ impl Elector {
     }
 }
 
+/// Runs one attempt for at most `limit`.
+async fn bounded<T>(
+    limit: Duration,
+    attempt: impl Future<Output = Result<T, AttemptError>>,
+) -> Result<T, AttemptError> {
+    tokio::time::timeout(limit, attempt)
+        .await
+        .unwrap_or_else(|_| Err(AttemptError::TimedOut(format_duration(limit))))
+}
+
 /// A name for this replica that is unique among the replicas: the pod name when given, else the host
 /// name and process id.
 pub fn default_identity(instance: Option<&str>) -> String {
@@ -313,6 +399,6 @@ pub fn default_identity(instance: Option<&str>) -> String {
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "capi-installer".into());
+        .unwrap_or_else(|_| "replica".into());
     format!("{host}-{}", std::process::id())
 }

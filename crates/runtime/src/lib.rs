@@ -1,0 +1,61 @@
+//! `capi-runtime`: the process runtime that the project's long-running binaries (`capi-installer run`,
+//! `capi-controllers run`) share, made to OpenShift operator conventions. Knows Kubernetes, knows
+//! nothing about Cluster API.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`args`] | the flags every binary shares, as clap groups to `#[command(flatten)]` |
+//! | [`duration`] | durations on the command line (`30s`, `5m`, `137s`) |
+//! | [`report`] | the error format and exit codes of every binary |
+//! | [`leader`] | leader election on a Lease, each request bounded by the renew deadline |
+//! | [`http`] | /healthz, /readyz, /metrics |
+//! | [`process`] | logging, the kube client with the binary's user agent, the shutdown signal |
+//! | [`run`] | campaign → run the controller while holding the lease → release on SIGTERM, exit 1 on loss |
+//!
+//! A binary's `run` command:
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # async fn example(args_kube: capi_runtime::args::KubeArgs, leader: capi_runtime::args::LeaderElectionArgs,
+//! #     http: capi_runtime::args::HttpArgs, log: capi_runtime::args::LogArgs) -> Result<(), capi_runtime::Error> {
+//! capi_runtime::process::init_logging(log.log_format);
+//! let client = capi_runtime::process::client(args_kube.kubeconfig.as_deref(), "my-binary/0.1.0").await?;
+//! let registry = prometheus_client::registry::Registry::default(); // the controller's metrics
+//! let runtime = capi_runtime::Runtime {
+//!     client: client.clone(),
+//!     namespace: "openshift-cluster-api".into(),
+//!     lease_name: "my-binary-leader".into(),
+//!     leader,
+//!     http,
+//!     registry: Arc::new(registry),
+//! };
+//! capi_runtime::run(runtime, |shutdown| async move {
+//!     // Built only now: a standby keeps no watches open.
+//!     // my_controller(client).run(shutdown.requested()).await
+//!     # let _ = (client, shutdown);
+//!     Ok::<(), std::convert::Infallible>(())
+//! })
+//! .await
+//! # }
+//! ```
+//!
+//! The `process` feature (default) holds everything that needs Kubernetes or a server; without it, only
+//! the command-line conventions ([`duration`], [`report`]) are built, for `manifests-gen`.
+
+pub mod duration;
+pub mod report;
+
+#[cfg(feature = "process")]
+pub mod args;
+#[cfg(feature = "process")]
+pub mod http;
+#[cfg(feature = "process")]
+pub mod leader;
+#[cfg(feature = "process")]
+pub mod process;
+#[cfg(feature = "process")]
+mod run;
+
+pub use duration::{format_duration, parse_duration, parse_duration_arg};
+#[cfg(feature = "process")]
+pub use run::{Error, Runtime, Shutdown, run};

@@ -1,0 +1,107 @@
+//! How every binary of the project ends: one error format and exit codes that scripts can rely on.
+//!
+//! An error is printed on standard error as one line, `error: <what failed>: <why>: <why>`, the chain of
+//! causes joined by `: ` (what clap prints for a usage error starts the same way). A cause whose text the
+//! previous message already contains is left out: many errors embed their source's text, and printing
+//! it twice makes a long line longer.
+
+use std::error::Error;
+use std::process::ExitCode;
+
+/// Exit codes shared by the binaries.
+pub mod exit {
+    /// Success; for a check: nothing to report.
+    pub const OK: u8 = 0;
+    /// The command ran and its answer is "no": `manifests-gen --check` found stale files, `render`
+    /// found a provider it cannot render; also a process that lost its leader election.
+    pub const FAILED: u8 = 1;
+    /// The command could not do its job: bad input, an unreadable file, an unreachable cluster, a usage
+    /// error (clap exits 2 on those too).
+    pub const ERROR: u8 = 2;
+}
+
+/// The one-line message of an error and its causes: `what failed: why: why`.
+pub fn error_chain(err: &(dyn Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+/// Prints `error: <chain>` on standard error.
+pub fn print_error(err: &(dyn Error + 'static)) {
+    eprintln!("error: {}", error_chain(err));
+}
+
+/// Ends `main`: the code the command chose, or the error printed in the common format and `error_code`.
+///
+/// ```no_run
+/// fn run() -> anyhow::Result<std::process::ExitCode> { anyhow::bail!("no such file") }
+/// fn main() -> std::process::ExitCode {
+///     capi_runtime::report::finish(run(), capi_runtime::report::exit::ERROR)
+/// }
+/// ```
+pub fn finish<E>(result: Result<ExitCode, E>, error_code: u8) -> ExitCode
+where
+    E: Into<Box<dyn Error + Send + Sync + 'static>>,
+{
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            let e: Box<dyn Error + Send + Sync + 'static> = e.into();
+            print_error(e.as_ref());
+            ExitCode::from(error_code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Inner {
+        #[error("connection refused")]
+        Refused,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Outer {
+        // Embeds its source's text, as kube's and many other errors do.
+        #[error("GET /api: {0}")]
+        Embedding(#[source] Inner),
+        #[error("cannot list")]
+        Plain(#[source] Inner),
+    }
+
+    #[test]
+    fn the_chain_is_one_line_without_repeats() {
+        let cases: Vec<(anyhow::Error, &str)> = vec![
+            (anyhow::anyhow!("no such file"), "no such file"),
+            (
+                Err::<(), _>(Outer::Plain(Inner::Refused))
+                    .context("reading the lease")
+                    .unwrap_err(),
+                "reading the lease: cannot list: connection refused",
+            ),
+            (
+                Err::<(), _>(Outer::Embedding(Inner::Refused))
+                    .context("reading the lease")
+                    .unwrap_err(),
+                "reading the lease: GET /api: connection refused",
+            ),
+        ];
+        for (err, expected) in cases {
+            let boxed: Box<dyn Error + Send + Sync> = err.into();
+            assert_eq!(error_chain(boxed.as_ref()), expected);
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The life of a controller process: serve health and metrics, campaign for the Lease, run the
+//! controller while holding it, hand the Lease back on SIGTERM, and exit at once when it is lost.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+
+use crate::args::{HttpArgs, LeaderElectionArgs};
+use crate::http::{self, Readiness};
+use crate::leader::{self, Elector, Timing};
+
+/// Everything [`run`] needs besides the controller.
+pub struct Runtime {
+    /// The binary's client (with its user agent); used for the Lease.
+    pub client: kube::Client,
+    /// The namespace the binary works in: the Lease's namespace unless `--leader-elect-namespace`.
+    pub namespace: String,
+    /// The Lease's name, one per binary (`capi-installer-leader`, ...).
+    pub lease_name: String,
+    pub leader: LeaderElectionArgs,
+    pub http: HttpArgs,
+    /// What /metrics serves: the controller's own series, registered by the binary.
+    pub registry: Arc<Registry>,
+}
+
+/// Why a process could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("reading kubeconfig {}", path.display())]
+    Kubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error("no --kubeconfig given and none could be inferred")]
+    InferConfig(#[source] kube::config::InferConfigError),
+    #[error("user agent {user_agent:?} is not a valid header value")]
+    UserAgent { user_agent: String },
+    #[error("building the Kubernetes client")]
+    Client(#[source] kube::Error),
+    #[error("binding {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Timing(#[from] leader::TimingError),
+    #[error("the controller failed")]
+    Controller(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Resolves once the process is asked to stop (SIGTERM, Ctrl-C). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Shutdown(watch::Receiver<bool>);
+
+impl Shutdown {
+    /// A shutdown that happens on SIGTERM or SIGINT.
+    pub fn on_signal() -> Shutdown {
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(async move {
+            crate::process::shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        Shutdown(stopped)
+    }
+
+    /// A shutdown triggered by the returned sender (for tests and embedding).
+    pub fn manual() -> (watch::Sender<bool>, Shutdown) {
+        let (stop, stopped) = watch::channel(false);
+        (stop, Shutdown(stopped))
+    }
+
+    /// Resolves when shutdown was asked for (at once if it already was).
+    pub async fn requested(mut self) {
+        // An error means the sender is gone, which only happens after it sent: shut down either way.
+        let _ = self.0.wait_for(|stop| *stop).await;
+    }
+
+    pub fn is_requested(&self) -> bool {
+        *self.0.borrow()
+    }
+}
+
+/// Runs a controller as the project's binaries do:
+///
+/// 1. serves /healthz, /readyz and /metrics ([`http::serve`]);
+/// 2. with `--leader-elect` (the default), campaigns for the Lease; a standby opens nothing else, and
+///    stops quietly on SIGTERM;
+/// 3. calls `controller` (only now: a standby keeps no watches open) and runs its future while renewing
+///    the Lease;
+/// 4. when the controller returns (it should on [`Shutdown`]), releases the Lease so that a standby
+///    takes over at once, and returns the controller's result;
+/// 5. when the Lease is lost (taken over, or not renewed within the renew deadline), logs
+///    `lost leadership; exiting` and **exits the process with code 1** at once, even mid-reconcile: a
+///    replica that may no longer be the leader must not write another object, and tasks the controller
+///    spawned would outlive a mere return. The Deployment restarts it as a standby.
+pub async fn run<F, Fut, E>(runtime: Runtime, controller: F) -> Result<(), Error>
+where
+    F: FnOnce(Shutdown) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let Runtime {
+        client,
+        namespace,
+        lease_name,
+        leader,
+        http: http_args,
+        registry,
+    } = runtime;
+    let timing = Timing {
+        lease_duration: leader.leader_elect_lease_duration,
+        renew_deadline: leader.leader_elect_renew_deadline,
+        retry_period: leader.leader_elect_retry_period,
+    };
+    if leader.leader_elect {
+        timing.validate()?;
+    }
+    let ready = Readiness::default();
+    http::serve(http_args.http_addr, registry, ready.clone()).await?;
+    let shutdown = Shutdown::on_signal();
+    let finish = |result: Result<(), E>| result.map_err(|e| Error::Controller(e.into()));
+
+    if !leader.leader_elect {
+        tracing::info!("leader election disabled: running as the only replica");
+        ready.set(true);
+        return finish(controller(shutdown).await);
+    }
+
+    let lease_namespace = leader.leader_elect_namespace.unwrap_or(namespace);
+    let identity = leader::default_identity(leader.instance.as_deref());
+    let mut elector = Elector::new(client, &lease_namespace, &lease_name, &identity, timing);
+    tracing::info!(
+        lease = %format!("{lease_namespace}/{lease_name}"),
+        %identity,
+        lease_duration = %crate::format_duration(timing.lease_duration),
+        renew_deadline = %crate::format_duration(timing.renew_deadline),
+        retry_period = %crate::format_duration(timing.retry_period),
+        "campaigning for leadership"
+    );
+    tokio::select! {
+        _ = elector.acquire(|reached| ready.set(reached)) => {}
+        _ = shutdown.clone().requested() => {
+            tracing::info!("stopped while standing by");
+            return Ok(());
+        }
+    }
+
+    ready.set(true);
+    let lost = tokio::select! {
+        result = controller(shutdown) => Err(result),
+        lost = elector.hold() => Ok(lost),
+    };
+    match lost {
+        Err(result) => {
+            ready.set(false);
+            if let Err(e) = elector.release().await {
+                tracing::warn!(error = %e, "cannot release the lease; a standby takes over once it expires");
+            }
+            finish(result)
+        }
+        Ok(lost) => {
+            tracing::error!(error = %lost, "lost leadership; exiting");
+            std::process::exit(i32::from(crate::report::exit::FAILED));
+        }
+    }
+}
