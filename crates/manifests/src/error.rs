@@ -63,6 +63,14 @@ pub enum Error {
         detail: String,
     },
 
+    /// An input over its resource budget (see [`crate::budget`]); `location` is the source and
+    /// document, or the ConfigMap key.
+    #[error("{location}: {exceeded}")]
+    Budget {
+        location: String,
+        exceeded: crate::budget::BudgetExceeded,
+    },
+
     #[error("ConfigMap {configmap}: {message}")]
     ConfigMap { configmap: String, message: String },
 

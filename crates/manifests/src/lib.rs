@@ -8,6 +8,7 @@
 //! the customizations touch a few well-known paths of arbitrary kinds (including CRD-defined
 //! ones); a typed model would have to round-trip every field it does not know.
 
+pub mod budget;
 pub mod compare;
 pub mod customize;
 mod error;
@@ -18,6 +19,7 @@ pub mod provider;
 pub mod transport;
 pub mod yaml;
 
+pub use budget::Budget;
 pub use error::Error;
 pub use metadata::{Metadata, ReleaseSeries};
 pub use object::ObjectRef;

@@ -9,6 +9,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Map, Value, json};
 
 use crate::TARGET_NAMESPACE;
+use crate::budget::{Budget, BudgetExceeded, Limit};
 use crate::error::Error;
 use crate::provider::{Provider, ProviderType};
 
@@ -31,9 +32,6 @@ pub const CONFIGMAP_SIZE_LIMIT: usize = 1_048_576;
 /// given libzstd (the `zstd` crate bundles one), and high because the ConfigMap is written once
 /// at build time and read rarely.
 pub const ZSTD_LEVEL: i32 = 19;
-/// Decompressed components larger than this are refused: real ones are 0.2–1.4 MB, and a
-/// reader in the cluster must not be made to allocate without bound.
-pub const MAX_DECOMPRESSED_SIZE: usize = 64 * 1024 * 1024;
 
 /// The release-profile annotations every transport ConfigMap (and several kinds of provider
 /// objects) carry, and the feature-set annotation.
@@ -181,6 +179,15 @@ impl TransportConfigMap {
     /// read as gzip whether or not the upstream `provider.cluster.x-k8s.io/compressed` annotation
     /// is present: the key has no other meaning, and a corrupt payload is reported either way.
     pub fn decode(cm: &Value) -> Result<Decoded, Error> {
+        Self::decode_with_budget(cm, &Budget::default())
+    }
+
+    /// [`TransportConfigMap::decode`] holding the components to `budget.max_bytes`, whatever their
+    /// encoding: a compressed payload is decompressed only that far (and a zstd frame may not make
+    /// the decoder allocate a larger window), so a ConfigMap of a megabyte never costs more than the
+    /// budget. The YAML limits of the budget apply when the components are parsed
+    /// ([`crate::yaml::parse_documents_with_budget`]).
+    pub fn decode_with_budget(cm: &Value, budget: &Budget) -> Result<Decoded, Error> {
         let ns = cm
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
@@ -253,6 +260,17 @@ impl TransportConfigMap {
             ))
         })?;
 
+        let decompress_err = |e: Decompress, key: &str| match e {
+            Decompress::Exceeded(exceeded) => Error::Budget {
+                location: format!("ConfigMap {configmap}, {key}"),
+                exceeded,
+            },
+            Decompress::Corrupt(message) => Error::ConfigMapKey {
+                configmap: configmap.clone(),
+                key: key.to_owned(),
+                message,
+            },
+        };
         let to_text = |key: String, bytes: Vec<u8>| {
             String::from_utf8(bytes).map_err(|e| Error::ConfigMapKey {
                 configmap: configmap.clone(),
@@ -262,21 +280,19 @@ impl TransportConfigMap {
         };
         let (components, encoding) = if let Some(bytes) = binary(KEY_COMPONENTS_ZSTD)? {
             let key = format!("binaryData.{KEY_COMPONENTS_ZSTD}");
-            let raw = decompress_zstd(&bytes).map_err(|message| Error::ConfigMapKey {
-                configmap: configmap.clone(),
-                key: key.clone(),
-                message,
-            })?;
+            let raw = decompress_zstd(&bytes, budget).map_err(|e| decompress_err(e, &key))?;
             (to_text(key, raw)?, Encoding::Zstd)
         } else if let Some(bytes) = binary(KEY_COMPONENTS)? {
             let key = format!("binaryData.{KEY_COMPONENTS}");
-            let raw = decompress_gzip(&bytes).map_err(|message| Error::ConfigMapKey {
-                configmap: configmap.clone(),
-                key: key.clone(),
-                message,
-            })?;
+            let raw = decompress_gzip(&bytes, budget).map_err(|e| decompress_err(e, &key))?;
             (to_text(key, raw)?, Encoding::Gzip)
         } else if let Some(text) = data_str(KEY_COMPONENTS)? {
+            budget
+                .check_bytes(text.len())
+                .map_err(|exceeded| Error::Budget {
+                    location: format!("ConfigMap {configmap}, data.{KEY_COMPONENTS}"),
+                    exceeded,
+                })?;
             (text, Encoding::Plain)
         } else {
             return Err(cm_err(format!(
@@ -303,25 +319,45 @@ pub fn compress_zstd(data: &[u8]) -> std::io::Result<Vec<u8>> {
     c.compress(data)
 }
 
-/// Decompresses one or more zstd frames, refusing output over [`MAX_DECOMPRESSED_SIZE`].
-pub fn decompress_zstd(data: &[u8]) -> Result<Vec<u8>, String> {
-    let decoder = zstd::stream::read::Decoder::new(data).map_err(|e| format!("zstd: {e}"))?;
-    read_limited(decoder).map_err(|e| format!("corrupt zstd data: {e}"))
+/// Why compressed components could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decompress {
+    /// More than the budget's `max_bytes` (or a zstd window larger than that).
+    Exceeded(BudgetExceeded),
+    Corrupt(String),
 }
 
-pub fn decompress_gzip(data: &[u8]) -> Result<Vec<u8>, String> {
-    read_limited(flate2::read::GzDecoder::new(data)).map_err(|e| format!("corrupt gzip data: {e}"))
+/// Decompresses one or more zstd frames, refusing output over `budget.max_bytes` and frames whose
+/// window would exceed it.
+pub fn decompress_zstd(data: &[u8], budget: &Budget) -> Result<Vec<u8>, Decompress> {
+    let mut decoder = zstd::stream::read::Decoder::new(data)
+        .map_err(|e| Decompress::Corrupt(format!("zstd: {e}")))?;
+    decoder
+        .window_log_max(budget.zstd_window_log_max())
+        .map_err(|e| Decompress::Corrupt(format!("zstd: {e}")))?;
+    read_limited(decoder, budget, "zstd")
 }
 
-fn read_limited(r: impl Read) -> std::io::Result<Vec<u8>> {
+pub fn decompress_gzip(data: &[u8], budget: &Budget) -> Result<Vec<u8>, Decompress> {
+    read_limited(flate2::read::GzDecoder::new(data), budget, "gzip")
+}
+
+fn read_limited(r: impl Read, budget: &Budget, what: &str) -> Result<Vec<u8>, Decompress> {
     let mut out = Vec::new();
     let n = r
-        .take(MAX_DECOMPRESSED_SIZE as u64 + 1)
-        .read_to_end(&mut out)?;
-    if n > MAX_DECOMPRESSED_SIZE {
-        return Err(std::io::Error::other(format!(
-            "decompressed size exceeds {MAX_DECOMPRESSED_SIZE} bytes"
-        )));
-    }
+        .take(budget.max_bytes as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| {
+            // zstd reports a frame whose window is over `window_log_max` as an I/O error.
+            if e.to_string().contains("Frame requires too much memory") {
+                Decompress::Exceeded(BudgetExceeded {
+                    limit: Limit::Bytes,
+                    max: budget.max_bytes,
+                })
+            } else {
+                Decompress::Corrupt(format!("corrupt {what} data: {e}"))
+            }
+        })?;
+    budget.check_bytes(n).map_err(Decompress::Exceeded)?;
     Ok(out)
 }

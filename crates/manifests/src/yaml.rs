@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+use crate::budget::{Budget, Meter, MeterError};
 use crate::error::Error;
 use crate::object::ObjectRef;
 
@@ -67,21 +68,6 @@ pub struct Object {
     pub value: Value,
 }
 
-fn options() -> serde_saphyr::Options {
-    // Provider components are large (CRDs of a megabyte, deep schemas); the default budget is
-    // meant for configuration files. The input is a provider's own build output, so the budget
-    // only needs to stop pathological input, not ordinary CRDs.
-    serde_saphyr::options! {
-        budget: serde_saphyr::budget! {
-            max_depth: 512,
-            max_nodes: 50_000_000,
-            max_events: 100_000_000,
-            max_documents: 1_000_000,
-        },
-        with_snippet: false,
-    }
-}
-
 /// A document marker line: `---` alone or followed by whitespace (and then possibly content of
 /// the next document), or the document end marker `...`.
 fn marker(line: &str) -> Option<&str> {
@@ -100,40 +86,73 @@ fn marker(line: &str) -> Option<&str> {
 }
 
 /// Splits `text` into documents and parses each; empty, whitespace-only and comment-only
-/// documents are skipped. `source` names the input in errors.
+/// documents are skipped. `source` names the input in errors. The whole text is held to the default
+/// [`Budget`].
 pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, Error> {
+    parse_documents_with_budget(source, text, &Budget::default())
+}
+
+/// [`parse_documents`] with an explicit budget for the whole text, all documents together: its size,
+/// its nodes, what its aliases expand to and its depth are metered before a document is deserialized
+/// (see [`crate::budget`]), so an input over budget costs an error, not the memory it asks for.
+pub fn parse_documents_with_budget(
+    source: &str,
+    text: &str,
+    budget: &Budget,
+) -> Result<Vec<Document>, Error> {
     let source: Arc<str> = Arc::from(source);
+    budget
+        .check_bytes(text.len())
+        .map_err(|exceeded| Error::Budget {
+            location: source.to_string(),
+            exceeded,
+        })?;
+    let mut meter = Meter::new(*budget);
+    let options = budget.deserializer_options();
     let mut out = Vec::new();
     let mut chunk = String::new();
     let mut chunk_line = 1usize;
     let mut index = 0usize;
-    let flush = |chunk: &mut String,
-                 chunk_line: usize,
-                 index: &mut usize,
-                 out: &mut Vec<Document>|
-     -> Result<(), Error> {
-        if chunk.trim().is_empty() {
+    let mut flush =
+        |chunk: &mut String,
+         chunk_line: usize,
+         index: &mut usize,
+         out: &mut Vec<Document>|
+         -> Result<(), Error> {
+            if chunk.trim().is_empty() {
+                chunk.clear();
+                return Ok(());
+            }
+            let location = DocLocation {
+                source: source.clone(),
+                index: *index,
+                line: chunk_line,
+            };
+            let metered = meter.document(chunk);
+            if let Err(MeterError::Exceeded(exceeded)) = metered {
+                return Err(Error::Budget {
+                    location: location.to_string(),
+                    exceeded,
+                });
+            }
+            let value: Value = serde_saphyr::from_str_with_options(chunk, options.clone())
+                .map_err(|e| Error::Yaml {
+                    location: location.clone(),
+                    message: render_error(&e, chunk_line),
+                })?;
+            // The deserializer reads what the meter could not: never let such a document through
+            // unmetered.
+            if let Err(MeterError::Syntax(message)) = metered {
+                return Err(Error::Yaml { location, message });
+            }
             chunk.clear();
-            return Ok(());
-        }
-        let location = DocLocation {
-            source: source.clone(),
-            index: *index,
-            line: chunk_line,
+            if value.is_null() {
+                return Ok(());
+            }
+            *index += 1;
+            out.push(Document { location, value });
+            Ok(())
         };
-        let value: Value =
-            serde_saphyr::from_str_with_options(chunk, options()).map_err(|e| Error::Yaml {
-                location: location.clone(),
-                message: render_error(&e, chunk_line),
-            })?;
-        chunk.clear();
-        if value.is_null() {
-            return Ok(());
-        }
-        *index += 1;
-        out.push(Document { location, value });
-        Ok(())
-    };
     for (lineno, line) in text.split_inclusive('\n').enumerate() {
         if let Some(rest) = marker(line) {
             flush(&mut chunk, chunk_line, &mut index, &mut out)?;
@@ -386,6 +405,64 @@ mod tests {
             "literal block: {s}"
         );
         assert!(s.contains("\nz: \"true\"\n"), "{s}");
+    }
+
+    #[test]
+    fn the_budget_covers_all_documents_and_names_where_it_ran_out() {
+        use crate::budget::{BudgetExceeded, Limit};
+        let budget = Budget {
+            max_nodes: 30,
+            ..Budget::default()
+        };
+        // 7 nodes per document: mapping, apiVersion, v1, kind, A, metadata, {name: x} (3).
+        let doc = |n: usize| format!("apiVersion: v1\nkind: A\nmetadata: {{name: a{n}}}\n");
+        let text = (0..5).map(doc).collect::<Vec<_>>().join("---\n");
+        let err = parse_documents_with_budget("cm", &text, &budget).unwrap_err();
+        match err {
+            Error::Budget { location, exceeded } => {
+                assert_eq!(location, "cm: document 3 (line 13)");
+                assert_eq!(
+                    exceeded,
+                    BudgetExceeded {
+                        limit: Limit::Nodes,
+                        max: 30
+                    }
+                );
+            }
+            other => panic!("{other}"),
+        }
+        assert_eq!(
+            parse_documents_with_budget("cm", &text, &Budget::default())
+                .unwrap()
+                .len(),
+            5
+        );
+        // The whole text's size is checked before anything is parsed.
+        let small = Budget {
+            max_bytes: 10,
+            ..Budget::default()
+        };
+        let err = parse_documents_with_budget("cm", &text, &small)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "cm: over budget: more than 10 bytes (components text, aliases expanded) in all documents together"
+        );
+    }
+
+    #[test]
+    fn an_alias_bomb_costs_an_error() {
+        let mut bomb =
+            String::from("apiVersion: v1\nkind: A\nmetadata: {name: a}\nl0: &l0 [x, x]\n");
+        for i in 1..=40 {
+            bomb.push_str(&format!("l{i}: &l{i} [*l{}, *l{}]\n", i - 1, i - 1));
+        }
+        let err = parse_documents("cm", &bomb).unwrap_err().to_string();
+        assert!(err.contains("YAML nodes added by aliases"), "{err}");
+        // A few aliases are fine.
+        let docs = parse_documents("cm", "a: &x {k: v}\nb: *x\n").unwrap();
+        assert_eq!(docs[0].value["b"]["k"], "v");
     }
 
     #[test]

@@ -278,3 +278,101 @@ fn reference_configmaps_decode() {
     }
     assert!(seen >= 2, "decoded {seen} ConfigMaps");
 }
+
+#[test]
+fn components_over_the_budget_are_refused_whatever_the_encoding() {
+    use capi_manifests::Budget;
+    use capi_manifests::budget::{BudgetExceeded, Limit};
+    use std::io::Write;
+
+    let budget = Budget {
+        max_bytes: 64 * 1024,
+        ..Budget::default()
+    };
+    // Zeros compress about a thousand to one: a few hundred bytes of payload ask for a megabyte.
+    let bomb = vec![b'0'; 1024 * 1024];
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&bomb).unwrap();
+    let gz = gz.finish().unwrap();
+    let zst = zstd::encode_all(&bomb[..], 19).unwrap();
+    assert!(
+        gz.len() < 4096 && zst.len() < 4096,
+        "{} {}",
+        gz.len(),
+        zst.len()
+    );
+
+    let over = |cm: &Value, key: &str| match TransportConfigMap::decode_with_budget(cm, &budget) {
+        Err(Error::Budget { location, exceeded }) => {
+            assert_eq!(
+                location,
+                format!("ConfigMap openshift-cluster-api/aws, {key}")
+            );
+            assert_eq!(
+                exceeded,
+                BudgetExceeded {
+                    limit: Limit::Bytes,
+                    max: 64 * 1024
+                }
+            );
+        }
+        other => panic!("{key}: {other:?}"),
+    };
+    let mut cm = base_cm();
+    cm["binaryData"] = json!({"components-zstd": B64.encode(&zst)});
+    over(&cm, "binaryData.components-zstd");
+    let mut cm = base_cm();
+    cm["binaryData"] = json!({"components": B64.encode(&gz)});
+    over(&cm, "binaryData.components");
+    let mut cm = base_cm();
+    cm["data"]["components"] = json!("k: v\n".repeat(20_000));
+    over(&cm, "data.components");
+
+    // Exactly at the limit is fine.
+    let mut cm = base_cm();
+    let fits = "#".repeat(64 * 1024);
+    cm["binaryData"] =
+        json!({"components-zstd": B64.encode(zstd::encode_all(fits.as_bytes(), 3).unwrap())});
+    let d = TransportConfigMap::decode_with_budget(&cm, &budget).unwrap();
+    assert_eq!(d.content.components.len(), 64 * 1024);
+}
+
+#[test]
+fn a_zstd_window_larger_than_the_budget_is_refused_before_it_is_allocated() {
+    use capi_manifests::Budget;
+    // A frame without content size, written with a 16 MiB window: a decoder that trusted it would
+    // allocate the window before producing a byte.
+    let data = "x".repeat(100);
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    enc.include_contentsize(false).unwrap();
+    enc.window_log(24).unwrap();
+    std::io::Write::write_all(&mut enc, data.as_bytes()).unwrap();
+    let frame = enc.finish().unwrap();
+    let mut cm = base_cm();
+    cm["binaryData"] = json!({"components-zstd": B64.encode(&frame)});
+    let budget = Budget {
+        max_bytes: 1024 * 1024,
+        ..Budget::default()
+    };
+    assert!(
+        matches!(
+            TransportConfigMap::decode_with_budget(&cm, &budget),
+            Err(Error::Budget { .. })
+        ),
+        "{:?}",
+        TransportConfigMap::decode_with_budget(&cm, &budget)
+    );
+    // With the default budget (8 MiB window) the same frame is still too wide; a budget that allows
+    // the window reads it.
+    let wide = Budget {
+        max_bytes: 16 * 1024 * 1024,
+        ..Budget::default()
+    };
+    assert_eq!(
+        TransportConfigMap::decode_with_budget(&cm, &wide)
+            .unwrap()
+            .content
+            .components,
+        data
+    );
+}
