@@ -8,6 +8,7 @@
 pub mod controller;
 pub mod metrics;
 pub mod platform;
+pub mod policy;
 pub mod profiles;
 pub mod provider;
 pub mod render;

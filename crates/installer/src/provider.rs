@@ -9,6 +9,7 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 use crate::platform;
+use crate::policy::{BundleObject, Origin};
 use crate::render::{self, Images};
 use crate::sources::Source;
 
@@ -53,6 +54,8 @@ pub enum RenderError {
 #[derive(Debug)]
 pub struct Rendered {
     pub inputs: Vec<PlanInput>,
+    /// Where each of `inputs` came from (same order), for the bundle policy.
+    pub origins: Vec<Origin>,
     /// Fields removed from the input because another controller owns them (logged).
     pub stripped: Vec<String>,
 }
@@ -80,9 +83,14 @@ pub fn render(
     let image_key = platform::image_key(&source.provider_name);
 
     let mut inputs = Vec::with_capacity(objects.len());
+    let mut origins = Vec::with_capacity(objects.len());
     let mut stripped = Vec::new();
     for object in objects {
-        let origin = format!("ConfigMap {cm_name}, document {}", object.location.index);
+        let structured = Origin {
+            source: format!("ConfigMap {cm_name}"),
+            document: object.location.index,
+        };
+        let origin = structured.to_string();
         let fail = |message: String| RenderError::Object {
             origin: origin.clone(),
             object: object.id.to_string(),
@@ -117,8 +125,27 @@ pub fn render(
         let dynamic: DynamicObject = serde_json::from_value(value)
             .map_err(|e| fail(format!("not a Kubernetes object: {e}")))?;
         inputs.push(PlanInput::new(dynamic, origin));
+        origins.push(structured);
     }
-    Ok(Rendered { inputs, stripped })
+    Ok(Rendered {
+        inputs,
+        origins,
+        stripped,
+    })
+}
+
+impl Rendered {
+    /// The rendered objects as the bundle policy sees them.
+    pub fn bundle(&self) -> Vec<BundleObject<'_>> {
+        self.inputs
+            .iter()
+            .zip(&self.origins)
+            .map(|(input, origin)| BundleObject {
+                origin,
+                object: &input.object,
+            })
+            .collect()
+    }
 }
 
 /// Renders and plans in one step: the whole provider is validated before anything is applied.

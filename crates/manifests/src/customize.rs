@@ -107,7 +107,18 @@ enum Treatment {
 }
 
 fn treatment(id: &ObjectRef) -> Treatment {
-    match (id.group(), id.kind.as_str()) {
+    treatment_of(id.group(), &id.kind)
+}
+
+/// Whether objects of this group and kind may be part of transport components: the allow-list
+/// that manifests-gen applies (everything else is dropped at build time) and that the installer's
+/// bundle policy enforces at run time, one list for both.
+pub fn kind_allowed(group: &str, kind: &str) -> bool {
+    !matches!(treatment_of(group, kind), Treatment::Drop(_))
+}
+
+fn treatment_of(group: &str, kind: &str) -> Treatment {
+    match (group, kind) {
         (
             "rbac.authorization.k8s.io",
             "ClusterRole" | "Role" | "ClusterRoleBinding" | "RoleBinding",
