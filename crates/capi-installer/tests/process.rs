@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use control_plane::{ControlPlane, ControlPlaneOptions};
+use control_plane::{AuditEvent, ControlPlane, ControlPlaneOptions};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
@@ -31,8 +31,29 @@ struct Replica {
     log: PathBuf,
 }
 
+/// Short leader election timings for tests (the defaults are OpenShift's 137s / 107s / 26s).
+const LEADER_TIMINGS: [&str; 6] = [
+    "--leader-elect-lease-duration",
+    "15s",
+    "--leader-elect-renew-deadline",
+    "10s",
+    "--leader-elect-retry-period",
+    "2s",
+];
+
 impl Replica {
     fn start(name: &str, kubeconfig: &Path, images: &Path, dir: &Path) -> Replica {
+        Replica::start_with(name, kubeconfig, images, dir, &LEADER_TIMINGS)
+    }
+
+    /// With `extra` flags instead of [`LEADER_TIMINGS`].
+    fn start_with(
+        name: &str,
+        kubeconfig: &Path,
+        images: &Path,
+        dir: &Path,
+        extra: &[&str],
+    ) -> Replica {
         let http = free_port();
         let log = dir.join(format!("{name}.log"));
         let child = Command::new(BIN)
@@ -48,15 +69,7 @@ impl Replica {
                 "--deployment-timeout",
                 "3m",
             ])
-            // Short leader election timings (the defaults are OpenShift's 137s / 107s / 26s).
-            .args([
-                "--leader-elect-lease-duration",
-                "15s",
-                "--leader-elect-renew-deadline",
-                "10s",
-                "--leader-elect-retry-period",
-                "2s",
-            ])
+            .args(extra)
             .env("RELEASE_VERSION", RELEASE_VERSION)
             .env("RUST_LOG", "info,kube=warn")
             .stdin(Stdio::null())
@@ -261,7 +274,11 @@ async fn apply_release_manifests(client: &Client) -> Vec<String> {
 }
 
 async fn holder(client: &Client) -> Option<String> {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    holder_in(client, NS).await
+}
+
+async fn holder_in(client: &Client, namespace: &str) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
     leases
         .get_opt(LEASE)
         .await
@@ -564,21 +581,23 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
 /// next to the new holder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_that_loses_the_lease_exits() {
-    let cp = ControlPlane::start(ControlPlaneOptions::default())
-        .await
-        .expect("control plane starts");
+    let cp = shared_control_plane().await;
     let admin = cp.admin_client().await.unwrap();
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
-    namespaces
-        .patch(NS, &PatchParams::apply("test").force(), &Patch::Apply(&ns))
-        .await
-        .unwrap();
+    let lease_ns = "lease-taken-over";
+    create_namespace(&admin, lease_ns).await;
     let tmp = tempfile::tempdir().unwrap();
     let images = images_file(tmp.path());
-    let mut replica = Replica::start("replica-a", &cp.kubeconfig_path(), &images, tmp.path());
+    let mut args = LEADER_TIMINGS.to_vec();
+    args.extend(["--leader-elect-namespace", lease_ns]);
+    let mut replica = Replica::start_with(
+        "replica-a",
+        &cp.kubeconfig_path(),
+        &images,
+        tmp.path(),
+        &args,
+    );
     eventually(Duration::from_secs(30), "replica-a to lead", || async {
-        (holder(&admin).await.as_deref() == Some("replica-a")).then_some(())
+        (holder_in(&admin, lease_ns).await.as_deref() == Some("replica-a")).then_some(())
     })
     .await;
     eventually(Duration::from_secs(10), "/readyz of the leader", || async {
@@ -587,7 +606,7 @@ async fn a_leader_that_loses_the_lease_exits() {
     .await;
 
     // Another party takes the lease over (as after a network partition that outlasted the lease).
-    let leases: Api<Lease> = Api::namespaced(admin.clone(), NS);
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), lease_ns);
     let mut lease = leases.get(LEASE).await.unwrap();
     let spec = lease.spec.as_mut().unwrap();
     spec.holder_identity = Some("intruder".into());
@@ -616,10 +635,153 @@ async fn a_leader_that_loses_the_lease_exits() {
         "{log}"
     );
     assert_eq!(
-        holder(&admin).await.as_deref(),
+        holder_in(&admin, lease_ns).await.as_deref(),
         Some("intruder"),
         "the exiting replica does not release a lease it lost"
     );
+}
+
+/// Issue 8 item 6: the leader's path to the API server stops answering (a proxy that accepts and reads
+/// but never forwards, as a hung API server or a dead connection nobody closes). Its renewals hang; each
+/// is cut off at the renew deadline, so the old leader exits before its lease expires for the standby:
+/// the standby's first write on the Lease comes after the old leader's exit, and no request of the old
+/// leader reaches the API server after that (audit log, by user).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_renewals_hang_exits_before_the_standby_takes_over() {
+    let cp = shared_control_plane().await;
+    let admin = cp.admin_client().await.unwrap();
+    let lease_ns = "lease-hung";
+    create_namespace(&admin, lease_ns).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let images = images_file(tmp.path());
+    // Two identities, so the audit log tells the replicas apart.
+    let mut kubeconfigs = Vec::new();
+    for name in ["replica-a", "replica-b"] {
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": format!("hung-lease-{name}")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": lease_ns}]});
+        apply(
+            &admin,
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            &binding,
+        )
+        .await;
+        kubeconfigs.push(cp.service_account_kubeconfig(lease_ns, name).await.unwrap());
+    }
+    let proxy = StallingProxy::start(cp.server()).await;
+    let through_proxy = tmp.path().join("kubeconfig-replica-a-proxied");
+    std::fs::write(
+        &through_proxy,
+        std::fs::read_to_string(&kubeconfigs[0])
+            .unwrap()
+            .replace(cp.server(), &proxy.url()),
+    )
+    .unwrap();
+    let timings = [
+        "--leader-elect-namespace",
+        lease_ns,
+        "--leader-elect-lease-duration",
+        "10s",
+        "--leader-elect-renew-deadline",
+        "6s",
+        "--leader-elect-retry-period",
+        "1s",
+    ];
+    let mut leader =
+        Replica::start_with("replica-a", &through_proxy, &images, tmp.path(), &timings);
+    eventually(Duration::from_secs(60), "replica-a to lead", || async {
+        (holder_in(&admin, lease_ns).await.as_deref() == Some("replica-a")).then_some(())
+    })
+    .await;
+    let standby = Replica::start_with("replica-b", &kubeconfigs[1], &images, tmp.path(), &timings);
+    eventually(Duration::from_secs(60), "replica-b to stand by", || async {
+        standby.log().contains("standing by").then_some(())
+    })
+    .await;
+
+    let user = |name: &str| format!("system:serviceaccount:{lease_ns}:{name}");
+    let on_lease = |e: &&AuditEvent| {
+        e.object_ref
+            .as_ref()
+            .is_some_and(|o| o.resource == "leases" && o.namespace.as_deref() == Some(lease_ns))
+    };
+    // The leader renews through the proxy before it stalls (so the deadline counts from a renewal).
+    eventually(
+        Duration::from_secs(30),
+        "a renewal by replica-a",
+        || async {
+            cp.audit_events()
+                .unwrap()
+                .iter()
+                .filter(on_lease)
+                .any(|e| {
+                    e.verb == "update"
+                        && e.user.username == user("replica-a")
+                        && e.response_code == Some(200)
+                })
+                .then_some(())
+        },
+    )
+    .await;
+
+    proxy.stall();
+    let stalled = Instant::now();
+    let exit = eventually(Duration::from_secs(60), "replica-a to exit", || {
+        let status = leader.child.try_wait().unwrap();
+        async move { status }
+    })
+    .await;
+    eprintln!(
+        "replica-a exited {:?} after its path stalled",
+        stalled.elapsed()
+    );
+    assert_eq!(exit.code(), Some(1), "{}", leader.log());
+    let log = leader.log();
+    let lost = log
+        .lines()
+        .find(|l| l.contains("lost leadership"))
+        .unwrap_or_else(|| panic!("no 'lost leadership' in:\n{log}"));
+    assert!(lost.contains("renew deadline"), "{lost}");
+    let exited_at = log_time(lost);
+
+    eventually(
+        Duration::from_secs(60),
+        "replica-b to take over",
+        || async {
+            (holder_in(&admin, lease_ns).await.as_deref() == Some("replica-b")).then_some(())
+        },
+    )
+    .await;
+    let events = cp.audit_events().unwrap();
+    let takeover = events
+        .iter()
+        .filter(on_lease)
+        .find(|e| {
+            e.is_write()
+                && e.user.username == user("replica-b")
+                && matches!(e.response_code, Some(200 | 201))
+        })
+        .expect("the standby's write that took the Lease over");
+    let took_over_at = takeover.stage_timestamp.0;
+    eprintln!("replica-a exited at {exited_at}, replica-b took the Lease over at {took_over_at}");
+    assert!(
+        exited_at < took_over_at,
+        "the old leader exited ({exited_at}) before the standby took over ({took_over_at})"
+    );
+    let late: Vec<String> = events
+        .iter()
+        .filter(|e| e.user.username == user("replica-a") && e.stage_timestamp.0 >= took_over_at)
+        .map(|e| format!("{} {} at {}", e.verb, e.request_uri, e.stage_timestamp.0))
+        .collect();
+    assert!(
+        late.is_empty(),
+        "requests of the old leader after the take-over: {late:?}"
+    );
+    drop(standby);
 }
 
 /// /healthz is liveness only; /readyz stays 503 while the replica cannot reach the API server.
@@ -661,4 +823,150 @@ async fn readyz_is_503_until_the_api_server_is_reached() {
     assert_eq!(ready, 503, "{body}");
     let (_, metrics) = get(replica.http, "/metrics").await.unwrap();
     assert!(metrics.contains("capi_installer_build_info"), "{metrics}");
+}
+
+/// One control plane (without workloads) for the tests of this file that do not need their own: each
+/// uses its own Lease namespace.
+async fn shared_control_plane() -> &'static ControlPlane {
+    static CP: tokio::sync::OnceCell<ControlPlane> = tokio::sync::OnceCell::const_new();
+    CP.get_or_init(|| async {
+        ControlPlane::start(ControlPlaneOptions::default())
+            .await
+            .expect("control plane starts")
+    })
+    .await
+}
+
+async fn create_namespace(client: &Client, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    namespaces
+        .patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&ns),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("Namespace {name}: {e}"));
+}
+
+async fn apply(client: &Client, group: &str, version: &str, kind: &str, plural: &str, obj: &Value) {
+    let ar = ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let name = obj["metadata"]["name"].as_str().unwrap();
+    let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    };
+    api.patch(
+        name,
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(obj),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{kind} {name}: {e}"));
+}
+
+/// The timestamp that starts a text log line (`2026-11-30T17:45:01.123456Z  ERROR ...`).
+fn log_time(line: &str) -> k8s_openapi::jiff::Timestamp {
+    line.split_whitespace()
+        .next()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no timestamp at the start of {line:?}"))
+}
+
+/// A TCP proxy to the API server that can be made to stop forwarding: from then on it keeps accepting
+/// and reading, but nothing reaches the other side in either direction, and no connection is closed
+/// (what a hung API server or a half-dead connection looks like to a client). TLS passes through
+/// untouched (the API server's certificate is valid for 127.0.0.1).
+struct StallingProxy {
+    addr: SocketAddr,
+    stalled: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StallingProxy {
+    async fn start(server: &str) -> StallingProxy {
+        let upstream: SocketAddr = server
+            .trim_start_matches("https://")
+            .parse()
+            .expect("the API server's address");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stalled, watch) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            loop {
+                let Ok((client, _)) = listener.accept().await else {
+                    continue;
+                };
+                if *watch.borrow() {
+                    held.push(client);
+                    continue;
+                }
+                let watch = watch.clone();
+                tokio::spawn(async move {
+                    let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    tokio::join!(
+                        pump(client_read, server_write, watch.clone()),
+                        pump(server_read, client_write, watch),
+                    );
+                });
+            }
+        });
+        StallingProxy {
+            addr,
+            stalled,
+            task,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    fn stall(&self) {
+        self.stalled.send_replace(true);
+    }
+}
+
+impl Drop for StallingProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Copies `from` to `to` until the proxy stalls; then reads on but forwards nothing, forever.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    stalled: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if *stalled.borrow() {
+            // Keep the connection open and forward nothing: the peer waits for an answer forever.
+            std::future::pending::<()>().await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
