@@ -6,9 +6,11 @@ use std::sync::{Mutex, PoisonError};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 
+use crate::crd_safety::{self, CrdProblem};
 use crate::drift::{self, desired_hash, normalize, projection_hash};
 use crate::key::ObjectKey;
 use crate::plan::{PlannedObject, PlannedPhase};
+use crate::prune::crd_has_instances;
 
 /// Default annotation carrying the hash of the desired object.
 pub const DEFAULT_HASH_ANNOTATION: &str = "capi-installer.openshift.io/desired-hash";
@@ -163,11 +165,18 @@ pub enum ApplyError {
         #[source]
         source: kube::Error,
     },
-    #[error("apply {key}: cannot serialize: {source}")]
-    Serialize {
+    /// A change to a live CRD that would strand stored data (found before anything was written).
+    #[error("{key}: refusing the change: {}", .problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    UnsafeCrdChange {
+        key: ObjectKey,
+        problems: Vec<CrdProblem>,
+    },
+    /// The API server refused a server-side dry-run of the object (nothing was written).
+    #[error("dry-run {key}: {source}")]
+    DryRun {
         key: ObjectKey,
         #[source]
-        source: serde_json::Error,
+        source: kube::Error,
     },
 }
 
@@ -177,7 +186,8 @@ impl ApplyError {
             ApplyError::Conflict { key, .. }
             | ApplyError::Terminating { key }
             | ApplyError::Api { key, .. }
-            | ApplyError::Serialize { key, .. } => key,
+            | ApplyError::UnsafeCrdChange { key, .. }
+            | ApplyError::DryRun { key, .. } => key,
         }
     }
 }
@@ -215,6 +225,16 @@ impl Applied {
             projection: projection_hash(desired, after),
         }
     }
+}
+
+/// What [`Applier::decide`] found.
+enum Decision {
+    Unchanged(DynamicObject),
+    Write {
+        action: ApplyAction,
+        /// The live object (`None` when it is to be created).
+        live: Option<DynamicObject>,
+    },
 }
 
 /// The result of applying a phase: what happened to each object, and what failed.
@@ -305,69 +325,19 @@ impl Applier {
         live: Option<&DynamicObject>,
     ) -> Result<ApplyOutcome, ApplyError> {
         let key = &planned.key;
-        let api = api_for(&self.client, &planned.resource, key);
         let desired = self.desired(planned);
-
-        if let Some(live) = live
-            && !self.needs_apply_stamped(key, &desired, Some(live))
-        {
-            return Ok(ApplyOutcome {
-                key: key.clone(),
-                action: ApplyAction::Unchanged,
-                object: live.clone(),
-            });
-        }
-
-        let fetched;
-        let live = match live {
-            Some(l) => Some(l),
-            None => {
-                fetched = api
-                    .get_opt(&key.name)
-                    .await
-                    .map_err(|source| ApplyError::Api {
-                        key: key.clone(),
-                        source,
-                    })?;
-                fetched.as_ref()
+        let (action, _) = match self.decide(planned, &desired, live).await? {
+            Decision::Unchanged(object) => {
+                return Ok(ApplyOutcome {
+                    key: key.clone(),
+                    action: ApplyAction::Unchanged,
+                    object,
+                });
             }
+            Decision::Write { action, live } => (action, live),
         };
-
-        let action = match live {
-            None => ApplyAction::Created,
-            Some(live) => {
-                if live.metadata.deletion_timestamp.is_some() {
-                    return Err(ApplyError::Terminating { key: key.clone() });
-                }
-                match self.ownership.check(live, &self.field_manager) {
-                    Ownership::Foreign { managers } => {
-                        return Err(ApplyError::Conflict {
-                            key: key.clone(),
-                            managers,
-                        });
-                    }
-                    Ownership::Adoptable => ApplyAction::Adopted,
-                    Ownership::Owned => {
-                        if !self.needs_apply_stamped(key, &desired, Some(live)) {
-                            return Ok(ApplyOutcome {
-                                key: key.clone(),
-                                action: ApplyAction::Unchanged,
-                                object: live.clone(),
-                            });
-                        }
-                        ApplyAction::Configured
-                    }
-                }
-            }
-        };
-
-        let body = serde_json::to_value(&desired).map_err(|source| ApplyError::Serialize {
-            key: key.clone(),
-            source,
-        })?;
-        let params = PatchParams::apply(&self.field_manager).force();
-        let after = api
-            .patch(&key.name, &params, &Patch::Apply(&body))
+        let after = self
+            .patch(planned, &desired, false)
             .await
             .map_err(|source| ApplyError::Api {
                 key: key.clone(),
@@ -386,6 +356,139 @@ impl Applier {
             action,
             object: after,
         })
+    }
+
+    /// Checks, without writing, that [`Applier::apply`] of `planned` would succeed: the same ownership
+    /// decision, for a CRD the [CRD safety](crate::crd_safety) rules against the live CRD, then a
+    /// server-side dry-run of the exact request (admission, validation and RBAC escalation checks
+    /// included). An object that would not be written costs no request beyond the GET of a cache
+    /// miss. Returns what apply would do.
+    pub async fn dry_run(
+        &self,
+        planned: &PlannedObject,
+        live: Option<&DynamicObject>,
+    ) -> Result<ApplyAction, ApplyError> {
+        let key = &planned.key;
+        let desired = self.desired(planned);
+        let (action, live) = match self.decide(planned, &desired, live).await? {
+            Decision::Unchanged(_) => return Ok(ApplyAction::Unchanged),
+            Decision::Write { action, live } => (action, live),
+        };
+        if let Some(live) = &live
+            && key.group == "apiextensions.k8s.io"
+            && key.kind == "CustomResourceDefinition"
+        {
+            let instances = if crd_safety::unserved_versions(live, &desired).is_empty() {
+                false
+            } else {
+                crd_has_instances(&self.client, live)
+                    .await
+                    .map_err(|source| ApplyError::Api {
+                        key: key.clone(),
+                        source,
+                    })?
+                    .is_some()
+            };
+            let problems = crd_safety::check_crd_change(live, &desired, instances);
+            if !problems.is_empty() {
+                return Err(ApplyError::UnsafeCrdChange {
+                    key: key.clone(),
+                    problems,
+                });
+            }
+        }
+        self.patch(planned, &desired, true)
+            .await
+            .map_err(|source| ApplyError::DryRun {
+                key: key.clone(),
+                source,
+            })?;
+        Ok(action)
+    }
+
+    /// [`Applier::dry_run`] for every object, continuing past failures: every object that would fail
+    /// is named, and the caller writes nothing when any would.
+    pub async fn dry_run_all<'a, I, F, L>(&self, objects: I, live: F) -> Vec<ApplyError>
+    where
+        I: IntoIterator<Item = &'a PlannedObject>,
+        F: Fn(&ObjectKey) -> Option<L>,
+        L: std::ops::Deref<Target = DynamicObject>,
+    {
+        let mut errors = Vec::new();
+        for planned in objects {
+            let cached = live(&planned.key);
+            if let Err(e) = self.dry_run(planned, cached.as_deref()).await {
+                errors.push(e);
+            }
+        }
+        errors
+    }
+
+    /// What to do with `planned`: nothing, or write it (and why). GETs the object on a cache miss.
+    async fn decide(
+        &self,
+        planned: &PlannedObject,
+        desired: &DynamicObject,
+        live: Option<&DynamicObject>,
+    ) -> Result<Decision, ApplyError> {
+        let key = &planned.key;
+        if let Some(live) = live
+            && !self.needs_apply_stamped(key, desired, Some(live))
+        {
+            return Ok(Decision::Unchanged(live.clone()));
+        }
+        let live = match live {
+            Some(l) => Some(l.clone()),
+            None => api_for(&self.client, &planned.resource, key)
+                .get_opt(&key.name)
+                .await
+                .map_err(|source| ApplyError::Api {
+                    key: key.clone(),
+                    source,
+                })?,
+        };
+        let Some(existing) = &live else {
+            return Ok(Decision::Write {
+                action: ApplyAction::Created,
+                live,
+            });
+        };
+        if existing.metadata.deletion_timestamp.is_some() {
+            return Err(ApplyError::Terminating { key: key.clone() });
+        }
+        let action = match self.ownership.check(existing, &self.field_manager) {
+            Ownership::Foreign { managers } => {
+                return Err(ApplyError::Conflict {
+                    key: key.clone(),
+                    managers,
+                });
+            }
+            Ownership::Adoptable => ApplyAction::Adopted,
+            Ownership::Owned => {
+                if !self.needs_apply_stamped(key, desired, Some(existing)) {
+                    return Ok(Decision::Unchanged(existing.clone()));
+                }
+                ApplyAction::Configured
+            }
+        };
+        Ok(Decision::Write { action, live })
+    }
+
+    /// The server-side apply request (force, as our field manager), optionally as a dry-run.
+    async fn patch(
+        &self,
+        planned: &PlannedObject,
+        desired: &DynamicObject,
+        dry_run: bool,
+    ) -> Result<DynamicObject, kube::Error> {
+        let body = serde_json::to_value(desired).map_err(kube::Error::SerdeError)?;
+        let mut params = PatchParams::apply(&self.field_manager).force();
+        if dry_run {
+            params = params.dry_run();
+        }
+        api_for(&self.client, &planned.resource, &planned.key)
+            .patch(&planned.key.name, &params, &Patch::Apply(&body))
+            .await
     }
 
     /// Applies every object of a phase in order, continuing past failures (each failure names its

@@ -9,6 +9,7 @@
 //! | resolve kinds | [`KindResolver::discover`] (+ CRDs in the set) | discovery |
 //! | plan | [`plan()`] → [`Plan`] of [`PlannedPhase`]s | none (pure) |
 //! | observe | [`LiveCache`] (label-filtered watches) | list + watch |
+//! | check | [`Applier::dry_run_all`]: ownership, [CRD safety](crd_safety), server-side dry-run; objects of kinds only the plan's CRDs define ([`Plan::split_by_served`]) once those are Established | 0 when unchanged, else dry-run PATCH (+ a list when a CRD stops serving a version) |
 //! | apply | [`Applier::apply`] / [`Applier::apply_phase`] → [`ApplyOutcome`] | 0 when unchanged, else SSA PATCH |
 //! | gate | [`wait_ready`] with [`readiness()`] per kind | GET per poll |
 //! | record | [`Inventory`] in a ConfigMap via [`InventoryStore`] | write only on change |
@@ -19,6 +20,8 @@
 //! ```text
 //! let resolver = KindResolver::discover(&client).await?;
 //! let plan = plan(objects, &resolver)?;                   // PlanErrors: nothing is written
+//! let (now, later) = plan.split_by_served(&resolver);
+//! let errors = applier.dry_run_all(now, |k| cache.get(k)).await;   // any error: nothing is written
 //! for p in &plan.phases {
 //!     let out = applier.apply_phase(p, |k| cache.get(k)).await;   // 0 requests when unchanged
 //!     if gated(p.phase) { wait_ready(&client, &p.wait_targets(), timeout, interval).await? }
@@ -73,6 +76,7 @@
 //! desired object, and server-side apply keeps the other manager's value.
 
 pub mod apply;
+pub mod crd_safety;
 pub mod drift;
 pub mod inventory;
 pub mod key;
@@ -87,6 +91,7 @@ pub use apply::{
     Applier, ApplyAction, ApplyError, ApplyOutcome, DEFAULT_ADOPT_ANNOTATION,
     DEFAULT_HASH_ANNOTATION, Ownership, OwnershipPolicy, PhaseOutcome,
 };
+pub use crd_safety::{CrdProblem, check_crd_change};
 pub use drift::needs_apply;
 pub use inventory::{Inventory, InventoryError, InventoryStore};
 pub use key::ObjectKey;

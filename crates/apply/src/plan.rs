@@ -183,6 +183,21 @@ impl Plan {
         self.phases.iter().map(|p| p.objects.len()).sum()
     }
 
+    /// The objects, in apply order, split into those whose group/version/kind `served` (the API
+    /// server's discovery now) knows, and those of kinds or versions that only the plan's own CRDs
+    /// define. The first can be dry-run before anything is written; the second only once their CRDs
+    /// are applied and Established.
+    pub fn split_by_served<'a>(
+        &'a self,
+        served: &KindResolver,
+    ) -> (Vec<&'a PlannedObject>, Vec<&'a PlannedObject>) {
+        self.objects().partition(|o| {
+            served
+                .resolve(&o.key.group, &o.key.version, &o.key.kind)
+                .is_some()
+        })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -254,3 +254,35 @@ fn a_crd_in_the_plan_overrides_what_discovery_says_about_its_kind() {
         .is_ok()
     );
 }
+
+#[test]
+fn objects_of_kinds_only_the_plan_defines_are_split_off_for_a_later_dry_run() {
+    let p = plan(
+        vec![
+            obj(CRD),
+            doc("example.io/v1", "Widget", Some("ns"), "w"),
+            doc("v1", "ConfigMap", Some("ns"), "c"),
+        ],
+        &resolver(),
+    )
+    .unwrap();
+    let names = |objects: Vec<&crate::plan::PlannedObject>| -> Vec<String> {
+        objects.iter().map(|o| o.key.to_string()).collect()
+    };
+    let (now, later) = p.split_by_served(&resolver());
+    assert_eq!(
+        names(now),
+        vec![
+            "CustomResourceDefinition widgets.example.io",
+            "ConfigMap ns/c"
+        ]
+    );
+    assert_eq!(names(later), vec!["Widget ns/w"]);
+
+    // Once the API server serves the kind, everything can be dry-run at once.
+    let mut served = resolver();
+    served.insert_crd(&obj(CRD)).unwrap();
+    let (now, later) = p.split_by_served(&served);
+    assert_eq!(now.len(), 3);
+    assert!(later.is_empty());
+}

@@ -147,7 +147,7 @@ async fn prune_one(
 }
 
 /// `Some(kind)` when the CRD `crd` still has at least one instance (in any namespace).
-async fn crd_has_instances(
+pub(crate) async fn crd_has_instances(
     client: &Client,
     crd: &DynamicObject,
 ) -> Result<Option<String>, kube::Error> {

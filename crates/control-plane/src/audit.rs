@@ -76,12 +76,20 @@ fn response_code<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u16>, 
 }
 
 impl AuditEvent {
-    /// Whether the request changed (or tried to change) state.
+    /// Whether the request changed (or tried to change) state. A server-side dry-run changes
+    /// nothing and is not a write.
     pub fn is_write(&self) -> bool {
         matches!(
             self.verb.as_str(),
             "create" | "update" | "patch" | "delete" | "deletecollection"
-        )
+        ) && !self.is_dry_run()
+    }
+
+    /// Whether the request was a server-side dry-run (`dryRun=All`).
+    pub fn is_dry_run(&self) -> bool {
+        self.request_uri
+            .split_once('?')
+            .is_some_and(|(_, query)| query.split('&').any(|p| p == "dryRun=All"))
     }
 }
 
