@@ -1,0 +1,100 @@
+//! Prometheus metrics of the controllers pod, prefix `capi_controllers`. Label values are fixed sets:
+//! the four controller names, `success`/`error`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileLabels {
+    controller: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerLabel {
+    controller: String,
+}
+
+pub struct Metrics {
+    reconciles: Family<ReconcileLabels, Counter>,
+    writes: Family<ControllerLabel, Counter>,
+    status_writes: Family<ControllerLabel, Counter>,
+}
+
+impl Metrics {
+    /// Creates the metrics and registers them (and build info) in `registry`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Metrics::unregistered();
+        let r = registry.sub_registry_with_prefix("capi_controllers");
+        r.register(
+            "reconciles",
+            "Reconciles by controller and result (error: the reconcile failed and is retried)",
+            m.reconciles.clone(),
+        );
+        r.register(
+            "objects_written",
+            "Objects created or updated (an unchanged object is not written)",
+            m.writes.clone(),
+        );
+        r.register(
+            "status_writes",
+            "Writes of the controller's conditions on ClusterOperator cluster-api",
+            m.status_writes.clone(),
+        );
+        r.register(
+            "build",
+            "The binary's version",
+            Info::new(vec![(
+                "version".to_string(),
+                env!("CARGO_PKG_VERSION").to_string(),
+            )]),
+        );
+        m
+    }
+
+    /// Metrics nobody scrapes (tests, embedding).
+    pub fn unregistered() -> Self {
+        Metrics {
+            reconciles: Family::default(),
+            writes: Family::default(),
+            status_writes: Family::default(),
+        }
+    }
+
+    pub fn reconciled(&self, controller: &str, ok: bool) {
+        self.reconciles
+            .get_or_create(&ReconcileLabels {
+                controller: controller.into(),
+                result: if ok { "success" } else { "error" }.into(),
+            })
+            .inc();
+    }
+
+    pub fn wrote(&self, controller: &str) {
+        self.writes
+            .get_or_create(&ControllerLabel {
+                controller: controller.into(),
+            })
+            .inc();
+    }
+
+    pub fn wrote_status(&self, controller: &str) {
+        self.status_writes
+            .get_or_create(&ControllerLabel {
+                controller: controller.into(),
+            })
+            .inc();
+    }
+
+    /// Objects written so far by `controller` (for tests and benchmarks).
+    pub fn writes_of(&self, controller: &str) -> u64 {
+        self.writes
+            .get_or_create(&ControllerLabel {
+                controller: controller.into(),
+            })
+            .get()
+    }
+}

@@ -1,0 +1,165 @@
+//! The loop every controller runs: wait for a change (or a timer), reconcile from the caches, turn
+//! the outcome into the controller's two conditions, write them only when they changed.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::context::{Context, ControllerKind, Exit, Outcome};
+use crate::error::ControllerError;
+use crate::names::CLUSTER_OPERATOR;
+use crate::status::{self, State};
+use crate::watch::WatchKey;
+
+/// A controller: one reconcile of its whole (singleton) job.
+pub trait Reconcile: Send + 'static {
+    const KIND: ControllerKind;
+
+    /// Reads the caches (registering the watches it needs with `wake`), writes what differs, and
+    /// concludes.
+    fn reconcile(
+        &mut self,
+        ctx: &Context,
+        wake: &Arc<Notify>,
+    ) -> impl Future<Output = Result<Outcome, Exit>> + Send;
+}
+
+/// A transient error degrades a controller only after this many consecutive failures.
+const DEGRADED_AFTER_FAILURES: u32 = 3;
+/// How soon to look again while a cache has not finished its first list.
+const SYNC_POLL: Duration = Duration::from_millis(500);
+/// Events arrive in bursts (our own write echoes back, several objects change together): wait this
+/// long after a wake-up so that one reconcile sees them all.
+const COALESCE: Duration = Duration::from_millis(100);
+
+/// Runs `controller` until `shutdown` resolves.
+pub async fn run<R: Reconcile>(
+    ctx: Arc<Context>,
+    mut controller: R,
+    shutdown: impl Future<Output = ()>,
+) {
+    let name = R::KIND.name();
+    let wake = Arc::new(Notify::new());
+    let mut failures: u32 = 0;
+    let mut last: Option<State> = None;
+    let mut delay = Duration::ZERO;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(delay) => {}
+        }
+        tokio::time::sleep(COALESCE).await;
+        let result = match controller.reconcile(&ctx, &wake).await {
+            Ok(o) | Err(Exit::Outcome(o)) => Ok(o),
+            Err(Exit::Error(e)) => Err(e),
+        };
+        let state = match result {
+            Ok(Outcome::Syncing) => {
+                delay = SYNC_POLL;
+                continue;
+            }
+            Ok(Outcome::Report { state, recheck }) => {
+                ctx.metrics.reconciled(name, true);
+                failures = 0;
+                delay = recheck.unwrap_or(ctx.config.resync);
+                state
+            }
+            Err(e) => {
+                ctx.metrics.reconciled(name, false);
+                failures += 1;
+                delay = backoff(&ctx, failures);
+                tracing::warn!(controller = name, error = %e, attempt = failures, retry_in = ?delay, "reconcile failed");
+                if !degrades(&e, failures) {
+                    continue;
+                }
+                State::failed(&e)
+            }
+        };
+        if last.as_ref() != Some(&state) {
+            log_state(name, &state);
+        }
+        match write_status(&ctx, R::KIND, &state, &wake) {
+            Ok(None) => {}
+            Ok(Some(body)) => {
+                if let Err(e) = status::write(&ctx.client, R::KIND.field_manager(), &body).await {
+                    tracing::warn!(controller = name, error = %e, "cannot write conditions; retrying");
+                    delay = delay.min(Duration::from_secs(5));
+                    continue;
+                }
+                ctx.metrics.wrote_status(name);
+            }
+            Err(waiting) => {
+                if last.as_ref() != Some(&state) {
+                    tracing::info!(controller = name, "{waiting}");
+                }
+            }
+        }
+        last = Some(state);
+    }
+    tracing::info!(controller = name, "stopped");
+}
+
+fn degrades(e: &ControllerError, failures: u32) -> bool {
+    !e.is_transient() || failures >= DEGRADED_AFTER_FAILURES
+}
+
+fn backoff(ctx: &Context, failures: u32) -> Duration {
+    let exp = failures.saturating_sub(1).min(16);
+    ctx.config
+        .backoff_min
+        .saturating_mul(1 << exp)
+        .min(ctx.config.backoff_max)
+}
+
+fn log_state(name: &str, state: &State) {
+    match state {
+        State::Done { message } => tracing::info!(controller = name, %message, "done"),
+        State::PlatformNotSupported { message } => {
+            tracing::info!(controller = name, %message, "nothing to do")
+        }
+        State::ExternallyManaged { message } => {
+            tracing::warn!(controller = name, %message, "left alone")
+        }
+        State::Waiting { wait, message } => {
+            tracing::info!(controller = name, reason = wait.reason(), %message, "waiting")
+        }
+        State::Failed { reason, message } => {
+            tracing::warn!(controller = name, reason = reason.as_str(), %message, "degraded")
+        }
+    }
+}
+
+/// The status patch for `state`, `Ok(None)` when the ClusterOperator already shows it, `Err` when it
+/// cannot be written yet (the ClusterOperator does not exist: the release payload or the installer
+/// creates it; its watch wakes us when it appears).
+fn write_status(
+    ctx: &Context,
+    kind: ControllerKind,
+    state: &State,
+    wake: &Arc<Notify>,
+) -> Result<Option<serde_json::Value>, String> {
+    let watch = ctx.watches.watch(
+        &WatchKey::object(status::cluster_operator_kind(), None, CLUSTER_OPERATOR),
+        wake,
+    );
+    if !watch.is_ready() {
+        return Err(format!(
+            "waiting for the ClusterOperator {CLUSTER_OPERATOR} cache"
+        ));
+    }
+    let Some(co) = watch.get(CLUSTER_OPERATOR) else {
+        return Err(format!(
+            "ClusterOperator {CLUSTER_OPERATOR} does not exist yet; conditions are written once it does"
+        ));
+    };
+    let conditions = status::conditions(kind.name(), state);
+    Ok(status::patch(
+        &conditions,
+        co.data.get("status"),
+        &crate::context::now(),
+    ))
+}

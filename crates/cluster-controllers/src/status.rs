@@ -1,0 +1,311 @@
+//! Each controller's two conditions on `ClusterOperator/cluster-api` (`<Controller>Available`,
+//! `<Controller>Degraded`, as in the reference), computed from its last reconcile. Pure, except
+//! [`write`].
+//!
+//! Several writers share the ClusterOperator's status: the installer (its own conditions, `versions`,
+//! `relatedObjects`) and each controller here. `status.conditions` is a list-map keyed by `type`, so
+//! with server-side apply each field manager owns exactly the entries it sends; a controller sends its
+//! two conditions and nothing else (never `versions` or `relatedObjects`, atomic lists the installer
+//! owns). A write happens only when the status, reason or message of one of them changed, and
+//! `lastTransitionTime` moves only when the status did: in steady state nothing is written.
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use crate::error::{ControllerError, FailureReason};
+use crate::names::CLUSTER_OPERATOR;
+use crate::watch::Kind;
+
+/// Reasons of a controller that is not failing.
+pub const AS_EXPECTED: &str = "AsExpected";
+pub const PLATFORM_NOT_SUPPORTED: &str = "PlatformNotSupported";
+pub const EXTERNALLY_MANAGED: &str = "ExternallyManaged";
+
+/// Why a controller waits (`Available=False`, not degraded: nothing is wrong yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// `Infrastructure/cluster` has no platform yet.
+    Platform,
+    /// A CRD the controller writes or reads is not Established (the installer installs it).
+    CustomResourceDefinitions,
+    /// The InfraCluster the Cluster refers to does not exist yet.
+    InfraCluster,
+    /// The object the controller copies does not exist yet (it is created during installation).
+    Source,
+}
+
+impl Wait {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Wait::Platform => "WaitingForPlatform",
+            Wait::CustomResourceDefinitions => "WaitingForCustomResourceDefinitions",
+            Wait::InfraCluster => "WaitingForInfraCluster",
+            Wait::Source => "WaitingForSource",
+        }
+    }
+}
+
+/// Where a controller stands after a reconcile: the only input to its conditions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Its objects are in place.
+    Done {
+        message: String,
+    },
+    /// The platform has no Cluster API provider: nothing to do.
+    PlatformNotSupported {
+        message: String,
+    },
+    /// The object exists but belongs to someone else: left alone.
+    ExternallyManaged {
+        message: String,
+    },
+    Waiting {
+        wait: Wait,
+        message: String,
+    },
+    Failed {
+        reason: FailureReason,
+        message: String,
+    },
+}
+
+impl State {
+    pub fn failed(e: &ControllerError) -> State {
+        State::Failed {
+            reason: e.reason(),
+            message: e.to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    pub type_: String,
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+/// `<name>Available` and `<name>Degraded` for a state; `name` is e.g. `InfraClusterController`.
+pub fn conditions(name: &str, state: &State) -> [Condition; 2] {
+    let c = |suffix: &str, status: bool, reason: &str, message: &str| Condition {
+        type_: format!("{name}{suffix}"),
+        status,
+        reason: reason.into(),
+        message: message.into(),
+    };
+    let not_degraded = c("Degraded", false, AS_EXPECTED, "");
+    match state {
+        State::Done { message } => [c("Available", true, AS_EXPECTED, message), not_degraded],
+        State::PlatformNotSupported { message } => [
+            c("Available", true, PLATFORM_NOT_SUPPORTED, message),
+            not_degraded,
+        ],
+        State::ExternallyManaged { message } => [
+            c("Available", true, EXTERNALLY_MANAGED, message),
+            not_degraded,
+        ],
+        State::Waiting { wait, message } => {
+            [c("Available", false, wait.reason(), message), not_degraded]
+        }
+        State::Failed { reason, message } => [
+            c("Available", false, reason.as_str(), message),
+            c("Degraded", true, reason.as_str(), message),
+        ],
+    }
+}
+
+/// The status patch that makes the live ClusterOperator status show `desired`, or `None` when it
+/// already does (same status, reason and message). `lastTransitionTime` is kept from the live
+/// condition when its status is unchanged.
+pub fn patch(desired: &[Condition], live_status: Option<&Value>, now: &str) -> Option<Value> {
+    let live: &[Value] = live_status
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let find = |t: &str| live.iter().find(|c| c["type"] == t);
+    let status_str = |b: bool| if b { "True" } else { "False" };
+    let unchanged = desired.iter().all(|d| {
+        find(&d.type_).is_some_and(|l| {
+            l["status"] == status_str(d.status)
+                && l["reason"] == d.reason.as_str()
+                && l.get("message").and_then(Value::as_str).unwrap_or("") == d.message
+        })
+    });
+    if unchanged {
+        return None;
+    }
+    let rendered: Vec<Value> = desired
+        .iter()
+        .map(|d| {
+            let since = find(&d.type_)
+                .filter(|l| l["status"] == status_str(d.status))
+                .and_then(|l| l.get("lastTransitionTime").cloned())
+                .unwrap_or_else(|| Value::String(now.to_string()));
+            let mut c = json!({
+                "type": d.type_,
+                "status": status_str(d.status),
+                "reason": d.reason,
+                "lastTransitionTime": since,
+            });
+            if !d.message.is_empty() {
+                c["message"] = Value::String(d.message.clone());
+            }
+            c
+        })
+        .collect();
+    Some(json!({
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "ClusterOperator",
+        "metadata": {"name": CLUSTER_OPERATOR},
+        "status": {"conditions": rendered},
+    }))
+}
+
+pub fn cluster_operator_kind() -> Kind {
+    Kind::new(
+        "config.openshift.io",
+        "v1",
+        "ClusterOperator",
+        "clusteroperators",
+    )
+}
+
+/// Applies a patch from [`patch`] to the status subresource, as `field_manager`.
+pub async fn write(
+    client: &kube::Client,
+    field_manager: &str,
+    body: &Value,
+) -> Result<(), ControllerError> {
+    let api: Api<DynamicObject> =
+        Api::all_with(client.clone(), &cluster_operator_kind().api_resource());
+    // Force: these condition types are ours alone; if someone else took them over, they come back.
+    let params = PatchParams::apply(field_manager).force();
+    api.patch_status(CLUSTER_OPERATOR, &params, &Patch::Apply(body))
+        .await
+        .map_err(|e| {
+            ControllerError::api(
+                "apply status of",
+                format!("ClusterOperator {CLUSTER_OPERATOR}"),
+                e,
+            )
+        })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cond<'a>(patch: &'a Value, t: &str) -> &'a Value {
+        patch["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == t)
+            .unwrap()
+    }
+
+    #[test]
+    fn each_state_gives_its_two_conditions() {
+        let failed = conditions(
+            "SecretSyncController",
+            &State::Failed {
+                reason: FailureReason::MissingSource,
+                message: "Secret x: data.userData is not set".into(),
+            },
+        );
+        assert_eq!(failed[0].type_, "SecretSyncControllerAvailable");
+        assert!(!failed[0].status);
+        assert_eq!(failed[1].type_, "SecretSyncControllerDegraded");
+        assert!(failed[1].status);
+        assert_eq!(failed[1].reason, "MissingSource");
+
+        let waiting = conditions(
+            "CoreClusterController",
+            &State::Waiting {
+                wait: Wait::CustomResourceDefinitions,
+                message: "m".into(),
+            },
+        );
+        assert!(!waiting[0].status);
+        assert_eq!(waiting[0].reason, "WaitingForCustomResourceDefinitions");
+        assert!(!waiting[1].status, "waiting is not degraded");
+
+        for state in [
+            State::Done {
+                message: "ok".into(),
+            },
+            State::PlatformNotSupported {
+                message: "n".into(),
+            },
+            State::ExternallyManaged {
+                message: "e".into(),
+            },
+        ] {
+            let [a, d] = conditions("X", &state);
+            assert!(a.status && !d.status, "{state:?}");
+        }
+    }
+
+    #[test]
+    fn writes_only_changes_and_keeps_transition_times() {
+        let ok = conditions(
+            "KubeconfigController",
+            &State::Done {
+                message: "m".into(),
+            },
+        );
+        let first = patch(&ok, None, "2026-01-01T00:00:00Z").unwrap();
+        assert_eq!(
+            cond(&first, "KubeconfigControllerAvailable")["lastTransitionTime"],
+            "2026-01-01T00:00:00Z"
+        );
+        // Only our two conditions are sent: never versions or relatedObjects.
+        assert_eq!(
+            first["status"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["conditions"]
+        );
+
+        // The live status holds them (plus the installer's): nothing to write.
+        let mut live = first["status"].clone();
+        live["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "Available", "status": "True", "reason": "AsExpected"}));
+        live["versions"] = json!([{"name": "operator", "version": "4.21"}]);
+        assert_eq!(patch(&ok, Some(&live), "2026-02-02T00:00:00Z"), None);
+
+        // A new message keeps the time; a new status moves it.
+        let other = conditions(
+            "KubeconfigController",
+            &State::Done {
+                message: "n".into(),
+            },
+        );
+        let p = patch(&other, Some(&live), "2026-02-02T00:00:00Z").unwrap();
+        assert_eq!(
+            cond(&p, "KubeconfigControllerAvailable")["lastTransitionTime"],
+            "2026-01-01T00:00:00Z"
+        );
+        let failed = conditions(
+            "KubeconfigController",
+            &State::Failed {
+                reason: FailureReason::Forbidden,
+                message: "f".into(),
+            },
+        );
+        let p = patch(&failed, Some(&live), "2026-02-02T00:00:00Z").unwrap();
+        assert_eq!(
+            cond(&p, "KubeconfigControllerDegraded")["lastTransitionTime"],
+            "2026-02-02T00:00:00Z"
+        );
+        assert_eq!(cond(&p, "KubeconfigControllerDegraded")["status"], "True");
+    }
+}
