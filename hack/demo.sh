@@ -95,7 +95,7 @@ EOF
 
 say "starting the installer (log: $DEMO_DIR/installer.log)"
 RELEASE_VERSION=4.21.0-demo "$bin/capi-installer" run --kubeconfig "$KUBECONFIG" --images-json "$images" \
-  --leader-elect=false --http-addr 127.0.0.1:0 >"$DEMO_DIR/installer.log" 2>&1 &
+  --leader-elect=false --http-addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0 >"$DEMO_DIR/installer.log" 2>&1 &
 installer_pid=$!
 
 say "installing (progress from ClusterOperator cluster-api and the installer's log)"

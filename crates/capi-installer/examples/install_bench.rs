@@ -623,7 +623,13 @@ async fn process_run(bin: &Path) -> Result<ProcessRun> {
         .arg(env.cp.kubeconfig_path())
         .arg("--images-json")
         .arg(&images_json)
-        .args(["--http-addr", "127.0.0.1:0", "--leader-elect=false"])
+        .args([
+            "--http-addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .arg("--leader-elect=false")
         .env("RELEASE_VERSION", RELEASE_VERSION)
         .env("RUST_LOG", "info,kube=warn")
         .stdin(Stdio::null())

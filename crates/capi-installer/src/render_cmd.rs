@@ -41,6 +41,7 @@ pub struct RenderArgs {
     /// The namespace of the transport ConfigMaps and of every namespaced provider object.
     #[arg(long, default_value = "openshift-cluster-api")]
     namespace: String,
+    /// `text`: the ordered plan; `yaml`: the rendered objects in apply order.
     #[arg(long, value_enum, default_value = "text")]
     output: Output,
 }

@@ -374,3 +374,158 @@ fn the_platform_picks_the_infrastructure_provider() {
         stdout(&none)
     );
 }
+
+/// `capi-installer` with `args`, no environment that could change its defaults.
+fn installer(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("RELEASE_VERSION")
+        .env_remove("POD_NAME")
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("capi-installer runs")
+}
+
+/// Every flag of every subcommand says what it does (`-h` prints flag and text on one line, or the text
+/// on the next, more indented line).
+#[test]
+fn every_flag_has_help_text() {
+    for command in ["run", "render", "status"] {
+        let out = installer(&[command, "--help"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let help = stdout(&out);
+        let lines: Vec<&str> = help.lines().collect();
+        let mut flags = 0;
+        for (i, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            if !(trimmed.starts_with("--") || trimmed.starts_with("-h, ")) {
+                continue;
+            }
+            flags += 1;
+            // `--flag <VALUE>  text` (short help) or the text on the next, more indented line.
+            let same_line = trimmed
+                .split_once("  ")
+                .is_some_and(|(_, text)| !text.trim().is_empty());
+            let next = lines.get(i + 1).copied().unwrap_or_default();
+            let indent = |l: &str| l.len() - l.trim_start().len();
+            let below = !next.trim().is_empty() && indent(next) > indent(line);
+            assert!(
+                same_line || below,
+                "{command}: no help text for {trimmed:?}:\n{help}"
+            );
+        }
+        assert!(flags > 2, "{command}: no flags found in:\n{help}");
+    }
+}
+
+/// Durations are Go durations; a bare number is a usage error (exit 2) that says how to write it.
+#[test]
+fn durations_need_a_unit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let images = write_images(tmp.path(), &images());
+    let images = images.to_str().unwrap();
+    for flag in [
+        "--deployment-timeout",
+        "--crd-timeout",
+        "--resync",
+        "--leader-elect-lease-duration",
+        "--leader-elect-renew-deadline",
+        "--leader-elect-retry-period",
+    ] {
+        let out = installer(&["run", "--images-json", images, flag, "180"]);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.starts_with("error: "), "{err}");
+        assert!(err.contains(flag) && err.contains("write 180s"), "{err}");
+    }
+    // Every form parses: the run gets past the flags and stops at the missing kubeconfig's file.
+    let out = installer(&[
+        "run",
+        "--images-json",
+        images,
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "--deployment-timeout",
+        "1.5m",
+        "--crd-timeout",
+        "90s",
+        "--resync",
+        "1h30m",
+        "--leader-elect-retry-period",
+        "500ms",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent/kubeconfig"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// One error format (`error: what: why`, one line) and exit codes scripts can use: 2 when a command
+/// cannot run, 1 when its answer is "no".
+#[test]
+fn errors_are_one_line_with_exit_codes_for_scripts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let images = write_images(tmp.path(), &images());
+    let images = images.to_str().unwrap();
+    let kubeconfig = tmp.path().join("kubeconfig");
+    // Never contacted: every case fails before the first request.
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
+         users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    \
+         user: u\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["run", "--images-json", "/nonexistent/images.json"],
+            2,
+            "error: reading images file /nonexistent/images.json: ",
+        ),
+        (
+            vec![
+                "run",
+                "--images-json",
+                images,
+                "--kubeconfig",
+                kubeconfig,
+                "--leader-elect-lease-duration",
+                "10s",
+                "--leader-elect-renew-deadline",
+                "10s",
+            ],
+            2,
+            "error: leader election: the renew deadline (10s) must be shorter than the lease duration (10s)",
+        ),
+        (
+            vec!["run", "--no-such-flag"],
+            2,
+            "error: unexpected argument",
+        ),
+        (
+            vec![
+                "render",
+                "--platform",
+                "AWS",
+                "--from",
+                "/nonexistent",
+                "--images-json",
+                images,
+            ],
+            2,
+            "error: ",
+        ),
+    ];
+    for (args, code, prefix) in cases {
+        let out = installer(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        // `run` may have logged before it failed; the error is one line of its own.
+        let error_lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+        assert_eq!(error_lines.len(), 1, "{args:?}: one error line: {err}");
+        assert!(error_lines[0].starts_with(prefix), "{args:?}: {err}");
+    }
+}

@@ -1,7 +1,9 @@
 //! `capi-installer run` as a process, against a real control plane with workloads: two replicas elect a
 //! leader on Lease `capi-installer-leader`, the leader installs the fixture providers, the standby takes
-//! over when the leader is killed, and a SIGTERM releases the lease. Also scrapes /healthz, /readyz and
-//! /metrics, and reads the result back with `capi-installer status`.
+//! over when the leader is killed, and a SIGTERM releases the lease. Also probes /healthz and /readyz,
+//! scrapes /metrics over TLS as cluster monitoring would (with the RBAC of `manifests/`), and reads the
+//! result back with `capi-installer status`. The other tests: a leader that loses its Lease or whose
+//! renewals hang exits; who may read /metrics (401, 403, 200) and certificate rotation.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -28,6 +30,7 @@ struct Replica {
     name: String,
     child: Child,
     http: SocketAddr,
+    metrics: SocketAddr,
     log: PathBuf,
 }
 
@@ -55,7 +58,9 @@ impl Replica {
         extra: &[&str],
     ) -> Replica {
         let http = free_port();
+        let metrics = free_port();
         let log = dir.join(format!("{name}.log"));
+        let tls = ServingCert::in_dir(dir);
         let child = Command::new(BIN)
             .args(["run", "--kubeconfig"])
             .arg(kubeconfig)
@@ -66,9 +71,15 @@ impl Replica {
                 name,
                 "--http-addr",
                 &http.to_string(),
+                "--metrics-addr",
+                &metrics.to_string(),
                 "--deployment-timeout",
                 "3m",
             ])
+            .arg("--metrics-cert-file")
+            .arg(&tls.cert)
+            .arg("--metrics-key-file")
+            .arg(&tls.key)
             .args(extra)
             .env("RELEASE_VERSION", RELEASE_VERSION)
             .env("RUST_LOG", "info,kube=warn")
@@ -81,6 +92,7 @@ impl Replica {
             name: name.to_string(),
             child,
             http,
+            metrics,
             log,
         }
     }
@@ -253,6 +265,11 @@ async fn apply_release_manifests(client: &Client) -> Vec<String> {
         for doc in documents(&file) {
             let obj: DynamicObject = serde_json::from_value(doc.clone()).unwrap();
             let types = obj.types.clone().unwrap();
+            // Cluster monitoring's CRDs are not on the test control plane; tests/manifests.rs checks
+            // the ServiceMonitor's fields instead.
+            if types.api_version.starts_with("monitoring.coreos.com/") {
+                continue;
+            }
             let gvk = kube::api::GroupVersionKind::try_from(&types).unwrap();
             let (resource, caps) = discovery
                 .resolve_gvk(&gvk)
@@ -424,10 +441,25 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
     })
     .await;
     assert_eq!(standby_ready.0, 200, "{}", standby_ready.1);
-    let (code, metrics) = get(leader.http, "/metrics")
-        .await
-        .expect("/metrics answers");
-    assert_eq!(code, 200);
+    // Cluster monitoring's identity, allowed by the RBAC of manifests/ (checked by the replicas, which run
+    // with only the RBAC shipped there).
+    let prometheus = token(&admin, "openshift-monitoring", "prometheus-k8s").await;
+    let ca = ServingCert::in_dir(tmp.path()).ca;
+    assert_eq!(
+        https_get(leader.http, &ca, "/metrics", Some(&prometheus))
+            .await
+            .map(|r| r.0),
+        None,
+        "no /metrics on the plain HTTP port"
+    );
+    assert_eq!(get(leader.http, "/metrics").await.map(|r| r.0), Some(404));
+    let (code, metrics) = eventually(
+        Duration::from_secs(30),
+        "/metrics for prometheus-k8s",
+        || https_get(leader.metrics, &ca, "/metrics", Some(&prometheus)),
+    )
+    .await;
+    assert_eq!(code, 200, "{metrics}");
     let series = samples(&metrics);
     for name in [
         "capi_installer_reconciles_total",
@@ -470,7 +502,9 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
             .contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION")))
     );
     // The standby has not reconciled anything.
-    let (_, standby_metrics) = get(standby.http, "/metrics").await.unwrap();
+    let (_, standby_metrics) = https_get(standby.metrics, &ca, "/metrics", Some(&prometheus))
+        .await
+        .unwrap();
     assert!(
         !samples(&standby_metrics).contains_key("capi_installer_reconciles_total"),
         "{standby_metrics}"
@@ -533,7 +567,7 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
         Duration::from_secs(60),
         "the new leader to reconcile",
         || async {
-            let (_, m) = get(new_leader.http, "/metrics").await?;
+            let (_, m) = https_get(new_leader.metrics, &ca, "/metrics", Some(&prometheus)).await?;
             samples(&m)
                 .contains_key("capi_installer_reconciles_total")
                 .then_some(())
@@ -784,6 +818,113 @@ async fn a_leader_whose_renewals_hang_exits_before_the_standby_takes_over() {
     drop(standby);
 }
 
+/// Issue 13: /metrics over TLS with the certificate from the files (the test mints it), only for callers
+/// the API server authenticates (else 401) and authorizes for `get` on /metrics (else 403); a rotated
+/// certificate is served without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_served_over_tls_to_authorized_callers_only() {
+    let cp = shared_control_plane().await;
+    let admin = cp.admin_client().await.unwrap();
+    let ns = "metrics-access";
+    create_namespace(&admin, ns).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let images = images_file(tmp.path());
+    let serving = ServingCert::in_dir(tmp.path());
+    // An admin runs this replica; the shipped RBAC for the reviews is exercised by the install test.
+    let mut args = LEADER_TIMINGS.to_vec();
+    args.extend(["--leader-elect-namespace", ns]);
+    let replica = Replica::start_with("metrics", &cp.kubeconfig_path(), &images, tmp.path(), &args);
+
+    // Without a token, with one the API server does not know, with another scheme: 401.
+    let (code, body) = eventually(Duration::from_secs(30), "/metrics to answer", || {
+        https_get(replica.metrics, &serving.ca, "/metrics", None)
+    })
+    .await;
+    assert_eq!(code, 401, "{body}");
+    for header in ["Bearer not-a-token", "Basic dXNlcjpwYXNz"] {
+        let (code, body) = https_request(replica.metrics, &serving.ca, "/metrics", Some(header))
+            .await
+            .map(|r| (r.0, r.1))
+            .unwrap();
+        assert_eq!(code, 401, "{header}: {body}");
+    }
+    // A valid ServiceAccount without RBAC: 403, naming it.
+    let scraper = token(&admin, ns, "scraper").await;
+    let (code, body) = https_get(replica.metrics, &serving.ca, "/metrics", Some(&scraper))
+        .await
+        .unwrap();
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("system:serviceaccount:metrics-access:scraper"),
+        "{body}"
+    );
+    assert!(!body.contains("capi_installer"), "{body}");
+
+    // Granted `get` on /metrics: 200 (a refusal is remembered for up to 10 s).
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "metrics-access-test"},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]});
+    apply(
+        &admin,
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        &role,
+    )
+    .await;
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "metrics-access-test"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-access-test"},
+        "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}]});
+    apply(
+        &admin,
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        &binding,
+    )
+    .await;
+    let (_, metrics) = eventually(
+        Duration::from_secs(60),
+        "/metrics for the granted scraper",
+        || async {
+            let response =
+                https_get(replica.metrics, &serving.ca, "/metrics", Some(&scraper)).await?;
+            (response.0 == 200).then_some(response)
+        },
+    )
+    .await;
+    assert!(metrics.contains("capi_installer_build_info"), "{metrics}");
+
+    // The minted certificate is what is served; a rotated one is served without a restart.
+    assert_eq!(
+        served_cert(replica.metrics, &serving.ca).await,
+        Some(der(&serving.cert_pem()))
+    );
+    let rotated = serving.rotate();
+    eventually(
+        Duration::from_secs(30),
+        "the rotated certificate to be served",
+        || async {
+            (served_cert(replica.metrics, &serving.ca).await? == der(&rotated)).then_some(())
+        },
+    )
+    .await;
+    let (code, _) = https_get(replica.metrics, &serving.ca, "/metrics", Some(&scraper))
+        .await
+        .unwrap();
+    assert_eq!(code, 200);
+    assert!(
+        replica
+            .log()
+            .contains("serving the changed metrics certificate"),
+        "{}",
+        replica.log()
+    );
+}
+
 /// /healthz is liveness only; /readyz stays 503 while the replica cannot reach the API server.
 #[tokio::test]
 async fn readyz_is_503_until_the_api_server_is_reached() {
@@ -821,8 +962,12 @@ async fn readyz_is_503_until_the_api_server_is_reached() {
     .await;
     let (ready, body) = get(replica.http, "/readyz").await.unwrap();
     assert_eq!(ready, 503, "{body}");
-    let (_, metrics) = get(replica.http, "/metrics").await.unwrap();
-    assert!(metrics.contains("capi_installer_build_info"), "{metrics}");
+    // /metrics is served (without a token: 401, which needs no API server).
+    let ca = ServingCert::in_dir(tmp.path()).ca;
+    let (code, body) = https_get(replica.metrics, &ca, "/metrics", None)
+        .await
+        .expect("/metrics answers");
+    assert_eq!(code, 401, "{body}");
 }
 
 /// One control plane (without workloads) for the tests of this file that do not need their own: each
@@ -969,4 +1114,176 @@ async fn pump(
             return;
         }
     }
+}
+
+/// A token of ServiceAccount `namespace/name` (both created when missing).
+async fn token(admin: &Client, namespace: &str, name: &str) -> String {
+    create_namespace(admin, namespace).await;
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace}});
+    apply(admin, "", "v1", "ServiceAccount", "serviceaccounts", &sa).await;
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(admin.clone(), namespace);
+    let request = k8s_openapi::api::authentication::v1::TokenRequest {
+        spec: k8s_openapi::api::authentication::v1::TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    accounts
+        .create_token_request(name, &Default::default(), &request)
+        .await
+        .unwrap_or_else(|e| panic!("token of {namespace}/{name}: {e}"))
+        .status
+        .map(|s| s.token)
+        .unwrap_or_default()
+}
+
+/// The metrics serving certificate of the replicas started in one folder: a CA and a certificate for
+/// localhost / 127.0.0.1 that it issued, in `<dir>/metrics-tls/` (made by the first caller).
+struct ServingCert {
+    /// The CA certificate (PEM): what a scraper trusts, as Prometheus trusts the service-ca bundle.
+    ca: String,
+    ca_key: String,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl ServingCert {
+    fn in_dir(dir: &Path) -> ServingCert {
+        let tls = dir.join("metrics-tls");
+        let serving = ServingCert {
+            ca: String::new(),
+            ca_key: String::new(),
+            cert: tls.join("tls.crt"),
+            key: tls.join("tls.key"),
+        };
+        if tls.join("ca.crt").exists() {
+            return ServingCert {
+                ca: std::fs::read_to_string(tls.join("ca.crt")).unwrap(),
+                ca_key: std::fs::read_to_string(tls.join("ca.key")).unwrap(),
+                ..serving
+            };
+        }
+        std::fs::create_dir_all(&tls).unwrap();
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca = Self::ca_params().self_signed(&ca_key).unwrap();
+        let serving = ServingCert {
+            ca: ca.pem(),
+            ca_key: ca_key.serialize_pem(),
+            ..serving
+        };
+        std::fs::write(tls.join("ca.crt"), &serving.ca).unwrap();
+        std::fs::write(tls.join("ca.key"), &serving.ca_key).unwrap();
+        serving.rotate();
+        serving
+    }
+
+    fn ca_params() -> rcgen::CertificateParams {
+        let mut params = rcgen::CertificateParams::default();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "test-service-ca");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        params
+    }
+
+    /// Issues a new serving certificate and key and replaces the files as the kubelet updates a
+    /// mounted Secret (each file renamed into place); returns the new certificate (PEM).
+    fn rotate(&self) -> String {
+        let issuer = rcgen::Issuer::new(
+            Self::ca_params(),
+            rcgen::KeyPair::from_pem(&self.ca_key).unwrap(),
+        );
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+                .unwrap();
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        params.use_authority_key_identifier_extension = true;
+        let cert = params.signed_by(&key, &issuer).unwrap().pem();
+        for (path, content) in [(&self.key, key.serialize_pem()), (&self.cert, cert.clone())] {
+            let tmp = path.with_extension("new");
+            std::fs::write(&tmp, content).unwrap();
+            std::fs::rename(&tmp, path).unwrap();
+        }
+        cert
+    }
+
+    fn cert_pem(&self) -> String {
+        std::fs::read_to_string(&self.cert).unwrap()
+    }
+}
+
+fn der(pem: &str) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
+        .unwrap()
+        .to_vec()
+}
+
+/// GET over HTTPS, trusting only `ca`, as `localhost`, with a bearer token: (status, body).
+async fn https_get(
+    addr: SocketAddr,
+    ca: &str,
+    path: &str,
+    token: Option<&str>,
+) -> Option<(u16, String)> {
+    let authorization = token.map(|t| format!("Bearer {t}"));
+    https_request(addr, ca, path, authorization.as_deref())
+        .await
+        .map(|(code, body, _)| (code, body))
+}
+
+/// GET over HTTPS with an optional `Authorization` header: (status, body, the server's certificate).
+/// `None` when nothing answers or the TLS handshake fails.
+async fn https_request(
+    addr: SocketAddr,
+    ca: &str,
+    path: &str,
+    authorization: Option<&str>,
+) -> Option<(u16, String, Vec<u8>)> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der(ca).into()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut stream = tokio::time::timeout(Duration::from_secs(10), connector.connect(name, tcp))
+        .await
+        .ok()?
+        .ok()?;
+    let peer = stream.get_ref().1.peer_certificates()?.first()?.to_vec();
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    if let Some(value) = authorization {
+        request.push_str(&format!("Authorization: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    // A server may close without TLS close_notify; what arrived is the whole response then.
+    let _ = stream.read_to_end(&mut response).await;
+    let response = String::from_utf8_lossy(&response);
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((status, body, peer))
+}
+
+/// The certificate the server presents.
+async fn served_cert(addr: SocketAddr, ca: &str) -> Option<Vec<u8>> {
+    https_request(addr, ca, "/healthz", None).await.map(|r| r.2)
 }

@@ -528,3 +528,28 @@ fn input_order_keeps_the_kustomization_order() {
     );
     assert_eq!(kept[3..], protection);
 }
+
+/// Every flag says what it does (the text follows on the next, more indented line of `--help`).
+#[test]
+fn every_flag_has_help_text() {
+    let out = bin().arg("--help").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = help.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut flags = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        if !trimmed.starts_with('-') {
+            continue;
+        }
+        flags += 1;
+        let same_line = trimmed
+            .split_once("  ")
+            .is_some_and(|(_, text)| !text.trim().is_empty());
+        let next = lines.get(i + 1).copied().unwrap_or_default();
+        let below = !next.trim().is_empty() && indent(next) > indent(line);
+        assert!(same_line || below, "no help text for {trimmed:?}:\n{help}");
+    }
+    assert!(flags >= 10, "{help}");
+}

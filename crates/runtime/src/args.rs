@@ -11,7 +11,7 @@ use crate::duration::parse_duration_arg;
 /// Where the cluster is.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct KubeArgs {
-    /// Kubeconfig file; default: the in-cluster configuration, else $KUBECONFIG or ~/.kube/config.
+    /// Kubeconfig file; default: $KUBECONFIG or ~/.kube/config, else the in-cluster configuration.
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
 }
@@ -67,15 +67,31 @@ impl Default for LeaderElectionArgs {
 /// The health and metrics endpoints (see [`crate::http`]).
 #[derive(clap::Args, Clone, Debug)]
 pub struct HttpArgs {
-    /// Address of the /healthz, /readyz and /metrics endpoints.
+    /// Address of the plain-HTTP health endpoints /healthz and /readyz (for the kubelet's probes).
     #[arg(long, default_value = "0.0.0.0:9440", value_name = "ADDR")]
     pub http_addr: SocketAddr,
+    /// Address of /metrics, served over TLS only to callers whose bearer token the API server
+    /// authenticates (TokenReview) and authorizes for `get` on the non-resource URL /metrics
+    /// (SubjectAccessReview).
+    #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR")]
+    pub metrics_addr: SocketAddr,
+    /// PEM certificate (chain) of /metrics, e.g. the service-ca serving certificate `tls.crt`; read
+    /// again when it changes, so a rotated certificate needs no restart. Default: a self-signed
+    /// certificate made at start.
+    #[arg(long, value_name = "PATH", requires = "metrics_key_file")]
+    pub metrics_cert_file: Option<PathBuf>,
+    /// PEM private key of --metrics-cert-file (`tls.key`).
+    #[arg(long, value_name = "PATH", requires = "metrics_cert_file")]
+    pub metrics_key_file: Option<PathBuf>,
 }
 
 impl Default for HttpArgs {
     fn default() -> Self {
         HttpArgs {
             http_addr: ([0, 0, 0, 0], 9440).into(),
+            metrics_addr: ([0, 0, 0, 0], 8443).into(),
+            metrics_cert_file: None,
+            metrics_key_file: None,
         }
     }
 }
@@ -133,6 +149,7 @@ mod tests {
             Duration::from_secs(26)
         );
         assert_eq!(cli.http.http_addr.port(), 9440);
+        assert_eq!(cli.http.metrics_addr.port(), 8443);
         assert_eq!(cli.log.log_format, LogFormat::Text);
         // The Default impls agree with clap's defaults.
         let d = LeaderElectionArgs::default();
@@ -149,6 +166,7 @@ mod tests {
             )
         );
         assert_eq!(HttpArgs::default().http_addr, cli.http.http_addr);
+        assert_eq!(HttpArgs::default().metrics_addr, cli.http.metrics_addr);
     }
 
     #[test]
@@ -164,6 +182,12 @@ mod tests {
             "500ms",
             "--http-addr",
             "127.0.0.1:1",
+            "--metrics-addr",
+            "127.0.0.1:2",
+            "--metrics-cert-file",
+            "/c",
+            "--metrics-key-file",
+            "/k",
             "--log-format",
             "json",
         ])
@@ -183,6 +207,8 @@ mod tests {
             Duration::from_millis(500)
         );
         assert_eq!(cli.http.http_addr, SocketAddr::from(([127, 0, 0, 1], 1)));
+        assert_eq!(cli.http.metrics_addr, SocketAddr::from(([127, 0, 0, 1], 2)));
+        assert_eq!(cli.http.metrics_cert_file, Some(PathBuf::from("/c")));
         assert_eq!(cli.log.log_format, LogFormat::Json);
         assert!(parse(&["--leader-elect"]).unwrap().leader.leader_elect);
     }
@@ -191,5 +217,8 @@ mod tests {
     fn bad_values_are_refused_with_the_reason() {
         let err = parse(&["--leader-elect-lease-duration", "137"]).unwrap_err();
         assert!(err.to_string().contains("has no unit"), "{err}");
+        // A certificate without its key (and the reverse) is a usage error.
+        assert!(parse(&["--metrics-cert-file", "/c"]).is_err());
+        assert!(parse(&["--metrics-key-file", "/k"]).is_err());
     }
 }

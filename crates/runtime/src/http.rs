@@ -1,16 +1,37 @@
-//! The process's HTTP endpoints: liveness, readiness and metrics.
+//! The process's HTTP endpoints, on two listeners as OpenShift operators serve them:
+//!
+//! - plain HTTP, for the kubelet's probes: `/healthz` (liveness) and `/readyz` (readiness); nothing else,
+//!   so nothing there needs protecting;
+//! - HTTPS, `/metrics`, with the service-ca serving certificate (re-read when rotated) and only for
+//!   callers whose bearer token the API server authenticates and authorizes ([`crate::auth`]): 401
+//!   without a valid token, 403 without RBAC for `get` on `/metrics`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::registry::Registry;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 
 use crate::Error;
+use crate::args::HttpArgs;
+use crate::auth::{Authorizer, Decision};
+use crate::tls::{ReloadingCert, SelfSigned, server_config};
+
+/// The path Prometheus scrapes, and the non-resource URL callers need `get` on.
+pub const METRICS_PATH: &str = "/metrics";
+/// A TLS handshake that takes longer than this is dropped (a client that connects and sends nothing
+/// must not hold a slot).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Handshakes in progress at once; more connections wait in the kernel's backlog.
+const MAX_HANDSHAKES: usize = 64;
 
 /// Whether this replica is ready: shared between the runtime (which sets it) and /readyz.
 #[derive(Clone, Debug, Default)]
@@ -26,18 +47,14 @@ impl Readiness {
     }
 }
 
-/// Serves /healthz, /readyz and /metrics in the background; returns the bound address (useful with
-/// port 0).
+/// Serves /healthz and /readyz over plain HTTP in the background; returns the bound address (useful
+/// with port 0).
 ///
 /// /healthz (liveness) answers as long as the process serves requests. /readyz answers 200 once this
 /// replica either runs the controller (leader) or stands by having reached the API server (standby): a
 /// standby counts as ready so that a rolling update of the Deployment can proceed; 503 while starting,
 /// when a standby cannot reach the API server, and while shutting down.
-pub async fn serve(
-    addr: SocketAddr,
-    registry: Arc<Registry>,
-    ready: Readiness,
-) -> Result<SocketAddr, Error> {
+pub async fn serve_health(addr: SocketAddr, ready: Readiness) -> Result<SocketAddr, Error> {
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route(
@@ -52,42 +69,176 @@ pub async fn serve(
                     }
                 }
             }),
-        )
-        .route(
-            "/metrics",
-            get(move || {
-                let registry = registry.clone();
-                async move { encode(&registry) }
-            }),
         );
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| Error::Bind { addr, source })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|source| Error::Bind { addr, source })?;
-    tracing::info!(addr = %bound, "serving /healthz, /readyz and /metrics");
+    let listener = bind(addr).await?;
+    let bound = local_addr(&listener, addr)?;
+    tracing::info!(addr = %bound, "serving /healthz and /readyz (HTTP)");
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "HTTP server stopped");
+            tracing::error!(error = %e, "health server stopped");
         }
     });
     Ok(bound)
 }
 
-/// The registry as OpenMetrics text.
-fn encode(registry: &Registry) -> axum::response::Response {
-    let mut body = String::new();
-    prometheus_client::encoding::text::encode(&mut body, registry)
-        .map(|_| {
+/// Serves /metrics over TLS in the background, to authenticated and authorized callers only (`client`
+/// asks the API server); returns the bound address.
+pub async fn serve_metrics(
+    args: &HttpArgs,
+    registry: Arc<Registry>,
+    client: kube::Client,
+) -> Result<SocketAddr, Error> {
+    let resolver: Arc<dyn rustls::server::ResolvesServerCert> = match (
+        &args.metrics_cert_file,
+        &args.metrics_key_file,
+    ) {
+        (Some(cert), Some(key)) => Arc::new(ReloadingCert::load(cert, key)?),
+        _ => {
+            tracing::warn!(
+                "no --metrics-cert-file/--metrics-key-file: serving /metrics with a self-signed certificate"
+            );
+            Arc::new(SelfSigned::generate()?)
+        }
+    };
+    let acceptor = TlsAcceptor::from(Arc::new(server_config(resolver)?));
+    let authorizer = Arc::new(Authorizer::new(client, METRICS_PATH));
+    let app = Router::new().route(
+        METRICS_PATH,
+        get(move |headers: HeaderMap| {
+            let (registry, authorizer) = (registry.clone(), authorizer.clone());
+            async move { metrics(&registry, &authorizer, &headers).await }
+        }),
+    );
+    let addr = args.metrics_addr;
+    let tcp = bind(addr).await?;
+    let bound = local_addr(&tcp, addr)?;
+    let listener = TlsListener::start(tcp, acceptor, bound);
+    tracing::info!(addr = %bound, "serving /metrics (HTTPS, TokenReview + SubjectAccessReview)");
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "metrics server stopped");
+        }
+    });
+    Ok(bound)
+}
+
+async fn metrics(registry: &Registry, authorizer: &Authorizer, headers: &HeaderMap) -> Response {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match authorizer.check(authorization).await {
+        Ok(Decision::Allowed { .. }) => encode(registry),
+        Ok(Decision::Unauthenticated { reason }) => {
+            tracing::debug!(%reason, "refused /metrics: unauthenticated");
             (
-                [(
-                    header::CONTENT_TYPE,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                )],
-                body,
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "Unauthorized\n",
             )
                 .into_response()
-        })
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+        }
+        Ok(Decision::Forbidden { user, reason }) => {
+            tracing::debug!(%user, %reason, "refused /metrics: forbidden");
+            (
+                StatusCode::FORBIDDEN,
+                format!("Forbidden: {user} may not get {METRICS_PATH}\n"),
+            )
+                .into_response()
+        }
+        Err(e) => {
+            let message = crate::report::error_chain(&e);
+            tracing::warn!(error = %message, "cannot check a /metrics caller");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "cannot check the caller's access\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// The registry as OpenMetrics text.
+fn encode(registry: &Registry) -> Response {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, registry) {
+        Ok(()) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            body,
+        )
+            .into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Bind { addr, source })
+}
+
+fn local_addr(listener: &TcpListener, addr: SocketAddr) -> Result<SocketAddr, Error> {
+    listener
+        .local_addr()
+        .map_err(|source| Error::Bind { addr, source })
+}
+
+/// Connections whose TLS handshake completed. Handshakes run in their own tasks, so a slow or silent
+/// client holds up nobody else.
+struct TlsListener {
+    established: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl TlsListener {
+    fn start(tcp: TcpListener, acceptor: TlsAcceptor, local: SocketAddr) -> TlsListener {
+        let (send, established) = tokio::sync::mpsc::channel(MAX_HANDSHAKES);
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_HANDSHAKES));
+        tokio::spawn(async move {
+            loop {
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
+                };
+                let (stream, peer) = match tcp.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accepting a /metrics connection");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let (acceptor, send) = (acceptor.clone(), send.clone());
+                tokio::spawn(async move {
+                    let _slot = slot;
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => {
+                            let _ = send.send((tls, peer)).await;
+                        }
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                });
+            }
+        });
+        TlsListener { established, local }
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.established.recv().await {
+            Some(connection) => connection,
+            // The accepting task ended (the runtime is shutting down): accept nothing more.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.local)
+    }
 }

@@ -8,7 +8,9 @@
 //! | [`duration`] | durations on the command line (`30s`, `5m`, `137s`) |
 //! | [`report`] | the error format and exit codes of every binary |
 //! | [`leader`] | leader election on a Lease, each request bounded by the renew deadline |
-//! | [`http`] | /healthz, /readyz, /metrics |
+//! | [`http`] | /healthz and /readyz (HTTP); /metrics (HTTPS, authenticated and authorized callers only) |
+//! | [`auth`] | TokenReview + SubjectAccessReview of /metrics callers (the kube-rbac-proxy pattern) |
+//! | [`tls`] | the serving certificate from files, re-read when rotated; self-signed where none is given |
 //! | [`process`] | logging, the kube client with the binary's user agent, the shutdown signal |
 //! | [`run`] | campaign → run the controller while holding the lease → release on SIGTERM, exit 1 on loss |
 //!
@@ -48,6 +50,8 @@ pub mod report;
 #[cfg(feature = "process")]
 pub mod args;
 #[cfg(feature = "process")]
+pub mod auth;
+#[cfg(feature = "process")]
 pub mod http;
 #[cfg(feature = "process")]
 pub mod leader;
@@ -55,6 +59,8 @@ pub mod leader;
 pub mod process;
 #[cfg(feature = "process")]
 mod run;
+#[cfg(feature = "process")]
+pub mod tls;
 
 pub use duration::{format_duration, parse_duration, parse_duration_arg};
 #[cfg(feature = "process")]

@@ -22,7 +22,7 @@ pub fn init_logging(format: LogFormat) {
 
 /// A client whose every request carries `user_agent` (`<binary>/<version>`). kube-rs sends no
 /// User-Agent of its own: without one, the API server's audit log cannot tell our requests apart.
-/// Without a kubeconfig: the in-cluster configuration, else `$KUBECONFIG` or `~/.kube/config`.
+/// Without a kubeconfig: `$KUBECONFIG` or `~/.kube/config`, else the in-cluster configuration.
 pub async fn client(kubeconfig: Option<&Path>, user_agent: &str) -> Result<kube::Client, Error> {
     let mut config = match kubeconfig {
         Some(path) => {

@@ -15,7 +15,7 @@ use crate::leader::{self, Elector, Timing};
 
 /// Everything [`run`] needs besides the controller.
 pub struct Runtime {
-    /// The binary's client (with its user agent); used for the Lease.
+    /// The binary's client (with its user agent); used for the Lease and to check /metrics callers.
     pub client: kube::Client,
     /// The namespace the binary works in: the Lease's namespace unless `--leader-elect-namespace`.
     pub namespace: String,
@@ -50,6 +50,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Timing(#[from] leader::TimingError),
+    #[error("the metrics endpoint's certificate")]
+    Tls(#[from] crate::tls::TlsError),
     #[error("the controller failed")]
     Controller(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -88,7 +90,7 @@ impl Shutdown {
 
 /// Runs a controller as the project's binaries do:
 ///
-/// 1. serves /healthz, /readyz and /metrics ([`http::serve`]);
+/// 1. serves /healthz and /readyz ([`http::serve_health`]) and /metrics ([`http::serve_metrics`]);
 /// 2. with `--leader-elect` (the default), campaigns for the Lease; a standby opens nothing else, and
 ///    stops quietly on SIGTERM;
 /// 3. calls `controller` (only now: a standby keeps no watches open) and runs its future while renewing
@@ -122,7 +124,8 @@ where
         timing.validate()?;
     }
     let ready = Readiness::default();
-    http::serve(http_args.http_addr, registry, ready.clone()).await?;
+    http::serve_health(http_args.http_addr, ready.clone()).await?;
+    http::serve_metrics(&http_args, registry, client.clone()).await?;
     let shutdown = Shutdown::on_signal();
     let finish = |result: Result<(), E>| result.map_err(|e| Error::Controller(e.into()));
 

@@ -1,0 +1,322 @@
+//! The release manifests and the Containerfile, read as the release tooling reads them. What the test
+//! control plane can serve is applied with strict validation in `process.rs`; this file checks what it
+//! cannot (the ServiceMonitor: cluster monitoring's CRD is not there) and the wiring between files that
+//! no API server validates: Service ↔ ServiceMonitor ↔ Deployment ↔ serving-certificate Secret, who may
+//! scrape, and how the image ships the manifests.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+const NS: &str = "openshift-cluster-api";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every document of `manifests/*.yaml`, with its file name.
+fn manifests() -> Vec<(String, Value)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for doc in capi_manifests::yaml::parse_documents(&name, &text)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+        {
+            out.push((name.clone(), doc.value));
+        }
+    }
+    out
+}
+
+fn find<'a>(docs: &'a [(String, Value)], kind: &str, name: &str) -> &'a (String, Value) {
+    docs.iter()
+        .find(|(_, d)| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in manifests/"))
+}
+
+fn keys(v: &Value) -> BTreeSet<&str> {
+    v.as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Fields of prometheus-operator's `monitoring.coreos.com/v1` types that we may use: a misspelt field
+/// would be dropped silently by the API server's pruning, and the scrape would quietly lose its TLS or
+/// token.
+const SERVICE_MONITOR_SPEC: &[&str] = &[
+    "endpoints",
+    "selector",
+    "namespaceSelector",
+    "jobLabel",
+    "targetLabels",
+    "podTargetLabels",
+    "sampleLimit",
+];
+const ENDPOINT: &[&str] = &[
+    "port",
+    "targetPort",
+    "path",
+    "scheme",
+    "params",
+    "interval",
+    "scrapeTimeout",
+    "tlsConfig",
+    "bearerTokenFile",
+    "authorization",
+    "honorLabels",
+    "honorTimestamps",
+    "metricRelabelings",
+    "relabelings",
+];
+const TLS_CONFIG: &[&str] = &[
+    "caFile",
+    "certFile",
+    "keyFile",
+    "serverName",
+    "insecureSkipVerify",
+    "ca",
+    "cert",
+    "keySecret",
+];
+
+#[test]
+fn cluster_monitoring_can_scrape_the_installer_over_tls() {
+    let docs = manifests();
+    let (file, monitor) = find(&docs, "ServiceMonitor", "capi-installer");
+    assert!(
+        file.starts_with("0000_90_"),
+        "{file}: applied after cluster monitoring (and its CRD) exists"
+    );
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(monitor["metadata"]["namespace"], NS);
+    let spec = &monitor["spec"];
+    let unknown: Vec<&str> = keys(spec)
+        .into_iter()
+        .filter(|k| !SERVICE_MONITOR_SPEC.contains(k))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "unknown ServiceMonitor fields {unknown:?}"
+    );
+    let endpoints = spec["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints.len(), 1);
+    let endpoint = &endpoints[0];
+    let unknown: Vec<&str> = keys(endpoint)
+        .into_iter()
+        .filter(|k| !ENDPOINT.contains(k))
+        .collect();
+    assert!(unknown.is_empty(), "unknown endpoint fields {unknown:?}");
+    let tls = &endpoint["tlsConfig"];
+    let unknown: Vec<&str> = keys(tls)
+        .into_iter()
+        .filter(|k| !TLS_CONFIG.contains(k))
+        .collect();
+    assert!(unknown.is_empty(), "unknown tlsConfig fields {unknown:?}");
+
+    // Over TLS, verified against the service-ca bundle, with Prometheus' own token.
+    assert_eq!(endpoint["scheme"], "https");
+    assert_eq!(endpoint["path"], "/metrics");
+    assert_eq!(
+        endpoint["bearerTokenFile"],
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    );
+    assert_eq!(
+        tls["caFile"],
+        "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt"
+    );
+    assert!(tls.get("insecureSkipVerify").is_none());
+
+    // The Service it selects: same namespace, labels match, the named port exists, and the certificate
+    // service-ca issues for it is for the name the ServiceMonitor verifies.
+    let (_, service) = find(&docs, "Service", "capi-installer-metrics");
+    assert_eq!(service["metadata"]["namespace"], NS);
+    assert_eq!(spec["namespaceSelector"]["matchNames"][0], NS);
+    for (k, v) in spec["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(&service["metadata"]["labels"][k], v, "selector {k}");
+    }
+    assert_eq!(
+        tls["serverName"],
+        format!("capi-installer-metrics.{NS}.svc"),
+        "service-ca issues for <service>.<namespace>.svc"
+    );
+    let port = service["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == endpoint["port"])
+        .expect("the ServiceMonitor's port is a named port of the Service");
+    let secret =
+        service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
+            .as_str()
+            .expect("service-ca serving certificate annotation");
+
+    // The Deployment: the Service selects its pods, its container exposes the target port, mounts the
+    // serving certificate Secret, and serves /metrics from those files on that port.
+    let (_, deployment) = find(&docs, "Deployment", "capi-installer");
+    let pod = &deployment["spec"]["template"];
+    for (k, v) in service["spec"]["selector"].as_object().unwrap() {
+        assert_eq!(&pod["metadata"]["labels"][k], v, "Service selector {k}");
+    }
+    let container = &pod["spec"]["containers"][0];
+    let container_port = container["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == port["targetPort"])
+        .expect("the Service's targetPort is a named container port");
+    let volume = pod["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["secret"]["secretName"] == secret)
+        .expect("the serving certificate Secret is a volume");
+    let mount = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == volume["name"])
+        .expect("the serving certificate is mounted");
+    let dir = mount["mountPath"].as_str().unwrap();
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    for wanted in [
+        format!("--metrics-cert-file={dir}/tls.crt"),
+        format!("--metrics-key-file={dir}/tls.key"),
+        format!("--metrics-addr=0.0.0.0:{}", container_port["containerPort"]),
+    ] {
+        assert!(args.contains(&wanted.as_str()), "{wanted} not in {args:?}");
+    }
+    // Probes stay on the plain health port.
+    for probe in ["livenessProbe", "readinessProbe"] {
+        assert_ne!(container[probe]["httpGet"]["port"], port["targetPort"]);
+    }
+
+    // The namespace is monitored by cluster monitoring.
+    let (_, namespace) = find(&docs, "Namespace", NS);
+    assert_eq!(
+        namespace["metadata"]["labels"]["openshift.io/cluster-monitoring"],
+        "true"
+    );
+}
+
+#[test]
+fn prometheus_may_discover_and_read_metrics_and_the_installer_may_check_it() {
+    let docs = manifests();
+    let prometheus = serde_json::json!({
+        "kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "openshift-monitoring"});
+    let binds = |kind: &str, name: &str, role_kind: &str| {
+        let (_, b) = find(&docs, kind, name);
+        assert_eq!(b["roleRef"]["kind"], role_kind);
+        (
+            b["roleRef"]["name"].as_str().unwrap().to_string(),
+            b["subjects"].clone(),
+        )
+    };
+    let rules = |kind: &str, name: &str| find(&docs, kind, name).1["rules"].clone();
+
+    // Discovery of the Service's endpoints in the namespace.
+    let (role, subjects) = binds("RoleBinding", "capi-installer-prometheus", "Role");
+    assert!(
+        subjects.as_array().unwrap().contains(&prometheus),
+        "{subjects}"
+    );
+    let discovery = rules("Role", &role);
+    assert!(
+        discovery.as_array().unwrap().iter().any(|r| {
+            r["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x == "endpoints")
+                && r["verbs"].as_array().unwrap().iter().any(|v| v == "list")
+        }),
+        "{discovery}"
+    );
+
+    // `get` on /metrics, which the installer checks with a SubjectAccessReview.
+    let (role, subjects) = binds(
+        "ClusterRoleBinding",
+        "capi-installer-metrics-reader",
+        "ClusterRole",
+    );
+    assert!(
+        subjects.as_array().unwrap().contains(&prometheus),
+        "{subjects}"
+    );
+    assert_eq!(
+        rules("ClusterRole", &role),
+        serde_json::json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
+    );
+
+    // The installer may create the reviews.
+    let (role, subjects) = binds(
+        "ClusterRoleBinding",
+        "capi-installer-metrics-auth",
+        "ClusterRole",
+    );
+    assert_eq!(
+        subjects,
+        serde_json::json!([{"kind": "ServiceAccount", "name": "capi-installer", "namespace": NS}])
+    );
+    let auth = rules("ClusterRole", &role);
+    for (group, resource) in [
+        ("authentication.k8s.io", "tokenreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews"),
+    ] {
+        assert!(
+            auth.as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["apiGroups"][0] == group
+                    && r["resources"][0] == resource
+                    && r["verbs"] == serde_json::json!(["create"])),
+            "{group}/{resource}: {auth}"
+        );
+    }
+}
+
+#[test]
+fn must_gather_finds_the_namespace_before_the_first_run() {
+    let docs = manifests();
+    let (_, operator) = find(&docs, "ClusterOperator", "cluster-api");
+    let related = operator["status"]["relatedObjects"].as_array().unwrap();
+    assert!(
+        related.contains(&serde_json::json!({"group": "", "resource": "namespaces", "name": NS})),
+        "{related:?}"
+    );
+}
+
+#[test]
+fn the_image_ships_the_manifests_as_a_release_operator() {
+    let text = std::fs::read_to_string(repo().join("Containerfile")).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    // The final stage is the image; what earlier stages hold does not ship.
+    let last_stage = lines
+        .iter()
+        .rposition(|l| l.starts_with("FROM "))
+        .expect("a FROM line");
+    let image = &lines[last_stage..];
+    assert!(
+        image.contains(&"LABEL io.openshift.release.operator=true"),
+        "{image:?}"
+    );
+    assert!(image.contains(&"COPY manifests /manifests"), "{image:?}");
+    // image-references goes along: the release tooling rewrites image tags from it.
+    assert!(repo().join("manifests/image-references").is_file());
+}
