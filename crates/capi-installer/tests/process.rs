@@ -258,6 +258,22 @@ async fn apply_release_manifests(client: &Client) -> Vec<String> {
         .run_aggregated()
         .await
         .unwrap();
+    // Namespaces that other components own on a real cluster (openshift-machine-api, for a Role the
+    // controllers pod needs there) exist before the release manifests are applied.
+    let mut declared = std::collections::BTreeSet::new();
+    let mut referenced = std::collections::BTreeSet::new();
+    for file in &files {
+        for doc in documents(file) {
+            if doc["kind"] == "Namespace" {
+                declared.insert(doc["metadata"]["name"].as_str().unwrap().to_string());
+            } else if let Some(ns) = doc["metadata"]["namespace"].as_str() {
+                referenced.insert(ns.to_string());
+            }
+        }
+    }
+    for ns in referenced.difference(&declared) {
+        create_namespace(client, ns).await;
+    }
     let mut pp = PatchParams::apply("cluster-version-operator").force();
     pp.field_validation = Some(ValidationDirective::Strict);
     let mut applied = Vec::new();
