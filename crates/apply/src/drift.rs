@@ -11,6 +11,7 @@
 //!    object's shape right after its own apply ([`projection_hash`]); the same projection later means
 //!    nobody touched our fields.
 
+use capi_object::strip_nulls;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -81,19 +82,6 @@ fn fold_string_data(secret: &mut Map<String, Value>) {
                 data.insert(k, Value::String(encoded));
             }
         }
-    }
-}
-
-fn strip_nulls(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), strip_nulls(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(strip_nulls).collect()),
-        other => other.clone(),
     }
 }
 

@@ -24,6 +24,25 @@ struct Entry {
 pub struct Inventory {
     pub owner: String,
     pub entries: BTreeMap<ObjectKey, Phase>,
+    /// The caller's own structured state, stored with the inventory and opaque to the engine (e.g.
+    /// what the owner last rolled out, so that it survives a restart). `None` stores nothing.
+    pub record: Option<serde_json::Value>,
+}
+
+/// The stored form of one owner: the objects, and the caller's record when there is one.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    objects: Vec<Entry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    record: Option<serde_json::Value>,
+}
+
+/// Earlier versions stored the bare list of objects; they are still read.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum AnyStored {
+    Current(Stored),
+    Objects(Vec<Entry>),
 }
 
 impl Inventory {
@@ -31,6 +50,7 @@ impl Inventory {
         Inventory {
             owner: owner.into(),
             entries: BTreeMap::new(),
+            record: None,
         }
     }
 
@@ -93,7 +113,7 @@ impl Inventory {
         }
     }
 
-    /// Canonical JSON: entries sorted by phase, then apply order.
+    /// Canonical JSON, `{"objects": [...], "record": ...}`: objects sorted by phase, then apply order.
     pub fn to_json(&self) -> String {
         let mut entries: Vec<Entry> = self
             .entries
@@ -108,14 +128,23 @@ impl Inventory {
                 .cmp(&b.phase)
                 .then_with(|| crate::plan::apply_order(&a.key, &b.key))
         });
-        serde_json::to_string_pretty(&entries).expect("inventory entries serialize")
+        let stored = Stored {
+            objects: entries,
+            record: self.record.clone(),
+        };
+        serde_json::to_string_pretty(&stored).expect("inventory entries serialize")
     }
 
+    /// Reads [`Self::to_json`]'s form, or the bare list of objects earlier versions stored.
     pub fn from_json(owner: impl Into<String>, json: &str) -> Result<Self, serde_json::Error> {
-        let entries: Vec<Entry> = serde_json::from_str(json)?;
+        let (entries, record) = match serde_json::from_str(json)? {
+            AnyStored::Current(s) => (s.objects, s.record),
+            AnyStored::Objects(entries) => (entries, None),
+        };
         Ok(Inventory {
             owner: owner.into(),
             entries: entries.into_iter().map(|e| (e.key, e.phase)).collect(),
+            record,
         })
     }
 }
@@ -368,17 +397,23 @@ mod tests {
         ]);
         let json = a.to_json();
         let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(
-            parsed,
-            serde_json::json!([
-                {"group": "", "version": "v1", "kind": "Namespace", "name": "ns", "phase": "Base"},
-                {"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "ns", "name": "c", "phase": "Base"},
-                {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "ns", "name": "d", "phase": "Workloads"},
-            ])
-        );
+        let objects = serde_json::json!([
+            {"group": "", "version": "v1", "kind": "Namespace", "name": "ns", "phase": "Base"},
+            {"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "ns", "name": "c", "phase": "Base"},
+            {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "ns", "name": "d", "phase": "Workloads"},
+        ]);
+        assert_eq!(parsed, serde_json::json!({ "objects": objects }));
         let back = Inventory::from_json("aws", &json).unwrap();
         assert_eq!(back, a);
         assert_eq!(back.to_json(), json);
         assert!(Inventory::from_json("aws", "{not json").is_err());
+
+        // The caller's record round-trips; the bare list of earlier versions is still read.
+        let mut with_record = a.clone();
+        with_record.record = Some(serde_json::json!({"state": "Installed"}));
+        let back = Inventory::from_json("aws", &with_record.to_json()).unwrap();
+        assert_eq!(back, with_record);
+        let legacy = Inventory::from_json("aws", &objects.to_string()).unwrap();
+        assert_eq!(legacy, a);
     }
 }

@@ -94,7 +94,7 @@ pub use apply::{
 pub use crd_safety::{CrdProblem, check_crd_change};
 pub use drift::needs_apply;
 pub use inventory::{Inventory, InventoryError, InventoryStore};
-pub use key::ObjectKey;
+pub use key::{ObjectKey, key_of};
 pub use plan::{Phase, Plan, PlanError, PlanErrors, PlanInput, PlannedObject, PlannedPhase, plan};
 pub use prune::{KeepReason, PruneReport, PruneTarget, prune};
 pub use readiness::{Readiness, readiness};

@@ -6,7 +6,7 @@ use std::fmt;
 use kube::api::{ApiResource, DynamicObject};
 use serde::{Deserialize, Serialize};
 
-use crate::key::{ObjectKey, split_api_version};
+use crate::key::{ObjectKey, key_of, split_api_version};
 use crate::resolve::{KindResolver, ResolvedKind};
 
 /// The phases of an apply, in the order they run. Each phase is applied completely (and, where it has
@@ -272,7 +272,7 @@ where
     // CRDs in the set define kinds for the rest of the set.
     let mut local = KindResolver::new();
     for input in &inputs {
-        let Some(key) = ObjectKey::from_object(&input.object) else {
+        let Some(key) = key_of(&input.object) else {
             continue;
         };
         if key.group == "apiextensions.k8s.io"
@@ -308,7 +308,7 @@ where
             });
             continue;
         }
-        let Some(key) = ObjectKey::from_object(&object) else {
+        let Some(key) = key_of(&object) else {
             unreachable!("type meta and name checked above");
         };
         let (group, version) = split_api_version(&types.api_version);

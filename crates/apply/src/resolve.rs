@@ -33,163 +33,29 @@ impl KindResolver {
     }
 
     /// The built-in kinds of the Kubernetes version we target (what discovery reports on a cluster without
-    /// CRDs), with their scope: for planning without a cluster (`capi-installer render`) and for tests. Only kinds a provider could plausibly ship; anything else must come with
-    /// its CRD.
+    /// CRDs), with their scope, from the workspace's one table of kinds ([`capi_object::kinds`]): for
+    /// planning without a cluster (`capi-installer render`) and for tests. Only kinds a provider could
+    /// plausibly ship; anything else must come with its CRD.
     pub fn builtin() -> Self {
-        const KINDS: &[(&str, &str, &str, &str, bool)] = &[
-            ("", "v1", "Namespace", "namespaces", false),
-            ("", "v1", "ServiceAccount", "serviceaccounts", true),
-            ("", "v1", "ConfigMap", "configmaps", true),
-            ("", "v1", "Secret", "secrets", true),
-            ("", "v1", "Service", "services", true),
-            ("", "v1", "Endpoints", "endpoints", true),
-            (
-                "",
-                "v1",
-                "PersistentVolumeClaim",
-                "persistentvolumeclaims",
-                true,
-            ),
-            ("", "v1", "LimitRange", "limitranges", true),
-            ("", "v1", "ResourceQuota", "resourcequotas", true),
-            ("", "v1", "Pod", "pods", true),
-            ("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "RoleBinding",
-                "rolebindings",
-                true,
-            ),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "ClusterRole",
-                "clusterroles",
-                false,
-            ),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "ClusterRoleBinding",
-                "clusterrolebindings",
-                false,
-            ),
-            ("apps", "v1", "Deployment", "deployments", true),
-            ("apps", "v1", "StatefulSet", "statefulsets", true),
-            ("apps", "v1", "DaemonSet", "daemonsets", true),
-            ("batch", "v1", "Job", "jobs", true),
-            ("batch", "v1", "CronJob", "cronjobs", true),
-            (
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-                "customresourcedefinitions",
-                false,
-            ),
-            (
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingWebhookConfiguration",
-                "validatingwebhookconfigurations",
-                false,
-            ),
-            (
-                "admissionregistration.k8s.io",
-                "v1",
-                "MutatingWebhookConfiguration",
-                "mutatingwebhookconfigurations",
-                false,
-            ),
-            (
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicy",
-                "validatingadmissionpolicies",
-                false,
-            ),
-            (
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicyBinding",
-                "validatingadmissionpolicybindings",
-                false,
-            ),
-            (
-                "scheduling.k8s.io",
-                "v1",
-                "PriorityClass",
-                "priorityclasses",
-                false,
-            ),
-            (
-                "policy",
-                "v1",
-                "PodDisruptionBudget",
-                "poddisruptionbudgets",
-                true,
-            ),
-            (
-                "networking.k8s.io",
-                "v1",
-                "NetworkPolicy",
-                "networkpolicies",
-                true,
-            ),
-            ("networking.k8s.io", "v1", "Ingress", "ingresses", true),
-            ("coordination.k8s.io", "v1", "Lease", "leases", true),
-            (
-                "autoscaling",
-                "v2",
-                "HorizontalPodAutoscaler",
-                "horizontalpodautoscalers",
-                true,
-            ),
-            (
-                "storage.k8s.io",
-                "v1",
-                "StorageClass",
-                "storageclasses",
-                false,
-            ),
-            (
-                "apiregistration.k8s.io",
-                "v1",
-                "APIService",
-                "apiservices",
-                false,
-            ),
-            (
-                "flowcontrol.apiserver.k8s.io",
-                "v1",
-                "FlowSchema",
-                "flowschemas",
-                false,
-            ),
-            (
-                "flowcontrol.apiserver.k8s.io",
-                "v1",
-                "PriorityLevelConfiguration",
-                "prioritylevelconfigurations",
-                false,
-            ),
-        ];
         let mut resolver = Self::new();
-        for (group, version, kind, plural, namespaced) in KINDS {
-            let api_version = if group.is_empty() {
-                version.to_string()
+        for k in capi_object::kinds::KNOWN_KINDS
+            .iter()
+            .filter(|k| k.origin == capi_object::KindOrigin::Kubernetes)
+        {
+            let api_version = if k.group.is_empty() {
+                k.version.to_string()
             } else {
-                format!("{group}/{version}")
+                format!("{}/{}", k.group, k.version)
             };
             resolver.insert(
                 ApiResource {
-                    group: group.to_string(),
-                    version: version.to_string(),
+                    group: k.group.to_string(),
+                    version: k.version.to_string(),
                     api_version,
-                    kind: kind.to_string(),
-                    plural: plural.to_string(),
+                    kind: k.kind.to_string(),
+                    plural: k.plural.to_string(),
                 },
-                *namespaced,
+                k.namespaced,
             );
         }
         resolver

@@ -12,7 +12,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use crate::key::ObjectKey;
+use crate::key::{ObjectKey, key_of};
 
 /// Which namespaces namespaced kinds are watched in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,7 +215,7 @@ fn cache_form(
             kind: resource.kind.clone(),
         });
     }
-    let key = ObjectKey::from_object(&obj)?;
+    let key = key_of(&obj)?;
     Some((key, Arc::new(obj)))
 }
 

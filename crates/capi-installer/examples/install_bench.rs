@@ -24,9 +24,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use capi_installer_controller::platform::{self, PlatformDecision};
-use capi_installer_controller::provider::{self, RenderContext};
-use capi_installer_controller::{Installer, InstallerConfig, Metrics, sources, user_agent};
+use capi_installer_controller::desired::{self, Desired};
+use capi_installer_controller::prepare::{self, RenderContext};
+use capi_installer_controller::source::{self, SourceId, configmap};
+use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
 use control_plane::AuditEvent;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, GroupVersionKind};
@@ -186,7 +187,7 @@ fn render_objects() -> Result<Vec<Value>> {
         .map(|d| serde_json::from_value(d.clone()))
         .collect::<Result<_, _>>()?;
     let status = json!({"platformStatus": {"type": "AWS"}});
-    let PlatformDecision::Supported(p) = platform::decide(Some(&status)) else {
+    let Desired::Install(wants) = desired::desired(Some(&status)) else {
         bail!("platform AWS has no provider");
     };
     let ctx = RenderContext {
@@ -195,12 +196,15 @@ fn render_objects() -> Result<Vec<Value>> {
         substitutions: Default::default(),
     };
     let mut objects = Vec::new();
-    for source in sources::select(&typed, Some(p.provider_name)) {
+    let candidates: Vec<_> = typed.iter().filter_map(configmap::candidate).collect();
+    for target in source::select(&wants.providers, &candidates).targets {
+        let SourceId::ConfigMap(name) = &target.source.id;
         let cm = docs
             .iter()
-            .find(|d| d["metadata"]["name"] == source.configmap.as_str())
-            .with_context(|| format!("ConfigMap {NS}/{}", source.configmap))?;
-        for input in provider::render(cm, &source, &ctx)?.inputs {
+            .find(|d| d["metadata"]["name"] == name.as_str())
+            .with_context(|| format!("ConfigMap {NS}/{name}"))?;
+        let payload = configmap::payload(cm)?;
+        for input in prepare::render(&payload, &target, &ctx)?.inputs {
             objects.push(serde_json::to_value(&input.object)?);
         }
     }

@@ -8,9 +8,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use capi_apply::{KindResolver, Phase, Plan};
-use capi_installer_controller::platform::{self, PlatformDecision};
-use capi_installer_controller::provider::{self, RenderContext};
-use capi_installer_controller::sources::{self, NAME_LABEL, Source};
+use capi_installer_controller::desired::{self, Desired, Wants};
+use capi_installer_controller::prepare::{self, RenderContext};
+use capi_installer_controller::source::{
+    self, ProviderSource, Selection, SourceId, Target, configmap,
+};
+use capi_manifests::ProviderType;
+use capi_manifests::transport::{LABEL_NAME, LABEL_TYPE};
 use capi_runtime::report::exit;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::DynamicObject;
@@ -64,9 +68,9 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
     }
 
     let status = json!({"platformStatus": {"type": args.platform}});
-    let infra = match platform::decide(Some(&status)) {
-        PlatformDecision::Supported(p) => p.provider_name,
-        PlatformDecision::Unsupported { platform, reason } => {
+    let wants = match desired::desired(Some(&status)) {
+        Desired::Install(wants) => wants,
+        Desired::Unsupported { platform, reason } => {
             // Not an error: this is what the installer does on such a platform.
             println!("platform {platform}: {reason}; the installer installs nothing");
             eprintln!(
@@ -74,74 +78,22 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
             );
             return Ok(ExitCode::SUCCESS);
         }
-        PlatformDecision::Unset => bail!("--platform must not be empty"),
+        Desired::WaitingForPlatform => bail!("--platform must not be empty"),
     };
-
-    let configmaps: Vec<ConfigMap> = input.configmaps.iter().map(|c| c.typed.clone()).collect();
-    let selected = sources::select(&configmaps, Some(infra));
-    for c in &input.configmaps {
-        if !selected.iter().any(|s| s.configmap == c.name()) {
-            eprintln!(
-                "note: {}: ConfigMap {} is not selected for platform {}",
-                c.origin,
-                c.name(),
-                args.platform
-            );
-        }
-    }
-    let missing: Vec<String> = sources::missing(&selected, infra)
-        .into_iter()
-        .map(|(name, kind)| {
-            format!(
-                "{NAME_LABEL}={name}, provider.cluster.x-k8s.io/type={}",
-                kind.label_value()
-            )
-        })
+    let infra: Vec<&str> = wants
+        .providers
+        .iter()
+        .filter(|w| w.required && w.provider_type == ProviderType::Infrastructure)
+        .map(|w| w.name.as_str())
         .collect();
-    if !missing.is_empty() {
-        eprintln!(
-            "error: {}: no transport ConfigMap in namespace {} labelled {} (platform {})",
-            args.from.display(),
-            args.namespace,
-            missing.join(" nor "),
-            args.platform
-        );
+    let infra = infra.join(", ");
+
+    let Some(selection) = select(&args, &input, &wants) else {
         return Ok(ExitCode::from(exit::FAILED));
-    }
-
-    let mut resolver = input.resolver;
-    let mut errors = Vec::new();
-    let mut plans: Vec<(&Source, Plan)> = Vec::new();
-    for source in &selected {
-        let cm = input
-            .configmaps
-            .iter()
-            .find(|c| c.name() == source.configmap)
-            .expect("selected from the input");
-        match provider::render_and_plan(&cm.value, source, &ctx, &resolver) {
-            Ok((plan, rendered)) => {
-                for field in &rendered.stripped {
-                    eprintln!(
-                        "note: ConfigMap {}/{}: removed {field} (another controller owns it)",
-                        args.namespace, source.configmap
-                    );
-                }
-                // Later providers may use the kinds of earlier ones, as discovery would show them in the
-                // cluster once the earlier provider is installed.
-                for o in plan
-                    .objects()
-                    .filter(|o| o.key.kind == "CustomResourceDefinition")
-                {
-                    let _ = resolver.insert_crd(&o.object);
-                }
-                plans.push((source, plan));
-            }
-            Err(e) => errors.push(format!("{}: {e}", cm.origin)),
-        }
-    }
-
+    };
+    let (plans, errors) = plan_all(&args.namespace, &ctx, &input, &selection);
     let out = match args.output {
-        Output::Text => text(&args.platform, infra, &args.namespace, &plans),
+        Output::Text => text(&args.platform, &infra, &args.namespace, &plans),
         Output::Yaml => yaml(&plans)?,
     };
     print!("{out}");
@@ -152,11 +104,107 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         eprintln!(
             "error: {} of {} provider(s) cannot be rendered",
             errors.len(),
-            selected.len()
+            selection.targets.len()
         );
         return Ok(ExitCode::from(exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The input's ConfigMaps the platform selects; notes for the others; `None` (after printing the error)
+/// when a required provider has none.
+fn select(args: &RenderArgs, input: &Input, wants: &Wants) -> Option<Selection> {
+    let candidates: Vec<ProviderSource> = input
+        .configmaps
+        .iter()
+        .filter_map(|c| configmap::candidate(&c.typed))
+        .collect();
+    let selection = source::select(&wants.providers, &candidates);
+    for c in &input.configmaps {
+        if !selection
+            .targets
+            .iter()
+            .any(|t| t.source.id == SourceId::ConfigMap(c.name().to_string()))
+        {
+            eprintln!(
+                "note: {}: ConfigMap {} is not selected for platform {}",
+                c.origin,
+                c.name(),
+                args.platform
+            );
+        }
+    }
+    if !selection.missing.is_empty() {
+        let missing: Vec<String> = selection
+            .missing
+            .iter()
+            .map(|w| {
+                format!(
+                    "{LABEL_NAME}={}, {LABEL_TYPE}={}",
+                    w.name,
+                    w.provider_type.label()
+                )
+            })
+            .collect();
+        eprintln!(
+            "error: {}: no transport ConfigMap in namespace {} labelled {} (platform {})",
+            args.from.display(),
+            args.namespace,
+            missing.join(" nor "),
+            args.platform
+        );
+        return None;
+    }
+    Some(selection)
+}
+
+/// Renders and plans every selected provider; the errors name the file and document of each that
+/// cannot be planned (the others are still planned).
+fn plan_all<'a>(
+    namespace: &str,
+    ctx: &RenderContext,
+    input: &Input,
+    selection: &'a Selection,
+) -> (Vec<(&'a Target, Plan)>, Vec<String>) {
+    let mut resolver = input.resolver.clone();
+    let mut errors = Vec::new();
+    let mut plans: Vec<(&Target, Plan)> = Vec::new();
+    for target in &selection.targets {
+        let cm = input
+            .configmaps
+            .iter()
+            .find(|c| SourceId::ConfigMap(c.name().to_string()) == target.source.id)
+            .expect("selected from the input");
+        let prepared = configmap::payload(&cm.value)
+            .map_err(|e| e.to_string())
+            .and_then(|payload| {
+                prepare::prepare(&payload, target, ctx, &resolver).map_err(|e| e.to_string())
+            });
+        match prepared {
+            Ok(prepared) => {
+                for field in &prepared.stripped {
+                    eprintln!(
+                        "note: ConfigMap {}/{}: removed {field} (another controller owns it)",
+                        namespace,
+                        cm.name()
+                    );
+                }
+                // Later providers may use the kinds of earlier ones, as discovery would show them in the
+                // cluster once the earlier provider is installed.
+                for o in prepared
+                    .plan
+                    .objects()
+                    .filter(|o| o.key.kind == "CustomResourceDefinition")
+                {
+                    let _ = resolver.insert_crd(&o.object);
+                }
+                plans.push((target, prepared.plan));
+            }
+            Err(e) => errors.push(format!("{}: {e}", cm.origin)),
+        }
+    }
+
+    (plans, errors)
 }
 
 fn gate(phase: Phase) -> &'static str {
@@ -167,20 +215,8 @@ fn gate(phase: Phase) -> &'static str {
     }
 }
 
-fn describe(source: &Source) -> String {
-    format!(
-        "{}{}",
-        source.provider_name,
-        source
-            .version
-            .as_deref()
-            .map(|v| format!(" {v}"))
-            .unwrap_or_default()
-    )
-}
-
 /// The plan, one line per provider, phase and object.
-fn text(platform: &str, infra: &str, namespace: &str, plans: &[(&Source, Plan)]) -> String {
+fn text(platform: &str, infra: &str, namespace: &str, plans: &[(&Target, Plan)]) -> String {
     let objects = |n: usize| {
         if n == 1 {
             "1 object".to_string()
@@ -191,13 +227,14 @@ fn text(platform: &str, infra: &str, namespace: &str, plans: &[(&Source, Plan)])
     let mut out = format!(
         "platform {platform}: core provider cluster-api, infrastructure provider {infra}\n"
     );
-    for (source, plan) in plans {
+    for (target, plan) in plans {
+        let source = &target.source;
+        let SourceId::ConfigMap(name) = &source.id;
         let _ = writeln!(
             out,
-            "provider {} (ConfigMap {namespace}/{}, {}, {})",
-            describe(source),
-            source.configmap,
-            source.kind.label_value(),
+            "provider {} (ConfigMap {namespace}/{name}, {}, {})",
+            source.describe(),
+            source.provider_type.label(),
             objects(plan.len())
         );
         for phase in &plan.phases {
@@ -217,9 +254,9 @@ fn text(platform: &str, infra: &str, namespace: &str, plans: &[(&Source, Plan)])
 }
 
 /// The rendered objects in apply order; each document says where it stands in the plan.
-fn yaml(plans: &[(&Source, Plan)]) -> Result<String> {
+fn yaml(plans: &[(&Target, Plan)]) -> Result<String> {
     let mut out = String::new();
-    for (source, plan) in plans {
+    for (target, plan) in plans {
         for phase in &plan.phases {
             for o in &phase.objects {
                 if !out.is_empty() {
@@ -228,7 +265,7 @@ fn yaml(plans: &[(&Source, Plan)]) -> Result<String> {
                 let _ = writeln!(
                     out,
                     "# provider {}, phase {}: {}",
-                    describe(source),
+                    target.source.describe(),
                     phase.phase,
                     o.key
                 );

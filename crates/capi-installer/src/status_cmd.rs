@@ -1,15 +1,18 @@
 //! `capi-installer status`: what the installer has installed, read from the cluster: one row per
-//! provider (transport ConfigMaps selected for the cluster's platform), how many of its recorded objects
-//! are ready, its last error, and the ClusterOperator's conditions. Read-only.
+//! provider (the sources selected for the cluster's platform), how many of its recorded objects are
+//! ready, its last error (from the provider's record, kept with its inventory), and the
+//! ClusterOperator's conditions. Read-only.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use capi_apply::{Inventory, KindResolver, Phase, Readiness, readiness};
-use capi_installer_controller::controller::{CLUSTER_OPERATOR, INVENTORY_CONFIGMAP};
-use capi_installer_controller::platform::{self, PlatformDecision};
-use capi_installer_controller::sources::{self, NAME_LABEL, Source};
+use capi_installer_controller::config::{CLUSTER_OPERATOR, INVENTORY_CONFIGMAP};
+use capi_installer_controller::desired::{self, Desired, Wants};
+use capi_installer_controller::inventory::ProviderRecord;
+use capi_installer_controller::source::{self, ProviderSource, SourceId, Target, configmap};
+use capi_manifests::ProviderType;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
@@ -63,203 +66,171 @@ pub async fn main(args: StatusArgs) -> Result<()> {
         .get_opt(CLUSTER_OPERATOR)
         .await
         .with_context(|| format!("reading ClusterOperator {CLUSTER_OPERATOR}"))?;
-    let conditions: Vec<Value> = co
-        .as_ref()
-        .and_then(|c| c.data.pointer("/status/conditions"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
 
-    let mut out = String::new();
-    let decision = platform::decide(infra.as_ref().and_then(|i| i.data.get("status")));
-    let infra_name = match &decision {
-        PlatformDecision::Supported(p) => {
-            let _ = writeln!(
-                out,
-                "Platform: {} (infrastructure provider {})",
-                p.platform, p.provider_name
-            );
-            Some(p.provider_name)
-        }
-        PlatformDecision::Unsupported { platform, reason } => {
-            let _ = writeln!(out, "Platform: {platform} ({reason}; nothing is installed)");
-            None
-        }
-        PlatformDecision::Unset => {
-            let _ = writeln!(
-                out,
-                "Platform: not set yet (Infrastructure cluster has no status.platformStatus.type)"
-            );
-            None
-        }
-    };
-
-    if let Some(infra_name) = infra_name {
-        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &args.namespace);
-        let list = cms
-            .list(&ListParams::default().labels(NAME_LABEL))
-            .await
-            .with_context(|| {
-                format!(
-                    "listing transport ConfigMaps in namespace {}",
-                    args.namespace
-                )
-            })?;
-        let selected = sources::select(&list.items, Some(infra_name));
-        let inventory = cms.get_opt(INVENTORY_CONFIGMAP).await.with_context(|| {
-            format!("reading ConfigMap {}/{INVENTORY_CONFIGMAP}", args.namespace)
-        })?;
-        let resolver = KindResolver::discover(&client)
-            .await
-            .context("API discovery")?;
-        let mut rows = Vec::new();
-        for source in &selected {
-            rows.push(
-                provider_row(&client, &resolver, source, inventory.as_ref(), &conditions).await,
-            );
-        }
+    let desired = desired::desired(infra.as_ref().and_then(|i| i.data.get("status")));
+    let mut out = platform_line(&desired);
+    if let Desired::Install(wants) = &desired {
         out.push('\n');
-        out.push_str(&table(
-            &[
-                "PROVIDER",
-                "TYPE",
-                "VERSION",
-                "CONFIGMAP",
-                "STATE",
-                "READY",
-                "LAST ERROR",
-            ],
-            rows.iter()
-                .map(|r| {
-                    vec![
-                        r.provider.clone(),
-                        r.kind.clone(),
-                        r.version.clone(),
-                        r.configmap.clone(),
-                        r.state.clone(),
-                        r.ready.clone(),
-                        r.last_error.clone(),
-                    ]
-                })
-                .collect(),
-        ));
-        if selected.is_empty() {
-            let _ = writeln!(
-                out,
-                "(no transport ConfigMaps for this platform in namespace {})",
-                args.namespace
-            );
-        }
+        out.push_str(&providers(&client, &args.namespace, wants).await?);
     }
-
     out.push('\n');
-    if co.is_none() {
-        let _ = writeln!(
-            out,
-            "ClusterOperator {CLUSTER_OPERATOR}: not found (the installer has not run yet)"
-        );
-    } else {
-        let _ = writeln!(out, "ClusterOperator {CLUSTER_OPERATOR}:");
-        let field = |c: &Value, k: &str| {
-            c.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        out.push_str(&table(
-            &["CONDITION", "STATUS", "REASON", "SINCE", "MESSAGE"],
-            conditions
-                .iter()
-                .map(|c| {
-                    vec![
-                        field(c, "type"),
-                        field(c, "status"),
-                        field(c, "reason"),
-                        field(c, "lastTransitionTime"),
-                        field(c, "message"),
-                    ]
-                })
-                .collect(),
-        ));
-        if let Some(v) = co
-            .as_ref()
-            .and_then(|c| c.data.pointer("/status/versions"))
-            .and_then(Value::as_array)
-        {
-            for v in v {
-                let _ = writeln!(out, "version {}: {}", field(v, "name"), field(v, "version"));
-            }
-        }
-    }
+    out.push_str(&operator(co.as_ref()));
     print!("{out}");
     Ok(())
+}
+
+fn platform_line(desired: &Desired) -> String {
+    match desired {
+        Desired::Install(wants) => {
+            let infra: Vec<&str> = wants
+                .providers
+                .iter()
+                .filter(|w| w.required && w.provider_type == ProviderType::Infrastructure)
+                .map(|w| w.name.as_str())
+                .collect();
+            format!(
+                "Platform: {} (infrastructure provider {})\n",
+                wants.platform,
+                infra.join(", ")
+            )
+        }
+        Desired::Unsupported { platform, reason } => {
+            format!("Platform: {platform} ({reason}; nothing is installed)\n")
+        }
+        Desired::WaitingForPlatform => {
+            "Platform: not set yet (Infrastructure cluster has no status.platformStatus.type)\n"
+                .to_string()
+        }
+    }
+}
+
+/// The provider table: one row per selected source.
+async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Result<String> {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let list = cms
+        .list(&ListParams::default().labels(configmap::SELECTOR))
+        .await
+        .with_context(|| format!("listing transport ConfigMaps in namespace {namespace}"))?;
+    let candidates: Vec<ProviderSource> =
+        list.items.iter().filter_map(configmap::candidate).collect();
+    let selected = source::select(&wants.providers, &candidates).targets;
+    let inventory = cms
+        .get_opt(INVENTORY_CONFIGMAP)
+        .await
+        .with_context(|| format!("reading ConfigMap {namespace}/{INVENTORY_CONFIGMAP}"))?;
+    let resolver = KindResolver::discover(client)
+        .await
+        .context("API discovery")?;
+    let mut rows = Vec::new();
+    for target in &selected {
+        let r = provider_row(client, &resolver, target, inventory.as_ref()).await;
+        rows.push(vec![
+            r.provider,
+            r.kind,
+            r.version,
+            r.configmap,
+            r.state,
+            r.ready,
+            r.last_error,
+        ]);
+    }
+    let header = [
+        "PROVIDER",
+        "TYPE",
+        "VERSION",
+        "CONFIGMAP",
+        "STATE",
+        "READY",
+        "LAST ERROR",
+    ];
+    let mut out = table(&header, rows);
+    if selected.is_empty() {
+        let _ = writeln!(
+            out,
+            "(no transport ConfigMaps for this platform in namespace {namespace})"
+        );
+    }
+    Ok(out)
+}
+
+/// The ClusterOperator's conditions and versions.
+fn operator(co: Option<&DynamicObject>) -> String {
+    let Some(co) = co else {
+        return format!(
+            "ClusterOperator {CLUSTER_OPERATOR}: not found (the installer has not run yet)\n"
+        );
+    };
+    let field = |c: &Value, k: &str| {
+        c.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let list = |path: &str| {
+        co.data
+            .pointer(path)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut out = format!("ClusterOperator {CLUSTER_OPERATOR}:\n");
+    let rows = list("/status/conditions")
+        .iter()
+        .map(|c| {
+            ["type", "status", "reason", "lastTransitionTime", "message"]
+                .map(|k| field(c, k))
+                .to_vec()
+        })
+        .collect();
+    out.push_str(&table(
+        &["CONDITION", "STATUS", "REASON", "SINCE", "MESSAGE"],
+        rows,
+    ));
+    for v in list("/status/versions") {
+        let _ = writeln!(
+            out,
+            "version {}: {}",
+            field(&v, "name"),
+            field(&v, "version")
+        );
+    }
+    out
 }
 
 async fn provider_row(
     client: &kube::Client,
     resolver: &KindResolver,
-    source: &Source,
+    target: &Target,
     inventory: Option<&ConfigMap>,
-    conditions: &[Value],
 ) -> Row {
-    let recorded = inventory
+    let source = &target.source;
+    let key = source.id.inventory_key();
+    let stored = inventory
         .and_then(|cm| cm.data.as_ref())
-        .and_then(|d| d.get(&source.configmap))
-        .map(|json| Inventory::from_json(&source.configmap, json));
-    let last_error = last_error(conditions, &source.configmap);
-    let (state, ready) = match recorded {
-        None => ("NotInstalled".to_string(), "-".to_string()),
+        .and_then(|d| d.get(&key))
+        .map(|json| Inventory::from_json(&key, json));
+    let record = stored
+        .as_ref()
+        .and_then(|s| s.as_ref().ok())
+        .and_then(ProviderRecord::read);
+    let last_error = record.as_ref().map(last_error).unwrap_or_default();
+    let (state, ready) = match stored {
         Some(Err(e)) => (format!("inventory unreadable: {e}"), "-".to_string()),
-        Some(Ok(inv)) => {
-            let total = inv.entries.len();
-            let mut ready = 0;
-            // The first phase (in apply order) with an object that is not ready is where the install stands.
-            let mut first_pending: Option<(Phase, String)> = None;
-            let mut entries: Vec<_> = inv.entries.iter().collect();
-            entries.sort_by_key(|(_, phase)| **phase);
-            for (key, phase) in entries {
-                let r = match resolver.resolve_key(key) {
-                    None => Readiness::NotFound,
-                    Some(kind) => {
-                        let api: Api<DynamicObject> = match &key.namespace {
-                            Some(ns) if kind.namespaced => {
-                                Api::namespaced_with(client.clone(), ns, &kind.resource)
-                            }
-                            _ => Api::all_with(client.clone(), &kind.resource),
-                        };
-                        match api.get_opt(&key.name).await {
-                            Ok(Some(obj)) => readiness(&key.group, &key.kind, &obj),
-                            Ok(None) => Readiness::NotFound,
-                            Err(e) => Readiness::InProgress(format!("cannot read: {e}")),
-                        }
-                    }
-                };
-                if r.is_current() {
-                    ready += 1;
-                } else if first_pending.is_none() {
-                    first_pending = Some((*phase, format!("{key}: {r}")));
-                }
-            }
-            let state = match first_pending {
-                None if last_error.is_empty() => "Installed".to_string(),
-                None => "Installed (last attempt failed)".to_string(),
-                Some((phase, what)) => format!(
-                    "{}: {phase} ({what})",
-                    if last_error.is_empty() {
-                        "Progressing"
-                    } else {
-                        "Failing"
-                    }
-                ),
-            };
-            (state, format!("{ready}/{total}"))
+        Some(Ok(inv)) if !inv.entries.is_empty() => {
+            let (ready, first_pending) = readiness_of(client, resolver, &inv).await;
+            (
+                state(first_pending, !last_error.is_empty()),
+                format!("{ready}/{}", inv.entries.len()),
+            )
         }
+        _ => ("NotInstalled".to_string(), "-".to_string()),
     };
+    let SourceId::ConfigMap(configmap) = &source.id;
     Row {
-        provider: source.provider_name.clone(),
-        kind: source.kind.label_value().to_string(),
+        provider: source.name.clone(),
+        kind: source.provider_type.label().to_string(),
         version: source.version.clone().unwrap_or_else(|| "-".into()),
-        configmap: source.configmap.clone(),
+        configmap: configmap.clone(),
         state,
         ready,
         last_error: if last_error.is_empty() {
@@ -270,24 +241,60 @@ async fn provider_row(
     }
 }
 
-/// The failure the ClusterOperator reports for one transport ConfigMap. The installer's messages name it
-/// as `ConfigMap <name>: <message>`, several joined by `; ` (see `status::conditions`); Degraded wins
-/// over Available over Progressing because it carries the persistent failures.
-fn last_error(conditions: &[Value], configmap: &str) -> String {
-    let marker = format!("ConfigMap {configmap}: ");
-    for type_ in ["Degraded", "Available", "Progressing"] {
-        let Some(c) = conditions.iter().find(|c| c["type"] == type_) else {
-            continue;
+/// How many recorded objects are ready, and the first one that is not (in apply order), with its phase.
+async fn readiness_of(
+    client: &kube::Client,
+    resolver: &KindResolver,
+    inv: &Inventory,
+) -> (usize, Option<(Phase, String)>) {
+    let mut ready = 0;
+    let mut first_pending = None;
+    let mut entries: Vec<_> = inv.entries.iter().collect();
+    entries.sort_by_key(|(_, phase)| **phase);
+    for (key, phase) in entries {
+        let r = match resolver.resolve_key(key) {
+            None => Readiness::NotFound,
+            Some(kind) => {
+                let api: Api<DynamicObject> = match &key.namespace {
+                    Some(ns) if kind.namespaced => {
+                        Api::namespaced_with(client.clone(), ns, &kind.resource)
+                    }
+                    _ => Api::all_with(client.clone(), &kind.resource),
+                };
+                match api.get_opt(&key.name).await {
+                    Ok(Some(obj)) => readiness(&key.group, &key.kind, &obj),
+                    Ok(None) => Readiness::NotFound,
+                    Err(e) => Readiness::InProgress(format!("cannot read: {e}")),
+                }
+            }
         };
-        let message = c["message"].as_str().unwrap_or_default();
-        if let Some(start) = message.find(&marker) {
-            let rest = &message[start + marker.len()..];
-            let end = rest.find("; ConfigMap ").unwrap_or(rest.len());
-            let reason = c["reason"].as_str().unwrap_or_default();
-            return format!("{reason}: {}", &rest[..end]);
+        if r.is_current() {
+            ready += 1;
+        } else if first_pending.is_none() {
+            first_pending = Some((*phase, format!("{key}: {r}")));
         }
     }
-    String::new()
+    (ready, first_pending)
+}
+
+/// The STATE column: where the install stands is the first phase with an object that is not ready.
+fn state(first_pending: Option<(Phase, String)>, failing: bool) -> String {
+    match first_pending {
+        None if !failing => "Installed".to_string(),
+        None => "Installed (last attempt failed)".to_string(),
+        Some((phase, what)) => format!(
+            "{}: {phase} ({what})",
+            if failing { "Failing" } else { "Progressing" }
+        ),
+    }
+}
+
+/// The LAST ERROR column, from the provider's record: `reason: message (attempt n)`.
+fn last_error(record: &ProviderRecord) -> String {
+    match &record.failure {
+        Some(f) => format!("{}: {} (attempt {})", f.reason, f.message, f.attempts),
+        None => String::new(),
+    }
 }
 
 /// Left-aligned columns; the last column is not padded.
@@ -319,38 +326,38 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn last_error_is_the_configmaps_part_of_the_most_severe_condition() {
-        let conditions = vec![
-            json!({"type": "Available", "status": "False", "reason": "InvalidProviderManifests",
-                "message": "ConfigMap aws: document 6 (Deployment openshift-cluster-api/capa): no image (attempt 1)"}),
-            json!({"type": "Progressing", "status": "True", "reason": "Installing",
-                "message": "cluster-api v1.11.3: waiting; aws v2.10.0: retrying after ConfigMap aws: document 6 (Deployment openshift-cluster-api/capa): no image (attempt 1)"}),
-            json!({"type": "Degraded", "status": "True", "reason": "Forbidden",
-                "message": "ConfigMap cluster-api: patch Deployment x: forbidden; a; b (attempt 3); ConfigMap gcp: other (attempt 4)"}),
-        ];
-        let cases = [
-            (
-                "aws",
-                "InvalidProviderManifests: document 6 (Deployment openshift-cluster-api/capa): no image (attempt 1)",
-            ),
-            // A message with "; " inside stays whole up to the next ConfigMap.
-            (
-                "cluster-api",
-                "Forbidden: patch Deployment x: forbidden; a; b (attempt 3)",
-            ),
-            ("gcp", "Forbidden: other (attempt 4)"),
-            ("vsphere", ""),
-        ];
-        for (configmap, expected) in cases {
-            assert_eq!(last_error(&conditions, configmap), expected, "{configmap}");
-        }
-        // "aws" must not match "openshift-cluster-api-aws".
-        let other = vec![json!({"type": "Degraded", "reason": "ApplyFailed",
-            "message": "ConfigMap openshift-cluster-api-aws: boom"})];
-        assert_eq!(last_error(&other, "aws"), "");
+    fn state_and_last_error_come_from_the_record() {
+        use capi_installer_controller::inventory::FailureRecord;
+        let mut record = ProviderRecord {
+            provider: "aws".into(),
+            provider_type: "infrastructure".into(),
+            source: "ConfigMap aws".into(),
+            state: "Installed".into(),
+            ..Default::default()
+        };
+        assert_eq!(last_error(&record), "");
+        record.failure = Some(FailureRecord {
+            reason: "Forbidden".into(),
+            message: "apply Deployment ns/d: forbidden; and more".into(),
+            attempts: 3,
+        });
+        assert_eq!(
+            last_error(&record),
+            "Forbidden: apply Deployment ns/d: forbidden; and more (attempt 3)"
+        );
+        let pending = Some((Phase::Workloads, "Deployment ns/d: NotFound".to_string()));
+        assert_eq!(state(None, false), "Installed");
+        assert_eq!(state(None, true), "Installed (last attempt failed)");
+        assert_eq!(
+            state(pending.clone(), false),
+            "Progressing: Workloads (Deployment ns/d: NotFound)"
+        );
+        assert_eq!(
+            state(pending, true),
+            "Failing: Workloads (Deployment ns/d: NotFound)"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use capi_manifests::ObjectRef;
+use capi_manifests::ObjectKey;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -15,9 +15,9 @@ use support::*;
 
 /// Every object of the ConfigMaps exists, carries the ownership label and is managed by the installer's
 /// field manager through server-side apply.
-async fn assert_all_installed(client: &Client, objects: &[ObjectRef]) {
+async fn assert_all_installed(client: &Client, objects: &[ObjectKey]) {
     for id in objects {
-        let api = api_for(client, &id.api_version, &id.kind, id.namespace.as_deref()).await;
+        let api = api_for(client, &id.api_version(), &id.kind, id.namespace.as_deref()).await;
         let obj = api
             .get(&id.name)
             .await
@@ -66,7 +66,7 @@ fn available_since(d: &Deployment) -> Option<String> {
 
 /// Each webhook configuration and admission policy of a ConfigMap was first written only after every
 /// Deployment of that ConfigMap had become Available (audit log against the Deployments' conditions).
-async fn assert_admission_after_workloads(env: &Env, objects: &[ObjectRef]) {
+async fn assert_admission_after_workloads(env: &Env, objects: &[ObjectKey]) {
     let mut ready_at = String::new();
     for id in objects.iter().filter(|o| o.kind == "Deployment") {
         let api: Api<Deployment> =

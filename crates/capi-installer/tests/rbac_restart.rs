@@ -215,7 +215,8 @@ async fn killed_during_install_converges_after_restart() {
     let inventory = inventory.get("capi-installer-inventory").await.unwrap();
     let mut recorded = BTreeSet::new();
     for json in inventory.data.unwrap().values() {
-        let entries: Vec<Value> = serde_json::from_str(json).unwrap();
+        let stored: Value = serde_json::from_str(json).unwrap();
+        let entries = stored["objects"].as_array().unwrap();
         recorded.extend(entries.iter().map(|e| {
             format!(
                 "{} {}",

@@ -1,19 +1,38 @@
-//! The installer controller: reads the platform and the transport ConfigMaps, renders and validates each
+//! The installer controller: reads the platform and the provider sources, renders and validates each
 //! provider's plan, applies it phase by phase with the apply engine, prunes what a new version dropped,
 //! and reports on `ClusterOperator/cluster-api`.
+//!
+//! | step | module | I/O |
+//! |---|---|---|
+//! | what the cluster needs | [`desired`] (+ [`platform`]) | none |
+//! | which sources provide it | [`source`] (kinds: [`source::configmap`]) | watch caches |
+//! | render and validate | [`prepare`] (+ [`render`]) | none |
+//! | apply, gate, prune | [`reconcile`] → [`outcome::Outcome`] | API server |
+//! | errors → reasons | [`error`] | none |
+//! | conditions, versions, records | [`report`], [`inventory`] | writes only on change |
+//! | the loop | [`controller`] | watches |
 //!
 //! One reconcile is a pipeline: *read inputs → render and validate the whole plan (pure) → apply phase by
 //! phase → write status from what was applied*. A plan that fails validation never reaches a write.
 
+pub mod config;
 pub mod controller;
+pub mod desired;
+pub mod error;
+pub mod events;
+pub mod history;
+pub mod inventory;
 pub mod metrics;
+pub mod outcome;
 pub mod platform;
 pub mod policy;
+pub mod prepare;
 pub mod profiles;
-pub mod provider;
+pub mod reconcile;
 pub mod render;
-pub mod sources;
-pub mod status;
+pub mod report;
+pub mod source;
 
-pub use controller::{Installer, InstallerConfig, user_agent};
+pub use config::{InstallerConfig, user_agent};
+pub use controller::Installer;
 pub use metrics::Metrics;

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use capi_apply::KindResolver;
 use capi_installer_controller::policy::{self, PolicyConfig, Protected};
-use capi_installer_controller::provider::{self, RenderContext};
-use capi_installer_controller::sources;
+use capi_installer_controller::prepare::{self, RenderContext};
+use capi_installer_controller::source::{Target, configmap};
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::Value;
 
@@ -31,10 +31,12 @@ fn every_real_bundle_passes_the_policy() {
         let value: Value = serde_saphyr::from_str(&text).unwrap();
         let cm: ConfigMap = serde_json::from_value(value.clone()).unwrap();
         let name = cm.metadata.name.clone().unwrap();
-        let selected = sources::select(&[cm], Some(&name));
-        let source = selected
-            .first()
-            .unwrap_or_else(|| panic!("{} is not selected", path.display()));
+        let source = configmap::candidate(&cm)
+            .unwrap_or_else(|| panic!("{} declares no provider", path.display()));
+        let target = Target {
+            clusterctl_label: source.provider_type.clusterctl_label(&source.name),
+            source,
+        };
         let images: BTreeMap<String, String> = [
             "cluster-capi-controllers".to_string(),
             format!("{name}-cluster-api-controllers"),
@@ -47,7 +49,9 @@ fn every_real_bundle_passes_the_policy() {
             images,
             substitutions: Default::default(),
         };
-        let rendered = provider::render(&value, source, &ctx)
+        let rendered = configmap::payload(&value)
+            .map_err(|e| e.to_string())
+            .and_then(|payload| prepare::render(&payload, &target, &ctx).map_err(|e| e.to_string()))
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let config = PolicyConfig::new(
             NS,

@@ -167,7 +167,7 @@ fn core_differs_from_reference_only_by_the_policy_name() {
     let expected = load_configmap(&dir.join("expected").join(name));
     let diff = diff_transport(&expected, &actual).unwrap();
     let names =
-        |ids: &[capi_manifests::ObjectRef]| ids.iter().map(|i| i.to_string()).collect::<Vec<_>>();
+        |ids: &[capi_manifests::ObjectKey]| ids.iter().map(|i| i.to_string()).collect::<Vec<_>>();
     assert_eq!(
         names(&diff.objects.missing),
         [

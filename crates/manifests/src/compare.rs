@@ -1,7 +1,7 @@
 //! Semantic comparison of object sets and of transport ConfigMaps, for tests of this and other
 //! crates.
 //!
-//! Objects are matched by [`ObjectRef`]; order of objects and of map keys does not matter.
+//! Objects are matched by [`ObjectKey`]; order of objects and of map keys does not matter.
 //! Normalization before comparing (fixtures README, and what the reference's Go serialization
 //! adds without meaning anything):
 //! - a `null` value counts as an absent field;
@@ -18,8 +18,8 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::object::ObjectRef;
 use crate::transport::TransportConfigMap;
+use capi_object::{ObjectKey, strip_nulls};
 
 /// One differing field.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,10 +34,10 @@ pub struct FieldDiff {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ObjectSetDiff {
-    pub missing: Vec<ObjectRef>,
-    pub extra: Vec<ObjectRef>,
+    pub missing: Vec<ObjectKey>,
+    pub extra: Vec<ObjectKey>,
     /// Per object present on both sides, its differing fields.
-    pub changed: Vec<(ObjectRef, Vec<FieldDiff>)>,
+    pub changed: Vec<(ObjectKey, Vec<FieldDiff>)>,
     /// Objects on one side that have no identity or appear twice.
     pub problems: Vec<String>,
 }
@@ -123,27 +123,14 @@ fn is_empty_map(v: &Value) -> bool {
     v.as_object().is_some_and(|m| m.is_empty())
 }
 
-fn strip_nulls(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), strip_nulls(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(strip_nulls).collect()),
-        other => other.clone(),
-    }
-}
-
 fn index<'a>(
     side: &str,
     objects: impl IntoIterator<Item = &'a Value>,
     problems: &mut Vec<String>,
-) -> BTreeMap<ObjectRef, &'a Value> {
+) -> BTreeMap<ObjectKey, &'a Value> {
     let mut out = BTreeMap::new();
     for (i, o) in objects.into_iter().enumerate() {
-        match ObjectRef::from_object(o) {
+        match ObjectKey::from_value(o) {
             Some(id) => {
                 if out.insert(id.clone(), o).is_some() {
                     problems.push(format!("{side}: {id} appears more than once"));
@@ -157,7 +144,7 @@ fn index<'a>(
     out
 }
 
-/// Compares two sets of objects, matched by [`ObjectRef`], after [`normalize`].
+/// Compares two sets of objects, matched by [`ObjectKey`], after [`normalize`].
 pub fn diff_objects<'a>(
     expected: impl IntoIterator<Item = &'a Value>,
     actual: impl IntoIterator<Item = &'a Value>,

@@ -14,12 +14,11 @@ use serde_json::{Map, Value, json};
 use crate::TARGET_NAMESPACE;
 use crate::error::Error;
 use crate::metadata::Metadata;
-use crate::object::{
-    ObjectRef, get_path, get_path_mut, get_str, is_cluster_scoped, metadata_map_mut, metadata_mut,
-};
+use crate::object::{get_path, get_path_mut, get_str, metadata_map_mut, metadata_mut};
 use crate::provider::{Provider, ProviderType};
 use crate::transport::{FEATURE_SET_ANNOTATION, OPENSHIFT_ANNOTATIONS, TransportConfigMap};
 use crate::yaml::{DocLocation, Object};
+use capi_object::{ObjectKey, is_cluster_scoped};
 
 pub const LABEL_CLUSTERCTL_PROVIDER: &str = "cluster.x-k8s.io/provider";
 pub const LABEL_CLUSTERCTL: &str = "clusterctl.cluster.x-k8s.io";
@@ -79,7 +78,7 @@ impl ProtectedKind {
 /// An input object that the kind allow-list removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
-    pub id: ObjectRef,
+    pub id: ObjectKey,
     pub location: DocLocation,
     pub reason: &'static str,
 }
@@ -106,8 +105,8 @@ enum Treatment {
     Drop(&'static str),
 }
 
-fn treatment(id: &ObjectRef) -> Treatment {
-    treatment_of(id.group(), &id.kind)
+fn treatment(id: &ObjectKey) -> Treatment {
+    treatment_of(id.group.as_str(), &id.kind)
 }
 
 /// Whether objects of this group and kind may be part of transport components: the allow-list
@@ -162,7 +161,7 @@ pub fn customize(
     let source_namespaces: BTreeSet<String> = input
         .iter()
         .filter_map(|o| {
-            if o.id.kind == "Namespace" && o.id.group().is_empty() {
+            if o.id.kind == "Namespace" && o.id.group.is_empty() {
                 Some(o.id.name.clone())
             } else {
                 o.id.namespace.clone()
@@ -290,16 +289,16 @@ struct Scopes {
 }
 
 impl Scopes {
-    fn cluster_scoped(&self, id: &ObjectRef) -> bool {
-        is_cluster_scoped(id.group(), &id.kind)
+    fn cluster_scoped(&self, id: &ObjectKey) -> bool {
+        is_cluster_scoped(id.group.as_str(), &id.kind)
             || self
                 .custom_cluster_scoped
-                .contains(&(id.group().to_owned(), id.kind.clone()))
+                .contains(&(id.group.as_str().to_owned(), id.kind.clone()))
     }
 }
 
-fn check_duplicates(input: &[Object], key: impl Fn(&Object) -> ObjectRef) -> Result<(), Error> {
-    let mut seen: HashMap<ObjectRef, &DocLocation> = HashMap::with_capacity(input.len());
+fn check_duplicates(input: &[Object], key: impl Fn(&Object) -> ObjectKey) -> Result<(), Error> {
+    let mut seen: HashMap<ObjectKey, &DocLocation> = HashMap::with_capacity(input.len());
     for o in input {
         let k = key(o);
         if let Some(first) = seen.get(&k) {
@@ -317,7 +316,7 @@ fn check_duplicates(input: &[Object], key: impl Fn(&Object) -> ObjectRef) -> Res
 /// Namespace rewrite, reference fix-ups and labels, as `clusterctl` does them (ref §1.1).
 fn clusterctl_process(
     provider: &Provider,
-    id: &ObjectRef,
+    id: &ObjectKey,
     scopes: &Scopes,
     source_namespaces: &BTreeSet<String>,
     value: &mut Value,
@@ -335,7 +334,7 @@ fn clusterctl_process(
     );
     labels.insert(LABEL_CLUSTERCTL.to_owned(), Value::from(""));
 
-    match (id.group(), id.kind.as_str()) {
+    match (id.group.as_str(), id.kind.as_str()) {
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
             if let Some(subjects) = value.get_mut("subjects").and_then(Value::as_array_mut) {
                 for s in subjects {
@@ -428,7 +427,7 @@ struct ServingCerts {
     /// Service name → the first object naming it, for webhook configurations and CRDs that the
     /// provider's kustomization already annotated for service-ca (OpenStack's does): the Service
     /// must carry the serving-cert annotation itself.
-    service_ca_ready: BTreeMap<String, ObjectRef>,
+    service_ca_ready: BTreeMap<String, ObjectKey>,
 }
 
 /// The Services that a webhook configuration's webhooks (all of them, where the reference
@@ -471,7 +470,7 @@ fn all_webhooks_have_ca_bundle(value: &Value) -> bool {
 fn serving_certs(input: &[Object]) -> Result<ServingCerts, Error> {
     let certs: HashMap<&str, (&Object, Option<&str>)> = input
         .iter()
-        .filter(|o| o.id.group() == "cert-manager.io" && o.id.kind == "Certificate")
+        .filter(|o| o.id.group.as_str() == "cert-manager.io" && o.id.kind == "Certificate")
         .map(|o| {
             (
                 o.id.name.as_str(),
@@ -480,7 +479,7 @@ fn serving_certs(input: &[Object]) -> Result<ServingCerts, Error> {
         })
         .collect();
     let mut out = ServingCerts::default();
-    let mut owner: BTreeMap<String, &ObjectRef> = BTreeMap::new();
+    let mut owner: BTreeMap<String, &ObjectKey> = BTreeMap::new();
     for o in input {
         let t = treatment(&o.id);
         if !matches!(t, Treatment::Webhook | Treatment::Crd) {
@@ -545,7 +544,7 @@ fn serving_certs(input: &[Object]) -> Result<ServingCerts, Error> {
 
 fn customize_deployment(
     flavor: Flavor,
-    id: &ObjectRef,
+    id: &ObjectKey,
     location: &DocLocation,
     value: &mut Value,
 ) -> Result<(), Error> {

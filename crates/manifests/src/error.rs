@@ -1,5 +1,5 @@
-use crate::object::ObjectRef;
 use crate::yaml::DocLocation;
+use capi_object::ObjectKey;
 
 /// Every error names what it concerns: the input location (file, document index, line) and/or
 /// the object (`Kind namespace/name`), and for customizations the rule that refused it.
@@ -35,7 +35,7 @@ pub enum Error {
     #[error("duplicate object {object}: in {first} and in {second}")]
     DuplicateObject {
         // Boxed: keeps `Result<_, Error>` small on the happy path (clippy::result_large_err).
-        object: Box<ObjectRef>,
+        object: Box<ObjectKey>,
         first: DocLocation,
         second: DocLocation,
     },
@@ -43,7 +43,7 @@ pub enum Error {
     /// A customization rule (ref §1.2) cannot be applied to an object.
     #[error("{object} ({location}): rule \"{rule}\": {message}")]
     Rule {
-        object: Box<ObjectRef>,
+        object: Box<ObjectKey>,
         location: DocLocation,
         rule: &'static str,
         message: String,

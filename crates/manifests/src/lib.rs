@@ -20,9 +20,9 @@ pub mod transport;
 pub mod yaml;
 
 pub use budget::Budget;
+pub use capi_object::ObjectKey;
 pub use error::Error;
 pub use metadata::{Metadata, ReleaseSeries};
-pub use object::ObjectRef;
 pub use provider::{Provider, ProviderType};
 pub use transport::TransportConfigMap;
 pub use yaml::{DocLocation, Document, Object};

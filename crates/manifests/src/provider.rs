@@ -31,6 +31,15 @@ impl ProviderType {
         }
     }
 
+    /// The value of the `cluster.x-k8s.io/provider` label that clusterctl puts on every object of the
+    /// provider `name`: `cluster-api` for core, `infrastructure-<name>` otherwise.
+    pub fn clusterctl_label(self, name: &str) -> String {
+        match self {
+            ProviderType::Core => "cluster-api".to_owned(),
+            ProviderType::Infrastructure => format!("infrastructure-{name}"),
+        }
+    }
+
     pub fn from_label(s: &str) -> Option<Self> {
         match s {
             "core" => Some(ProviderType::Core),
@@ -92,10 +101,7 @@ impl Provider {
     /// `cluster-api` for core, `infrastructure-<name>` otherwise: the value of the
     /// `cluster.x-k8s.io/provider` label that clusterctl puts on every object.
     pub fn clusterctl_label(&self) -> String {
-        match self.provider_type {
-            ProviderType::Core => "cluster-api".to_owned(),
-            ProviderType::Infrastructure => format!("infrastructure-{}", self.name),
-        }
+        self.provider_type.clusterctl_label(&self.name)
     }
 
     /// `<core|infrastructure>-<name>`, the distinguishing part of the output file name.

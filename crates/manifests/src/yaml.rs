@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::budget::{Budget, Meter, MeterError};
 use crate::error::Error;
-use crate::object::ObjectRef;
+use capi_object::ObjectKey;
 
 /// Where a document came from: the source name given by the caller (usually a file name), the
 /// 0-based index of the document among the non-empty documents of that source, and the 1-based
@@ -64,7 +64,7 @@ pub struct Document {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
     pub location: DocLocation,
-    pub id: ObjectRef,
+    pub id: ObjectKey,
     pub value: Value,
 }
 
@@ -228,7 +228,7 @@ impl TryFrom<Document> for Object {
                 message: format!("object has no string field {field}"),
             });
         }
-        let id = ObjectRef::from_object(&value).expect("checked above");
+        let id = ObjectKey::from_value(&value).expect("checked above");
         Ok(Object {
             location,
             id,
@@ -313,7 +313,7 @@ pub fn to_multi_yaml<'a>(values: impl IntoIterator<Item = &'a Value>) -> Result<
             out.push_str("---\n");
         }
         let what =
-            ObjectRef::from_object(v).map_or_else(|| format!("document {i}"), |r| r.to_string());
+            ObjectKey::from_value(v).map_or_else(|| format!("document {i}"), |r| r.to_string());
         out.push_str(&to_yaml(&what, v)?);
     }
     Ok(out)

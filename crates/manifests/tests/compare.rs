@@ -1,6 +1,6 @@
 //! The semantic comparison helper.
 
-use capi_manifests::ObjectRef;
+use capi_manifests::ObjectKey;
 use capi_manifests::compare::{diff_objects, diff_transport, normalize};
 use capi_manifests::{Provider, ProviderType, TransportConfigMap};
 use serde_json::{Value, json};
@@ -18,10 +18,13 @@ fn reports_missing_extra_and_field_paths() {
     let expected = [deploy("a:1"), svc.clone()];
     let actual = [deploy("b:2"), cr];
     let d = diff_objects(&expected, &actual);
-    assert_eq!(d.missing, [ObjectRef::new("v1", "Service", Some("n"), "s")]);
+    assert_eq!(
+        d.missing,
+        [ObjectKey::from_api_version("v1", "Service", Some("n"), "s")]
+    );
     assert_eq!(
         d.extra,
-        [ObjectRef::new(
+        [ObjectKey::from_api_version(
             "rbac.authorization.k8s.io/v1",
             "ClusterRole",
             None,

@@ -2,7 +2,7 @@
 
 use capi_manifests::customize::{Customized, Flavor, customize};
 use capi_manifests::yaml::parse_objects;
-use capi_manifests::{Error, ObjectRef, Provider, ProviderType};
+use capi_manifests::{Error, ObjectKey, Provider, ProviderType};
 use serde_json::{Value, json};
 
 const NS: &str = "openshift-cluster-api";
@@ -849,7 +849,10 @@ fn duplicate_objects_are_errors_naming_both_documents() {
             first,
             second,
         } => {
-            assert_eq!(**object, ObjectRef::new("v1", "Service", Some("a"), "s"));
+            assert_eq!(
+                **object,
+                ObjectKey::from_api_version("v1", "Service", Some("a"), "s")
+            );
             assert_eq!((first.index, second.index), (1, 2));
         }
         other => panic!("{other}"),

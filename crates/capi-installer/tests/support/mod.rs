@@ -365,7 +365,7 @@ pub async fn wait_available(client: &Client, timeout: Duration) -> Value {
 }
 
 /// Every object of a transport ConfigMap fixture, decoded: (apiVersion, kind, namespace, name).
-pub fn fixture_objects(file: &str) -> Vec<capi_manifests::ObjectRef> {
+pub fn fixture_objects(file: &str) -> Vec<capi_manifests::ObjectKey> {
     let path = fixture(&format!("transport-configmaps/{file}")).expect("fixture present");
     let cm = read_documents(&path).remove(0);
     let decoded = capi_manifests::TransportConfigMap::decode(&cm).expect("fixture decodes");

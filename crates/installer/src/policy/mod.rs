@@ -178,7 +178,7 @@ pub fn check(objects: &[BundleObject<'_>], config: &PolicyConfig) -> Result<(), 
     let bundle = Bundle::index(objects);
     let mut out = Vec::new();
     for o in objects {
-        let Some(key) = ObjectKey::from_object(o.object) else {
+        let Some(key) = capi_apply::key_of(o.object) else {
             // Objects without identity are refused by planning, with their own message.
             continue;
         };
@@ -213,7 +213,7 @@ impl Bundle {
     fn index(objects: &[BundleObject<'_>]) -> Self {
         let mut b = Bundle::default();
         for o in objects {
-            let Some(key) = ObjectKey::from_object(o.object) else {
+            let Some(key) = capi_apply::key_of(o.object) else {
                 continue;
             };
             match (key.group.as_str(), key.kind.as_str()) {

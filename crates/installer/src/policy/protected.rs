@@ -100,16 +100,8 @@ pub fn release_manifests() -> Vec<ObjectKey> {
         // The manifests are part of this build and a unit test parses every one of them.
         let objects = capi_manifests::yaml::parse_objects(file, text)
             .unwrap_or_else(|e| panic!("release manifest {file} does not parse: {e}"));
-        for o in objects {
-            let (group, version) = capi_apply::key::split_api_version(&o.id.api_version);
-            keys.push(ObjectKey::new(
-                group,
-                version,
-                o.id.kind.clone(),
-                o.id.namespace.as_deref(),
-                o.id.name.clone(),
-            ));
-        }
+        // Parsing already gives each object its key.
+        keys.extend(objects.into_iter().map(|o| o.id));
     }
     keys
 }

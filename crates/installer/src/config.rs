@@ -1,0 +1,58 @@
+//! The installer's settings and the names it uses in the cluster.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::render;
+
+pub const FIELD_MANAGER: &str = "capi-installer";
+/// "Ours": the label the apply engine stamps on every object the installer applies (see the README on
+/// ownership). Which provider an object belongs to is the separate `cluster.x-k8s.io/provider` label.
+pub const OWNERSHIP_LABEL_KEY: &str = "app.kubernetes.io/managed-by";
+pub const OWNERSHIP_LABEL_VALUE: &str = "capi-installer";
+/// One ConfigMap in the installer's namespace, one key per provider source: what was applied, and the
+/// provider's record (see [`crate::inventory`]).
+pub const INVENTORY_CONFIGMAP: &str = "capi-installer-inventory";
+pub const CLUSTER_OPERATOR: &str = "cluster-api";
+
+/// The user agent of every request: the audit log tells the installer's writes apart by it.
+pub fn user_agent() -> String {
+    format!("capi-installer/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Settings of the installer.
+#[derive(Clone, Debug)]
+pub struct InstallerConfig {
+    pub namespace: String,
+    pub images: render::Images,
+    pub substitutions: BTreeMap<String, String>,
+    /// `versions[operator]` of the ClusterOperator (`RELEASE_VERSION`).
+    pub release_version: Option<String>,
+    /// How long a Deployment may take to become Available before the provider counts as failing.
+    pub deployment_timeout: Duration,
+    /// How long a CRD may take to become Established.
+    pub crd_timeout: Duration,
+    /// Reconcile this often even without events (a safety net; reads only when nothing changed).
+    pub resync: Duration,
+    /// Field managers whose objects the installer may adopt (the release payload applies some CRDs
+    /// before the installer runs; see the README on ownership).
+    pub adoptable_managers: Vec<String>,
+    /// Name of this replica, for Events.
+    pub instance: Option<String>,
+}
+
+impl Default for InstallerConfig {
+    fn default() -> Self {
+        InstallerConfig {
+            namespace: capi_manifests::TARGET_NAMESPACE.to_string(),
+            images: Default::default(),
+            substitutions: Default::default(),
+            release_version: None,
+            deployment_timeout: Duration::from_secs(300),
+            crd_timeout: Duration::from_secs(60),
+            resync: Duration::from_secs(600),
+            adoptable_managers: vec!["cluster-version-operator".into()],
+            instance: None,
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Why a provider is not where it should be, and the one place where each kind of problem becomes a
+//! status reason.
+
+use std::fmt;
+use std::time::Duration;
+
+use capi_apply::{ApplyError, InventoryError, Phase};
+
+use crate::outcome::Pending;
+use crate::prepare::RenderError;
+use crate::source::SourceError;
+
+/// Every reason the installer writes on the ClusterOperator's conditions. The README's reason table
+/// lists exactly these (a unit test checks it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    AsExpected,
+    WaitingForPlatform,
+    PlatformNotSupported,
+    WaitingForProviderConfigMaps,
+    Installing,
+    /// The source or its components cannot be decoded, parsed, rendered or validated.
+    InvalidProviderManifests,
+    /// The API server refused a request for lack of permission.
+    Forbidden,
+    /// An object exists and is managed by someone else; the installer does not take it over.
+    OwnershipConflict,
+    /// The API server rejected an object or a request failed.
+    ApplyFailed,
+    /// A Deployment did not become Available in time.
+    DeploymentNotAvailable,
+    /// A CustomResourceDefinition did not become Established in time.
+    CustomResourceDefinitionNotEstablished,
+    /// Objects a new version dropped could not be deleted.
+    PruneFailed,
+    /// (Upgradeable) the installer is Degraded.
+    InstallerDegraded,
+    /// (CapiInstallerControllerDegraded) same as Degraded=True.
+    SyncingFailed,
+}
+
+impl Reason {
+    pub const ALL: &[Reason] = &[
+        Reason::AsExpected,
+        Reason::WaitingForPlatform,
+        Reason::PlatformNotSupported,
+        Reason::WaitingForProviderConfigMaps,
+        Reason::Installing,
+        Reason::InvalidProviderManifests,
+        Reason::Forbidden,
+        Reason::OwnershipConflict,
+        Reason::ApplyFailed,
+        Reason::DeploymentNotAvailable,
+        Reason::CustomResourceDefinitionNotEstablished,
+        Reason::PruneFailed,
+        Reason::InstallerDegraded,
+        Reason::SyncingFailed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::AsExpected => "AsExpected",
+            Reason::WaitingForPlatform => "WaitingForPlatform",
+            Reason::PlatformNotSupported => "PlatformNotSupported",
+            Reason::WaitingForProviderConfigMaps => "WaitingForProviderConfigMaps",
+            Reason::Installing => "Installing",
+            Reason::InvalidProviderManifests => "InvalidProviderManifests",
+            Reason::Forbidden => "Forbidden",
+            Reason::OwnershipConflict => "OwnershipConflict",
+            Reason::ApplyFailed => "ApplyFailed",
+            Reason::DeploymentNotAvailable => "DeploymentNotAvailable",
+            Reason::CustomResourceDefinitionNotEstablished => {
+                "CustomResourceDefinitionNotEstablished"
+            }
+            Reason::PruneFailed => "PruneFailed",
+            Reason::InstallerDegraded => "InstallerDegraded",
+            Reason::SyncingFailed => "SyncingFailed",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One provider's failure. Messages name the object (and document) concerned; the source is added by
+/// whoever reports it.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("{0}")]
+    Source(#[from] SourceError),
+    #[error("{0}")]
+    Render(#[from] RenderError),
+    #[error("discovery: {0}")]
+    Discovery(#[source] kube::Error),
+    /// Every object of a phase that could not be applied (the others were).
+    #[error("{}", join(.0))]
+    Apply(Vec<ApplyError>),
+    #[error("{0}")]
+    Inventory(#[from] InventoryError),
+    #[error("not ready after {}s: {}", .timeout.as_secs(), join(.pending))]
+    GateTimeout {
+        phase: Phase,
+        timeout: Duration,
+        pending: Vec<Pending>,
+    },
+}
+
+fn join<T: fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl ProviderError {
+    /// The one place that maps an error to a status reason (and a metric label).
+    pub fn reason(&self) -> Reason {
+        match self {
+            ProviderError::Source(SourceError::Decode(_)) | ProviderError::Render(_) => {
+                Reason::InvalidProviderManifests
+            }
+            ProviderError::Source(SourceError::Gone { .. }) => Reason::ApplyFailed,
+            ProviderError::Discovery(e) => kube_reason(e),
+            ProviderError::Apply(errors) => match errors.first() {
+                Some(ApplyError::Conflict { .. }) => Reason::OwnershipConflict,
+                Some(ApplyError::Api { source, .. }) => kube_reason(source),
+                _ => Reason::ApplyFailed,
+            },
+            ProviderError::Inventory(InventoryError::Api { source, .. }) => kube_reason(source),
+            ProviderError::Inventory(_) => Reason::ApplyFailed,
+            ProviderError::GateTimeout { phase, .. } => match phase {
+                Phase::CustomResourceDefinitions => Reason::CustomResourceDefinitionNotEstablished,
+                _ => Reason::DeploymentNotAvailable,
+            },
+        }
+    }
+}
+
+fn kube_reason(e: &kube::Error) -> Reason {
+    match e {
+        kube::Error::Api(status) if status.code == 403 => Reason::Forbidden,
+        _ => Reason::ApplyFailed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capi_apply::{ObjectKey, Readiness};
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            message: "no".into(),
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn each_error_maps_to_one_reason() {
+        let key = ObjectKey::new("apps", "v1", "Deployment", Some("ns"), "d");
+        let cases = [
+            (
+                ProviderError::Apply(vec![ApplyError::Conflict {
+                    key: key.clone(),
+                    managers: vec!["helm".into()],
+                }]),
+                Reason::OwnershipConflict,
+            ),
+            (
+                ProviderError::Apply(vec![ApplyError::Api {
+                    key: key.clone(),
+                    source: api_error(403),
+                }]),
+                Reason::Forbidden,
+            ),
+            (
+                ProviderError::Apply(vec![ApplyError::Api {
+                    key: key.clone(),
+                    source: api_error(422),
+                }]),
+                Reason::ApplyFailed,
+            ),
+            (ProviderError::Discovery(api_error(403)), Reason::Forbidden),
+            (
+                ProviderError::GateTimeout {
+                    phase: Phase::Workloads,
+                    timeout: Duration::from_secs(5),
+                    pending: vec![Pending {
+                        key: key.clone(),
+                        readiness: Readiness::NotFound,
+                    }],
+                },
+                Reason::DeploymentNotAvailable,
+            ),
+            (
+                ProviderError::GateTimeout {
+                    phase: Phase::CustomResourceDefinitions,
+                    timeout: Duration::from_secs(5),
+                    pending: vec![],
+                },
+                Reason::CustomResourceDefinitionNotEstablished,
+            ),
+        ];
+        for (error, reason) in cases {
+            assert_eq!(error.reason(), reason, "{error}");
+        }
+    }
+
+    #[test]
+    fn messages_name_the_objects() {
+        let key = ObjectKey::new("apps", "v1", "Deployment", Some("ns"), "d");
+        let timeout = ProviderError::GateTimeout {
+            phase: Phase::Workloads,
+            timeout: Duration::from_secs(300),
+            pending: vec![Pending {
+                key,
+                readiness: Readiness::NotFound,
+            }],
+        };
+        assert_eq!(
+            timeout.to_string(),
+            "not ready after 300s: Deployment ns/d: NotFound"
+        );
+    }
+
+    #[test]
+    fn the_readme_lists_exactly_the_reasons_the_code_produces() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .expect("README.md readable");
+        let start = readme
+            .find("#### Reasons and troubleshooting")
+            .expect("README has the reason table");
+        let documented: std::collections::BTreeSet<&str> = readme[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with("| reason"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| l.split('`').nth(1))
+            .collect();
+        let produced: std::collections::BTreeSet<&str> = Reason::ALL
+            .iter()
+            .map(|r| r.as_str())
+            .filter(|r| *r != "AsExpected")
+            .collect();
+        assert_eq!(documented, produced);
+    }
+}

@@ -1,0 +1,246 @@
+//! One provider's reconcile, as a pipeline. Each step is its own function; what a step costs:
+//!
+//! | step | function | requests |
+//! |---|---|---|
+//! | read | the source's payload (from a watch cache, by the caller) and the inventory | 0 (cached) |
+//! | prepare | [`crate::prepare::prepare`]: render, validate, plan — pure | discovery once, again for a new kind |
+//! | preflight | (none yet) checks against the API server before the first write | — |
+//! | record intent | inventory ∪ plan saved *before* the first write | 0–1 |
+//! | apply | [`Reconciler::apply_phase`], phase by phase | 0 when unchanged, else one SSA PATCH per object |
+//! | gate | [`Reconciler::gate`]: readiness from the watch cache; a timer per phase | 0 |
+//! | prune | [`Reconciler::prune`]: what the new version dropped, then the inventory | GET + DELETE per object |
+//!
+//! The result is an [`Outcome`], the only input to status. Errors are [`ProviderError`]s, mapped to
+//! status reasons in one place ([`ProviderError::reason`]).
+//!
+//! Phases of one provider run in order. Independent phases of different providers (e.g. every
+//! provider's CRDs together, to shorten a cold install) would be a scheduler over these same step
+//! functions in the controller; nothing here assumes one provider at a time except the history lock.
+
+mod apply;
+mod gate;
+mod prune;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use capi_apply::{
+    Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, OwnershipPolicy, Phase,
+};
+use kube::Client;
+
+use crate::config::{
+    FIELD_MANAGER, INVENTORY_CONFIGMAP, InstallerConfig, OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE,
+};
+use crate::error::ProviderError;
+use crate::events::Events;
+use crate::history::History;
+use crate::inventory::Inventories;
+use crate::metrics::Metrics;
+use crate::outcome::{Outcome, Pending, ProviderState};
+use crate::prepare::{self, Prepared, RenderContext};
+use crate::report;
+use crate::source::{Payload, SourceError, Target};
+
+/// How far an install got when nothing failed.
+enum Step {
+    Installed,
+    Waiting { phase: Phase, pending: Vec<Pending> },
+}
+
+/// Reconciles providers one at a time; holds what every provider's reconcile shares.
+pub struct Reconciler {
+    client: Client,
+    config: InstallerConfig,
+    context: RenderContext,
+    applier: Applier,
+    cache: LiveCache,
+    inventories: Inventories,
+    resolver: tokio::sync::Mutex<Option<KindResolver>>,
+    events: Events,
+    metrics: Arc<Metrics>,
+    history: Mutex<History>,
+}
+
+impl Reconciler {
+    pub fn new(client: Client, config: InstallerConfig, metrics: Arc<Metrics>) -> Self {
+        let ownership = OwnershipPolicy::new(OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE)
+            .adoptable(config.adoptable_managers.clone());
+        let cache = LiveCache::new(
+            client.clone(),
+            ownership.selector(),
+            Namespaces::Only(vec![config.namespace.clone()]),
+        );
+        let store = InventoryStore::new(
+            client.clone(),
+            &config.namespace,
+            INVENTORY_CONFIGMAP,
+            FIELD_MANAGER,
+        );
+        Reconciler {
+            applier: Applier::new(client.clone(), FIELD_MANAGER, ownership),
+            cache,
+            inventories: Inventories::new(store),
+            resolver: tokio::sync::Mutex::new(None),
+            events: Events::new(client.clone(), config.instance.clone(), &config.namespace),
+            context: RenderContext {
+                namespace: config.namespace.clone(),
+                images: config.images.clone(),
+                substitutions: config.substitutions.clone(),
+            },
+            client,
+            config,
+            metrics,
+            history: Mutex::default(),
+        }
+    }
+
+    /// The watches of every applied object; their changes should trigger a reconcile.
+    pub fn cache(&self) -> &LiveCache {
+        &self.cache
+    }
+
+    pub fn inventories(&self) -> &Inventories {
+        &self.inventories
+    }
+
+    pub fn events(&self) -> &Events {
+        &self.events
+    }
+
+    /// Reconciles one provider from its payload (or the error reading it).
+    pub async fn reconcile(
+        &self,
+        target: &Target,
+        payload: Result<Payload, SourceError>,
+    ) -> Outcome {
+        let prepared = match payload {
+            Ok(payload) => self.prepare(target, &payload).await,
+            Err(e) => Err(e.into()),
+        };
+        let (result, related) = match prepared {
+            Ok(prepared) => (
+                self.install(target, &prepared).await,
+                report::related_objects(&prepared.plan),
+            ),
+            Err(e) => (Err(e), Vec::new()),
+        };
+        self.outcome(target, result, related).await
+    }
+
+    /// Render, validate and plan (pure), with the API server's kinds.
+    async fn prepare(&self, target: &Target, payload: &Payload) -> Result<Prepared, ProviderError> {
+        let resolver = self.resolver(false).await?;
+        let prepared = match prepare::prepare(payload, target, &self.context, &resolver) {
+            // A kind served by a CRD created since the last discovery: discover again, once.
+            Err(e) if e.unknown_kind() => {
+                let resolver = self.resolver(true).await?;
+                prepare::prepare(payload, target, &self.context, &resolver)
+            }
+            other => other,
+        }?;
+        if !prepared.stripped.is_empty() {
+            tracing::debug!(source = %target.source.id, fields = ?prepared.stripped,
+                "removed fields that other controllers own (service-ca, clusterrole aggregation)");
+        }
+        Ok(prepared)
+    }
+
+    /// Applies a prepared version phase by phase, then prunes what it dropped.
+    async fn install(&self, target: &Target, prepared: &Prepared) -> Result<Step, ProviderError> {
+        // Checks that need the API server but must come before the first write (a server-side dry-run
+        // of the whole version, CRD changes against the live CRDs) belong here.
+        let old = self.inventories.load(&target.source.id).await?;
+        let new = self.record_intent(target, &old, prepared).await?;
+        for phase in &prepared.plan.phases {
+            let fresh = self.apply_phase(target, phase).await?;
+            if let Some(pending) = self.gate(target, phase, &fresh)? {
+                return Ok(Step::Waiting {
+                    phase: phase.phase,
+                    pending,
+                });
+            }
+        }
+        self.prune(target, &old, new).await?;
+        Ok(Step::Installed)
+    }
+
+    /// Records what is about to be created before creating it: an installer killed in the middle of a
+    /// phase must still know, after a restart, every object it may have left behind. Returns the
+    /// inventory of the new version.
+    async fn record_intent(
+        &self,
+        target: &Target,
+        old: &Inventory,
+        prepared: &Prepared,
+    ) -> Result<Inventory, ProviderError> {
+        let mut new = Inventory::from_plan(target.source.id.inventory_key(), &prepared.plan);
+        new.record = old.record.clone();
+        let mut union = old.clone();
+        for (key, phase) in &new.entries {
+            union.insert(key.clone(), *phase);
+        }
+        if union != *old {
+            self.inventories.save(&union).await?;
+        }
+        Ok(new)
+    }
+
+    async fn outcome(
+        &self,
+        target: &Target,
+        result: Result<Step, ProviderError>,
+        related: Vec<serde_json::Value>,
+    ) -> Outcome {
+        let id = &target.source.id;
+        let state = match result {
+            Ok(step) => {
+                self.history.lock().expect("history").succeeded(id);
+                match step {
+                    Step::Installed => ProviderState::Installed,
+                    Step::Waiting { phase, pending } => {
+                        ProviderState::Progressing { phase, pending }
+                    }
+                }
+            }
+            Err(error) => {
+                let (attempts, failing_for) = self
+                    .history
+                    .lock()
+                    .expect("history")
+                    .failed(id, Instant::now());
+                self.metrics.count_error(error.reason().as_str());
+                tracing::warn!(source = %id, reason = %error.reason(), attempts, %error, "provider failed");
+                ProviderState::Failed {
+                    error,
+                    attempts,
+                    failing_for,
+                }
+            }
+        };
+        let previously_installed = matches!(state, ProviderState::Failed { .. })
+            && self
+                .inventories
+                .load(id)
+                .await
+                .is_ok_and(|inv| !inv.entries.is_empty());
+        Outcome {
+            target: target.clone(),
+            state,
+            previously_installed,
+            related,
+        }
+    }
+
+    async fn resolver(&self, refresh: bool) -> Result<KindResolver, ProviderError> {
+        let mut cached = self.resolver.lock().await;
+        if refresh || cached.is_none() {
+            *cached = Some(
+                KindResolver::discover(&self.client)
+                    .await
+                    .map_err(ProviderError::Discovery)?,
+            );
+        }
+        Ok(cached.clone().expect("resolver set"))
+    }
+}

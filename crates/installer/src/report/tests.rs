@@ -1,0 +1,243 @@
+use std::time::Duration;
+
+use capi_apply::{ObjectKey, Phase, Readiness};
+use capi_manifests::ProviderType;
+
+use super::operator::{cluster_operator_status, differs};
+use super::*;
+use crate::desired::{Wants, wanted};
+use crate::error::ProviderError;
+use crate::outcome::Pending;
+use crate::prepare::RenderError;
+use crate::source::{ProviderSource, SourceId, Target};
+
+fn outcome(name: &str, state: ProviderState) -> Outcome {
+    Outcome {
+        target: Target {
+            source: ProviderSource {
+                id: SourceId::ConfigMap(name.into()),
+                name: name.into(),
+                provider_type: ProviderType::Core,
+                version: Some("v1.0.0".into()),
+            },
+            clusterctl_label: "cluster-api".into(),
+        },
+        state,
+        previously_installed: false,
+        related: vec![],
+    }
+}
+
+fn failed(attempts: u32, secs: u64) -> ProviderState {
+    ProviderState::Failed {
+        error: ProviderError::Render(RenderError::Object {
+            origin: "document 3".into(),
+            object: "Deployment openshift-cluster-api/x".into(),
+            message: "bad".into(),
+        }),
+        attempts,
+        failing_for: Duration::from_secs(secs),
+    }
+}
+
+fn get<'a>(cs: &'a [Condition], t: &str) -> &'a Condition {
+    cs.iter().find(|c| c.type_ == t).unwrap()
+}
+
+fn aws() -> Desired {
+    Desired::Install(Wants {
+        platform: "AWS".into(),
+        providers: wanted(&["aws"]),
+    })
+}
+
+fn installing(outcomes: &[Outcome]) -> Vec<Condition> {
+    conditions(&aws(), &[], outcomes)
+}
+
+#[test]
+fn installed_providers_are_available() {
+    let cs = installing(&[
+        outcome("cluster-api", ProviderState::Installed),
+        outcome("aws", ProviderState::Installed),
+    ]);
+    assert!(get(&cs, "Available").status);
+    assert_eq!(
+        get(&cs, "Available").message,
+        "Cluster API is installed on AWS: cluster-api v1.0.0, aws v1.0.0"
+    );
+    assert!(!get(&cs, "Progressing").status);
+    assert!(!get(&cs, "Degraded").status);
+    assert!(get(&cs, "Upgradeable").status);
+    assert!(get(&cs, "CapiInstallerControllerAvailable").status);
+    assert_eq!(
+        get(&cs, "CapiInstallerControllerDegraded").reason,
+        Reason::AsExpected
+    );
+}
+
+#[test]
+fn one_failure_is_not_degraded_but_a_persistent_one_is() {
+    let transient = installing(&[outcome("cluster-api", failed(1, 5))]);
+    assert!(!get(&transient, "Degraded").status);
+    assert!(get(&transient, "Progressing").status);
+    assert!(get(&transient, "Progressing").message.contains("retrying"));
+    assert_eq!(
+        get(&transient, "Available").reason,
+        Reason::InvalidProviderManifests
+    );
+
+    for (attempts, secs) in [(3, 5), (1, 121)] {
+        let persistent = installing(&[outcome("cluster-api", failed(attempts, secs))]);
+        let degraded = get(&persistent, "Degraded");
+        assert!(degraded.status, "{attempts} attempts over {secs}s");
+        assert_eq!(degraded.reason, Reason::InvalidProviderManifests);
+        assert!(
+            degraded
+                .message
+                .starts_with("ConfigMap cluster-api: document 3"),
+            "{}",
+            degraded.message
+        );
+        assert!(!get(&persistent, "Upgradeable").status);
+        assert_eq!(
+            get(&persistent, "CapiInstallerControllerDegraded").reason,
+            Reason::SyncingFailed
+        );
+    }
+}
+
+#[test]
+fn a_bad_new_version_keeps_the_old_one_available() {
+    let mut bad = outcome("aws", failed(5, 300));
+    bad.previously_installed = true;
+    let cs = installing(&[outcome("cluster-api", ProviderState::Installed), bad]);
+    assert!(get(&cs, "Available").status);
+    assert!(get(&cs, "Degraded").status);
+}
+
+#[test]
+fn waiting_providers_are_progressing() {
+    let cs = installing(&[
+        outcome(
+            "cluster-api",
+            ProviderState::Progressing {
+                phase: Phase::Workloads,
+                pending: vec![Pending {
+                    key: ObjectKey::new(
+                        "apps",
+                        "v1",
+                        "Deployment",
+                        Some("openshift-cluster-api"),
+                        "capi",
+                    ),
+                    readiness: Readiness::InProgress("Available=False".into()),
+                }],
+            },
+        ),
+        outcome(
+            "aws",
+            ProviderState::Blocked {
+                behind: SourceId::ConfigMap("cluster-api".into()),
+            },
+        ),
+    ]);
+    assert!(!get(&cs, "Available").status);
+    assert_eq!(get(&cs, "Progressing").reason, Reason::Installing);
+    assert_eq!(
+        get(&cs, "Progressing").message,
+        "cluster-api v1.0.0: waiting for workloads to become Available: Deployment openshift-cluster-api/capi: InProgress: Available=False"
+    );
+    let missing = wanted(&["aws"])
+        .into_iter()
+        .filter(|w| w.name == "aws")
+        .collect::<Vec<_>>();
+    let cs = conditions(
+        &aws(),
+        &missing,
+        &[outcome("cluster-api", ProviderState::Installed)],
+    );
+    assert_eq!(
+        get(&cs, "Progressing").reason,
+        Reason::WaitingForProviderConfigMaps
+    );
+    assert_eq!(
+        get(&cs, "Progressing").message,
+        "waiting for transport ConfigMaps: aws (infrastructure)"
+    );
+    assert!(!get(&cs, "Available").status);
+}
+
+#[test]
+fn unsupported_platform_is_available_with_the_reference_message() {
+    let cs = conditions(
+        &Desired::Unsupported {
+            platform: "Nutanix".into(),
+            reason: "no provider".into(),
+        },
+        &[],
+        &[],
+    );
+    let available = get(&cs, "Available");
+    assert!(available.status);
+    assert!(available.message.starts_with(NOT_IMPLEMENTED_MESSAGE));
+    assert!(!get(&cs, "Progressing").status && !get(&cs, "Degraded").status);
+}
+
+#[test]
+fn unchanged_conditions_keep_their_transition_time_and_compare_equal() {
+    let cs = installing(&[outcome("cluster-api", ProviderState::Installed)]);
+    let first = cluster_operator_status(&cs, None, "2026-01-01T00:00:00Z", Some("4.21.0"), &[]);
+    assert_eq!(first["versions"][0]["version"], "4.21.0");
+    let second = cluster_operator_status(
+        &cs,
+        Some(&first),
+        "2026-01-01T00:05:00Z",
+        Some("4.21.0"),
+        &[],
+    );
+    assert_eq!(first, second);
+    assert!(!differs(Some(&first), &second));
+
+    let failing = installing(&[outcome("cluster-api", failed(9, 999))]);
+    let third = cluster_operator_status(
+        &failing,
+        Some(&second),
+        "2026-01-01T00:10:00Z",
+        Some("4.22.0"),
+        &[],
+    );
+    assert!(differs(Some(&second), &third));
+    let degraded = third["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Degraded")
+        .unwrap();
+    assert_eq!(degraded["lastTransitionTime"], "2026-01-01T00:10:00Z");
+    // Not available: the version stays what was last rolled out.
+    assert_eq!(third["versions"][0]["version"], "4.21.0");
+}
+
+#[test]
+fn related_objects_start_with_the_namespace_and_have_no_duplicates() {
+    let mut a = outcome("cluster-api", ProviderState::Installed);
+    a.related = vec![
+        json!({"group": "x", "resource": "b", "name": ""}),
+        json!({"group": "x", "resource": "a", "name": ""}),
+    ];
+    let mut b = outcome("aws", ProviderState::Installed);
+    b.related = vec![json!({"group": "x", "resource": "a", "name": ""})];
+    let related = related("ns", &[a, b]);
+    let names: Vec<String> = related
+        .iter()
+        .map(|r| {
+            format!(
+                "{}/{}",
+                r["resource"].as_str().unwrap(),
+                r["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(names, ["namespaces/ns", "a/", "b/"]);
+}

@@ -1,0 +1,238 @@
+//! Provider sources: where a provider's manifests come from, and which of the available sources the
+//! cluster's wants select.
+//!
+//! A source kind (today transport ConfigMaps, [`configmap`]) lists the providers it holds
+//! ([`SourceCatalog::candidates`]) and loads one ([`SourceCatalog::load`]) into a [`Payload`]: the
+//! components text. Everything after that (render, plan, apply, status) is the same for every kind. A
+//! second kind (image-based profiles) is a new [`SourceId`] variant and a new catalog; nothing else uses
+//! a ConfigMap name as a provider's identity.
+
+pub mod configmap;
+
+use std::fmt;
+
+use capi_manifests::ProviderType;
+
+use crate::desired::Wanted;
+
+/// The identity of a provider's source, used wherever a provider is named: inventory key, failure
+/// memory, status messages, Events.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SourceId {
+    /// A transport ConfigMap in the installer's namespace, by name.
+    ConfigMap(String),
+}
+
+impl SourceId {
+    /// The key of this source's inventory and record in ConfigMap `capi-installer-inventory` (a valid
+    /// ConfigMap key). A ConfigMap source keeps its bare name, the key earlier versions wrote; another
+    /// kind must use a form no ConfigMap name can take (names have no `_` and no capitals), e.g.
+    /// `profile_aws`.
+    pub fn inventory_key(&self) -> String {
+        match self {
+            SourceId::ConfigMap(name) => name.clone(),
+        }
+    }
+
+    /// The inverse of [`Self::inventory_key`].
+    pub fn from_inventory_key(key: &str) -> Option<SourceId> {
+        Some(SourceId::ConfigMap(key.to_string()))
+    }
+}
+
+impl fmt::Display for SourceId {
+    /// `ConfigMap aws`: how status messages and Events name a source.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceId::ConfigMap(name) => write!(f, "ConfigMap {name}"),
+        }
+    }
+}
+
+/// An available source and the provider it declares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderSource {
+    pub id: SourceId,
+    /// `provider.cluster.x-k8s.io/name`, e.g. `aws`.
+    pub name: String,
+    pub provider_type: ProviderType,
+    /// `provider.cluster.x-k8s.io/version`, for status and logs only.
+    pub version: Option<String>,
+}
+
+impl ProviderSource {
+    /// `aws v2.10.0`, or the name alone without a version.
+    pub fn describe(&self) -> String {
+        match &self.version {
+            Some(v) => format!("{} {v}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// What a source holds, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payload {
+    /// Where it came from, as errors name it: `ConfigMap openshift-cluster-api/aws`.
+    pub origin: String,
+    /// Multi-document YAML of the provider's components.
+    pub components: String,
+}
+
+/// A source that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// Selected a moment ago, gone now (deleted between the listing and the read).
+    #[error("{id} disappeared")]
+    Gone { id: SourceId },
+    /// Present but not decodable (corrupt compression, both payload forms, missing keys).
+    #[error("{0}")]
+    Decode(#[source] capi_manifests::Error),
+}
+
+/// One kind of source, read from the installer's watch caches (no request).
+pub trait SourceCatalog: Send + Sync {
+    /// Every provider source of this kind available now.
+    fn candidates(&self) -> Vec<ProviderSource>;
+    /// Reads one source; `None` when `id` is not of this kind.
+    fn load(&self, id: &SourceId) -> Option<Result<Payload, SourceError>>;
+}
+
+/// One provider to reconcile: the source the cluster's wants selected, with what the want adds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub source: ProviderSource,
+    /// The `cluster.x-k8s.io/provider` value of every object of this provider.
+    pub clusterctl_label: String,
+}
+
+/// The outcome of selection: the providers to reconcile, in install order, and the required ones that
+/// have no source.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub targets: Vec<Target>,
+    pub missing: Vec<Wanted>,
+}
+
+/// Picks, for each wanted (name, type) pair in order, the candidates that declare it: by pair order,
+/// then by source id when several match one pair. Pure.
+pub fn select(wants: &[Wanted], candidates: &[ProviderSource]) -> Selection {
+    let mut selection = Selection::default();
+    for wanted in wants {
+        let mut matching: Vec<&ProviderSource> = candidates
+            .iter()
+            .filter(|c| c.name == wanted.name && c.provider_type == wanted.provider_type)
+            .collect();
+        if matching.is_empty() && wanted.required {
+            selection.missing.push(wanted.clone());
+        }
+        matching.sort_by(|a, b| a.id.cmp(&b.id));
+        selection
+            .targets
+            .extend(matching.into_iter().map(|source| Target {
+                source: source.clone(),
+                clusterctl_label: wanted.clusterctl_label.clone(),
+            }));
+    }
+    selection
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::desired::wanted;
+
+    fn source(id: &str, name: &str, provider_type: ProviderType) -> ProviderSource {
+        ProviderSource {
+            id: SourceId::ConfigMap(id.into()),
+            name: name.into(),
+            provider_type,
+            version: Some("v1.0.0".into()),
+        }
+    }
+
+    use ProviderType::{Core, Infrastructure};
+
+    #[test]
+    fn core_comes_before_infrastructure_whatever_the_listing_order() {
+        let candidates = vec![
+            source(
+                "openshift-cluster-api-aws-policies",
+                "openshift-cluster-api-aws",
+                Infrastructure,
+            ),
+            source("aws", "aws", Infrastructure),
+            source("gcp", "gcp", Infrastructure),
+            source("policies-b", "openshift-cluster-api", Core),
+            source("policies-a", "openshift-cluster-api", Core),
+            source("cluster-api", "cluster-api", Core),
+            source("mislabelled", "aws", Core),
+        ];
+        let selection = select(&wanted(&["aws"]), &candidates);
+        let names: Vec<String> = selection
+            .targets
+            .iter()
+            .map(|t| t.source.id.to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "ConfigMap cluster-api",
+                "ConfigMap policies-a",
+                "ConfigMap policies-b",
+                "ConfigMap aws",
+                "ConfigMap openshift-cluster-api-aws-policies"
+            ]
+        );
+        assert!(selection.missing.is_empty());
+        let labels: Vec<&str> = selection
+            .targets
+            .iter()
+            .map(|t| t.clusterctl_label.as_str())
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "cluster-api",
+                "cluster-api",
+                "cluster-api",
+                "infrastructure-aws",
+                "infrastructure-aws"
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_names_the_required_providers_only() {
+        let candidates = vec![
+            source("policies", "openshift-cluster-api", Core),
+            source("aws", "aws", Infrastructure),
+        ];
+        let missing: Vec<String> = select(&wanted(&["aws"]), &candidates)
+            .missing
+            .iter()
+            .map(Wanted::describe)
+            .collect();
+        assert_eq!(missing, ["cluster-api (core)"]);
+        let missing: Vec<String> = select(&wanted(&["gcp"]), &[source("c", "cluster-api", Core)])
+            .missing
+            .iter()
+            .map(Wanted::describe)
+            .collect();
+        assert_eq!(missing, ["gcp (infrastructure)"]);
+    }
+
+    #[test]
+    fn without_infrastructure_only_core_is_selected() {
+        let candidates = vec![
+            source("cluster-api", "cluster-api", Core),
+            source("aws", "aws", Infrastructure),
+        ];
+        let selection = select(&wanted(&[]), &candidates);
+        assert_eq!(selection.targets.len(), 1);
+        assert_eq!(
+            selection.targets[0].source.id,
+            SourceId::ConfigMap("cluster-api".into())
+        );
+    }
+}

@@ -1,0 +1,40 @@
+//! Object identity, the table of well-known kinds, and small JSON helpers.
+//!
+//! The lowest crate of the workspace: both the data model (`capi-manifests`, which must not depend on a
+//! Kubernetes client) and the apply engine (`capi-apply`, which must not know about Cluster API) need
+//! these, so they live here, once. Pure: depends on serde only.
+
+mod key;
+pub mod kinds;
+
+pub use key::{ObjectKey, group_of, split_api_version};
+pub use kinds::{KindOrigin, KnownKind, is_cluster_scoped};
+
+use serde_json::Value;
+
+/// `v` without `null` map values, recursively. The API server drops them, and a YAML `~` means "absent"
+/// to every reader here, so comparisons and hashes must not see them.
+pub fn strip_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), strip_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(strip_nulls).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn strip_nulls_is_recursive_and_keeps_null_array_items() {
+        let v = json!({"a": null, "b": {"c": null, "d": 1}, "e": [null, {"f": null}]});
+        assert_eq!(strip_nulls(&v), json!({"b": {"d": 1}, "e": [null, {}]}));
+    }
+}
