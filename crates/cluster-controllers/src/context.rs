@@ -59,6 +59,8 @@ impl ControllerKind {
 /// Settings of the controllers.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// Where the Cluster API objects live (default openshift-cluster-api).
+    pub namespace: String,
     /// Which controllers run (all by default).
     pub controllers: Vec<ControllerKind>,
     pub kubeconfig: kubeconfig::Settings,
@@ -72,6 +74,7 @@ pub struct Config {
 impl Config {
     pub fn new(kubeconfig: kubeconfig::Settings) -> Config {
         Config {
+            namespace: CAPI_NAMESPACE.to_string(),
             controllers: ControllerKind::ALL.to_vec(),
             kubeconfig,
             resync: Duration::from_secs(600),
@@ -186,7 +189,8 @@ impl Context {
             }
             PlatformDecision::Supported(platform) => {
                 let infrastructure = infrastructure.expect("a decided platform has an object");
-                let info = ClusterInfo::from_infrastructure(&infrastructure.data)?;
+                let info =
+                    ClusterInfo::from_infrastructure(&infrastructure.data, &self.config.namespace)?;
                 Ok(Cluster {
                     platform,
                     info,

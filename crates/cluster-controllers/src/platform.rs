@@ -138,12 +138,17 @@ pub struct ClusterInfo {
     pub infrastructure_name: String,
     /// `status.apiServerInternalURI` as host and port.
     pub api_server_internal: Endpoint,
+    /// Where the Cluster API objects live (the controllers' `--namespace`, openshift-cluster-api).
+    pub namespace: String,
 }
 
 const INFRASTRUCTURE_OBJECT: &str = "Infrastructure cluster";
 
 impl ClusterInfo {
-    pub fn from_infrastructure(infrastructure: &Value) -> Result<ClusterInfo, InputError> {
+    pub fn from_infrastructure(
+        infrastructure: &Value,
+        namespace: &str,
+    ) -> Result<ClusterInfo, InputError> {
         let name = required_str(infrastructure, "/status/infrastructureName")?;
         let url = required_str(infrastructure, "/status/apiServerInternalURI")?;
         Ok(ClusterInfo {
@@ -153,6 +158,7 @@ impl ClusterInfo {
                 field: "status.apiServerInternalURI".into(),
                 message,
             })?,
+            namespace: namespace.to_string(),
         })
     }
 }
@@ -291,6 +297,7 @@ mod tests {
     fn cluster_info_names_the_missing_field() {
         let err = ClusterInfo::from_infrastructure(
             &json!({"status": {"apiServerInternalURI": "https://a:6443"}}),
+            "ns",
         )
         .unwrap_err();
         assert_eq!(
@@ -299,6 +306,7 @@ mod tests {
         );
         let err = ClusterInfo::from_infrastructure(
             &json!({"status": {"infrastructureName": "x", "apiServerInternalURI": "https://a"}}),
+            "ns",
         )
         .unwrap_err();
         assert!(
@@ -307,6 +315,7 @@ mod tests {
         );
         let info = ClusterInfo::from_infrastructure(
             &json!({"status": {"infrastructureName": "x", "apiServerInternalURI": "https://a:6443"}}),
+            "ns",
         )
         .unwrap();
         assert_eq!(info.infrastructure_name, "x");

@@ -21,7 +21,7 @@ use crate::watch::{Kind, WatchKey};
 pub struct SecretSyncController;
 
 /// The target Secret for a source Secret (both as JSON, `data` base64).
-pub fn desired_user_data(source: &Value) -> Result<Value, InputError> {
+pub fn desired_user_data(source: &Value, namespace: &str) -> Result<Value, InputError> {
     let user_data = source
         .pointer("/data/userData")
         .and_then(Value::as_str)
@@ -39,7 +39,7 @@ pub fn desired_user_data(source: &Value) -> Result<Value, InputError> {
         "kind": "Secret",
         "metadata": {
             "name": USER_DATA_SECRET,
-            "namespace": CAPI_NAMESPACE,
+            "namespace": namespace,
             "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
         },
         "type": type_,
@@ -54,7 +54,8 @@ impl Reconcile for SecretSyncController {
     const KIND: ControllerKind = ControllerKind::SecretSync;
 
     async fn reconcile(&mut self, ctx: &Context, wake: &Arc<Notify>) -> Result<Outcome, Exit> {
-        ctx.cluster(wake)?;
+        let ns = ctx.cluster(wake)?.info.namespace;
+        let ns = ns.as_str();
         let source = ctx
             .synced(
                 &WatchKey::object(Kind::secret(), Some(MAPI_NAMESPACE), USER_DATA_SECRET),
@@ -63,7 +64,7 @@ impl Reconcile for SecretSyncController {
             .get(USER_DATA_SECRET);
         let target = ctx
             .synced(
-                &WatchKey::object(Kind::secret(), Some(CAPI_NAMESPACE), USER_DATA_SECRET),
+                &WatchKey::object(Kind::secret(), Some(ns), USER_DATA_SECRET),
                 wake,
             )?
             .get(USER_DATA_SECRET);
@@ -75,7 +76,7 @@ impl Reconcile for SecretSyncController {
                 ),
             }));
         };
-        let desired = desired_user_data(&serde_json::to_value(&*source).unwrap_or_default())?;
+        let desired = desired_user_data(&serde_json::to_value(&*source).unwrap_or_default(), ns)?;
         let writer = Writer {
             ctx,
             controller: Self::KIND,
@@ -87,7 +88,7 @@ impl Reconcile for SecretSyncController {
             Synced::Foreign(message) => Ok(Outcome::report(State::ExternallyManaged { message })),
             Synced::Unchanged(_) | Synced::Written(_) => Ok(Outcome::report(State::Done {
                 message: format!(
-                    "Secret {CAPI_NAMESPACE}/{USER_DATA_SECRET} mirrors {MAPI_NAMESPACE}/{USER_DATA_SECRET}"
+                    "Secret {ns}/{USER_DATA_SECRET} mirrors {MAPI_NAMESPACE}/{USER_DATA_SECRET}"
                 ),
             })),
         }
@@ -101,7 +102,7 @@ mod tests {
     #[test]
     fn mirrors_user_data_as_value_with_the_ignition_format() {
         let source = json!({"type": "Opaque", "data": {"userData": "eyJpZ25pdGlvbiI6e319", "disableTemplating": "dHJ1ZQ=="}});
-        let target = desired_user_data(&source).unwrap();
+        let target = desired_user_data(&source, "openshift-cluster-api").unwrap();
         assert_eq!(
             target["data"],
             json!({"value": "eyJpZ25pdGlvbiI6e319", "format": "aWduaXRpb24="})
@@ -118,7 +119,9 @@ mod tests {
             json!({"data": {"userData": ""}}),
         ] {
             assert_eq!(
-                desired_user_data(&source).unwrap_err().to_string(),
+                desired_user_data(&source, "openshift-cluster-api")
+                    .unwrap_err()
+                    .to_string(),
                 "Secret openshift-machine-api/worker-user-data: data.userData is not set"
             );
         }

@@ -24,6 +24,12 @@ pub fn init_logging(format: LogFormat) {
 /// User-Agent of its own: without one, the API server's audit log cannot tell our requests apart.
 /// Without a kubeconfig: `$KUBECONFIG` or `~/.kube/config`, else the in-cluster configuration.
 pub async fn client(kubeconfig: Option<&Path>, user_agent: &str) -> Result<kube::Client, Error> {
+    kube::Client::try_from(config(kubeconfig, user_agent).await?).map_err(Error::Client)
+}
+
+/// The configuration [`client`] builds its client from, for a binary that also needs the server URL
+/// or CA it connects with (the controllers put them into a kubeconfig for Cluster API).
+pub async fn config(kubeconfig: Option<&Path>, user_agent: &str) -> Result<kube::Config, Error> {
     let mut config = match kubeconfig {
         Some(path) => {
             let kc =
@@ -44,7 +50,7 @@ pub async fn client(kubeconfig: Option<&Path>, user_agent: &str) -> Result<kube:
         user_agent: user_agent.to_string(),
     })?;
     config.headers.push((http::header::USER_AGENT, value));
-    kube::Client::try_from(config).map_err(Error::Client)
+    Ok(config)
 }
 
 /// Resolves on SIGTERM (the kubelet stopping the pod) or SIGINT (Ctrl-C).

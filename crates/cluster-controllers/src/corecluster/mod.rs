@@ -10,7 +10,6 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::context::{Context, ControllerKind, Exit, Outcome, Synced, Writer, now, owned_by_label};
-use crate::names::*;
 use crate::runner::Reconcile;
 use crate::status::{State, Wait};
 use crate::watch::WatchKey;
@@ -28,24 +27,23 @@ impl Reconcile for CoreClusterController {
         let served = ctx.require(&[CLUSTERS_CRD.to_string(), infra.crd_name()], wake)?;
         let (cluster_kind, infra_kind) = (&served[0].kind, &served[1].kind);
         let name = &cluster.info.infrastructure_name;
-        let what = format!("Cluster {CAPI_NAMESPACE}/{name}");
+        let ns = cluster.info.namespace.as_str();
+        let what = format!("Cluster {ns}/{name}");
 
-        let infra_watch = ctx.synced(
-            &WatchKey::object(infra_kind.clone(), Some(CAPI_NAMESPACE), name),
-            wake,
-        )?;
+        let infra_watch =
+            ctx.synced(&WatchKey::object(infra_kind.clone(), Some(ns), name), wake)?;
         if infra_watch.get(name).is_none() {
             return Ok(Outcome::report(State::Waiting {
                 wait: Wait::InfraCluster,
                 message: format!(
-                    "waiting for {} {CAPI_NAMESPACE}/{name}, which the Cluster refers to",
+                    "waiting for {} {ns}/{name}, which the Cluster refers to",
                     infra_kind.kind
                 ),
             }));
         }
         let live = ctx
             .synced(
-                &WatchKey::object(cluster_kind.clone(), Some(CAPI_NAMESPACE), name),
+                &WatchKey::object(cluster_kind.clone(), Some(ns), name),
                 wake,
             )?
             .get(name);

@@ -50,7 +50,7 @@ pub fn desired_cluster(
 ) -> Value {
     let name = &info.infrastructure_name;
     let infrastructure_ref = if cluster_version == "v1beta1" {
-        json!({"apiVersion": infra_api_version, "kind": infra.kind, "name": name, "namespace": CAPI_NAMESPACE})
+        json!({"apiVersion": infra_api_version, "kind": infra.kind, "name": name, "namespace": info.namespace})
     } else {
         json!({"apiGroup": infra.group, "kind": infra.kind, "name": name})
     };
@@ -59,7 +59,7 @@ pub fn desired_cluster(
         "kind": "Cluster",
         "metadata": {
             "name": name,
-            "namespace": CAPI_NAMESPACE,
+            "namespace": info.namespace,
             "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
         },
         "spec": {
@@ -141,7 +141,7 @@ pub fn control_plane_initialized(live: &Value, cluster_version: &str, now: &str)
         "kind": "Cluster",
         "metadata": {
             "name": live.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
-            "namespace": CAPI_NAMESPACE,
+            "namespace": live.pointer("/metadata/namespace").cloned().unwrap_or(Value::Null),
         },
         "status": status,
     }))
@@ -159,6 +159,7 @@ mod tests {
                 host: "api-int.demo.example.com".into(),
                 port: 6443,
             },
+            namespace: "openshift-cluster-api".into(),
         }
     }
 

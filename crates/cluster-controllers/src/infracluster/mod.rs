@@ -47,17 +47,15 @@ impl Reconcile for InfraClusterController {
         let cluster = ctx.cluster(wake)?;
         let platform = cluster.platform;
         let name = cluster.info.infrastructure_name.clone();
+        let ns = cluster.info.namespace.as_str();
         let mut crds = vec![platform.infra_cluster().crd_name()];
         if platform == Platform::Azure {
             crds.push(AZURE_IDENTITIES_CRD.into());
         }
         let served = ctx.require(&crds, wake)?;
         let kind = served[0].kind.clone();
-        let what = format!("{} {CAPI_NAMESPACE}/{name}", kind.kind);
-        let watch = ctx.synced(
-            &WatchKey::object(kind.clone(), Some(CAPI_NAMESPACE), &name),
-            wake,
-        )?;
+        let what = format!("{} {ns}/{name}", kind.kind);
+        let watch = ctx.synced(&WatchKey::object(kind.clone(), Some(ns), &name), wake)?;
         let live = watch.get(&name);
 
         if platform == Platform::OpenStack {
@@ -106,7 +104,7 @@ impl Reconcile for InfraClusterController {
             let companion_name = companion["metadata"]["name"].as_str().unwrap_or_default();
             let cached = ctx
                 .synced(
-                    &WatchKey::object(companion_kind.clone(), Some(CAPI_NAMESPACE), companion_name),
+                    &WatchKey::object(companion_kind.clone(), Some(ns), companion_name),
                     wake,
                 )?
                 .get(companion_name);
@@ -148,7 +146,7 @@ impl Reconcile for InfraClusterController {
                     &json!({
                         "apiVersion": kind.api_version(),
                         "kind": kind.kind,
-                        "metadata": {"name": name, "namespace": CAPI_NAMESPACE},
+                        "metadata": {"name": name, "namespace": ns},
                         "status": {"ready": true},
                     }),
                 )
@@ -236,7 +234,8 @@ impl Inputs {
                     secret(KUBE_SYSTEM_NAMESPACE, spec::VSPHERE_CREDENTIALS_SECRET)?
             }
             Platform::Azure => {
-                inputs.azure_credentials = secret(CAPI_NAMESPACE, spec::AZURE_BOOTSTRAP_SECRET)?
+                inputs.azure_credentials =
+                    secret(&cluster.info.namespace, spec::AZURE_BOOTSTRAP_SECRET)?
             }
             _ => {}
         }

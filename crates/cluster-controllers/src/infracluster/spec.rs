@@ -155,7 +155,7 @@ pub fn derive(platform: Platform, s: &Sources) -> Result<Desired, InputError> {
     let externally_managed = platform != Platform::OpenStack;
     let mut metadata = json!({
         "name": info.infrastructure_name,
-        "namespace": CAPI_NAMESPACE,
+        "namespace": info.namespace,
         "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
     });
     if externally_managed {
@@ -293,7 +293,8 @@ fn azure(s: &Sources, endpoint: Value) -> Result<(Value, Value, Value), InputErr
         .and_then(Value::as_str)
         .filter(|c| !c.is_empty())
         .unwrap_or("AzurePublicCloud");
-    let credentials_name = format!("Secret {CAPI_NAMESPACE}/{AZURE_BOOTSTRAP_SECRET}");
+    let ns = &s.info.namespace;
+    let credentials_name = format!("Secret {ns}/{AZURE_BOOTSTRAP_SECRET}");
     let credentials = s.azure_credentials.ok_or_else(|| {
         InputError::NoSource(format!(
             "{credentials_name} (created by the cloud credential operator) does not exist"
@@ -303,7 +304,7 @@ fn azure(s: &Sources, endpoint: Value) -> Result<(Value, Value, Value), InputErr
     let secret = json!({
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": owned_metadata(AZURE_CLUSTER_SECRET),
+        "metadata": owned_metadata(AZURE_CLUSTER_SECRET, ns),
         "type": "Opaque",
         // Copied as is (base64): the provider expects the client secret under this key.
         "data": {"clientSecret": key("azure_client_secret")?},
@@ -326,13 +327,13 @@ fn azure(s: &Sources, endpoint: Value) -> Result<(Value, Value, Value), InputErr
     let identity = json!({
         "apiVersion": identity_api_version,
         "kind": "AzureClusterIdentity",
-        "metadata": owned_metadata(name),
+        "metadata": owned_metadata(name, ns),
         "spec": {
             "type": "ServicePrincipal",
-            "allowedNamespaces": {"list": [CAPI_NAMESPACE]},
+            "allowedNamespaces": {"list": [ns]},
             "clientID": text("azure_client_id")?,
             "tenantID": text("azure_tenant_id")?,
-            "clientSecret": {"name": AZURE_CLUSTER_SECRET, "namespace": CAPI_NAMESPACE},
+            "clientSecret": {"name": AZURE_CLUSTER_SECRET, "namespace": ns},
         },
     });
     let mut vnet = Map::new();
@@ -345,7 +346,7 @@ fn azure(s: &Sources, endpoint: Value) -> Result<(Value, Value, Value), InputErr
     let spec = json!({
         "location": location,
         "azureEnvironment": environment,
-        "identityRef": {"name": name, "namespace": CAPI_NAMESPACE, "kind": "AzureClusterIdentity"},
+        "identityRef": {"name": name, "namespace": ns, "kind": "AzureClusterIdentity"},
         "networkSpec": {
             "nodeOutboundLB": {"name": name, "backendPool": {"name": name}},
             "vnet": vnet,
@@ -404,7 +405,7 @@ fn vsphere(s: &Sources, endpoint: Value) -> Result<(Value, Value), InputError> {
     let secret = json!({
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": owned_metadata(name),
+        "metadata": owned_metadata(name, &s.info.namespace),
         "type": "Opaque",
         "data": {
             "username": secret_key(credentials, &credentials_name, &format!("{server}.username"))?,
@@ -444,10 +445,10 @@ fn openstack(s: &Sources) -> Result<Value, InputError> {
     }))
 }
 
-fn owned_metadata(name: &str) -> Value {
+fn owned_metadata(name: &str, namespace: &str) -> Value {
     json!({
         "name": name,
-        "namespace": CAPI_NAMESPACE,
+        "namespace": namespace,
         "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
     })
 }

@@ -17,7 +17,7 @@ fn infrastructure(platform_status: &str) -> Value {
 }
 
 fn info(infra: &Value) -> ClusterInfo {
-    ClusterInfo::from_infrastructure(infra).unwrap()
+    ClusterInfo::from_infrastructure(infra, "openshift-cluster-api").unwrap()
 }
 
 fn machine(name: &str, created: &str, provider_spec: &str) -> Value {

@@ -77,13 +77,11 @@ impl Reconcile for KubeconfigController {
         let settings = &ctx.config.kubeconfig;
         let cluster = ctx.cluster(wake)?;
         let cluster_name = &cluster.info.infrastructure_name;
+        let ns = cluster.info.namespace.as_str();
         let name = render::secret_name(cluster_name);
-        let what = format!("Secret {CAPI_NAMESPACE}/{name}");
+        let what = format!("Secret {ns}/{name}");
         let live = ctx
-            .synced(
-                &WatchKey::object(Kind::secret(), Some(CAPI_NAMESPACE), &name),
-                wake,
-            )?
+            .synced(&WatchKey::object(Kind::secret(), Some(ns), &name), wake)?
             .get(&name);
         if let Some(owner) = live.as_deref().and_then(owned_by_label) {
             return Ok(Outcome::report(State::ExternallyManaged {
@@ -104,19 +102,19 @@ impl Reconcile for KubeconfigController {
                 .as_ref()?
                 .get(TOKEN_REFRESH_ANNOTATION)?;
             let left = render::remaining(Some(issued), now, settings.rotate_after);
-            (text == render::render(cluster_name, &settings.target, &token) && !left.is_zero())
+            (text == render::render(cluster_name, ns, &settings.target, &token) && !left.is_zero())
                 .then(|| (text, issued.clone(), left))
         });
         let (kubeconfig, issued, left) = match current {
             Some(current) => current,
             None => {
-                let token = request_token(ctx, settings).await?;
+                let token = request_token(ctx, ns, settings).await?;
                 let issued = now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-                let text = render::render(cluster_name, &settings.target, &token);
+                let text = render::render(cluster_name, ns, &settings.target, &token);
                 (text, issued, settings.rotate_after)
             }
         };
-        let desired = render::desired_secret(cluster_name, &kubeconfig, &issued);
+        let desired = render::desired_secret(cluster_name, ns, &kubeconfig, &issued);
         let writer = Writer {
             ctx,
             controller: Self::KIND,
@@ -130,7 +128,7 @@ impl Reconcile for KubeconfigController {
         Ok(Outcome::Report {
             state: State::Done {
                 message: format!(
-                    "{what} holds a kubeconfig for {} with a token of ServiceAccount {CAPI_NAMESPACE}/{} issued at {issued}",
+                    "{what} holds a kubeconfig for {} with a token of ServiceAccount {ns}/{} issued at {issued}",
                     settings.target.server, settings.service_account
                 ),
             },
@@ -140,8 +138,12 @@ impl Reconcile for KubeconfigController {
     }
 }
 
-async fn request_token(ctx: &Context, settings: &Settings) -> Result<String, ControllerError> {
-    let accounts: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), CAPI_NAMESPACE);
+async fn request_token(
+    ctx: &Context,
+    ns: &str,
+    settings: &Settings,
+) -> Result<String, ControllerError> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), ns);
     let request = TokenRequest {
         spec: TokenRequestSpec {
             expiration_seconds: Some(settings.token_lifetime.as_secs() as i64),
@@ -149,10 +151,7 @@ async fn request_token(ctx: &Context, settings: &Settings) -> Result<String, Con
         },
         ..Default::default()
     };
-    let what = format!(
-        "ServiceAccount {CAPI_NAMESPACE}/{}",
-        settings.service_account
-    );
+    let what = format!("ServiceAccount {ns}/{}", settings.service_account);
     let response = accounts
         .create_token_request(&settings.service_account, &PostParams::default(), &request)
         .await

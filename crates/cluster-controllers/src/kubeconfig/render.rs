@@ -26,7 +26,7 @@ pub fn secret_name(cluster: &str) -> String {
 /// The kubeconfig text: one cluster, one user with `token`, one context (namespace
 /// openshift-cluster-api). Written by hand so that the same inputs give the same bytes, which is how
 /// an unchanged Secret is recognized.
-pub fn render(cluster: &str, target: &Target, token: &str) -> String {
+pub fn render(cluster: &str, namespace: &str, target: &Target, token: &str) -> String {
     let q = |s: &str| serde_json::to_string(s).expect("strings serialize");
     let ca = base64::engine::general_purpose::STANDARD.encode(target.ca_pem.as_bytes());
     let user = KUBECONFIG_SERVICE_ACCOUNT;
@@ -53,7 +53,7 @@ current-context: {c}
         c = q(cluster),
         server = q(&target.server),
         token = q(token),
-        ns = q(CAPI_NAMESPACE),
+        ns = q(namespace),
     )
 }
 
@@ -77,13 +77,13 @@ pub fn kubeconfig_of(secret: &Value) -> Option<String> {
 }
 
 /// The Secret as we apply it. `issued_at` (RFC 3339) is when its token was issued.
-pub fn desired_secret(cluster: &str, kubeconfig: &str, issued_at: &str) -> Value {
+pub fn desired_secret(cluster: &str, namespace: &str, kubeconfig: &str, issued_at: &str) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {
             "name": secret_name(cluster),
-            "namespace": CAPI_NAMESPACE,
+            "namespace": namespace,
             "labels": {
                 CLUSTER_NAME_LABEL: cluster,
                 OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE,
@@ -134,7 +134,12 @@ mod tests {
 
     #[test]
     fn renders_a_kubeconfig_that_kubeconfig_parsers_read() {
-        let text = render("demo-x7k2p", &target(), "eyJhbGciOi.abc.def");
+        let text = render(
+            "demo-x7k2p",
+            "openshift-cluster-api",
+            &target(),
+            "eyJhbGciOi.abc.def",
+        );
         let parsed = kube::config::Kubeconfig::from_yaml(&text).expect("kube parses it");
         assert_eq!(parsed.current_context.as_deref(), Some("demo-x7k2p"));
         let cluster = parsed.clusters[0].cluster.as_ref().unwrap();
@@ -159,8 +164,13 @@ mod tests {
 
     #[test]
     fn the_secret_round_trips_its_kubeconfig() {
-        let text = render("demo", &target(), "t");
-        let secret = desired_secret("demo", &text, "2026-01-01T00:00:00Z");
+        let text = render("demo", "openshift-cluster-api", &target(), "t");
+        let secret = desired_secret(
+            "demo",
+            "openshift-cluster-api",
+            &text,
+            "2026-01-01T00:00:00Z",
+        );
         assert_eq!(secret["metadata"]["name"], "demo-kubeconfig");
         assert_eq!(secret["type"], "cluster.x-k8s.io/secret");
         assert_eq!(

@@ -1,0 +1,85 @@
+//! `capi-controllers`: the Cluster API controllers pod (InfraCluster, core Cluster, kubeconfig and
+//! user-data sync, crate `capi-cluster-controllers`) on the process runtime every binary of the
+//! project shares (`capi-runtime`: leader election, /healthz, /readyz, /metrics, logging, signals).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use capi_cluster_controllers::kubeconfig::Settings;
+use capi_cluster_controllers::{Config, Controllers, Metrics, names, user_agent};
+use capi_runtime::args::{HttpArgs, KubeArgs, LeaderElectionArgs, LogArgs};
+use capi_runtime::report::{exit, finish};
+use clap::{Parser, Subcommand};
+use prometheus_client::registry::Registry;
+
+#[derive(Parser)]
+#[command(
+    name = "capi-controllers",
+    version,
+    about = "Makes the OpenShift cluster its own Cluster API workload cluster: InfraCluster, Cluster, kubeconfig and user data"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the controllers against a cluster.
+    Run(Box<RunArgs>),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    #[command(flatten)]
+    kube: KubeArgs,
+    /// Namespace of the Cluster API objects the controllers keep (InfraCluster, Cluster, the kubeconfig
+    /// and user-data Secrets, the kubeconfig's ServiceAccount) and of the leader Lease.
+    #[arg(long, default_value = names::CAPI_NAMESPACE, value_name = "NS")]
+    namespace: String,
+    #[command(flatten)]
+    leader: LeaderElectionArgs,
+    #[command(flatten)]
+    http: HttpArgs,
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Run(args) => finish(run(*args).await.map(|()| ExitCode::SUCCESS), exit::ERROR),
+    }
+}
+
+async fn run(args: RunArgs) -> Result<()> {
+    capi_runtime::process::init_logging(args.log.log_format);
+    let config =
+        capi_runtime::process::config(args.kube.kubeconfig.as_deref(), &user_agent()).await?;
+    // The kubeconfig for Cluster API points where this pod's own client points, with the same CA.
+    let settings = Settings::from_client_config(&config).map_err(anyhow::Error::msg)?;
+    let client = kube::Client::try_from(config)?;
+    let mut controllers = Config::new(settings);
+    controllers.namespace = args.namespace.clone();
+    let mut registry = Registry::default();
+    let metrics = Arc::new(Metrics::register(&mut registry));
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %args.namespace, "starting controllers");
+    let runtime = capi_runtime::Runtime {
+        client: client.clone(),
+        namespace: args.namespace,
+        lease_name: names::LEASE.into(),
+        leader: args.leader,
+        http: args.http,
+        registry: Arc::new(registry),
+    };
+    capi_runtime::run(runtime, |shutdown| async move {
+        // Built only now: a standby keeps no watches open.
+        Controllers::new(client, controllers, metrics)
+            .run(shutdown.requested())
+            .await;
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .await?;
+    Ok(())
+}
