@@ -57,6 +57,63 @@ async fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     Some((status, body))
 }
 
+/// A CA and a serving certificate for localhost signed by it, written to `dir/tls.{crt,key}` (what
+/// service-ca would issue into the metrics Secret); returns the CA (PEM) a scraper trusts.
+fn serving_certificate(dir: &Path) -> String {
+    let mut ca_params = rcgen::CertificateParams::default();
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "test-service-ca");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("tls.crt"), cert.pem()).unwrap();
+    std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
+    ca.pem()
+}
+
+/// GET over HTTPS, trusting `ca`, with a bearer token: (status, body). `None` when nothing answers.
+async fn https_get(addr: SocketAddr, ca: &str, path: &str, token: &str) -> Option<(u16, String)> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(ca.as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut stream = connector.connect(name, tcp).await.ok()?;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response).await;
+    let response = String::from_utf8_lossy(&response);
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
 async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
@@ -92,13 +149,12 @@ async fn apply(client: &kube::Client, r: &ApiResource, obj: Value) {
         Some(ns) => Api::namespaced_with(client.clone(), ns, r),
         None => Api::all_with(client.clone(), r),
     };
-    api.patch(
-        &name,
-        &PatchParams::apply("cluster-version-operator").force(),
-        &Patch::Apply(&obj),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{} {name}: {e}", r.kind));
+    // Strict: a misspelt field in a manifest fails the test instead of being pruned.
+    let mut params = PatchParams::apply("cluster-version-operator").force();
+    params.field_validation = Some(kube::api::ValidationDirective::Strict);
+    api.patch(&name, &params, &Patch::Apply(&obj))
+        .await
+        .unwrap_or_else(|e| panic!("{} {name}: {e}", r.kind));
 }
 
 /// The objects of `manifests/0000_31_capi-controllers_*`, applied as the release payload would.
@@ -191,6 +247,8 @@ async fn runs_as_its_service_account_with_its_lease_endpoints_and_user_agent() {
         .await
         .unwrap();
     let http = free_port();
+    let metrics = free_port();
+    let ca = serving_certificate(cp.dir());
     let log = cp.dir().join("capi-controllers.log");
     let mut process = Process {
         child: Command::new(BIN)
@@ -209,6 +267,14 @@ async fn runs_as_its_service_account_with_its_lease_endpoints_and_user_agent() {
                 "10s",
             ])
             .args(["--leader-elect-retry-period", "2s"])
+            .args([
+                "--metrics-addr",
+                &metrics.to_string(),
+                "--metrics-cert-file",
+            ])
+            .arg(cp.dir().join("tls.crt"))
+            .arg("--metrics-key-file")
+            .arg(cp.dir().join("tls.key"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -273,14 +339,48 @@ async fn runs_as_its_service_account_with_its_lease_endpoints_and_user_agent() {
             .then_some(())
     })
     .await;
-    let (status, metrics) = get(http, "/metrics").await.unwrap();
-    assert_eq!(status, 200);
-    for series in [
-        "capi_controllers_reconciles_total{",
-        "capi_controllers_build_info{",
-    ] {
-        assert!(metrics.contains(series), "{series} missing:\n{metrics}");
-    }
+    // /metrics over TLS, for a caller allowed to `get` it (as cluster monitoring is).
+    apply(
+        &admin,
+        &ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+        ),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "test-metrics-reader"},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}),
+    )
+    .await;
+    apply(
+        &admin,
+        &ar("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "test-metrics-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "test-metrics-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": NS}]}),
+    )
+    .await;
+    let scraper =
+        std::fs::read_to_string(cp.service_account_kubeconfig(NS, "scraper").await.unwrap())
+            .unwrap();
+    let token = scraper
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .expect("the kubeconfig holds a token")
+        .to_string();
+    let body = eventually("/metrics with our series", || async {
+        let (status, body) = https_get(metrics, &ca, "/metrics", &token).await?;
+        (status == 200 && body.contains("capi_controllers_reconciles_total{")).then_some(body)
+    })
+    .await;
+    assert!(body.contains("capi_controllers_build_info{"), "{body}");
+    assert_eq!(
+        get(http, "/metrics").await.map(|r| r.0),
+        Some(404),
+        "not on the plain port"
+    );
 
     // Every request of the ServiceAccount carries the controllers' user agent, and none was denied.
     let user = "system:serviceaccount:openshift-cluster-api:capi-controllers";

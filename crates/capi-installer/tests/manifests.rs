@@ -89,8 +89,18 @@ const TLS_CONFIG: &[&str] = &[
 
 #[test]
 fn cluster_monitoring_can_scrape_the_installer_over_tls() {
+    scrape_wiring("capi-installer");
+}
+
+#[test]
+fn cluster_monitoring_can_scrape_the_controllers_pod_over_tls() {
+    scrape_wiring("capi-controllers");
+}
+
+/// ServiceMonitor `<component>` → Service `<component>-metrics` → Deployment `<component>`.
+fn scrape_wiring(component: &str) {
     let docs = manifests();
-    let (file, monitor) = find(&docs, "ServiceMonitor", "capi-installer");
+    let (file, monitor) = find(&docs, "ServiceMonitor", component);
     assert!(
         file.starts_with("0000_90_"),
         "{file}: applied after cluster monitoring (and its CRD) exists"
@@ -136,7 +146,7 @@ fn cluster_monitoring_can_scrape_the_installer_over_tls() {
 
     // The Service it selects: same namespace, labels match, the named port exists, and the certificate
     // service-ca issues for it is for the name the ServiceMonitor verifies.
-    let (_, service) = find(&docs, "Service", "capi-installer-metrics");
+    let (_, service) = find(&docs, "Service", &format!("{component}-metrics"));
     assert_eq!(service["metadata"]["namespace"], NS);
     assert_eq!(spec["namespaceSelector"]["matchNames"][0], NS);
     for (k, v) in spec["selector"]["matchLabels"].as_object().unwrap() {
@@ -144,7 +154,7 @@ fn cluster_monitoring_can_scrape_the_installer_over_tls() {
     }
     assert_eq!(
         tls["serverName"],
-        format!("capi-installer-metrics.{NS}.svc"),
+        format!("{component}-metrics.{NS}.svc"),
         "service-ca issues for <service>.<namespace>.svc"
     );
     let port = service["spec"]["ports"]
@@ -160,7 +170,7 @@ fn cluster_monitoring_can_scrape_the_installer_over_tls() {
 
     // The Deployment: the Service selects its pods, its container exposes the target port, mounts the
     // serving certificate Secret, and serves /metrics from those files on that port.
-    let (_, deployment) = find(&docs, "Deployment", "capi-installer");
+    let (_, deployment) = find(&docs, "Deployment", component);
     let pod = &deployment["spec"]["template"];
     for (k, v) in service["spec"]["selector"].as_object().unwrap() {
         assert_eq!(&pod["metadata"]["labels"][k], v, "Service selector {k}");
@@ -260,30 +270,32 @@ fn prometheus_may_discover_and_read_metrics_and_the_installer_may_check_it() {
         serde_json::json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
     );
 
-    // The installer may create the reviews.
-    let (role, subjects) = binds(
-        "ClusterRoleBinding",
-        "capi-installer-metrics-auth",
-        "ClusterRole",
-    );
-    assert_eq!(
-        subjects,
-        serde_json::json!([{"kind": "ServiceAccount", "name": "capi-installer", "namespace": NS}])
-    );
-    let auth = rules("ClusterRole", &role);
-    for (group, resource) in [
-        ("authentication.k8s.io", "tokenreviews"),
-        ("authorization.k8s.io", "subjectaccessreviews"),
-    ] {
-        assert!(
-            auth.as_array()
-                .unwrap()
-                .iter()
-                .any(|r| r["apiGroups"][0] == group
-                    && r["resources"][0] == resource
-                    && r["verbs"] == serde_json::json!(["create"])),
-            "{group}/{resource}: {auth}"
+    // The installer and the controllers pod may create the reviews.
+    for component in ["capi-installer", "capi-controllers"] {
+        let (role, subjects) = binds(
+            "ClusterRoleBinding",
+            &format!("{component}-metrics-auth"),
+            "ClusterRole",
         );
+        assert_eq!(
+            subjects,
+            serde_json::json!([{"kind": "ServiceAccount", "name": component, "namespace": NS}])
+        );
+        let auth = rules("ClusterRole", &role);
+        for (group, resource) in [
+            ("authentication.k8s.io", "tokenreviews"),
+            ("authorization.k8s.io", "subjectaccessreviews"),
+        ] {
+            assert!(
+                auth.as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r["apiGroups"][0] == group
+                        && r["resources"][0] == resource
+                        && r["verbs"] == serde_json::json!(["create"])),
+                "{component} {group}/{resource}: {auth}"
+            );
+        }
     }
 }
 
@@ -319,4 +331,40 @@ fn the_image_ships_the_manifests_as_a_release_operator() {
     assert!(image.contains(&"COPY manifests /manifests"), "{image:?}");
     // image-references goes along: the release tooling rewrites image tags from it.
     assert!(repo().join("manifests/image-references").is_file());
+}
+
+#[test]
+fn every_deployment_runs_a_binary_the_image_ships() {
+    let text = std::fs::read_to_string(repo().join("Containerfile")).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let last_stage = lines.iter().rposition(|l| l.starts_with("FROM ")).unwrap();
+    let shipped: Vec<&str> = lines[last_stage..]
+        .iter()
+        .filter(|l| l.starts_with("COPY --from=builder "))
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    let deployments: Vec<(String, Value)> = manifests()
+        .into_iter()
+        .filter(|(_, d)| d["kind"] == "Deployment")
+        .collect();
+    assert!(
+        deployments.len() >= 2,
+        "the installer's and the controllers pod's"
+    );
+    for (file, deployment) in deployments {
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let binary = container["command"][0].as_str().unwrap();
+        assert!(
+            shipped.contains(&binary),
+            "{file}: {binary} is not in the image ({shipped:?})"
+        );
+        assert_eq!(
+            container["image"], "registry.ci.openshift.org/openshift:capi-installer",
+            "{file}: the one image this repository builds"
+        );
+    }
 }

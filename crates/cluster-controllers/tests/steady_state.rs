@@ -1,0 +1,209 @@
+//! The installer and the controllers pod together on one cluster: the installer installs core and AWS
+//! from the real transport ConfigMaps, the controllers (as their own ServiceAccount) create the
+//! InfraCluster, the Cluster, the kubeconfig and the user data, both report on the same ClusterOperator
+//! — and then, over 60 s of steady state, neither writes anything.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use capi_cluster_controllers::ControllerKind;
+use capi_installer_controller::{Installer, InstallerConfig, Metrics};
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+use support::*;
+
+const T: Duration = Duration::from_secs(240);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installer_and_controllers_write_nothing_in_steady_state() {
+    require_fixture!("transport-configmaps");
+    let env = Env::start(true).await;
+    ensure_namespace(&env.admin, NS).await;
+    ensure_namespace(&env.admin, MAPI_NS).await;
+    create_cluster_operator(&env.admin).await;
+    set_infrastructure(
+        &env.admin,
+        "AWS",
+        json!({"aws": {"region": "eu-west-1"}}),
+        json!({}),
+    )
+    .await;
+
+    // The release payload: the core CRD manifest and the transport ConfigMaps.
+    let core_crds = fixture(&format!("transport-configmaps/{CORE_CRDS}")).unwrap();
+    apply_as_release_payload(&env.admin, &read_documents(&core_crds)).await;
+    for file in [CORE_CM, AWS_CM] {
+        let cm = transport_without_webhooks(file);
+        apply(
+            &env.admin,
+            &ar("", "v1", "ConfigMap", "configmaps"),
+            &cm,
+            "cluster-version-operator",
+        )
+        .await;
+    }
+    // What the OpenShift installer and the machine-config operator leave: Machine API CRDs, a
+    // control-plane Machine, the worker user data.
+    install_machine_api_crds(&env.admin).await;
+    create_control_plane_machine(
+        &env.admin,
+        "demo-x7k2p-master-0",
+        json!({"loadBalancers": [{"name": "demo-x7k2p-int", "type": "network"}]}),
+    )
+    .await;
+    apply(
+        &env.admin,
+        &ar("", "v1", "Secret", "secrets"),
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "worker-user-data", "namespace": MAPI_NS},
+            "data": {"userData": base64::engine::general_purpose::STANDARD.encode("{}")}}),
+        "machine-config-operator",
+    )
+    .await;
+    apply_as_release_payload(&env.admin, &manifests("0000_31_capi-controllers")).await;
+
+    // The installer (its user agent) and the controllers (their ServiceAccount and user agent).
+    let mut installer_config = env.cp.admin_config();
+    installer_config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_str(&capi_installer_controller::user_agent()).unwrap(),
+    ));
+    let installer = Installer::new(
+        kube::Client::try_from(installer_config).unwrap(),
+        InstallerConfig {
+            images: [
+                (
+                    "cluster-capi-controllers",
+                    "quay.io/openshift/origin-cluster-capi-controllers:4.21",
+                ),
+                (
+                    "aws-cluster-api-controllers",
+                    "quay.io/openshift/origin-aws-cluster-api-controllers:4.21",
+                ),
+                (
+                    "kube-rbac-proxy",
+                    "quay.io/openshift/origin-kube-rbac-proxy:4.21",
+                ),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            release_version: Some("4.21.0-test".into()),
+            deployment_timeout: Duration::from_secs(180),
+            ..Default::default()
+        },
+        Arc::new(Metrics::unregistered()),
+    );
+    let (stop_installer, stopped) = tokio::sync::oneshot::channel::<()>();
+    let installer = tokio::spawn(installer.run(async {
+        let _ = stopped.await;
+    }));
+    let kubeconfig = env
+        .cp
+        .service_account_kubeconfig(NS, "capi-controllers")
+        .await
+        .unwrap();
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+    let sa_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let controllers = Running::start(with_user_agent(sa_config), env.config(&ControllerKind::ALL));
+
+    // Installed, and every controller done: the ClusterOperator holds both writers' conditions.
+    wait_condition(&env.admin, "Available", "True", "AsExpected", T).await;
+    for kind in ControllerKind::ALL {
+        wait_condition(
+            &env.admin,
+            &format!("{}Available", kind.name()),
+            "True",
+            "AsExpected",
+            T,
+        )
+        .await;
+    }
+    let aws = namespaced(
+        &env.admin,
+        NS,
+        &ar(
+            "infrastructure.cluster.x-k8s.io",
+            "v1beta2",
+            "AWSCluster",
+            "awsclusters",
+        ),
+    );
+    assert_eq!(
+        aws.get(INFRA_NAME).await.unwrap().data["status"]["ready"],
+        true
+    );
+    let clusters = namespaced(
+        &env.admin,
+        NS,
+        &ar("cluster.x-k8s.io", "v1beta2", "Cluster", "clusters"),
+    );
+    assert!(clusters.get_opt(INFRA_NAME).await.unwrap().is_some());
+    let secrets = secrets(&env.admin, NS);
+    for name in ["demo-x7k2p-kubeconfig", "worker-user-data"] {
+        assert!(secrets.get_opt(name).await.unwrap().is_some(), "{name}");
+    }
+    let co = cluster_operators(&env.admin)
+        .get("cluster-api")
+        .await
+        .unwrap();
+    assert_eq!(co.data["status"]["versions"][0]["version"], "4.21.0-test");
+
+    // Steady state: 60 s without a single write by either.
+    let mark = audit_mark(&env);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let events = env.audit();
+    for (who, ua) in [
+        ("installer", capi_installer_controller::user_agent()),
+        ("controllers", capi_cluster_controllers::user_agent()),
+    ] {
+        let written: Vec<String> = writes(&requests_of(&events, &ua, Some(mark)))
+            .iter()
+            .map(describe)
+            .collect();
+        assert!(
+            written.is_empty(),
+            "{who} wrote in steady state: {written:#?}"
+        );
+    }
+
+    // Neither undoes the other: a condition of the installer's and one of a controller's both survive
+    // the other's next write (each owns its entries of the list).
+    let before = co_condition(&env.admin, "CapiInstallerControllerAvailable")
+        .await
+        .unwrap();
+    let patch = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+        "metadata": {"name": "cluster-api"},
+        "status": {"conditions": [{"type": "SecretSyncControllerAvailable", "status": "False",
+            "reason": "Tampered", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    cluster_operators(&env.admin)
+        .patch_status(
+            "cluster-api",
+            &PatchParams::apply("someone").force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .unwrap();
+    wait_condition(
+        &env.admin,
+        "SecretSyncControllerAvailable",
+        "True",
+        "AsExpected",
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(
+        co_condition(&env.admin, "CapiInstallerControllerAvailable")
+            .await
+            .unwrap(),
+        before
+    );
+
+    controllers.stop().await;
+    let _ = stop_installer.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), installer).await;
+}
