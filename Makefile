@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test demo control-plane-bin prerequisites
+.PHONY: test demo fuzz control-plane-bin prerequisites
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
@@ -24,3 +24,10 @@ test: control-plane-bin
 # PLATFORM=GCP to change the platform; DEMO_ONCE=1 to exit after the status table.
 demo: control-plane-bin
 	hack/demo.sh
+
+# Longer fuzzing of the untrusted-input readers (transport ConfigMap decoder, YAML reader) than the
+# 128 cases per target that `make test` runs: FUZZ_CASES cases per target, release build. A panic or a
+# heap peak over the budget's memory bound fails (crates/manifests/tests/fuzz.rs).
+FUZZ_CASES ?= 20000
+fuzz: prerequisites
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release --locked -p capi-manifests --test fuzz

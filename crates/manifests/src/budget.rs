@@ -42,13 +42,14 @@ pub struct Budget {
 impl Default for Budget {
     /// The largest real provider, core (cluster-api v1.11, `../shared/fixtures`), has 1.37 MB of
     /// components, 31,914 nodes, depth 25 and no alias at all (kustomize and manifests-gen never
-    /// write one). The defaults are about six times that, 2.5 times the depth (schemas grow wider, not
-    /// much deeper), and a small allowance of aliases for hand-written bundles.
+    /// write one). The defaults are three times that (core grew by about half in the last releases),
+    /// 2.5 times the depth (schemas grow wider, not much deeper), and a small allowance of aliases for
+    /// hand-written bundles. [`Budget::memory_bound`] of the defaults is 66 MiB.
     fn default() -> Self {
         Budget {
-            max_bytes: 8 * 1024 * 1024,
-            max_nodes: 200_000,
-            max_alias_nodes: 20_000,
+            max_bytes: 4 * 1024 * 1024,
+            max_nodes: 100_000,
+            max_alias_nodes: 10_000,
             max_depth: 64,
         }
     }
@@ -83,6 +84,23 @@ pub struct BudgetExceeded {
 }
 
 impl Budget {
+    /// The most heap that decoding and parsing one input under this budget takes at its peak: a few
+    /// copies of the text (compressed payload, decompressed text growing by doubling, the document
+    /// being parsed, the parsed scalars), at most 320 bytes per node of the parsed documents (the
+    /// worst measured is 281, for deeply nested one-entry maps; a list of numbers is 59), and the zstd
+    /// window. The fuzz targets (`crates/manifests/tests/fuzz.rs`) fail when any input takes more of
+    /// the Rust heap (the zstd window is allocated by libzstd, which enforces its limit itself).
+    pub fn memory_bound(&self) -> usize {
+        (1usize << self.zstd_window_log_max())
+            .saturating_add(self.max_bytes.saturating_mul(6))
+            .saturating_add(
+                self.max_nodes
+                    .saturating_add(self.max_alias_nodes)
+                    .saturating_mul(320),
+            )
+            .saturating_add(256 * 1024)
+    }
+
     /// Checks the size of a whole input (before any parsing).
     pub fn check_bytes(&self, len: usize) -> Result<(), BudgetExceeded> {
         if len > self.max_bytes {
@@ -95,11 +113,13 @@ impl Budget {
     }
 
     /// The largest zstd window (log2 bytes) a decoder may allocate: a frame can declare a window of up
-    /// to 2 GiB, which the decoder would allocate before producing a byte. Output larger than
-    /// `max_bytes` is refused anyway, so a window larger than that is never needed.
+    /// to 2 GiB, which the decoder would allocate before producing a byte. The floor is the 8 MiB window
+    /// that zstd's high levels write (every real compressed bundle declares it; the decoder allocates the
+    /// smaller of the window and the frame's declared content size); above it, the window follows
+    /// `max_bytes`, since output larger than that is refused anyway.
     pub fn zstd_window_log_max(&self) -> u32 {
-        let bytes = self.max_bytes.max(1 << 10);
-        (usize::BITS - (bytes - 1).leading_zeros()).clamp(10, 31)
+        let bytes = self.max_bytes.max(2);
+        (usize::BITS - (bytes - 1).leading_zeros()).clamp(23, 31)
     }
 
     /// serde-saphyr options that never refuse what [`Meter`] admitted (the meter is the authority;
@@ -454,8 +474,8 @@ mod tests {
             max_bytes,
             ..Budget::default()
         };
-        assert_eq!(b(1).zstd_window_log_max(), 10);
-        assert_eq!(b((1 << 20) + 1).zstd_window_log_max(), 21);
+        assert_eq!(b(1).zstd_window_log_max(), 23);
+        assert_eq!(b((1 << 24) + 1).zstd_window_log_max(), 25);
         assert_eq!(b(usize::MAX).zstd_window_log_max(), 31);
     }
 }
