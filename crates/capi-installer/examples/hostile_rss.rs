@@ -1,0 +1,284 @@
+//! Peak memory of the installer process under hostile transport ConfigMaps (issue 9): measured here,
+//! never asserted in tests.
+//!
+//! ```text
+//! cargo run --release -p capi-installer --example hostile_rss
+//! ```
+//!
+//! One control plane with workloads, platform AWS and the release payload (core + aws), set up as the
+//! integration tests do. For each case a fresh `capi-installer run` (the release binary) installs the
+//! payload until the ClusterOperator is Available; then the aws ConfigMap is replaced by the hostile one
+//! (as the release payload would write it), and once a condition message names the failure the
+//! process's VmHWM (peak RSS) is read from /proc and the process is killed. The good ConfigMap is put
+//! back before the next case.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use support::{AWS_CM, CORE_CM, Env, NS, co_status, fixture_configmap, images};
+
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+struct Case {
+    name: &'static str,
+    /// What the hostile ConfigMap carries.
+    describe: &'static str,
+    configmap: Value,
+    /// A condition message containing this means the installer has dealt with the case.
+    expect: &'static str,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let bin = build_installer_binary()?;
+    let env = Env::start(true).await;
+    support::set_platform(&env.admin, "AWS").await;
+    support::load_payload(&env.admin, &[CORE_CM, AWS_CM])
+        .await
+        .context("fixtures")?;
+    let good = fixture_configmap(AWS_CM);
+
+    println!("| case | hostile ConfigMap | VmHWM at Available | VmHWM after the case |");
+    println!("|---|---|---|---|");
+    for case in cases(&good)? {
+        let (before, after) = run_case(&bin, &env, &case).await?;
+        println!(
+            "| {} | {} | {:.1} MiB | {:.1} MiB |",
+            case.name,
+            case.describe,
+            before as f64 / 1024.0,
+            after as f64 / 1024.0
+        );
+        put(&env.admin, &good).await?;
+    }
+    Ok(())
+}
+
+fn cases(good: &Value) -> Result<Vec<Case>> {
+    let with = |data: Option<String>, binary: Option<Vec<u8>>| -> Value {
+        let mut cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "aws", "namespace": NS, "labels": good["metadata"]["labels"]},
+            "data": {"metadata": good["data"]["metadata"]},
+        });
+        if let Some(text) = data {
+            cm["data"]["components"] = json!(text);
+        }
+        if let Some(bytes) = binary {
+            cm["binaryData"] = json!({
+                "components-zstd": base64::engine::general_purpose::STANDARD.encode(bytes)
+            });
+        }
+        cm
+    };
+    let zstd = |text: &[u8]| zstd::encode_all(text, 19).context("zstd");
+
+    let mut bomb = String::from(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb, namespace: openshift-cluster-api}\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
+    for i in 1..=9 {
+        let refs = vec![format!("*l{}", i - 1); 9].join(", ");
+        bomb.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
+    }
+    let zeros = vec![b'#'; 1024 * 1024 * 1024];
+    let zstd_bomb = zstd::encode_all(&zeros[..], 3).context("zstd")?;
+    drop(zeros);
+    let deep = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: deep, namespace: openshift-cluster-api}}\nx: {}{}\n",
+        "[".repeat(200_000),
+        "]".repeat(200_000)
+    );
+    // Just under the node budget (100,000): one object of deeply nested one-entry maps, the shape that
+    // costs the most memory per node once parsed. The API server refuses it at apply time.
+    let nodes = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: hostile-nodes, namespace: openshift-cluster-api}}\nx:\n{}",
+        "- {a: {b: {c: 1}}}\n".repeat(14_000)
+    );
+    // Just under the byte budget (4 MiB): long strings, compressed as manifests-gen would.
+    let bytes = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: hostile-bytes, namespace: openshift-cluster-api}}\ndata:\n{}",
+        (0..64)
+            .map(|i| format!("  k{i}: {}\n", "y".repeat(64 * 1024 - 16)))
+            .collect::<String>()
+    );
+    let admin = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: own-the-cluster}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n";
+
+    Ok(vec![
+        Case {
+            name: "alias bomb",
+            describe: "9 levels of 9 aliases (9^10 nodes expanded), 1 kB",
+            configmap: with(Some(bomb), None),
+            expect: "YAML nodes added by aliases",
+        },
+        Case {
+            name: "zstd bomb",
+            describe: format!("1 GiB of one byte in a {} byte zstd frame", zstd_bomb.len()).leak(),
+            configmap: with(None, Some(zstd_bomb)),
+            expect: "over budget",
+        },
+        Case {
+            name: "deep nesting",
+            describe: "200,000 nested flow sequences",
+            configmap: with(Some(deep), None),
+            expect: "levels of nesting",
+        },
+        Case {
+            name: "most nodes accepted",
+            describe: "98,000 nodes of nested one-entry maps in one object",
+            configmap: with(None, Some(zstd(nodes.as_bytes())?)),
+            expect: "hostile-nodes",
+        },
+        Case {
+            name: "most bytes accepted",
+            describe: "4 MiB of strings in one object",
+            configmap: with(None, Some(zstd(bytes.as_bytes())?)),
+            expect: "hostile-bytes",
+        },
+        Case {
+            name: "cluster-admin binding",
+            describe: "the aws bundle plus a ClusterRoleBinding of cluster-admin",
+            configmap: {
+                let mut content = capi_manifests::TransportConfigMap::decode(good)?.content;
+                content.components.push_str("---\n");
+                content.components.push_str(admin);
+                let mut cm = content.encode()?;
+                cm["metadata"]["labels"] = good["metadata"]["labels"].clone();
+                cm
+            },
+            expect: "own-the-cluster",
+        },
+    ])
+}
+
+async fn put(client: &Client, cm: &Value) -> Result<()> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    api.patch(
+        "aws",
+        &PatchParams::apply("cluster-version-operator").force(),
+        &Patch::Apply(cm),
+    )
+    .await
+    .context("apply the aws ConfigMap")?;
+    Ok(())
+}
+
+async fn messages(client: &Client) -> String {
+    co_status(client)
+        .await
+        .and_then(|s| s["conditions"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c["message"].as_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn available(client: &Client) -> bool {
+    let Some(status) = co_status(client).await else {
+        return false;
+    };
+    let is = |t: &str, v: &str| support::condition(&status, t).is_some_and(|c| c.status == v);
+    is("Available", "True") && is("Progressing", "False") && is("Degraded", "False")
+}
+
+/// (VmHWM once Available, VmHWM once the case is reported), in KiB.
+async fn run_case(bin: &Path, env: &Env, case: &Case) -> Result<(u64, u64)> {
+    let dir = tempfile::tempdir()?;
+    let images_json = dir.path().join("images.json");
+    std::fs::write(&images_json, serde_json::to_string(&images())?)?;
+    let log = dir.path().join("installer.log");
+    let mut child = tokio::process::Command::new(bin)
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(env.cp.kubeconfig_path())
+        .arg("--images-json")
+        .arg(&images_json)
+        .args(["--http-addr", "127.0.0.1:0", "--leader-elect=false"])
+        .env("RUST_LOG", "info,kube=warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting capi-installer run")?;
+    let pid = child.id().context("pid")?;
+    let result = async {
+        wait(TIMEOUT, "Available", || available(&env.admin)).await?;
+        let before = vm_hwm(pid)?;
+        put(&env.admin, &case.configmap).await?;
+        wait(TIMEOUT, case.expect, || async {
+            messages(&env.admin).await.contains(case.expect)
+        })
+        .await?;
+        Ok::<_, anyhow::Error>((before, vm_hwm(pid)?))
+    }
+    .await;
+    let _ = child.kill().await;
+    result.with_context(|| {
+        format!(
+            "case {}; installer log:\n{}",
+            case.name,
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })
+}
+
+async fn wait<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !check().await {
+        if Instant::now() > deadline {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+fn vm_hwm(pid: u32) -> Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("VmHWM")
+}
+
+/// `cargo build --release` of the binary (a no-op when fresh), next to this example.
+fn build_installer_binary() -> Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "capi-installer",
+            "--bin",
+            "capi-installer",
+        ])
+        .status()
+        .context("cargo build")?;
+    if !status.success() {
+        bail!("cargo build of capi-installer: {status}");
+    }
+    let exe = std::env::current_exe()?;
+    Ok(exe
+        .parent()
+        .and_then(Path::parent)
+        .context("folder of this example")?
+        .join("capi-installer"))
+}
