@@ -18,7 +18,7 @@ mod render_cmd;
 mod status_cmd;
 
 /// The installer's Lease: only its holder reconciles.
-const LEASE_NAME: &str = "capi-installer-leader";
+pub(crate) const LEASE_NAME: &str = "capi-installer-leader";
 
 #[derive(Parser)]
 #[command(

@@ -8,11 +8,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use capi_apply::{Inventory, KindResolver, Phase, Readiness, readiness};
+use capi_cluster_controllers::ControllerKind;
 use capi_installer_controller::config::{CLUSTER_OPERATOR, INVENTORY_CONFIGMAP};
 use capi_installer_controller::desired::{self, Desired, Wants};
 use capi_installer_controller::inventory::ProviderRecord;
 use capi_installer_controller::source::{self, ProviderSource, SourceId, Target, configmap};
 use capi_manifests::ProviderType;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
@@ -75,8 +78,101 @@ pub async fn main(args: StatusArgs) -> Result<()> {
     }
     out.push('\n');
     out.push_str(&operator(co.as_ref()));
+    out.push('\n');
+    out.push_str(&controllers(co.as_ref()));
+    out.push('\n');
+    out.push_str(&pods(&client, &args.namespace).await?);
     print!("{out}");
     Ok(())
+}
+
+/// The controllers pod's controllers, from the two conditions each keeps on the ClusterOperator.
+fn controllers(co: Option<&DynamicObject>) -> String {
+    let conditions: Vec<Value> = co
+        .and_then(|co| co.data.pointer("/status/conditions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let find = |t: &str| conditions.iter().find(|c| c["type"] == t);
+    let text = |c: Option<&Value>, k: &str| {
+        c.and_then(|c| c.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("-")
+            .to_string()
+    };
+    let rows = ControllerKind::ALL
+        .iter()
+        .map(|kind| {
+            let name = kind.name();
+            let available = find(&format!("{name}Available"));
+            let degraded = find(&format!("{name}Degraded"));
+            let message = match (available, degraded) {
+                (None, _) => "no conditions yet (is the capi-controllers pod running?)".to_string(),
+                (_, Some(d)) if d["status"] == "True" => text(Some(d), "message"),
+                (a, _) => text(a, "message"),
+            };
+            vec![
+                name.trim_end_matches("Controller").to_string(),
+                text(available, "status"),
+                text(degraded, "status"),
+                text(available, "reason"),
+                message,
+            ]
+        })
+        .collect();
+    let mut out = "Controllers pod (capi-controllers):\n".to_string();
+    out.push_str(&table(
+        &["CONTROLLER", "AVAILABLE", "DEGRADED", "REASON", "MESSAGE"],
+        rows,
+    ));
+    out
+}
+
+/// The installer's and the controllers pod's processes: Deployment readiness and who holds the Lease.
+async fn pods(client: &kube::Client, namespace: &str) -> Result<String> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    let mut rows = Vec::new();
+    for (name, lease) in [
+        ("capi-installer", crate::LEASE_NAME),
+        ("capi-controllers", capi_cluster_controllers::names::LEASE),
+    ] {
+        let deployment = deployments
+            .get_opt(name)
+            .await
+            .with_context(|| format!("reading Deployment {namespace}/{name}"))?;
+        let lease = leases
+            .get_opt(lease)
+            .await
+            .with_context(|| format!("reading Lease {namespace}/{lease}"))?;
+        rows.push(pod_row(name, deployment.as_ref(), lease.as_ref()));
+    }
+    Ok(table(&["PROCESS", "DEPLOYMENT", "LEADER", "RENEWED"], rows))
+}
+
+fn pod_row(name: &str, deployment: Option<&Deployment>, lease: Option<&Lease>) -> Vec<String> {
+    let ready = match deployment {
+        None => "-".to_string(),
+        Some(d) => {
+            let ready = d
+                .status
+                .as_ref()
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or(0);
+            let wanted = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            format!("{ready}/{wanted} ready")
+        }
+    };
+    let spec = lease.and_then(|l| l.spec.as_ref());
+    let holder = spec
+        .and_then(|s| s.holder_identity.clone())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "-".into());
+    let renewed = spec
+        .and_then(|s| s.renew_time.as_ref())
+        .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| "-".into());
+    vec![name.to_string(), ready, holder, renewed]
 }
 
 fn platform_line(desired: &Desired) -> String {
@@ -357,6 +453,66 @@ mod tests {
         assert_eq!(
             state(pending, true),
             "Failing: Workloads (Deployment ns/d: NotFound)"
+        );
+    }
+
+    #[test]
+    fn the_controllers_rows_come_from_their_conditions() {
+        let co: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": {"name": "cluster-api"},
+            "status": {"conditions": [
+                {"type": "Available", "status": "True", "reason": "AsExpected"},
+                {"type": "InfraClusterControllerAvailable", "status": "True", "reason": "AsExpected",
+                 "message": "AWSCluster ns/x is in place"},
+                {"type": "InfraClusterControllerDegraded", "status": "False", "reason": "AsExpected"},
+                {"type": "SecretSyncControllerAvailable", "status": "False", "reason": "MissingSource",
+                 "message": "Secret a/b: data.userData is not set"},
+                {"type": "SecretSyncControllerDegraded", "status": "True", "reason": "MissingSource",
+                 "message": "Secret a/b: data.userData is not set"}]}}))
+        .unwrap();
+        let out = controllers(Some(&co));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "Controllers pod (capi-controllers):");
+        assert!(lines[1].starts_with("CONTROLLER"), "{out}");
+        let row = |name: &str| {
+            lines
+                .iter()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .unwrap_or_else(|| panic!("no {name} row: {out}"))
+        };
+        assert_eq!(row("InfraCluster")[1..4], ["True", "False", "AsExpected"]);
+        assert_eq!(row("SecretSync")[1..4], ["False", "True", "MissingSource"]);
+        assert!(out.contains("data.userData is not set"), "{out}");
+        assert_eq!(row("Kubeconfig")[1..3], ["-", "-"]);
+        assert!(
+            out.contains("is the capi-controllers pod running?"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn pod_rows_show_readiness_and_the_leader() {
+        let deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "capi-controllers"}, "spec": {"replicas": 2, "selector": {},
+            "template": {}}, "status": {"readyReplicas": 1}}))
+        .unwrap();
+        let lease: Lease = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "capi-controllers-leader"},
+            "spec": {"holderIdentity": "capi-controllers-6d9f-x2", "renewTime": "2026-11-30T10:00:00.000000Z"}}))
+        .unwrap();
+        assert_eq!(
+            pod_row("capi-controllers", Some(&deployment), Some(&lease)),
+            [
+                "capi-controllers",
+                "1/2 ready",
+                "capi-controllers-6d9f-x2",
+                "2026-11-30T10:00:00Z"
+            ]
+        );
+        assert_eq!(
+            pod_row("capi-installer", None, None),
+            ["capi-installer", "-", "-", "-"]
         );
     }
 

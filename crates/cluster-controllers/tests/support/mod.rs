@@ -286,28 +286,15 @@ pub fn crds_of_transport(file: &str) -> Vec<Value> {
         .collect()
 }
 
-/// A transport ConfigMap fixture without its admission webhook configurations, re-encoded as
-/// manifests-gen would. KWOK runs no containers, so no webhook server would ever answer on the test
-/// control plane, and every write of an object they cover (a Cluster, an AWSCluster) would be refused.
+/// The same code `make demo` runs (see the example's doc for why the webhooks go).
+#[path = "../../examples/without_webhooks.rs"]
+mod without_webhooks_example;
+
+/// A transport ConfigMap fixture without its admission webhook configurations.
 pub fn transport_without_webhooks(file: &str) -> Value {
     let path = fixture(&format!("transport-configmaps/{file}")).expect("fixture present");
     let cm = read_documents(&path).remove(0);
-    let mut content = capi_manifests::TransportConfigMap::decode(&cm)
-        .expect("fixture decodes")
-        .content;
-    let kept: Vec<Value> = capi_manifests::yaml::parse_documents(file, &content.components)
-        .expect("components parse")
-        .into_iter()
-        .map(|d| d.value)
-        .filter(|v| {
-            !matches!(
-                v["kind"].as_str(),
-                Some("MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration")
-            )
-        })
-        .collect();
-    content.components = capi_manifests::yaml::to_multi_yaml(&kept).expect("components serialize");
-    content.encode().expect("ConfigMap encodes")
+    without_webhooks_example::without_webhooks(file, &cm).expect("fixture re-encodes")
 }
 
 /// Applies CRDs (as the installer would) and waits until each is Established.
