@@ -198,7 +198,12 @@ fn render_objects() -> Result<Vec<Value>> {
     let mut objects = Vec::new();
     let candidates: Vec<_> = typed.iter().filter_map(configmap::candidate).collect();
     for target in source::select(&wants.providers, &candidates).targets {
-        let SourceId::ConfigMap(name) = &target.source.id;
+        let SourceId::ConfigMap(name) = &target.source.id else {
+            bail!(
+                "{}: the benchmark reads transport ConfigMaps only",
+                target.source.id
+            );
+        };
         let cm = docs
             .iter()
             .find(|d| d["metadata"]["name"] == name.as_str())

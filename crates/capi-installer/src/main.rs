@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use capi_installer_controller::config::ProfilesConfig;
+use capi_installer_controller::source::profile::validate_profile_name;
 use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
 use capi_runtime::args::{HttpArgs, KubeArgs, LeaderElectionArgs, LogArgs};
 use capi_runtime::parse_duration_arg;
@@ -24,7 +26,7 @@ pub(crate) const LEASE_NAME: &str = "capi-installer-leader";
 #[command(
     name = "capi-installer",
     version,
-    about = "Installs Cluster API providers from transport ConfigMaps"
+    about = "Installs Cluster API providers from transport ConfigMaps and image-based profiles"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -67,6 +69,13 @@ struct RunArgs {
     /// Reconcile this often even when no event arrives (a safety net).
     #[arg(long, default_value = "10m", value_parser = parse_duration_arg, value_name = "DURATION")]
     resync: Duration,
+    /// Also install image-based profiles: one folder per provider image, each holding
+    /// `capi-operator-manifests/<profile>/{metadata.yaml,manifests.yaml}`.
+    #[arg(long, value_name = "DIR")]
+    profiles_dir: Option<PathBuf>,
+    /// The profile read from each image under --profiles-dir.
+    #[arg(long, default_value = capi_manifests::profile::DEFAULT_PROFILE, value_name = "NAME", requires = "profiles_dir")]
+    profile: String,
     /// Field managers whose objects may be adopted (repeatable).
     #[arg(
         long = "adopt-from-manager",
@@ -118,6 +127,21 @@ async fn run(args: RunArgs) -> Result<()> {
         Some(path) => read_map(path, "substitutions file")?,
         None => BTreeMap::new(),
     };
+    let profiles = match &args.profiles_dir {
+        Some(dir) => {
+            validate_profile_name(&args.profile).map_err(anyhow::Error::msg)?;
+            anyhow::ensure!(
+                dir.is_dir(),
+                "--profiles-dir {}: not a folder",
+                dir.display()
+            );
+            Some(ProfilesConfig {
+                dir: dir.clone(),
+                profile: args.profile.clone(),
+            })
+        }
+        None => None,
+    };
     let config = InstallerConfig {
         namespace: args.namespace.clone(),
         images,
@@ -128,6 +152,7 @@ async fn run(args: RunArgs) -> Result<()> {
         resync: args.resync,
         adoptable_managers: args.adopt_from_managers,
         instance: args.leader.instance.clone(),
+        profiles,
     };
     let client = client(args.kube.kubeconfig.as_deref()).await?;
     let mut registry = Registry::default();

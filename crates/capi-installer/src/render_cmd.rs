@@ -1,6 +1,7 @@
 //! `capi-installer render`: the plan the installer would apply for a platform, computed offline from a
-//! folder of transport ConfigMaps, with the controller's own selection, platform mapping, rendering and
-//! planning. For debugging a release: what will be applied, in which order, and what exactly.
+//! folder of transport ConfigMaps and/or a folder of image-based profiles, with the controller's own
+//! selection, platform mapping, rendering and planning. For debugging a release: what will be applied,
+//! in which order, and what exactly.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -10,8 +11,9 @@ use anyhow::{Context, Result, bail};
 use capi_apply::{KindResolver, Phase, Plan};
 use capi_installer_controller::desired::{self, Desired, Wants};
 use capi_installer_controller::prepare::{self, RenderContext};
+use capi_installer_controller::source::profile::{ProfileCatalog, validate_profile_name};
 use capi_installer_controller::source::{
-    self, ProviderSource, Selection, SourceId, Target, configmap,
+    self, ProviderSource, Selection, SourceCatalog, SourceId, Target, configmap,
 };
 use capi_manifests::ProviderType;
 use capi_manifests::transport::{LABEL_NAME, LABEL_TYPE};
@@ -34,8 +36,14 @@ pub struct RenderArgs {
     #[arg(long)]
     platform: String,
     /// Folder of YAML files holding the transport ConfigMaps (other documents are reported and skipped).
-    #[arg(long)]
-    from: PathBuf,
+    #[arg(long, required_unless_present = "profiles_dir")]
+    from: Option<PathBuf>,
+    /// Folder of image-based profiles: `<image>/capi-operator-manifests/<profile>/`.
+    #[arg(long, value_name = "DIR")]
+    profiles_dir: Option<PathBuf>,
+    /// The profile read from each image under --profiles-dir.
+    #[arg(long, default_value = capi_manifests::profile::DEFAULT_PROFILE, value_name = "NAME", requires = "profiles_dir")]
+    profile: String,
     /// JSON object of release image references: key → image.
     #[arg(long)]
     images_json: PathBuf,
@@ -62,10 +70,26 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         images,
         substitutions,
     };
-    let input = read_input(&args.from, &args.namespace)?;
+    let input = match &args.from {
+        Some(dir) => read_input(dir, &args.namespace)?,
+        None => Input::default(),
+    };
     for note in &input.notes {
         eprintln!("note: {note}");
     }
+    let profiles = match &args.profiles_dir {
+        Some(dir) => {
+            validate_profile_name(&args.profile).map_err(anyhow::Error::msg)?;
+            let catalog = ProfileCatalog::read(dir, &args.profile)
+                .with_context(|| format!("reading profiles folder {}", dir.display()))?;
+            for skipped in &catalog.skipped {
+                eprintln!("note: {skipped}: skipped");
+            }
+            catalog
+        }
+        None => ProfileCatalog::default(),
+    };
+    let sources = Sources { input, profiles };
 
     let status = json!({"platformStatus": {"type": args.platform}});
     let wants = match desired::desired(Some(&status)) {
@@ -88,10 +112,20 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         .collect();
     let infra = infra.join(", ");
 
-    let Some(selection) = select(&args, &input, &wants) else {
+    let Some(selection) = select(&args, &sources, &wants) else {
         return Ok(ExitCode::from(exit::FAILED));
     };
-    let (plans, errors) = plan_all(&args.namespace, &ctx, &input, &selection);
+    let (plans, mut errors) = plan_all(&args.namespace, &ctx, &sources, &selection);
+    // As the installer does: a second source of one provider is refused, naming the one kept.
+    errors.extend(selection.refused.iter().map(|r| {
+        format!(
+            "{}: provider {} ({}) is already provided by {}; remove one of the two",
+            describe_source(&args.namespace, &r.target.source.id),
+            r.target.source.name,
+            r.target.source.provider_type.label(),
+            describe_source(&args.namespace, &r.kept)
+        )
+    }));
     let out = match args.output {
         Output::Text => text(&args.platform, &infra, &args.namespace, &plans),
         Output::Yaml => yaml(&plans)?,
@@ -104,32 +138,47 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         eprintln!(
             "error: {} of {} provider(s) cannot be rendered",
             errors.len(),
-            selection.targets.len()
+            selection.targets.len() + selection.refused.len()
         );
+    }
+    // A profile whose provider cannot be told is an error of the release, whatever the platform.
+    for problem in &sources.profiles.problems {
+        eprintln!("error: unusable profile: {problem}");
+    }
+    if !errors.is_empty() || !sources.profiles.problems.is_empty() {
         return Ok(ExitCode::from(exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The input's ConfigMaps the platform selects; notes for the others; `None` (after printing the error)
-/// when a required provider has none.
-fn select(args: &RenderArgs, input: &Input, wants: &Wants) -> Option<Selection> {
-    let candidates: Vec<ProviderSource> = input
+/// The sources the platform selects; notes for the others; `None` (after printing the error) when a
+/// required provider has none.
+fn select(args: &RenderArgs, sources: &Sources, wants: &Wants) -> Option<Selection> {
+    let mut candidates: Vec<ProviderSource> = sources
+        .input
         .configmaps
         .iter()
         .filter_map(|c| configmap::candidate(&c.typed))
         .collect();
+    candidates.extend(sources.profiles.candidates());
     let selection = source::select(&wants.providers, &candidates);
-    for c in &input.configmaps {
-        if !selection
-            .targets
-            .iter()
-            .any(|t| t.source.id == SourceId::ConfigMap(c.name().to_string()))
-        {
+    let selected = |id: &SourceId| selection.targets.iter().any(|t| &t.source.id == id);
+    for c in &sources.input.configmaps {
+        if !selected(&SourceId::ConfigMap(c.name().to_string())) {
             eprintln!(
                 "note: {}: ConfigMap {} is not selected for platform {}",
                 c.origin,
                 c.name(),
+                args.platform
+            );
+        }
+    }
+    for c in sources.profiles.candidates() {
+        if !selected(&c.id) {
+            eprintln!(
+                "note: {} ({}) is not selected for platform {}",
+                c.id,
+                c.describe(),
                 args.platform
             );
         }
@@ -146,10 +195,25 @@ fn select(args: &RenderArgs, input: &Input, wants: &Wants) -> Option<Selection> 
                 )
             })
             .collect();
+        let searched: Vec<String> = args
+            .from
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}: no transport ConfigMap in namespace {}",
+                    d.display(),
+                    args.namespace
+                )
+            })
+            .chain(
+                args.profiles_dir
+                    .iter()
+                    .map(|d| format!("{}: no profile {}", d.display(), args.profile)),
+            )
+            .collect();
         eprintln!(
-            "error: {}: no transport ConfigMap in namespace {} labelled {} (platform {})",
-            args.from.display(),
-            args.namespace,
+            "error: {} for provider {} (platform {})",
+            searched.join("; "),
             missing.join(" nor "),
             args.platform
         );
@@ -158,35 +222,58 @@ fn select(args: &RenderArgs, input: &Input, wants: &Wants) -> Option<Selection> 
     Some(selection)
 }
 
+/// Where the payloads come from.
+struct Sources {
+    input: Input,
+    profiles: ProfileCatalog,
+}
+
+impl Sources {
+    /// The payload of a selected source, and where it came from as errors name it.
+    fn payload(&self, id: &SourceId) -> (String, Result<source::Payload, String>) {
+        if let SourceId::ConfigMap(name) = id {
+            let cm = self
+                .input
+                .configmaps
+                .iter()
+                .find(|c| c.name() == name)
+                .expect("selected from the input");
+            return (
+                cm.origin.clone(),
+                configmap::payload(&cm.value).map_err(|e| e.to_string()),
+            );
+        }
+        let payload = self
+            .profiles
+            .load(id)
+            .expect("selected from the profiles")
+            .map_err(|e| e.to_string());
+        (id.to_string(), payload)
+    }
+}
+
 /// Renders and plans every selected provider; the errors name the file and document of each that
 /// cannot be planned (the others are still planned).
 fn plan_all<'a>(
     namespace: &str,
     ctx: &RenderContext,
-    input: &Input,
+    sources: &Sources,
     selection: &'a Selection,
 ) -> (Vec<(&'a Target, Plan)>, Vec<String>) {
-    let mut resolver = input.resolver.clone();
+    let mut resolver = sources.input.resolver.clone();
     let mut errors = Vec::new();
     let mut plans: Vec<(&Target, Plan)> = Vec::new();
     for target in &selection.targets {
-        let cm = input
-            .configmaps
-            .iter()
-            .find(|c| SourceId::ConfigMap(c.name().to_string()) == target.source.id)
-            .expect("selected from the input");
-        let prepared = configmap::payload(&cm.value)
-            .map_err(|e| e.to_string())
-            .and_then(|payload| {
-                prepare::prepare(&payload, target, ctx, &resolver).map_err(|e| e.to_string())
-            });
+        let (origin, payload) = sources.payload(&target.source.id);
+        let prepared = payload.and_then(|payload| {
+            prepare::prepare(&payload, target, ctx, &resolver).map_err(|e| e.to_string())
+        });
         match prepared {
             Ok(prepared) => {
                 for field in &prepared.stripped {
                     eprintln!(
-                        "note: ConfigMap {}/{}: removed {field} (another controller owns it)",
-                        namespace,
-                        cm.name()
+                        "note: {}: removed {field} (another controller owns it)",
+                        describe_source(namespace, &target.source.id)
                     );
                 }
                 // Later providers may use the kinds of earlier ones, as discovery would show them in the
@@ -200,11 +287,19 @@ fn plan_all<'a>(
                 }
                 plans.push((target, prepared.plan));
             }
-            Err(e) => errors.push(format!("{}: {e}", cm.origin)),
+            Err(e) => errors.push(format!("{origin}: {e}")),
         }
     }
 
     (plans, errors)
+}
+
+/// `ConfigMap openshift-cluster-api/aws`, or `profile <image>/<profile>`.
+fn describe_source(namespace: &str, id: &SourceId) -> String {
+    match id {
+        SourceId::ConfigMap(name) => format!("ConfigMap {namespace}/{name}"),
+        other => other.to_string(),
+    }
 }
 
 fn gate(phase: Phase) -> &'static str {
@@ -229,11 +324,11 @@ fn text(platform: &str, infra: &str, namespace: &str, plans: &[(&Target, Plan)])
     );
     for (target, plan) in plans {
         let source = &target.source;
-        let SourceId::ConfigMap(name) = &source.id;
         let _ = writeln!(
             out,
-            "provider {} (ConfigMap {namespace}/{name}, {}, {})",
+            "provider {} ({}, {}, {})",
             source.describe(),
+            describe_source(namespace, &source.id),
             source.provider_type.label(),
             objects(plan.len())
         );
@@ -294,6 +389,16 @@ struct Input {
     configmaps: Vec<InputConfigMap>,
     resolver: KindResolver,
     notes: Vec<String>,
+}
+
+impl Default for Input {
+    fn default() -> Self {
+        Input {
+            configmaps: Vec::new(),
+            resolver: KindResolver::builtin(),
+            notes: Vec::new(),
+        }
+    }
 }
 
 /// Reads every `*.yaml`/`*.yml` file of `dir` (sorted by name): ConfigMaps are the input; the kinds of

@@ -45,7 +45,8 @@ struct Row {
     provider: String,
     kind: String,
     version: String,
-    configmap: String,
+    /// A ConfigMap's name, or `profile <image>/<profile>`.
+    source: String,
     state: String,
     ready: String,
     last_error: String,
@@ -207,13 +208,14 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
         .list(&ListParams::default().labels(configmap::SELECTOR))
         .await
         .with_context(|| format!("listing transport ConfigMaps in namespace {namespace}"))?;
-    let candidates: Vec<ProviderSource> =
-        list.items.iter().filter_map(configmap::candidate).collect();
-    let selected = source::select(&wants.providers, &candidates).targets;
     let inventory = cms
         .get_opt(INVENTORY_CONFIGMAP)
         .await
         .with_context(|| format!("reading ConfigMap {namespace}/{INVENTORY_CONFIGMAP}"))?;
+    let mut candidates: Vec<ProviderSource> =
+        list.items.iter().filter_map(configmap::candidate).collect();
+    candidates.extend(profile_candidates(inventory.as_ref()));
+    let selected = source::select(&wants.providers, &candidates).targets;
     let resolver = KindResolver::discover(client)
         .await
         .context("API discovery")?;
@@ -224,7 +226,7 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
             r.provider,
             r.kind,
             r.version,
-            r.configmap,
+            r.source,
             r.state,
             r.ready,
             r.last_error,
@@ -234,7 +236,7 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
         "PROVIDER",
         "TYPE",
         "VERSION",
-        "CONFIGMAP",
+        "SOURCE",
         "STATE",
         "READY",
         "LAST ERROR",
@@ -243,10 +245,32 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
     if selected.is_empty() {
         let _ = writeln!(
             out,
-            "(no transport ConfigMaps for this platform in namespace {namespace})"
+            "(no transport ConfigMaps or recorded profiles for this platform in namespace {namespace})"
         );
     }
     Ok(out)
+}
+
+/// The profile sources the installer has recorded. Profiles live on the installer's pod, not in the
+/// cluster; which provider each declares is known from the record kept with its inventory.
+fn profile_candidates(inventory: Option<&ConfigMap>) -> Vec<ProviderSource> {
+    let Some(data) = inventory.and_then(|cm| cm.data.as_ref()) else {
+        return Vec::new();
+    };
+    data.iter()
+        .filter_map(|(key, json)| {
+            let id @ SourceId::Profile(_) = SourceId::from_inventory_key(key)? else {
+                return None;
+            };
+            let record = ProviderRecord::read(&Inventory::from_json(key, json).ok()?)?;
+            Some(ProviderSource {
+                id,
+                name: record.provider,
+                provider_type: ProviderType::from_label(&record.provider_type)?,
+                version: record.version,
+            })
+        })
+        .collect()
 }
 
 /// The ClusterOperator's conditions and versions.
@@ -321,12 +345,14 @@ async fn provider_row(
         }
         _ => ("NotInstalled".to_string(), "-".to_string()),
     };
-    let SourceId::ConfigMap(configmap) = &source.id;
     Row {
         provider: source.name.clone(),
         kind: source.provider_type.label().to_string(),
         version: source.version.clone().unwrap_or_else(|| "-".into()),
-        configmap: configmap.clone(),
+        source: match &source.id {
+            SourceId::ConfigMap(name) => name.clone(),
+            other => other.to_string(),
+        },
         state,
         ready,
         last_error: if last_error.is_empty() {

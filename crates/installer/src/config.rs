@@ -1,6 +1,7 @@
 //! The installer's settings and the names it uses in the cluster.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::render;
@@ -39,6 +40,16 @@ pub struct InstallerConfig {
     pub adoptable_managers: Vec<String>,
     /// Name of this replica, for Events.
     pub instance: Option<String>,
+    /// Image-based profiles, a second source beside transport ConfigMaps.
+    pub profiles: Option<ProfilesConfig>,
+}
+
+/// Where image-based profiles are read from: `dir/<image>/capi-operator-manifests/<profile>/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfilesConfig {
+    pub dir: PathBuf,
+    /// The profile read from every image (the reference's default is `default`).
+    pub profile: String,
 }
 
 impl Default for InstallerConfig {
@@ -53,6 +64,7 @@ impl Default for InstallerConfig {
             resync: Duration::from_secs(600),
             adoptable_managers: vec!["cluster-version-operator".into()],
             instance: None,
+            profiles: None,
         }
     }
 }

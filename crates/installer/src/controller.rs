@@ -24,14 +24,16 @@ use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tokio::sync::Notify;
 
-use crate::config::InstallerConfig;
+use crate::config::{InstallerConfig, ProfilesConfig};
 use crate::desired::{self, Desired, Wanted, Wants};
+use crate::error::ProviderError;
 use crate::history::History;
 use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
 use crate::outcome::{Outcome, ProviderState, blocked_by};
 use crate::reconcile::Reconciler;
 use crate::report;
+use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, configmap};
 
 /// A watch that failed (it is retried with backoff).
@@ -135,10 +137,14 @@ impl Installer {
             .default_backoff()
             .reflect(writer);
         let configmaps_watch = spawn_trigger("transport ConfigMaps", stream, wake.clone());
-        let catalogs: Vec<Box<dyn SourceCatalog>> = vec![Box::new(configmap::ConfigMapCatalog {
-            store: configmaps.clone(),
-            namespace: config.namespace.clone(),
-        })];
+        let mut catalogs: Vec<Box<dyn SourceCatalog>> =
+            vec![Box::new(configmap::ConfigMapCatalog {
+                store: configmaps.clone(),
+                namespace: config.namespace.clone(),
+            })];
+        if let Some(profiles) = &config.profiles {
+            catalogs.push(Box::new(read_profiles(profiles)));
+        }
 
         Arc::new(Installer {
             reconciler: Reconciler::new(client.clone(), config.clone(), metrics.clone()),
@@ -251,6 +257,18 @@ impl Installer {
             };
             outcomes.push(outcome);
         }
+        // After every selected provider, so that a refused second source of core holds nothing back.
+        for refused in &selection.refused {
+            let error = ProviderError::DuplicateSource {
+                provider: format!(
+                    "{} ({})",
+                    refused.target.source.name,
+                    refused.target.source.provider_type.label()
+                ),
+                kept: refused.kept.clone(),
+            };
+            outcomes.push(self.reconciler.refuse(&refused.target, error).await);
+        }
         (selection.missing, outcomes)
     }
 
@@ -319,6 +337,29 @@ impl Installer {
         }
         *logged = lines;
     }
+}
+
+/// Reads the profiles once (image volumes do not change under a running pod) and logs what cannot be
+/// used: such a profile declares no provider the installer could select, so its provider counts as
+/// missing in status.
+fn read_profiles(config: &ProfilesConfig) -> ProfileCatalog {
+    let catalog = match ProfileCatalog::read(&config.dir, &config.profile) {
+        Ok(catalog) => catalog,
+        Err(e) => {
+            tracing::error!(dir = %config.dir.display(), error = %e, "cannot read the profiles folder; no profile is installed");
+            return ProfileCatalog::default();
+        }
+    };
+    for skipped in &catalog.skipped {
+        tracing::info!(%skipped, profile = %config.profile, "image folder without the profile");
+    }
+    for problem in &catalog.problems {
+        tracing::error!(%problem, "unusable profile");
+    }
+    for (source, profile) in catalog.profiles() {
+        tracing::info!(source = %source.id, provider = %source.describe(), path = %profile.manifests_path.display(), "profile");
+    }
+    catalog
 }
 
 fn spawn_trigger<K, S>(

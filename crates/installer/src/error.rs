@@ -8,7 +8,7 @@ use capi_apply::{ApplyError, InventoryError, Phase};
 
 use crate::outcome::Pending;
 use crate::prepare::RenderError;
-use crate::source::SourceError;
+use crate::source::{SourceError, SourceId};
 
 /// Every reason the installer writes on the ClusterOperator's conditions. The README's reason table
 /// lists exactly these (a unit test checks it).
@@ -25,6 +25,8 @@ pub enum Reason {
     Forbidden,
     /// An object exists and is managed by someone else; the installer does not take it over.
     OwnershipConflict,
+    /// A second source declares the same provider (name and type) as the one that provides it.
+    DuplicateProvider,
     /// The API server rejected an object or a request failed.
     ApplyFailed,
     /// A Deployment did not become Available in time.
@@ -49,6 +51,7 @@ impl Reason {
         Reason::InvalidProviderManifests,
         Reason::Forbidden,
         Reason::OwnershipConflict,
+        Reason::DuplicateProvider,
         Reason::ApplyFailed,
         Reason::DeploymentNotAvailable,
         Reason::CustomResourceDefinitionNotEstablished,
@@ -67,6 +70,7 @@ impl Reason {
             Reason::InvalidProviderManifests => "InvalidProviderManifests",
             Reason::Forbidden => "Forbidden",
             Reason::OwnershipConflict => "OwnershipConflict",
+            Reason::DuplicateProvider => "DuplicateProvider",
             Reason::ApplyFailed => "ApplyFailed",
             Reason::DeploymentNotAvailable => "DeploymentNotAvailable",
             Reason::CustomResourceDefinitionNotEstablished => {
@@ -106,6 +110,9 @@ pub enum ProviderError {
         timeout: Duration,
         pending: Vec<Pending>,
     },
+    /// This source declares a provider that another source already provides.
+    #[error("provider {provider} is already provided by {kept}; remove one of the two")]
+    DuplicateSource { provider: String, kept: SourceId },
 }
 
 fn join<T: fmt::Display>(items: &[T]) -> String {
@@ -120,9 +127,8 @@ impl ProviderError {
     /// The one place that maps an error to a status reason (and a metric label).
     pub fn reason(&self) -> Reason {
         match self {
-            ProviderError::Source(SourceError::Decode(_)) | ProviderError::Render(_) => {
-                Reason::InvalidProviderManifests
-            }
+            ProviderError::Source(SourceError::Decode(_) | SourceError::Profile(_))
+            | ProviderError::Render(_) => Reason::InvalidProviderManifests,
             ProviderError::Source(SourceError::Gone { .. }) => Reason::ApplyFailed,
             ProviderError::Discovery(e) => kube_reason(e),
             ProviderError::Apply(errors) => match errors.first() {
@@ -136,6 +142,7 @@ impl ProviderError {
                 Phase::CustomResourceDefinitions => Reason::CustomResourceDefinitionNotEstablished,
                 _ => Reason::DeploymentNotAvailable,
             },
+            ProviderError::DuplicateSource { .. } => Reason::DuplicateProvider,
         }
     }
 }
@@ -186,6 +193,13 @@ mod tests {
                 Reason::ApplyFailed,
             ),
             (ProviderError::Discovery(api_error(403)), Reason::Forbidden),
+            (
+                ProviderError::DuplicateSource {
+                    provider: "aws (infrastructure)".into(),
+                    kept: SourceId::ConfigMap("aws".into()),
+                },
+                Reason::DuplicateProvider,
+            ),
             (
                 ProviderError::GateTimeout {
                     phase: Phase::Workloads,

@@ -28,9 +28,16 @@ impl Events {
         }
     }
 
-    /// The related object of an Event about a source (its ConfigMap).
+    /// The related object of an Event about a source: its ConfigMap, or for a profile (no API object)
+    /// a reference that names it, so that the Events of different providers are not folded into one
+    /// series.
     pub fn source_reference(&self, id: &SourceId) -> ObjectReference {
         match id {
+            SourceId::Profile(p) => ObjectReference {
+                kind: Some("Profile".into()),
+                name: Some(format!("{}/{}", p.image, p.profile)),
+                ..Default::default()
+            },
             SourceId::ConfigMap(name) => ObjectReference {
                 api_version: Some("v1".into()),
                 kind: Some("ConfigMap".into()),

@@ -27,7 +27,6 @@ pub mod outcome;
 pub mod platform;
 pub mod policy;
 pub mod prepare;
-pub mod profiles;
 pub mod reconcile;
 pub mod render;
 pub mod report;

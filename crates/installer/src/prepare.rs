@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use capi_apply::{KindResolver, Plan, PlanInput};
 use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
+use capi_manifests::profile;
+use capi_object::kinds::is_cluster_scoped;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
@@ -35,6 +37,13 @@ pub enum RenderError {
         origin: String,
         #[source]
         source: render::SubstitutionError,
+    },
+    /// A profile's `selfImageRef` that the images file cannot resolve.
+    #[error("{origin}: selfImageRef {reference}: {message}")]
+    SelfImage {
+        origin: String,
+        reference: String,
+        message: String,
     },
     #[error("{0}")]
     Parse(#[source] capi_manifests::Error),
@@ -91,6 +100,10 @@ pub fn render(
                 source,
             }
         })?;
+    let components = match &payload.self_image_ref {
+        Some(reference) => replace_self_image(&payload.origin, reference, &components, ctx)?,
+        None => components,
+    };
     let objects = capi_manifests::yaml::parse_objects(
         &format!("{}, components", payload.origin),
         &components,
@@ -113,7 +126,19 @@ pub fn render(
             object: object.id.to_string(),
             message,
         };
-        if let Some(ns) = object.id.namespace.as_deref()
+        let mut value = object.value;
+        // The API server ignores the namespace of a cluster-scoped object; the reference's newer
+        // generator leaves one on admission policies (kustomize's namespace transformer), and the
+        // plan would refuse it. Dropped here as the API server would.
+        let namespace = if is_cluster_scoped(&object.id.group, &object.id.kind) {
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("namespace");
+            }
+            None
+        } else {
+            object.id.namespace.as_deref()
+        };
+        if let Some(ns) = namespace
             && ns != ctx.namespace
         {
             return Err(fail(format!(
@@ -121,7 +146,6 @@ pub fn render(
                 ctx.namespace
             )));
         }
-        let mut value = object.value;
         for path in render::strip_fields_owned_elsewhere(&mut value) {
             rendered.stripped.push(format!("{} {path}", object.id));
         }
@@ -148,6 +172,37 @@ impl Rendered {
             })
             .collect()
     }
+}
+
+/// A profile's manifests name the provider's own image by its `selfImageRef`
+/// (`registry.ci.openshift.org/openshift:<key>`); every occurrence becomes the release's image of
+/// that key. A missing key is an error, as for any other image.
+fn replace_self_image(
+    origin: &str,
+    reference: &str,
+    components: &str,
+    ctx: &RenderContext,
+) -> Result<String, RenderError> {
+    let fail = |message: String| RenderError::SelfImage {
+        origin: origin.to_string(),
+        reference: reference.to_string(),
+        message,
+    };
+    let key = reference
+        .strip_prefix(render::RELEASE_IMAGE_PREFIX)
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| {
+            fail(format!(
+                "not a release image reference ({}<key>), so no release image can replace it",
+                render::RELEASE_IMAGE_PREFIX
+            ))
+        })?;
+    let image = ctx.images.get(key).ok_or_else(|| {
+        fail(format!(
+            "needs key {key:?}, which the images file does not have"
+        ))
+    })?;
+    Ok(profile::replace_self_image(components, reference, image))
 }
 
 /// Adds the label that lets the installer's watches find every object of a provider (ref §2.7 — the
@@ -190,4 +245,126 @@ fn digest(inputs: &[PlanInput]) -> String {
         .map(|i| serde_json::to_value(&i.object).expect("a DynamicObject serializes"))
         .collect();
     capi_apply::drift::hash_value(&Value::Array(objects))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::profile::ProfileRef;
+    use crate::source::{ProviderSource, SourceId};
+    use capi_manifests::ProviderType;
+
+    const SELF: &str = "registry.ci.openshift.org/openshift:aws-cluster-api-controllers";
+
+    fn target() -> Target {
+        Target {
+            source: ProviderSource {
+                id: SourceId::Profile(ProfileRef {
+                    image: "aws".into(),
+                    profile: "default".into(),
+                }),
+                name: "aws".into(),
+                provider_type: ProviderType::Infrastructure,
+                version: Some("v2.13.0".into()),
+            },
+            clusterctl_label: "infrastructure-aws".into(),
+        }
+    }
+
+    fn ctx(images: &[(&str, &str)]) -> RenderContext {
+        RenderContext {
+            namespace: "openshift-cluster-api".into(),
+            images: images
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            substitutions: [("TLS_MIN_VERSION".to_string(), "VersionTLS13".to_string())].into(),
+        }
+    }
+
+    fn payload(components: String) -> Payload {
+        Payload {
+            origin: "aws/capi-operator-manifests/default/manifests.yaml".into(),
+            components,
+            self_image_ref: Some(SELF.into()),
+        }
+    }
+
+    /// As in the reference: substitution first, then every whole occurrence of `selfImageRef`
+    /// becomes the release image of its key; other release images resolve by key as always.
+    #[test]
+    fn a_profile_renders_with_its_self_image_and_substitutions() {
+        let components = format!(
+            r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: capa-controller-manager, namespace: openshift-cluster-api}}
+spec:
+  template:
+    spec:
+      containers:
+      - name: manager
+        image: {SELF}
+        args: ["--tls-min-version=${{TLS_MIN_VERSION}}", "--sidecar-image={SELF}", "--level=${{LOG:=2}}"]
+      - name: proxy
+        image: registry.ci.openshift.org/openshift:kube-rbac-proxy
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: openshift-cluster-api-protect-awscluster, namespace: openshift-cluster-api}}
+spec: {{failurePolicy: Fail}}
+"#
+        );
+        let rendered = render(
+            &payload(components),
+            &target(),
+            &ctx(&[
+                ("aws-cluster-api-controllers", "quay.io/capa@sha256:1"),
+                ("kube-rbac-proxy", "quay.io/proxy@sha256:2"),
+            ]),
+        )
+        .unwrap();
+        let deployment = serde_json::to_value(&rendered.inputs[0].object).unwrap();
+        let containers = &deployment["spec"]["template"]["spec"]["containers"];
+        assert_eq!(containers[0]["image"], "quay.io/capa@sha256:1");
+        assert_eq!(
+            containers[0]["args"],
+            serde_json::json!([
+                "--tls-min-version=VersionTLS13",
+                "--sidecar-image=quay.io/capa@sha256:1",
+                "--level=2"
+            ])
+        );
+        assert_eq!(containers[1]["image"], "quay.io/proxy@sha256:2");
+        // A cluster-scoped object loses the namespace the API server would ignore.
+        let policy = &rendered.inputs[1].object;
+        assert_eq!(policy.metadata.namespace, None);
+        assert_eq!(
+            policy.metadata.labels.as_ref().unwrap()["cluster.x-k8s.io/provider"],
+            "infrastructure-aws"
+        );
+        assert!(
+            rendered.origins[1]
+                .to_string()
+                .ends_with("manifests.yaml, document 1")
+        );
+    }
+
+    #[test]
+    fn an_unresolvable_self_image_is_an_error_naming_the_profile() {
+        let err = render(&payload(String::new()), &target(), &ctx(&[]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "aws/capi-operator-manifests/default/manifests.yaml: selfImageRef {SELF}: needs key \"aws-cluster-api-controllers\", which the images file does not have"
+            )
+        );
+        let mut other = payload(String::new());
+        other.self_image_ref = Some("quay.io/example/capa:v2".into());
+        let err = render(&other, &target(), &ctx(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a release image reference"), "{err}");
+    }
 }

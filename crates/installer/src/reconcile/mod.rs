@@ -128,6 +128,12 @@ impl Reconciler {
         self.outcome(target, result, related).await
     }
 
+    /// The outcome of a source that is not reconciled at all (refused by selection): nothing of it is
+    /// applied, and it is reported like any failure.
+    pub async fn refuse(&self, target: &Target, error: ProviderError) -> Outcome {
+        self.outcome(target, Err(error), Vec::new()).await
+    }
+
     /// Render, validate and plan (pure), with the API server's kinds.
     async fn prepare(&self, target: &Target, payload: &Payload) -> Result<Prepared, ProviderError> {
         let resolver = self.resolver(false).await?;

@@ -37,6 +37,7 @@ pub fn payload(configmap: &Value) -> Result<Payload, SourceError> {
     Ok(Payload {
         origin: format!("ConfigMap {namespace}/{name}"),
         components: decoded.content.components,
+        self_image_ref: None,
     })
 }
 
@@ -56,7 +57,9 @@ impl SourceCatalog for ConfigMapCatalog {
     }
 
     fn load(&self, id: &SourceId) -> Option<Result<Payload, SourceError>> {
-        let SourceId::ConfigMap(name) = id;
+        let SourceId::ConfigMap(name) = id else {
+            return None;
+        };
         let cm = self
             .store
             .get(&reflector::ObjectRef::new(name).within(&self.namespace));

@@ -1,13 +1,13 @@
 //! Provider sources: where a provider's manifests come from, and which of the available sources the
 //! cluster's wants select.
 //!
-//! A source kind (today transport ConfigMaps, [`configmap`]) lists the providers it holds
-//! ([`SourceCatalog::candidates`]) and loads one ([`SourceCatalog::load`]) into a [`Payload`]: the
-//! components text. Everything after that (render, plan, apply, status) is the same for every kind. A
-//! second kind (image-based profiles) is a new [`SourceId`] variant and a new catalog; nothing else uses
-//! a ConfigMap name as a provider's identity.
+//! A source kind (transport ConfigMaps, [`configmap`]; image-based profiles, [`profile`]) lists the
+//! providers it holds ([`SourceCatalog::candidates`]) and loads one ([`SourceCatalog::load`]) into a
+//! [`Payload`]: the components text. Everything after that (render, plan, apply, status) is the same for
+//! every kind; nothing uses a ConfigMap name as a provider's identity.
 
 pub mod configmap;
+pub mod profile;
 
 use std::fmt;
 
@@ -21,6 +21,8 @@ use crate::desired::Wanted;
 pub enum SourceId {
     /// A transport ConfigMap in the installer's namespace, by name.
     ConfigMap(String),
+    /// An image-based profile under `--profiles-dir`.
+    Profile(profile::ProfileRef),
 }
 
 impl SourceId {
@@ -31,20 +33,35 @@ impl SourceId {
     pub fn inventory_key(&self) -> String {
         match self {
             SourceId::ConfigMap(name) => name.clone(),
+            SourceId::Profile(p) => format!("{PROFILE_KEY_PREFIX}{}_{}", p.image, p.profile),
         }
     }
 
     /// The inverse of [`Self::inventory_key`].
     pub fn from_inventory_key(key: &str) -> Option<SourceId> {
-        Some(SourceId::ConfigMap(key.to_string()))
+        // The image folder is a DNS label (no `_`), so the first `_` after the prefix ends it.
+        match key.strip_prefix(PROFILE_KEY_PREFIX) {
+            Some(rest) => {
+                let (image, profile) = rest.split_once('_')?;
+                Some(SourceId::Profile(profile::ProfileRef {
+                    image: image.to_string(),
+                    profile: profile.to_string(),
+                }))
+            }
+            None => Some(SourceId::ConfigMap(key.to_string())),
+        }
     }
 }
+
+/// Inventory keys of profile sources start with this; no ConfigMap name contains `_`.
+const PROFILE_KEY_PREFIX: &str = "profile_";
 
 impl fmt::Display for SourceId {
     /// `ConfigMap aws`: how status messages and Events name a source.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SourceId::ConfigMap(name) => write!(f, "ConfigMap {name}"),
+            SourceId::Profile(p) => p.fmt(f),
         }
     }
 }
@@ -77,6 +94,9 @@ pub struct Payload {
     pub origin: String,
     /// Multi-document YAML of the provider's components.
     pub components: String,
+    /// The reference the components use for the provider's own image (a profile's `selfImageRef`),
+    /// replaced by the release's image of the same key when rendering.
+    pub self_image_ref: Option<String>,
 }
 
 /// A source that cannot be read.
@@ -88,6 +108,9 @@ pub enum SourceError {
     /// Present but not decodable (corrupt compression, both payload forms, missing keys).
     #[error("{0}")]
     Decode(#[source] capi_manifests::Error),
+    /// A profile whose files cannot be used.
+    #[error("{0}")]
+    Profile(#[source] profile::ProfileProblem),
 }
 
 /// One kind of source, read from the installer's watch caches (no request).
@@ -106,16 +129,29 @@ pub struct Target {
     pub clusterctl_label: String,
 }
 
-/// The outcome of selection: the providers to reconcile, in install order, and the required ones that
-/// have no source.
+/// A source refused because another one already provides its provider.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub target: Target,
+    /// The source that provides the provider.
+    pub kept: SourceId,
+}
+
+/// The outcome of selection: the providers to reconcile, in install order, the required ones that
+/// have no source, and the second sources of a provider.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Selection {
     pub targets: Vec<Target>,
     pub missing: Vec<Wanted>,
+    pub refused: Vec<Refused>,
 }
 
 /// Picks, for each wanted (name, type) pair in order, the candidates that declare it: by pair order,
-/// then by source id when several match one pair. Pure.
+/// then by source id when several match one pair. Several transport ConfigMaps of one pair are all
+/// applied (the reference concatenates them); a profile never shares a provider: when a profile and
+/// another source (a ConfigMap or another profile) declare the same pair, the first by source id (a
+/// ConfigMap before any profile) provides it and the others are refused, so two versions of one
+/// provider never take turns on the same objects. Pure.
 pub fn select(wants: &[Wanted], candidates: &[ProviderSource]) -> Selection {
     let mut selection = Selection::default();
     for wanted in wants {
@@ -127,12 +163,24 @@ pub fn select(wants: &[Wanted], candidates: &[ProviderSource]) -> Selection {
             selection.missing.push(wanted.clone());
         }
         matching.sort_by(|a, b| a.id.cmp(&b.id));
-        selection
-            .targets
-            .extend(matching.into_iter().map(|source| Target {
-                source: source.clone(),
-                clusterctl_label: wanted.clusterctl_label.clone(),
+        let target = |source: &ProviderSource| Target {
+            source: source.clone(),
+            clusterctl_label: wanted.clusterctl_label.clone(),
+        };
+        let shared_with_profile = matching.len() > 1
+            && matching
+                .iter()
+                .any(|s| matches!(s.id, SourceId::Profile(_)));
+        if shared_with_profile {
+            let (kept, others) = matching.split_first().expect("more than one");
+            selection.targets.push(target(kept));
+            selection.refused.extend(others.iter().map(|s| Refused {
+                target: target(s),
+                kept: kept.id.clone(),
             }));
+        } else {
+            selection.targets.extend(matching.into_iter().map(target));
+        }
     }
     selection
 }
@@ -220,6 +268,78 @@ mod tests {
             .map(Wanted::describe)
             .collect();
         assert_eq!(missing, ["gcp (infrastructure)"]);
+    }
+
+    #[test]
+    fn a_profile_and_another_source_of_one_provider_are_not_both_selected() {
+        let profile = |image: &str, name: &str, t| ProviderSource {
+            id: SourceId::Profile(profile::ProfileRef {
+                image: image.into(),
+                profile: "default".into(),
+            }),
+            ..source("unused", name, t)
+        };
+        let candidates = vec![
+            profile("aws-img", "aws", Infrastructure),
+            source("aws", "aws", Infrastructure),
+            profile("core-a", "cluster-api", Core),
+            profile("core-b", "cluster-api", Core),
+            source("policies", "openshift-cluster-api", Core),
+        ];
+        let selection = select(&wanted(&["aws"]), &candidates);
+        let ids = |targets: &[Target]| {
+            targets
+                .iter()
+                .map(|t| t.source.id.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(&selection.targets),
+            [
+                "profile core-a/default",
+                "ConfigMap policies",
+                "ConfigMap aws"
+            ]
+        );
+        let refused: Vec<(String, String)> = selection
+            .refused
+            .iter()
+            .map(|r| (r.target.source.id.to_string(), r.kept.to_string()))
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                (
+                    "profile core-b/default".to_string(),
+                    "profile core-a/default".to_string()
+                ),
+                (
+                    "profile aws-img/default".to_string(),
+                    "ConfigMap aws".to_string()
+                ),
+            ]
+        );
+        assert!(selection.missing.is_empty());
+    }
+
+    #[test]
+    fn inventory_keys_round_trip_and_never_collide() {
+        let profile = SourceId::Profile(profile::ProfileRef {
+            image: "aws-cluster-api-controllers".into(),
+            profile: "tech_preview".into(),
+        });
+        let configmap = SourceId::ConfigMap("aws".into());
+        assert_eq!(
+            profile.inventory_key(),
+            "profile_aws-cluster-api-controllers_tech_preview"
+        );
+        assert_eq!(
+            profile.to_string(),
+            "profile aws-cluster-api-controllers/tech_preview"
+        );
+        for id in [profile, configmap] {
+            assert_eq!(SourceId::from_inventory_key(&id.inventory_key()), Some(id));
+        }
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! Image-based profiles on disk (ref §3.2): `--profiles-dir DIR` holds one folder per provider
-//! image, laid out as the reference mounts provider images as volumes, and each image carries its
-//! profiles in `capi-operator-manifests/<profile>/{metadata.yaml,manifests.yaml}`. The installer
-//! reads one profile per image (`--profile`, default `default`).
+//! The second source kind: image-based profiles on disk (ref §3.2). `--profiles-dir DIR` holds one
+//! folder per provider image, laid out as the reference mounts provider images as volumes, and each
+//! image carries its profiles in `capi-operator-manifests/<profile>/{metadata.yaml,manifests.yaml}`.
+//! The installer reads one profile per image (`--profile`, default `default`), once, when it starts
+//! (image volumes do not change under a running pod).
 //!
-//! Reading is the only I/O here; what a profile declares (which provider, which version) and how
-//! its manifests are rendered is pure and lives with the other source kinds.
+//! A profile declares its provider through its metadata ([`Profile::provider`]): core by name, an
+//! infrastructure provider by the provider of its `ocpPlatform`, so that selection, duplicates and
+//! status treat a profile and a transport ConfigMap of the same provider as the same provider.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,8 @@ use capi_manifests::ProviderType;
 use capi_manifests::profile::{
     ATTRIBUTE_TYPE, MANIFESTS_FILE, METADATA_FILE, MetadataError, PROFILES_DIR, ProfileMetadata,
 };
+
+use super::{Payload, ProviderSource, SourceCatalog, SourceError, SourceId};
 
 /// Larger files are refused before they are read: the biggest real profile (core) is 0.7 MB, and
 /// a provider whose objects do not fit into a few megabytes could not be applied anyway.
@@ -50,7 +54,8 @@ pub struct Profile {
     /// `DIR/<image>/capi-operator-manifests/<profile>/manifests.yaml`, as errors name it.
     pub manifests_path: PathBuf,
     pub metadata: ProfileMetadata,
-    pub manifests: String,
+    /// The objects, or why they cannot be read (reported as that provider's failure).
+    pub manifests: Result<String, ProfileProblem>,
 }
 
 impl Profile {
@@ -112,9 +117,9 @@ pub enum ProfileProblem {
 /// Everything found under `--profiles-dir` for one profile name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scan {
-    /// Readable profiles, by image folder name.
+    /// Profiles with readable metadata, by image folder name.
     pub profiles: Vec<Profile>,
-    /// Profiles that exist but cannot be used; reported, never silently skipped.
+    /// Profiles that exist but whose provider cannot be told; reported, never silently skipped.
     pub problems: Vec<ProfileProblem>,
     /// Image folders without this profile (an image of another component, or a placeholder image
     /// without manifests, as the release ships for unsupported architectures): logged.
@@ -168,7 +173,9 @@ pub fn scan(root: &Path, profile: &str) -> std::io::Result<Scan> {
 }
 
 /// `None` when the folder holds neither file (not a profile); one file without the other is a
-/// problem (a broken image), as in the reference.
+/// problem (a broken image), as in the reference, and so is metadata that cannot be read: without it
+/// nobody can tell which provider the profile is. Manifests that cannot be read belong to a known
+/// provider, whose reconcile reports them.
 fn read_profile(id: ProfileRef, dir: &Path) -> Result<Option<Profile>, ProfileProblem> {
     let metadata_path = dir.join(METADATA_FILE);
     let manifests_path = dir.join(MANIFESTS_FILE);
@@ -189,7 +196,7 @@ fn read_profile(id: ProfileRef, dir: &Path) -> Result<Option<Profile>, ProfilePr
     }
     let metadata_text = read_text(&metadata_path, MAX_METADATA_BYTES)?;
     let metadata = ProfileMetadata::parse(&metadata_path.display().to_string(), &metadata_text)?;
-    let manifests = read_text(&manifests_path, MAX_MANIFESTS_BYTES)?;
+    let manifests = read_text(&manifests_path, MAX_MANIFESTS_BYTES);
     Ok(Some(Profile {
         id,
         manifests_path,
@@ -213,6 +220,102 @@ fn read_text(path: &Path, limit: u64) -> Result<String, ProfileProblem> {
     }
     let bytes = std::fs::read(path).map_err(|e| unreadable(e.to_string()))?;
     String::from_utf8(bytes).map_err(|e| unreadable(format!("not UTF-8: {e}")))
+}
+
+/// Checks a `--profile` name: it becomes part of folder paths and inventory keys. The reference's API
+/// allows the same characters.
+pub fn validate_profile_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "profile name {name:?} must be 1 to 100 letters, digits, '-' or '_'"
+        ))
+    }
+}
+
+/// The profiles found at startup, as a [`SourceCatalog`].
+#[derive(Debug, Default)]
+pub struct ProfileCatalog {
+    /// Each usable profile with the provider it declares.
+    entries: Vec<(ProviderSource, Profile)>,
+    /// Profiles that cannot be installed: unreadable metadata, or not a provider the installer knows.
+    pub problems: Vec<ProfileProblem>,
+    /// Image folders without the profile.
+    pub skipped: Vec<String>,
+}
+
+impl ProfileCatalog {
+    pub fn new(scan: Scan) -> Self {
+        let mut catalog = ProfileCatalog {
+            problems: scan.problems,
+            skipped: scan.skipped,
+            ..Default::default()
+        };
+        for profile in scan.profiles {
+            match profile.provider() {
+                Ok((name, provider_type)) => catalog.entries.push((
+                    ProviderSource {
+                        id: SourceId::Profile(profile.id.clone()),
+                        name,
+                        provider_type,
+                        version: profile.metadata.version().map(str::to_string),
+                    },
+                    profile,
+                )),
+                Err(problem) => catalog.problems.push(problem),
+            }
+        }
+        catalog
+    }
+
+    /// Scans `root` for profile `profile` (see [`scan`]).
+    pub fn read(root: &Path, profile: &str) -> std::io::Result<Self> {
+        Ok(Self::new(scan(root, profile)?))
+    }
+
+    /// The usable profiles, each with the provider it declares, in the reference's install order
+    /// (`installOrder`, platform, name).
+    pub fn profiles(&self) -> Vec<(&ProviderSource, &Profile)> {
+        let mut all: Vec<(&ProviderSource, &Profile)> =
+            self.entries.iter().map(|(s, p)| (s, p)).collect();
+        all.sort_by(|a, b| a.1.metadata.install_cmp(&b.1.metadata));
+        all
+    }
+}
+
+impl SourceCatalog for ProfileCatalog {
+    fn candidates(&self) -> Vec<ProviderSource> {
+        self.profiles()
+            .into_iter()
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
+
+    fn load(&self, id: &SourceId) -> Option<Result<Payload, SourceError>> {
+        let SourceId::Profile(wanted) = id else {
+            return None;
+        };
+        let (_, profile) = self.entries.iter().find(|(_, p)| &p.id == wanted)?;
+        Some(profile.payload())
+    }
+}
+
+impl Profile {
+    /// The manifests as a payload for rendering.
+    pub fn payload(&self) -> Result<Payload, SourceError> {
+        let components = self.manifests.clone().map_err(SourceError::Profile)?;
+        Ok(Payload {
+            origin: self.manifests_path.display().to_string(),
+            components,
+            self_image_ref: self.metadata.self_image_ref.clone(),
+        })
+    }
 }
 
 fn is_dns_label(s: &str) -> bool {
@@ -295,7 +398,7 @@ mod tests {
         let scan = scan(root, "default").unwrap();
         let ids: Vec<String> = scan.profiles.iter().map(|p| p.id.to_string()).collect();
         assert_eq!(ids, ["profile aws-img/default", "profile core-img/default"]);
-        assert_eq!(scan.profiles[1].manifests, MANIFESTS);
+        assert_eq!(scan.profiles[1].manifests.as_deref(), Ok(MANIFESTS));
         assert_eq!(scan.profiles[1].metadata.name, "cluster-api");
         let problems: Vec<String> = scan.problems.iter().map(|p| p.to_string()).collect();
         assert_eq!(problems.len(), 3, "{problems:?}");
@@ -322,20 +425,104 @@ mod tests {
     }
 
     #[test]
-    fn oversized_manifests_are_refused_unread() {
+    fn oversized_manifests_are_refused_unread_and_fail_their_provider() {
         let tmp = tempfile::tempdir().unwrap();
         let d = "capi-operator-manifests/default";
         write(tmp.path(), &format!("img/{d}/metadata.yaml"), CORE_MD);
         let big = tmp.path().join(format!("img/{d}/manifests.yaml"));
         let f = std::fs::File::create(&big).unwrap();
         f.set_len(MAX_MANIFESTS_BYTES + 1).unwrap();
-        let scan = scan(tmp.path(), "default").unwrap();
-        assert!(scan.profiles.is_empty());
-        assert!(
-            scan.problems[0].to_string().contains("over the limit"),
-            "{}",
-            scan.problems[0]
+        let catalog = ProfileCatalog::read(tmp.path(), "default").unwrap();
+        let candidates = catalog.candidates();
+        assert_eq!(candidates.len(), 1, "the provider is known");
+        let err = catalog.load(&candidates[0].id).unwrap().unwrap_err();
+        assert!(err.to_string().contains("over the limit"), "{err}");
+        assert!(err.to_string().contains("manifests.yaml"), "{err}");
+    }
+
+    #[test]
+    fn the_catalog_declares_providers_and_loads_payloads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let d = "capi-operator-manifests/default";
+        write(root, &format!("aws/{d}/metadata.yaml"), AWS_MD);
+        write(root, &format!("aws/{d}/manifests.yaml"), MANIFESTS);
+        write(root, &format!("core/{d}/metadata.yaml"), CORE_MD);
+        write(root, &format!("core/{d}/manifests.yaml"), MANIFESTS);
+        write(
+            root,
+            &format!("operator/{d}/metadata.yaml"),
+            "name: cluster-capi-operator\ninstallOrder: 30\n",
         );
+        write(root, &format!("operator/{d}/manifests.yaml"), MANIFESTS);
+        let catalog = ProfileCatalog::read(root, "default").unwrap();
+        let got: Vec<(String, String, &str, Option<String>)> = catalog
+            .candidates()
+            .into_iter()
+            .map(|c| (c.id.to_string(), c.name, c.provider_type.label(), c.version))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "profile core/default".to_string(),
+                    "cluster-api".to_string(),
+                    "core",
+                    Some("v1.13.4".to_string())
+                ),
+                (
+                    "profile aws/default".to_string(),
+                    "aws".to_string(),
+                    "infrastructure",
+                    Some("v2.13.0".to_string())
+                ),
+            ],
+            "install order: core (10) before aws (20)"
+        );
+        assert_eq!(catalog.problems.len(), 1);
+        assert!(
+            catalog.problems[0]
+                .to_string()
+                .starts_with("profile operator/default: cluster-capi-operator has neither"),
+            "{}",
+            catalog.problems[0]
+        );
+        let core_id = SourceId::Profile(ProfileRef {
+            image: "core".into(),
+            profile: "default".into(),
+        });
+        let payload = catalog.load(&core_id).unwrap().unwrap();
+        assert_eq!(payload.components, MANIFESTS);
+        assert_eq!(
+            payload.self_image_ref.as_deref(),
+            Some("registry.ci.openshift.org/openshift:cluster-capi-controllers")
+        );
+        assert!(
+            payload
+                .origin
+                .ends_with("core/capi-operator-manifests/default/manifests.yaml"),
+            "{}",
+            payload.origin
+        );
+        assert!(
+            catalog.load(&SourceId::ConfigMap("core".into())).is_none(),
+            "not this kind"
+        );
+        let gone = SourceId::Profile(ProfileRef {
+            image: "gcp".into(),
+            profile: "default".into(),
+        });
+        assert!(catalog.load(&gone).is_none());
+    }
+
+    #[test]
+    fn profile_names() {
+        for ok in ["default", "tech-preview", "aws_v2", "A1"] {
+            assert!(validate_profile_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a/b", "..", "a.b", &"x".repeat(101)] {
+            assert!(validate_profile_name(bad).is_err(), "{bad}");
+        }
     }
 
     fn profile(metadata: &str) -> Profile {
@@ -346,7 +533,7 @@ mod tests {
             },
             manifests_path: PathBuf::from("img/manifests.yaml"),
             metadata: ProfileMetadata::parse("m", metadata).unwrap(),
-            manifests: String::new(),
+            manifests: Ok(String::new()),
         }
     }
 

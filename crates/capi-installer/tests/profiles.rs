@@ -1,0 +1,347 @@
+//! Image-based profiles as a second source (issue 12): the real core and aws profiles of
+//! `../shared/fixtures/profiles`, laid out as the reference mounts provider images, installed on a
+//! real control plane; and `render --profiles-dir` offline.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use capi_apply::Inventory;
+use capi_installer_controller::config::ProfilesConfig;
+use capi_installer_controller::inventory::ProviderRecord;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kube::{Client, ResourceExt};
+use support::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
+
+/// `DIR/<provider>-img/capi-operator-manifests/default/{metadata,manifests}.yaml` for each fixture
+/// profile (links to the fixture files), or `None` when the fixtures are missing outside CI.
+fn profiles_dir(root: &Path, providers: &[&str]) -> Option<PathBuf> {
+    for p in providers {
+        let fixture = fixture(&format!("profiles/{p}"))?;
+        let dir = root.join(format!("{p}-img/capi-operator-manifests/default"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in ["metadata.yaml", "manifests.yaml"] {
+            std::os::unix::fs::symlink(fixture.join(file), dir.join(file)).unwrap();
+        }
+    }
+    Some(root.to_path_buf())
+}
+
+/// Every object of a fixture profile: (apiVersion, kind, namespace, name).
+fn profile_objects(provider: &str) -> Vec<capi_manifests::ObjectKey> {
+    let path = fixture(&format!("profiles/{provider}/manifests.yaml")).expect("fixture present");
+    let text = std::fs::read_to_string(&path).unwrap();
+    capi_manifests::yaml::parse_objects("fixture", &text)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id)
+        .collect()
+}
+
+async fn assert_installed(client: &Client, provider: &str) {
+    for id in profile_objects(provider) {
+        let cluster_scoped = capi_object::is_cluster_scoped(&id.group, &id.kind);
+        let namespace = id.namespace.as_deref().filter(|_| !cluster_scoped);
+        let api = api_for(client, &id.api_version(), &id.kind, namespace).await;
+        let obj = api
+            .get(&id.name)
+            .await
+            .unwrap_or_else(|e| panic!("{provider}: {id}: {e}"));
+        assert_eq!(
+            obj.labels()
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str),
+            Some("capi-installer"),
+            "{id} lacks the ownership label"
+        );
+    }
+}
+
+#[tokio::test]
+async fn core_and_aws_from_profiles_reach_available() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = profiles_dir(tmp.path(), &["core", "aws", "gcp"]) else {
+        return;
+    };
+    let env = Env::start(true).await;
+    ensure_namespace(&env.admin).await;
+    set_platform(&env.admin, "AWS").await;
+    let mut config = config();
+    config.profiles = Some(ProfilesConfig {
+        dir,
+        profile: "default".into(),
+    });
+    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config);
+
+    let status = wait_available(&env.admin, Duration::from_secs(300)).await;
+    let available = condition(&status, "Available").unwrap();
+    assert_eq!(
+        available.message,
+        "Cluster API is installed on AWS: cluster-api v1.13.4, aws v2.13.0"
+    );
+    assert_eq!(
+        status["versions"][0]["version"], RELEASE_VERSION,
+        "{status:#}"
+    );
+    assert_installed(&env.admin, "core").await;
+    assert_installed(&env.admin, "aws").await;
+
+    // selfImageRef became the release image of its key.
+    let deployments: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
+    for (name, key) in [
+        ("capa-controller-manager", "aws-cluster-api-controllers"),
+        ("capi-controller-manager", "cluster-capi-controllers"),
+    ] {
+        let d = deployments.get(name).await.unwrap();
+        let image = d.spec.unwrap().template.spec.unwrap().containers[0]
+            .image
+            .clone();
+        assert_eq!(image.as_deref(), Some(images()[key].as_str()), "{name}");
+    }
+    // The GCP profile is for another platform.
+    let crds = api_for(
+        &env.admin,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    )
+    .await;
+    assert!(
+        crds.get_opt("gcpclusters.infrastructure.cluster.x-k8s.io")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // One inventory (with its record) per profile.
+    let inventory = Api::<ConfigMap>::namespaced(env.admin.clone(), NS)
+        .get("capi-installer-inventory")
+        .await
+        .unwrap();
+    let mut keys: Vec<&String> = inventory.data.as_ref().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["profile_aws-img_default", "profile_core-img_default"]
+    );
+
+    // Steady state: nothing of the newer generation's manifests fights the API server (a field
+    // it defaults or drops would show as a write every reconcile).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let quiet_from = env.audit().last().unwrap().stage_timestamp.0.to_string();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let writes = installer_writes(&env.audit(), Some(&quiet_from));
+    assert!(
+        writes.is_empty(),
+        "writes in steady state: {:?}",
+        writes.iter().map(describe).collect::<Vec<_>>()
+    );
+
+    // `capi-installer status` shows the providers and where they came from.
+    let kubeconfig = env.cp.kubeconfig_path();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(["status", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = |provider: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(provider))
+            .unwrap_or_else(|| panic!("no row for {provider}:\n{stdout}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        row("cluster-api")[..6],
+        [
+            "cluster-api",
+            "core",
+            "v1.13.4",
+            "profile",
+            "core-img/default",
+            "Installed"
+        ]
+    );
+    assert_eq!(
+        row("aws")[..6],
+        [
+            "aws",
+            "infrastructure",
+            "v2.13.0",
+            "profile",
+            "aws-img/default",
+            "Installed"
+        ]
+    );
+}
+
+fn write_images(dir: &Path) -> PathBuf {
+    let path = dir.join("images.json");
+    std::fs::write(&path, serde_json::to_string(&images()).unwrap()).unwrap();
+    path
+}
+
+fn render(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).arg("render").args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn render_plans_profiles_offline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = profiles_dir(&tmp.path().join("images"), &["core", "aws", "gcp"]) else {
+        return;
+    };
+    let images_file = write_images(tmp.path());
+    let (code, stdout, stderr) = render(&[
+        "--platform",
+        "GCP",
+        "--profiles-dir",
+        dir.to_str().unwrap(),
+        "--images-json",
+        images_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let providers: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("provider "))
+        .collect();
+    assert_eq!(
+        providers,
+        [
+            "provider cluster-api v1.13.4 (profile core-img/default, core, 24 objects)",
+            "provider gcp v1.12.0 (profile gcp-img/default, infrastructure, 24 objects)"
+        ]
+    );
+    assert!(
+        stderr.contains(
+            "note: profile aws-img/default (aws v2.13.0) is not selected for platform GCP"
+        ),
+        "{stderr}"
+    );
+
+    // The rendered objects carry the release image in place of selfImageRef.
+    let (code, stdout, stderr) = render(&[
+        "--platform",
+        "GCP",
+        "--profiles-dir",
+        dir.to_str().unwrap(),
+        "--images-json",
+        images_file.to_str().unwrap(),
+        "--output",
+        "yaml",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains("registry.ci.openshift.org/openshift:gcp-cluster-api-controllers"));
+    assert!(stdout.contains(&images()["gcp-cluster-api-controllers"]));
+
+    // A profile that cannot be read: reported, exit 1.
+    let broken = dir.join("broken-img/capi-operator-manifests/default");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("manifests.yaml"), "").unwrap();
+    let (code, _, stderr) = render(&[
+        "--platform",
+        "AWS",
+        "--profiles-dir",
+        dir.to_str().unwrap(),
+        "--images-json",
+        images_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("error: unusable profile: profile broken-img/default: ",)
+            && stderr.contains("has manifests.yaml but no metadata.yaml"),
+        "{stderr}"
+    );
+}
+
+/// A transport ConfigMap and a profile of the same provider are never both installed: the ConfigMap
+/// provides aws, the profile applies nothing, and status says why, naming both.
+#[tokio::test]
+async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = profiles_dir(tmp.path(), &["aws"]) else {
+        return;
+    };
+    let env = Env::start(true).await;
+    if load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.is_none() {
+        return;
+    }
+    set_platform(&env.admin, "AWS").await;
+    let mut config = config();
+    config.profiles = Some(ProfilesConfig {
+        dir,
+        profile: "default".into(),
+    });
+    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config);
+
+    let inventory: Api<ConfigMap> = Api::namespaced(env.admin.clone(), NS);
+    let stored = |cm: &ConfigMap, key: &str| -> Option<(usize, ProviderRecord)> {
+        let inv = Inventory::from_json(key, cm.data.as_ref()?.get(key)?).ok()?;
+        Some((inv.entries.len(), ProviderRecord::read(&inv)?))
+    };
+    // The ConfigMap's aws is installed; the profile is refused.
+    let available = eventually(
+        Duration::from_secs(300),
+        "aws installed from its ConfigMap, the profile refused",
+        || async {
+            let cm = inventory.get_opt("capi-installer-inventory").await.ok()??;
+            let (_, aws) = stored(&cm, "aws")?;
+            (aws.state == "Installed").then_some(())?;
+            let status = co_status(&env.admin).await?;
+            let available = condition(&status, "Available")?;
+            (available.reason == "DuplicateProvider").then_some(available)
+        },
+    )
+    .await;
+    assert_eq!(available.status, "False");
+    assert!(
+        available.message.starts_with(
+            "profile aws-img/default: provider aws (infrastructure) is already provided by ConfigMap aws; remove one of the two"
+        ),
+        "{available:?}"
+    );
+
+    // Nothing of the profile was applied: its renamed ClusterRole does not exist (the ConfigMap's
+    // does), and the profile's inventory holds no object, only its record.
+    let roles = api_for(
+        &env.admin,
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        None,
+    )
+    .await;
+    assert!(
+        roles
+            .get_opt("openshift-capa-manager-role")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(roles.get_opt("capa-manager-role").await.unwrap().is_some());
+    let cm = inventory.get("capi-installer-inventory").await.unwrap();
+    let (objects, record) = stored(&cm, "profile_aws-img_default").expect("the profile's record");
+    assert_eq!(objects, 0);
+    assert_eq!(record.state, "Failed");
+    assert_eq!(record.failure.unwrap().reason, "DuplicateProvider");
+}
