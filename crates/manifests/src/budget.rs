@@ -39,6 +39,12 @@ pub struct Budget {
     pub max_depth: usize,
 }
 
+impl Budget {
+    /// [`Budget::max_bytes`] of the default budget, for readers that refuse larger inputs before
+    /// reading them.
+    pub const DEFAULT_MAX_BYTES: usize = 4 * 1024 * 1024;
+}
+
 impl Default for Budget {
     /// The largest real provider, core (cluster-api v1.11, `../shared/fixtures`), has 1.37 MB of
     /// components, 31,914 nodes, depth 25 and no alias at all (kustomize and manifests-gen never
@@ -47,7 +53,7 @@ impl Default for Budget {
     /// hand-written bundles. [`Budget::memory_bound`] of the defaults is 66 MiB.
     fn default() -> Self {
         Budget {
-            max_bytes: 4 * 1024 * 1024,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
             max_nodes: 100_000,
             max_alias_nodes: 10_000,
             max_depth: 64,

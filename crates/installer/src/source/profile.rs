@@ -11,16 +11,18 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use capi_manifests::ProviderType;
 use capi_manifests::profile::{
     ATTRIBUTE_TYPE, MANIFESTS_FILE, METADATA_FILE, MetadataError, PROFILES_DIR, ProfileMetadata,
 };
 
+use capi_manifests::{Budget, ProviderType};
+
 use super::{Payload, ProviderSource, SourceCatalog, SourceError, SourceId};
 
-/// Larger files are refused before they are read: the biggest real profile (core) is 0.7 MB, and
-/// a provider whose objects do not fit into a few megabytes could not be applied anyway.
-pub const MAX_MANIFESTS_BYTES: u64 = 16 << 20;
+/// Larger files are refused before they are read: the resource budget that every provider's
+/// components pass when parsed ([`Budget`]) refuses them anyway (the largest real profile, core, is
+/// 0.7 MB).
+pub const MAX_MANIFESTS_BYTES: u64 = Budget::DEFAULT_MAX_BYTES as u64;
 const MAX_METADATA_BYTES: u64 = 64 << 10;
 
 /// Where a profile lives: `DIR/<image>/capi-operator-manifests/<profile>`.
