@@ -130,6 +130,28 @@ async fn core_and_aws_from_profiles_reach_available() {
         ["profile_aws-img_default", "profile_core-img_default"]
     );
 
+    // Events name the profile (no API object: a reference of kind Profile), one series per provider.
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(env.admin.clone(), "default");
+    let related: Vec<(String, String)> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Created"))
+        .filter_map(|e| {
+            let r = e.related?;
+            Some((r.kind?, r.name?))
+        })
+        .collect();
+    for image in ["core-img", "aws-img"] {
+        assert!(
+            related.contains(&("Profile".to_string(), format!("{image}/default"))),
+            "{related:?}"
+        );
+    }
+
     // Steady state: nothing of the newer generation's manifests fights the API server (a field
     // it defaults or drops would show as a write every reconcile).
     tokio::time::sleep(Duration::from_secs(5)).await;
