@@ -367,7 +367,17 @@ pub fn needs_apply(desired: &Value, live: &DynamicObject) -> bool {
     let Ok(desired) = serde_json::from_value::<DynamicObject>(desired.clone()) else {
         return true;
     };
-    !is_subset(&normalize(&desired), &normalize(live))
+    // Items of a list response carry no apiVersion and kind (built-in kinds; custom resources do), so
+    // an object cached from a watch's initial list has none: it is the kind we compare it with. Without
+    // this, a restarted pod would find every Secret "changed" and write it on every wake-up.
+    let live = if live.types.is_none() {
+        let mut typed = live.clone();
+        typed.types = desired.types.clone();
+        std::borrow::Cow::Owned(typed)
+    } else {
+        std::borrow::Cow::Borrowed(live)
+    };
+    !is_subset(&normalize(&desired), &normalize(&live))
 }
 
 /// `None` when the object carries our ownership label; otherwise who manages it (for messages).
@@ -449,6 +459,11 @@ mod tests {
         assert!(!needs_apply(&desired, &live));
         live.data["data"]["k"] = json!("dw==");
         assert!(needs_apply(&desired, &live));
+
+        // As cached from a list: no apiVersion and kind.
+        live.data["data"]["k"] = json!("dg==");
+        live.types = None;
+        assert!(!needs_apply(&desired, &live));
     }
 
     #[test]

@@ -89,6 +89,16 @@ impl Metrics {
             .inc();
     }
 
+    /// Successful reconciles so far of `controller` (for tests and benchmarks).
+    pub fn reconciles_of(&self, controller: &str) -> u64 {
+        self.reconciles
+            .get_or_create(&ReconcileLabels {
+                controller: controller.into(),
+                result: "success".into(),
+            })
+            .get()
+    }
+
     /// Objects written so far by `controller` (for tests and benchmarks).
     pub fn writes_of(&self, controller: &str) -> u64 {
         self.writes

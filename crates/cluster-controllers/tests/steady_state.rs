@@ -203,7 +203,68 @@ async fn installer_and_controllers_write_nothing_in_steady_state() {
         before
     );
 
+    // A restarted pod (a new leader) fills its caches from lists, not from its own writes: it must
+    // find everything in place, now and on later wake-ups.
     controllers.stop().await;
+    let mark = audit_mark(&env);
+    let kubeconfig = env
+        .cp
+        .service_account_kubeconfig(NS, "capi-controllers")
+        .await
+        .unwrap();
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+    let sa_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let restarted = Running::start(with_user_agent(sa_config), env.config(&ControllerKind::ALL));
+    let reconciled = |n: u64| {
+        let metrics = restarted.metrics.clone();
+        move || {
+            let metrics = metrics.clone();
+            async move {
+                ControllerKind::ALL
+                    .iter()
+                    .all(|k| metrics.reconciles_of(k.name()) >= n)
+                    .then_some(())
+            }
+        }
+    };
+    eventually(
+        Duration::from_secs(60),
+        "the restarted controllers reconcile",
+        reconciled(1),
+    )
+    .await;
+    // Wake them all again: an unrelated change of Infrastructure/cluster.
+    apply(
+        &env.admin,
+        &ar(
+            "config.openshift.io",
+            "v1",
+            "Infrastructure",
+            "infrastructures",
+        ),
+        &json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+            "metadata": {"name": "cluster", "labels": {"touched": "yes"}}}),
+        "someone-else",
+    )
+    .await;
+    eventually(
+        Duration::from_secs(60),
+        "a second reconcile each",
+        reconciled(2),
+    )
+    .await;
+    let written: Vec<String> = writes(&controller_requests(&env.audit(), Some(mark)))
+        .iter()
+        .map(describe)
+        .collect();
+    assert!(
+        written.is_empty(),
+        "the restarted controllers wrote: {written:#?}"
+    );
+
+    restarted.stop().await;
     let _ = stop_installer.send(());
     let _ = tokio::time::timeout(Duration::from_secs(30), installer).await;
 }

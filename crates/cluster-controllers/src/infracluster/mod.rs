@@ -95,26 +95,9 @@ impl Reconcile for InfraClusterController {
             ctx,
             controller: Self::KIND,
         };
-        for companion in &desired.companions {
-            let companion_kind = if companion["kind"] == "Secret" {
-                Kind::secret()
-            } else {
-                served[1].kind.clone()
-            };
-            let companion_name = companion["metadata"]["name"].as_str().unwrap_or_default();
-            let cached = ctx
-                .synced(
-                    &WatchKey::object(companion_kind.clone(), Some(ns), companion_name),
-                    wake,
-                )?
-                .get(companion_name);
-            if let Synced::Foreign(message) = writer
-                .sync(&companion_kind, companion, cached, owned_by_label)
-                .await?
-            {
-                return Ok(Outcome::report(State::ExternallyManaged { message }));
-            }
-        }
+        // What the InfraCluster refers to goes first, so it never points at something missing.
+        let identity_kind = served.get(1).map(|s| &s.kind);
+        sync_companions(ctx, wake, &writer, ns, &desired.companions, identity_kind).await?;
 
         let owner = |live: &DynamicObject| {
             if desired.externally_managed {
@@ -137,25 +120,56 @@ impl Reconcile for InfraClusterController {
                 message: format!("{what} created; the OpenStack provider manages it"),
             }));
         }
-        // Externally managed: nobody else will say the infrastructure is ready, and Cluster API waits
-        // for it before doing anything with the cluster.
-        if live.data.pointer("/status/ready") != Some(&Value::Bool(true)) {
-            writer
-                .apply_status(
-                    &kind,
-                    &json!({
-                        "apiVersion": kind.api_version(),
-                        "kind": kind.kind,
-                        "metadata": {"name": name, "namespace": ns},
-                        "status": {"ready": true},
-                    }),
-                )
-                .await?;
-        }
+        mark_ready(&writer, &kind, &live).await?;
         Ok(Outcome::report(State::Done {
             message: format!("{what} is in place, externally managed and ready"),
         }))
     }
+}
+
+/// Keeps the credential objects the InfraCluster refers to; one that is not ours stops the reconcile.
+async fn sync_companions(
+    ctx: &Context,
+    wake: &Arc<Notify>,
+    writer: &Writer<'_>,
+    ns: &str,
+    companions: &[Value],
+    identity_kind: Option<&Kind>,
+) -> Result<(), Exit> {
+    for companion in companions {
+        let kind = match (companion["kind"].as_str(), identity_kind) {
+            (Some("Secret"), _) => Kind::secret(),
+            (_, Some(identity)) => identity.clone(),
+            (other, None) => unreachable!("companion {other:?} without its CRD"),
+        };
+        let name = companion["metadata"]["name"].as_str().unwrap_or_default();
+        let cached = ctx
+            .synced(&WatchKey::object(kind.clone(), Some(ns), name), wake)?
+            .get(name);
+        if let Synced::Foreign(message) = writer
+            .sync(&kind, companion, cached, owned_by_label)
+            .await?
+        {
+            return Err(Outcome::report(State::ExternallyManaged { message }).into());
+        }
+    }
+    Ok(())
+}
+
+/// Sets `status.ready` of an externally managed InfraCluster: nobody else will say its infrastructure
+/// is ready, and Cluster API waits for it before doing anything with the cluster.
+async fn mark_ready(writer: &Writer<'_>, kind: &Kind, live: &DynamicObject) -> Result<(), Exit> {
+    if live.data.pointer("/status/ready") == Some(&Value::Bool(true)) {
+        return Ok(());
+    }
+    let status = json!({
+        "apiVersion": kind.api_version(),
+        "kind": kind.kind,
+        "metadata": {"name": live.metadata.name, "namespace": live.metadata.namespace},
+        "status": {"ready": true},
+    });
+    writer.apply_status(kind, &status).await?;
+    Ok(())
 }
 
 /// The cached objects the derivation reads, for the platform at hand.
