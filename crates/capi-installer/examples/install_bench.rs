@@ -194,6 +194,7 @@ fn render_objects() -> Result<Vec<Value>> {
         namespace: NS.into(),
         images: images(),
         substitutions: Default::default(),
+        ..Default::default()
     };
     let mut objects = Vec::new();
     let candidates: Vec<_> = typed.iter().filter_map(configmap::candidate).collect();

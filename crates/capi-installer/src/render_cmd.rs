@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use capi_apply::{KindResolver, Phase, Plan};
 use capi_installer_controller::desired::{self, Desired, Wants};
+use capi_installer_controller::policy::PolicyConfig;
 use capi_installer_controller::prepare::{self, RenderContext};
 use capi_installer_controller::source::profile::{ProfileCatalog, validate_profile_name};
 use capi_installer_controller::source::{
@@ -65,14 +66,27 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         Some(path) => crate::read_map(path, "substitutions file")?,
         None => Default::default(),
     };
+    let input = match &args.from {
+        Some(dir) => read_input(dir, &args.namespace)?,
+        None => Input::default(),
+    };
+    // The installer's policy, with every transport ConfigMap of the input protected as it would be in
+    // the cluster.
+    let mut policy = PolicyConfig::installer(&args.namespace);
+    for cm in &input.configmaps {
+        policy.protected = policy.protected.with(capi_apply::ObjectKey::new(
+            "",
+            "v1",
+            "ConfigMap",
+            Some(&args.namespace),
+            cm.name(),
+        ));
+    }
     let ctx = RenderContext {
         namespace: args.namespace.clone(),
         images,
         substitutions,
-    };
-    let input = match &args.from {
-        Some(dir) => read_input(dir, &args.namespace)?,
-        None => Input::default(),
+        policy,
     };
     for note in &input.notes {
         eprintln!("note: {note}");

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::policy::PolicyConfig;
 use crate::render;
 
 pub const FIELD_MANAGER: &str = "capi-installer";
@@ -38,6 +39,8 @@ pub struct InstallerConfig {
     /// Field managers whose objects the installer may adopt (the release payload applies some CRDs
     /// before the installer runs; see the README on ownership).
     pub adoptable_managers: Vec<String>,
+    /// What a provider bundle may contain (see [`crate::policy`]); its namespace is `namespace`.
+    pub policy: PolicyConfig,
     /// Name of this replica, for Events.
     pub instance: Option<String>,
     /// Image-based profiles, a second source beside transport ConfigMaps.
@@ -63,6 +66,7 @@ impl Default for InstallerConfig {
             crd_timeout: Duration::from_secs(60),
             resync: Duration::from_secs(600),
             adoptable_managers: vec!["cluster-version-operator".into()],
+            policy: PolicyConfig::default(),
             instance: None,
             profiles: None,
         }

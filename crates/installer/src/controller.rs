@@ -240,6 +240,21 @@ impl Installer {
     /// Selects the sources of `wants` and reconciles each provider in order.
     async fn install(&self, wants: &Wants) -> (Vec<Wanted>, Vec<Outcome>) {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
+        self.reconciler.protect_sources(
+            candidates
+                .iter()
+                .filter_map(|c| c.id.configmap())
+                .map(|name| {
+                    capi_apply::ObjectKey::new(
+                        "",
+                        "v1",
+                        "ConfigMap",
+                        Some(&self.config.namespace),
+                        name,
+                    )
+                })
+                .collect(),
+        );
         let selection = source::select(&wants.providers, &candidates);
         let mut outcomes: Vec<Outcome> = Vec::new();
         for target in &selection.targets {

@@ -21,6 +21,10 @@ pub enum Reason {
     Installing,
     /// The source or its components cannot be decoded, parsed, rendered or validated.
     InvalidProviderManifests,
+    /// The rendered bundle breaks the bundle policy (see [`crate::policy`]).
+    BundlePolicyViolation,
+    /// A CRD change would strand stored data (found before anything was written).
+    UnsafeCustomResourceDefinitionChange,
     /// The API server refused a request for lack of permission.
     Forbidden,
     /// An object exists and is managed by someone else; the installer does not take it over.
@@ -49,6 +53,8 @@ impl Reason {
         Reason::WaitingForProviderConfigMaps,
         Reason::Installing,
         Reason::InvalidProviderManifests,
+        Reason::BundlePolicyViolation,
+        Reason::UnsafeCustomResourceDefinitionChange,
         Reason::Forbidden,
         Reason::OwnershipConflict,
         Reason::DuplicateProvider,
@@ -68,6 +74,8 @@ impl Reason {
             Reason::WaitingForProviderConfigMaps => "WaitingForProviderConfigMaps",
             Reason::Installing => "Installing",
             Reason::InvalidProviderManifests => "InvalidProviderManifests",
+            Reason::BundlePolicyViolation => "BundlePolicyViolation",
+            Reason::UnsafeCustomResourceDefinitionChange => "UnsafeCustomResourceDefinitionChange",
             Reason::Forbidden => "Forbidden",
             Reason::OwnershipConflict => "OwnershipConflict",
             Reason::DuplicateProvider => "DuplicateProvider",
@@ -99,6 +107,10 @@ pub enum ProviderError {
     Render(#[from] RenderError),
     #[error("discovery: {0}")]
     Discovery(#[source] kube::Error),
+    /// Every object of a version that the checks before the first write refused (ownership, CRD
+    /// safety, server-side dry-run): nothing of the version was written.
+    #[error("nothing written: {}", join(.0))]
+    Preflight(Vec<ApplyError>),
     /// Every object of a phase that could not be applied (the others were).
     #[error("{}", join(.0))]
     Apply(Vec<ApplyError>),
@@ -127,15 +139,23 @@ impl ProviderError {
     /// The one place that maps an error to a status reason (and a metric label).
     pub fn reason(&self) -> Reason {
         match self {
+            ProviderError::Render(RenderError::Policy(_)) => Reason::BundlePolicyViolation,
             ProviderError::Source(SourceError::Decode(_) | SourceError::Profile(_))
             | ProviderError::Render(_) => Reason::InvalidProviderManifests,
             ProviderError::Source(SourceError::Gone { .. }) => Reason::ApplyFailed,
             ProviderError::Discovery(e) => kube_reason(e),
-            ProviderError::Apply(errors) => match errors.first() {
-                Some(ApplyError::Conflict { .. }) => Reason::OwnershipConflict,
-                Some(ApplyError::Api { source, .. }) => kube_reason(source),
-                _ => Reason::ApplyFailed,
-            },
+            ProviderError::Preflight(errors) | ProviderError::Apply(errors) => {
+                match errors.first() {
+                    Some(ApplyError::Conflict { .. }) => Reason::OwnershipConflict,
+                    Some(ApplyError::UnsafeCrdChange { .. }) => {
+                        Reason::UnsafeCustomResourceDefinitionChange
+                    }
+                    Some(ApplyError::Api { source, .. } | ApplyError::DryRun { source, .. }) => {
+                        kube_reason(source)
+                    }
+                    _ => Reason::ApplyFailed,
+                }
+            }
             ProviderError::Inventory(InventoryError::Api { source, .. }) => kube_reason(source),
             ProviderError::Inventory(_) => Reason::ApplyFailed,
             ProviderError::GateTimeout { phase, .. } => match phase {
@@ -199,6 +219,27 @@ mod tests {
                     kept: SourceId::ConfigMap("aws".into()),
                 },
                 Reason::DuplicateProvider,
+            ),
+            (
+                ProviderError::Preflight(vec![ApplyError::DryRun {
+                    key: key.clone(),
+                    source: api_error(422),
+                }]),
+                Reason::ApplyFailed,
+            ),
+            (
+                ProviderError::Preflight(vec![ApplyError::UnsafeCrdChange {
+                    key: key.clone(),
+                    problems: vec![capi_apply::CrdProblem::ScopeChanged {
+                        from: "Namespaced".into(),
+                        to: "Cluster".into(),
+                    }],
+                }]),
+                Reason::UnsafeCustomResourceDefinitionChange,
+            ),
+            (
+                ProviderError::Render(RenderError::Policy(crate::policy::Violations(vec![]))),
+                Reason::BundlePolicyViolation,
             ),
             (
                 ProviderError::GateTimeout {

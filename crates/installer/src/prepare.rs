@@ -1,8 +1,8 @@
 //! One provider's pure steps before any write: render its payload for this cluster, then validate and
 //! order the whole set into a plan. A provider that fails here applies nothing.
 //!
-//! `prepare` = [`render`] → (checks on the rendered objects go here: a bundle policy is pure and runs
-//! before planning) → [`capi_apply::plan`]. The same steps serve `capi-installer render` offline, and
+//! `prepare` = [`render`] → [`crate::policy::check`] (the bundle policy, on the rendered objects) →
+//! [`capi_apply::plan`]. The same steps serve `capi-installer render` offline, and
 //! can serve a `diff` command (prepare, then compare with the live objects without writing).
 
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 use crate::platform;
-use crate::policy::{BundleObject, Origin};
+use crate::policy::{self, BundleObject, Origin, PolicyConfig, Violations};
 use crate::render::{self, Images};
 use crate::source::{Payload, Target};
 
@@ -26,6 +26,8 @@ pub struct RenderContext {
     pub namespace: String,
     pub images: Images,
     pub substitutions: BTreeMap<String, String>,
+    /// What a bundle may contain.
+    pub policy: PolicyConfig,
 }
 
 /// Why a provider's payload cannot be turned into a plan. Every message names the source and, where
@@ -55,6 +57,8 @@ pub enum RenderError {
     },
     #[error("{0}")]
     Plan(#[source] capi_apply::PlanErrors),
+    #[error("{0}")]
+    Policy(#[source] Violations),
 }
 
 impl RenderError {
@@ -230,6 +234,7 @@ pub fn prepare(
     resolver: &KindResolver,
 ) -> Result<Prepared, RenderError> {
     let rendered = render(payload, target, ctx)?;
+    policy::check(&rendered.bundle(), &ctx.policy).map_err(RenderError::Policy)?;
     let digest = digest(&rendered.inputs);
     let plan = capi_apply::plan(rendered.inputs, resolver).map_err(RenderError::Plan)?;
     Ok(Prepared {

@@ -48,6 +48,7 @@ fn every_real_bundle_passes_the_policy() {
             namespace: NS.into(),
             images,
             substitutions: Default::default(),
+            ..Default::default()
         };
         let rendered = configmap::payload(&value)
             .map_err(|e| e.to_string())

@@ -37,6 +37,9 @@ use serde_json::Value;
 
 pub use protected::Protected;
 
+/// The installer's leader-election Lease (also covered by the `capi-installer` name prefix).
+pub const LEADER_LEASE: &str = "capi-installer-leader";
+
 /// The API groups of the Cluster API provider family: `cluster.x-k8s.io` and its subdomains.
 pub const FAMILY_GROUP: &str = "cluster.x-k8s.io";
 
@@ -148,6 +151,12 @@ pub struct PolicyConfig {
     pub protected: Protected,
 }
 
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig::installer(capi_manifests::TARGET_NAMESPACE)
+    }
+}
+
 impl PolicyConfig {
     pub fn new(namespace: impl Into<String>, protected: Protected) -> Self {
         PolicyConfig {
@@ -156,6 +165,15 @@ impl PolicyConfig {
             extra_roles: BTreeSet::new(),
             protected,
         }
+    }
+
+    /// The installer's policy in `namespace`: nothing allowed beyond the defaults, and every object of
+    /// the installer and its controllers protected (its run-time objects included).
+    pub fn installer(namespace: &str) -> Self {
+        PolicyConfig::new(
+            namespace,
+            Protected::installer(namespace, crate::config::INVENTORY_CONFIGMAP, LEADER_LEASE),
+        )
     }
 
     /// Whether `group` belongs to the provider family (or was allowed explicitly).

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | read | the source's payload (from a watch cache, by the caller) and the inventory | 0 (cached) |
 //! | prepare | [`crate::prepare::prepare`]: render, validate, plan — pure | discovery once, again for a new kind |
-//! | preflight | (none yet) checks against the API server before the first write | — |
+//! | preflight | [`Reconciler::preflight`]: ownership, CRD safety and a server-side dry-run of every object that would be written, before the first write (objects of kinds only the new CRDs define: once those are Established) | 0 when unchanged, else a dry-run PATCH per object |
 //! | record intent | inventory ∪ plan saved *before* the first write | 0–1 |
 //! | apply | [`Reconciler::apply_phase`], phase by phase | 0 when unchanged, else one SSA PATCH per object |
 //! | gate | [`Reconciler::gate`]: readiness from the watch cache; a timer per phase | 0 |
@@ -19,13 +19,15 @@
 
 mod apply;
 mod gate;
+mod preflight;
 mod prune;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use capi_apply::{
-    Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, OwnershipPolicy, Phase,
+    Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, ObjectKey,
+    OwnershipPolicy, Phase,
 };
 use kube::Client;
 
@@ -60,6 +62,8 @@ pub struct Reconciler {
     events: Events,
     metrics: Arc<Metrics>,
     history: Mutex<History>,
+    /// Objects no bundle may contain that are known only at run time: the transport ConfigMaps.
+    protected_sources: Mutex<Vec<ObjectKey>>,
 }
 
 impl Reconciler {
@@ -87,12 +91,34 @@ impl Reconciler {
                 namespace: config.namespace.clone(),
                 images: config.images.clone(),
                 substitutions: config.substitutions.clone(),
+                policy: config.policy.clone(),
             },
             client,
             config,
             metrics,
             history: Mutex::default(),
+            protected_sources: Mutex::default(),
         }
+    }
+
+    /// Sets the transport ConfigMaps present now: no bundle may write them (by name, whatever labels
+    /// the bundle's object carries).
+    pub fn protect_sources(&self, keys: Vec<ObjectKey>) {
+        *self.protected_sources.lock().expect("protected sources") = keys;
+    }
+
+    /// The render context with the protected sources of this moment.
+    fn context(&self) -> RenderContext {
+        let mut ctx = self.context.clone();
+        for key in self
+            .protected_sources
+            .lock()
+            .expect("protected sources")
+            .iter()
+        {
+            ctx.policy.protected = ctx.policy.protected.with(key.clone());
+        }
+        ctx
     }
 
     /// The watches of every applied object; their changes should trigger a reconcile.
@@ -137,11 +163,12 @@ impl Reconciler {
     /// Render, validate and plan (pure), with the API server's kinds.
     async fn prepare(&self, target: &Target, payload: &Payload) -> Result<Prepared, ProviderError> {
         let resolver = self.resolver(false).await?;
-        let prepared = match prepare::prepare(payload, target, &self.context, &resolver) {
+        let ctx = self.context();
+        let prepared = match prepare::prepare(payload, target, &ctx, &resolver) {
             // A kind served by a CRD created since the last discovery: discover again, once.
             Err(e) if e.unknown_kind() => {
                 let resolver = self.resolver(true).await?;
-                prepare::prepare(payload, target, &self.context, &resolver)
+                prepare::prepare(payload, target, &ctx, &resolver)
             }
             other => other,
         }?;
@@ -154,8 +181,11 @@ impl Reconciler {
 
     /// Applies a prepared version phase by phase, then prunes what it dropped.
     async fn install(&self, target: &Target, prepared: &Prepared) -> Result<Step, ProviderError> {
-        // Checks that need the API server but must come before the first write (a server-side dry-run
-        // of the whole version, CRD changes against the live CRDs) belong here.
+        // No half-applied version: everything the API server can judge now is judged before the first
+        // write; objects of kinds only the new CRDs define, once those are Established.
+        let served = self.resolver(false).await?;
+        let (now, mut later) = prepared.plan.split_by_served(&served);
+        self.preflight(target, now).await?;
         let old = self.inventories.load(&target.source.id).await?;
         let new = self.record_intent(target, &old, prepared).await?;
         for phase in &prepared.plan.phases {
@@ -165,6 +195,9 @@ impl Reconciler {
                     phase: phase.phase,
                     pending,
                 });
+            }
+            if phase.phase == Phase::CustomResourceDefinitions && !later.is_empty() {
+                self.preflight(target, std::mem::take(&mut later)).await?;
             }
         }
         self.prune(target, &old, new).await?;

@@ -37,6 +37,14 @@ impl SourceId {
         }
     }
 
+    /// The transport ConfigMap this source is, if it is one (the bundle policy protects every such
+    /// ConfigMap from being written by a bundle).
+    pub fn configmap(&self) -> Option<&str> {
+        match self {
+            SourceId::ConfigMap(name) => Some(name),
+        }
+    }
+
     /// The inverse of [`Self::inventory_key`].
     pub fn from_inventory_key(key: &str) -> Option<SourceId> {
         // The image folder is a DNS label (no `_`), so the first `_` after the prefix ends it.

@@ -1,0 +1,56 @@
+//! The checks before the first write of a version: the same ownership decision as an apply, CRD safety
+//! against the live CRDs, and a server-side dry-run of the exact request, for every object that would
+//! be written. One failure and nothing of the provider is written: the version it replaces keeps
+//! running.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use capi_apply::PlannedObject;
+use kube::runtime::events::EventType;
+
+use super::Reconciler;
+use crate::error::ProviderError;
+use crate::source::Target;
+
+impl Reconciler {
+    /// Checks `objects` (unchanged ones cost no request); every failure is reported at once.
+    pub(super) async fn preflight(
+        &self,
+        target: &Target,
+        objects: Vec<&PlannedObject>,
+    ) -> Result<(), ProviderError> {
+        // Watch the kinds first, as the apply will: the cache answers for unchanged objects, so a
+        // steady-state reconcile checks nothing and sends nothing.
+        let kinds: BTreeMap<_, _> = objects
+            .iter()
+            .map(|o| ((o.resource.group.clone(), o.resource.kind.clone()), o))
+            .collect();
+        for o in kinds.values() {
+            self.cache.ensure_watched(&o.resource, o.namespaced);
+        }
+        if !self.cache.wait_synced(Duration::from_secs(10)).await {
+            tracing::debug!(
+                "watch caches not synced yet; unseen objects are read before the dry-run"
+            );
+        }
+        let errors = self
+            .applier
+            .dry_run_all(objects, |key| self.cache.get(key))
+            .await;
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let error = ProviderError::Preflight(errors);
+        self.events
+            .publish(
+                EventType::Warning,
+                "PreflightFailed",
+                "Preflight",
+                Some(self.events.source_reference(&target.source.id)),
+                error.to_string(),
+            )
+            .await;
+        Err(error)
+    }
+}
