@@ -1,8 +1,8 @@
 //! One provider's pure steps before any write: render its payload for this cluster, then validate and
 //! order the whole set into a plan. A provider that fails here applies nothing.
 //!
-//! `prepare` = [`render`] → [`crate::policy::check`] (the bundle policy, on the rendered objects) →
-//! [`capi_apply::plan`]. The same steps serve `capi-installer render` offline, and
+//! `prepare` = [`render`] → [`capi_apply::plan`] and [`crate::policy::check`] (the bundle policy, on
+//! the rendered objects; a set that cannot be planned reports that first). The same steps serve `capi-installer render` offline, and
 //! can serve a `diff` command (prepare, then compare with the live objects without writing).
 
 use std::collections::BTreeMap;
@@ -234,9 +234,12 @@ pub fn prepare(
     resolver: &KindResolver,
 ) -> Result<Prepared, RenderError> {
     let rendered = render(payload, target, ctx)?;
-    policy::check(&rendered.bundle(), &ctx.policy).map_err(RenderError::Policy)?;
+    let policy = policy::check(&rendered.bundle(), &ctx.policy);
     let digest = digest(&rendered.inputs);
+    // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such first; the
+    // policy judges bundles that would otherwise apply.
     let plan = capi_apply::plan(rendered.inputs, resolver).map_err(RenderError::Plan)?;
+    policy.map_err(RenderError::Policy)?;
     Ok(Prepared {
         plan,
         stripped: rendered.stripped,
