@@ -397,6 +397,9 @@ impl Applier {
                 });
             }
         }
+        if self.policy_missing(planned).await? {
+            return Ok(action);
+        }
         self.patch(planned, &desired, true)
             .await
             .map_err(|source| ApplyError::DryRun {
@@ -404,6 +407,47 @@ impl Applier {
                 source,
             })?;
         Ok(action)
+    }
+
+    /// Whether `planned` is an admission policy binding whose policy does not exist yet. The API
+    /// server judges such a binding by its policy (the permissions its `paramKind` needs); without it,
+    /// it demands `get` on every resource, which no least-privilege client holds. The policy comes
+    /// earlier in the same phase, so the binding is applied right after it; a dry-run now could only
+    /// fail.
+    async fn policy_missing(&self, planned: &PlannedObject) -> Result<bool, ApplyError> {
+        let key = &planned.key;
+        let policy_kind = match (key.group.as_str(), key.kind.as_str()) {
+            ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+                ("ValidatingAdmissionPolicy", "validatingadmissionpolicies")
+            }
+            ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding") => {
+                ("MutatingAdmissionPolicy", "mutatingadmissionpolicies")
+            }
+            _ => return Ok(false),
+        };
+        let Some(name) = planned
+            .object
+            .data
+            .pointer("/spec/policyName")
+            .and_then(serde_json::Value::as_str)
+        else {
+            return Ok(false);
+        };
+        let resource = ApiResource {
+            group: key.group.clone(),
+            version: planned.resource.version.clone(),
+            api_version: planned.resource.api_version.clone(),
+            kind: policy_kind.0.into(),
+            plural: policy_kind.1.into(),
+        };
+        let policy = Api::<DynamicObject>::all_with(self.client.clone(), &resource)
+            .get_opt(name)
+            .await
+            .map_err(|source| ApplyError::Api {
+                key: key.clone(),
+                source,
+            })?;
+        Ok(policy.is_none())
     }
 
     /// [`Applier::dry_run`] for every object, continuing past failures: every object that would fail
