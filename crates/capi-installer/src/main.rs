@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use capi_installer_controller::config::ProfilesConfig;
-use capi_installer_controller::source::profile::validate_profile_name;
 use capi_installer_controller::policy::PolicyConfig;
+use capi_installer_controller::source::profile::validate_profile_name;
 use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
 use capi_runtime::args::{HttpArgs, KubeArgs, LeaderElectionArgs, LogArgs};
 use capi_runtime::parse_duration_arg;

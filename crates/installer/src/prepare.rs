@@ -287,6 +287,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             substitutions: [("TLS_MIN_VERSION".to_string(), "VersionTLS13".to_string())].into(),
+            ..Default::default()
         }
     }
 

@@ -42,6 +42,7 @@ impl SourceId {
     pub fn configmap(&self) -> Option<&str> {
         match self {
             SourceId::ConfigMap(name) => Some(name),
+            SourceId::Profile(_) => None,
         }
     }
 
