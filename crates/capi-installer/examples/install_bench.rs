@@ -187,7 +187,7 @@ fn render_objects() -> Result<Vec<Value>> {
         .map(|d| serde_json::from_value(d.clone()))
         .collect::<Result<_, _>>()?;
     let status = json!({"platformStatus": {"type": "AWS"}});
-    let Desired::Install(wants) = desired::desired(Some(&status)) else {
+    let Desired::Install(wants) = desired::desired(Some(&status), &[]) else {
         bail!("platform AWS has no provider");
     };
     let ctx = RenderContext {

@@ -106,7 +106,7 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
     let sources = Sources { input, profiles };
 
     let status = json!({"platformStatus": {"type": args.platform}});
-    let wants = match desired::desired(Some(&status)) {
+    let wants = match desired::desired(Some(&status), &[]) {
         Desired::Install(wants) => wants,
         Desired::Unsupported { platform, reason } => {
             // Not an error: this is what the installer does on such a platform.

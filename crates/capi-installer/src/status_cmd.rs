@@ -71,7 +71,7 @@ pub async fn main(args: StatusArgs) -> Result<()> {
         .await
         .with_context(|| format!("reading ClusterOperator {CLUSTER_OPERATOR}"))?;
 
-    let desired = desired::desired(infra.as_ref().and_then(|i| i.data.get("status")));
+    let desired = desired::desired(infra.as_ref().and_then(|i| i.data.get("status")), &[]);
     let mut out = platform_line(&desired);
     if let Desired::Install(wants) = &desired {
         out.push('\n');

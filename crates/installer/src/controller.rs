@@ -206,7 +206,7 @@ impl Installer {
             "cluster",
             infrastructure_resource(),
         ));
-        let desired = desired::desired(infra.as_ref().and_then(|i| i.data.get("status")));
+        let desired = desired::desired(infra.as_ref().and_then(|i| i.data.get("status")), &[]);
         let (missing, outcomes) = match &desired {
             Desired::Install(wants) => self.install(wants).await,
             _ => (Vec::new(), Vec::new()),

@@ -1,11 +1,13 @@
-//! What the cluster asks for: `Infrastructure/cluster` → the providers wanted, core first. Pure.
-//!
-//! Today only the platform's infrastructure provider is wanted; the shape is a list so that more
-//! infrastructure providers (e.g. from `InfrastructureProvider` objects) are one more input here.
+//! What the cluster asks for: `Infrastructure/cluster` and the `InfrastructureProvider` objects → the
+//! providers wanted, core first, then the platform's infrastructure provider, then the extra ones by
+//! name; and the providers to uninstall. Pure.
+
+use std::collections::BTreeMap;
 
 use capi_manifests::ProviderType;
 use serde_json::Value;
 
+use crate::api::Request;
 use crate::platform::{self, PlatformDecision};
 
 /// One provider the cluster needs: a (`provider.cluster.x-k8s.io/name`, `/type`) pair that selects its
@@ -51,18 +53,96 @@ pub enum Desired {
     Install(Wants),
 }
 
-/// Decides from the `status` of `Infrastructure/cluster`.
-pub fn desired(infrastructure_status: Option<&Value>) -> Desired {
+/// Decides from the `status` of `Infrastructure/cluster` and the extra infrastructure providers asked
+/// for ([`Requests::install`]): the platform's provider first, then the extra ones in the given order.
+/// On a platform without Cluster API support nothing is installed, extra providers included.
+pub fn desired(infrastructure_status: Option<&Value>, extra: &[String]) -> Desired {
     match platform::decide(infrastructure_status) {
         PlatformDecision::Unset => Desired::WaitingForPlatform,
         PlatformDecision::Unsupported { platform, reason } => {
             Desired::Unsupported { platform, reason }
         }
-        PlatformDecision::Supported(p) => Desired::Install(Wants {
-            platform: p.platform,
-            providers: wanted(&[p.provider_name]),
-        }),
+        PlatformDecision::Supported(p) => {
+            let mut infrastructure = vec![p.provider_name];
+            infrastructure.extend(extra.iter().map(String::as_str));
+            Desired::Install(Wants {
+                platform: p.platform,
+                providers: wanted(&infrastructure),
+            })
+        }
     }
+}
+
+/// The infrastructure provider `Infrastructure/cluster` names, if any.
+pub fn platform_provider(infrastructure_status: Option<&Value>) -> Option<&'static str> {
+    match platform::decide(infrastructure_status) {
+        PlatformDecision::Supported(p) => Some(p.provider_name),
+        _ => None,
+    }
+}
+
+/// What one `InfrastructureProvider` object is to the installer, for its status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// An extra provider: installed beside the platform's.
+    Extra,
+    /// It names the platform's own provider, which is always installed; deleting the object does not
+    /// uninstall it.
+    Platform,
+    /// Deleted: its provider is being uninstalled.
+    Uninstalling,
+    /// Cannot be acted on; why.
+    Invalid(String),
+}
+
+/// A provider to remove: its `InfrastructureProvider` was deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Uninstall {
+    pub name: String,
+    /// The `cluster.x-k8s.io/provider` value of its objects (its companion's too).
+    pub clusterctl_label: String,
+    /// `spec.deleteCustomResourceDefinitions`.
+    pub delete_crds: bool,
+}
+
+/// What the `InfrastructureProvider` objects ask for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// Extra providers to install, by name (the platform's own left out: it is installed anyway).
+    pub install: Vec<String>,
+    /// Providers to remove, by name.
+    pub uninstall: Vec<Uninstall>,
+    /// Every object by name.
+    pub roles: BTreeMap<String, Role>,
+}
+
+/// Sorts the objects into providers to install and to remove. `platform` is the platform's provider
+/// (`None` while the platform is unset or unsupported: then nothing is the platform's, and nothing
+/// extra is installed — see [`desired`] — but deletions still uninstall).
+pub fn requests(platform: Option<&str>, objects: &[Request]) -> Requests {
+    let mut out = Requests::default();
+    for r in objects {
+        let role = match &r.problem {
+            Some(problem) => Role::Invalid(problem.clone()),
+            None if Some(r.name.as_str()) == platform => Role::Platform,
+            None if r.deleting => {
+                out.uninstall.push(Uninstall {
+                    name: r.name.clone(),
+                    clusterctl_label: ProviderType::Infrastructure.clusterctl_label(&r.name),
+                    delete_crds: r.delete_crds,
+                });
+                Role::Uninstalling
+            }
+            None => {
+                out.install.push(r.name.clone());
+                Role::Extra
+            }
+        };
+        out.roles.insert(r.name.clone(), role);
+    }
+    out.install.sort();
+    out.uninstall.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 /// The (name, type) pairs of ref §2.3 for these infrastructure providers, in install order. The
@@ -103,7 +183,8 @@ mod tests {
 
     #[test]
     fn core_comes_first_then_each_infrastructure_provider_with_its_companion() {
-        let Desired::Install(wants) = desired(Some(&json!({"platformStatus": {"type": "GCP"}})))
+        let Desired::Install(wants) =
+            desired(Some(&json!({"platformStatus": {"type": "GCP"}})), &[])
         else {
             panic!("GCP is supported");
         };
@@ -144,10 +225,78 @@ mod tests {
 
     #[test]
     fn unset_and_unsupported_platforms_want_nothing() {
-        assert_eq!(desired(None), Desired::WaitingForPlatform);
+        let extra = ["gcp".to_string()];
+        assert_eq!(desired(None, &extra), Desired::WaitingForPlatform);
         assert!(matches!(
-            desired(Some(&json!({"platformStatus": {"type": "Nutanix"}}))),
+            desired(Some(&json!({"platformStatus": {"type": "Nutanix"}})), &extra),
             Desired::Unsupported { platform, .. } if platform == "Nutanix"
         ));
+    }
+
+    fn request(name: &str, deleting: bool, problem: Option<&str>) -> Request {
+        Request {
+            name: name.into(),
+            deleting,
+            delete_crds: deleting,
+            finalized: true,
+            generation: Some(1),
+            problem: problem.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn extra_providers_follow_the_platform_s_by_name_and_deleted_ones_are_removed() {
+        let objects = [
+            request("vsphere", false, None),
+            request("aws", false, None),
+            request("azure", true, None),
+            request("gcp", false, None),
+            request("bad", false, Some("InfrastructureProvider bad: ...")),
+        ];
+        let r = requests(Some("aws"), &objects);
+        assert_eq!(r.install, ["gcp", "vsphere"]);
+        assert_eq!(
+            r.uninstall,
+            [Uninstall {
+                name: "azure".into(),
+                clusterctl_label: "infrastructure-azure".into(),
+                delete_crds: true
+            }]
+        );
+        assert_eq!(r.roles["aws"], Role::Platform);
+        assert_eq!(r.roles["gcp"], Role::Extra);
+        assert_eq!(r.roles["azure"], Role::Uninstalling);
+        assert!(matches!(r.roles["bad"], Role::Invalid(_)));
+
+        let Desired::Install(wants) = desired(
+            Some(&json!({"platformStatus": {"type": "AWS"}})),
+            &r.install,
+        ) else {
+            panic!("AWS is supported");
+        };
+        let names: Vec<&str> = wants.providers.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "cluster-api",
+                "openshift-cluster-api",
+                "aws",
+                "openshift-cluster-api-aws",
+                "gcp",
+                "openshift-cluster-api-gcp",
+                "vsphere",
+                "openshift-cluster-api-vsphere"
+            ]
+        );
+    }
+
+    #[test]
+    fn deleting_the_platform_s_own_provider_uninstalls_nothing() {
+        let r = requests(Some("aws"), &[request("aws", true, None)]);
+        assert!(r.uninstall.is_empty() && r.install.is_empty());
+        assert_eq!(r.roles["aws"], Role::Platform);
+        // Without a known platform, a deleted object still uninstalls its provider.
+        let r = requests(None, &[request("aws", true, None)]);
+        assert_eq!(r.uninstall.len(), 1);
     }
 }

@@ -15,6 +15,7 @@
 //! One reconcile is a pipeline: *read inputs → render and validate the whole plan (pure) → apply phase by
 //! phase → write status from what was applied*. A plan that fails validation never reaches a write.
 
+pub mod api;
 pub mod config;
 pub mod controller;
 pub mod desired;
@@ -30,7 +31,9 @@ pub mod prepare;
 pub mod reconcile;
 pub mod render;
 pub mod report;
+pub mod revision;
 pub mod source;
+pub mod unmanaged;
 
 pub use config::{InstallerConfig, user_agent};
 pub use controller::Installer;
