@@ -53,7 +53,17 @@ async fn main() -> Result<()> {
 
     println!("| case | hostile ConfigMap | VmHWM at Available | VmHWM after the case |");
     println!("|---|---|---|---|");
+    // HOSTILE_CASES="cluster-admin binding,zstd bomb" runs only those cases.
+    let only: Option<Vec<String>> = std::env::var("HOSTILE_CASES")
+        .ok()
+        .map(|v| v.split(',').map(str::to_string).collect());
     for case in cases(&good)? {
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|n| n == case.name))
+        {
+            continue;
+        }
         match run_case(&bin, &env, &case).await {
             Ok((before, after)) => println!(
                 "| {} | {} | {:.1} MiB | {:.1} MiB |",
@@ -157,6 +167,9 @@ fn cases(good: &Value) -> Result<Vec<Case>> {
             describe: "the aws bundle plus a ClusterRoleBinding of cluster-admin",
             configmap: {
                 let mut content = capi_manifests::TransportConfigMap::decode(good)?.content;
+                if !content.components.ends_with('\n') {
+                    content.components.push('\n');
+                }
                 content.components.push_str("---\n");
                 content.components.push_str(admin);
                 let mut cm = content.encode()?;

@@ -67,6 +67,9 @@ fn hostile_bundles() -> Vec<Hostile> {
     let mut alias_bomb = capi_manifests::TransportConfigMap::decode(&fixture_configmap(AWS_CM))
         .unwrap()
         .content;
+    if !alias_bomb.components.ends_with('\n') {
+        alias_bomb.components.push('\n');
+    }
     alias_bomb.components.push_str(&format!(
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: bomb, namespace: openshift-cluster-api}}\n{bomb}"
     ));
