@@ -170,13 +170,12 @@ impl TransportConfigMap {
 
     /// Reads a transport ConfigMap as the installer gets it from the API server.
     ///
-    /// Provider identity comes from the three labels. Components come from, in this order:
-    /// `binaryData.components-zstd`, `binaryData.components` (gzip, upstream form),
-    /// `data.components`. The compressed keys win over `data.components` because the
-    /// generator never writes both: when both exist, `data.components` is the leftover of an
-    /// older, uncompressed version of the ConfigMap that an update merged rather than replaced,
-    /// and the compressed key is the one the current generator wrote. `binaryData.components` is
-    /// read as gzip whether or not the upstream `provider.cluster.x-k8s.io/compressed` annotation
+    /// Provider identity comes from the three labels. Components come from exactly one of
+    /// `binaryData.components-zstd`, `binaryData.components` (gzip, upstream form) and
+    /// `data.components`; a ConfigMap with more than one is refused (SPEC §2: the forms are
+    /// exclusive). Picking one would let a stale leftover of an earlier version, merged into the
+    /// ConfigMap by an update rather than replaced, be installed silently. `binaryData.components`
+    /// is read as gzip whether or not the upstream `provider.cluster.x-k8s.io/compressed` annotation
     /// is present: the key has no other meaning, and a corrupt payload is reported either way.
     pub fn decode(cm: &Value) -> Result<Decoded, Error> {
         Self::decode_with_budget(cm, &Budget::default())
@@ -223,82 +222,22 @@ impl TransportConfigMap {
         let provider = Provider::new(label(LABEL_NAME)?, provider_type, label(LABEL_VERSION)?)
             .map_err(|e| cm_err(e.to_string()))?;
 
-        let data_str = |key: &str| -> Result<Option<String>, Error> {
-            match cm.get("data").and_then(|d| d.get(key)) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(Error::ConfigMapKey {
+        let metadata = match cm.get("data").and_then(|d| d.get(KEY_METADATA)) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) if !v.is_null() => {
+                return Err(Error::ConfigMapKey {
                     configmap: configmap.clone(),
-                    key: format!("data.{key}"),
+                    key: format!("data.{KEY_METADATA}"),
                     message: "not a string".to_owned(),
-                }),
+                });
+            }
+            _ => {
+                return Err(cm_err(format!(
+                    "data.{KEY_METADATA} (clusterctl metadata) is missing"
+                )));
             }
         };
-        let binary = |key: &str| -> Result<Option<Vec<u8>>, Error> {
-            let key_err = |message: String| Error::ConfigMapKey {
-                configmap: configmap.clone(),
-                key: format!("binaryData.{key}"),
-                message,
-            };
-            match cm.get("binaryData").and_then(|d| d.get(key)) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => {
-                    // The API server returns base64 without line breaks; files written by
-                    // hand may wrap it.
-                    let compact: String = s.split_ascii_whitespace().collect();
-                    B64.decode(compact)
-                        .map(Some)
-                        .map_err(|e| key_err(format!("invalid base64: {e}")))
-                }
-                Some(_) => Err(key_err("not a string".to_owned())),
-            }
-        };
-
-        let metadata = data_str(KEY_METADATA)?.ok_or_else(|| {
-            cm_err(format!(
-                "data.{KEY_METADATA} (clusterctl metadata) is missing"
-            ))
-        })?;
-
-        let decompress_err = |e: Decompress, key: &str| match e {
-            Decompress::Exceeded(exceeded) => Error::Budget {
-                location: format!("ConfigMap {configmap}, {key}"),
-                exceeded,
-            },
-            Decompress::Corrupt(message) => Error::ConfigMapKey {
-                configmap: configmap.clone(),
-                key: key.to_owned(),
-                message,
-            },
-        };
-        let to_text = |key: String, bytes: Vec<u8>| {
-            String::from_utf8(bytes).map_err(|e| Error::ConfigMapKey {
-                configmap: configmap.clone(),
-                key,
-                message: format!("decompressed components are not UTF-8: {e}"),
-            })
-        };
-        let (components, encoding) = if let Some(bytes) = binary(KEY_COMPONENTS_ZSTD)? {
-            let key = format!("binaryData.{KEY_COMPONENTS_ZSTD}");
-            let raw = decompress_zstd(&bytes, budget).map_err(|e| decompress_err(e, &key))?;
-            (to_text(key, raw)?, Encoding::Zstd)
-        } else if let Some(bytes) = binary(KEY_COMPONENTS)? {
-            let key = format!("binaryData.{KEY_COMPONENTS}");
-            let raw = decompress_gzip(&bytes, budget).map_err(|e| decompress_err(e, &key))?;
-            (to_text(key, raw)?, Encoding::Gzip)
-        } else if let Some(text) = data_str(KEY_COMPONENTS)? {
-            budget
-                .check_bytes(text.len())
-                .map_err(|exceeded| Error::Budget {
-                    location: format!("ConfigMap {configmap}, data.{KEY_COMPONENTS}"),
-                    exceeded,
-                })?;
-            (text, Encoding::Plain)
-        } else {
-            return Err(cm_err(format!(
-                "no components: none of binaryData.{KEY_COMPONENTS_ZSTD}, binaryData.{KEY_COMPONENTS}, data.{KEY_COMPONENTS}"
-            )));
-        };
+        let (components, encoding) = read_components(cm, &configmap, budget)?;
         Ok(Decoded {
             content: TransportConfigMap {
                 provider,
@@ -308,6 +247,110 @@ impl TransportConfigMap {
             encoding,
         })
     }
+}
+
+/// The components of a transport ConfigMap from its one payload key, decompressed within `budget`.
+fn read_components(
+    cm: &Value,
+    configmap: &str,
+    budget: &Budget,
+) -> Result<(String, Encoding), Error> {
+    let data_str = |key: &str| -> Result<Option<String>, Error> {
+        match cm.get("data").and_then(|d| d.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(Error::ConfigMapKey {
+                configmap: configmap.to_string(),
+                key: format!("data.{key}"),
+                message: "not a string".to_owned(),
+            }),
+        }
+    };
+    let binary = |key: &str| -> Result<Option<Vec<u8>>, Error> {
+        let key_err = |message: String| Error::ConfigMapKey {
+            configmap: configmap.to_string(),
+            key: format!("binaryData.{key}"),
+            message,
+        };
+        match cm.get("binaryData").and_then(|d| d.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => {
+                // The API server returns base64 without line breaks; files written by
+                // hand may wrap it.
+                let compact: String = s.split_ascii_whitespace().collect();
+                B64.decode(compact)
+                    .map(Some)
+                    .map_err(|e| key_err(format!("invalid base64: {e}")))
+            }
+            Some(_) => Err(key_err("not a string".to_owned())),
+        }
+    };
+
+    let decompress_err = |e: Decompress, key: &str| match e {
+        Decompress::Exceeded(exceeded) => Error::Budget {
+            location: format!("ConfigMap {configmap}, {key}"),
+            exceeded,
+        },
+        Decompress::Corrupt(message) => Error::ConfigMapKey {
+            configmap: configmap.to_string(),
+            key: key.to_owned(),
+            message,
+        },
+    };
+    let to_text = |key: String, bytes: Vec<u8>| {
+        String::from_utf8(bytes).map_err(|e| Error::ConfigMapKey {
+            configmap: configmap.to_string(),
+            key,
+            message: format!("decompressed components are not UTF-8: {e}"),
+        })
+    };
+    let present: Vec<String> = [
+        ("binaryData", KEY_COMPONENTS_ZSTD),
+        ("binaryData", KEY_COMPONENTS),
+        ("data", KEY_COMPONENTS),
+    ]
+    .into_iter()
+    .filter(|(map, key)| {
+        cm.get(map)
+            .and_then(|d| d.get(key))
+            .is_some_and(|v| !v.is_null())
+    })
+    .map(|(map, key)| format!("{map}.{key}"))
+    .collect();
+    if present.len() > 1 {
+        return Err(Error::ConfigMap {
+            configmap: configmap.to_string(),
+            message: format!(
+                "carries both {}: the components forms are exclusive, and one of them is a stale leftover; remove it",
+                present.join(" and ")
+            ),
+        });
+    }
+    let (components, encoding) = if let Some(bytes) = binary(KEY_COMPONENTS_ZSTD)? {
+        let key = format!("binaryData.{KEY_COMPONENTS_ZSTD}");
+        let raw = decompress_zstd(&bytes, budget).map_err(|e| decompress_err(e, &key))?;
+        (to_text(key, raw)?, Encoding::Zstd)
+    } else if let Some(bytes) = binary(KEY_COMPONENTS)? {
+        let key = format!("binaryData.{KEY_COMPONENTS}");
+        let raw = decompress_gzip(&bytes, budget).map_err(|e| decompress_err(e, &key))?;
+        (to_text(key, raw)?, Encoding::Gzip)
+    } else if let Some(text) = data_str(KEY_COMPONENTS)? {
+        budget
+            .check_bytes(text.len())
+            .map_err(|exceeded| Error::Budget {
+                location: format!("ConfigMap {configmap}, data.{KEY_COMPONENTS}"),
+                exceeded,
+            })?;
+        (text, Encoding::Plain)
+    } else {
+        return Err(Error::ConfigMap {
+            configmap: configmap.to_string(),
+            message: format!(
+                "no components: none of binaryData.{KEY_COMPONENTS_ZSTD}, binaryData.{KEY_COMPONENTS}, data.{KEY_COMPONENTS}"
+            ),
+        });
+    };
+    Ok((components, encoding))
 }
 
 /// One zstd frame with content size and checksum, at [`ZSTD_LEVEL`], single-threaded:

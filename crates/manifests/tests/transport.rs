@@ -161,14 +161,31 @@ fn upstream_gzip_form_is_read() {
 }
 
 #[test]
-fn compressed_key_wins_over_plain() {
-    let mut cm = base_cm();
-    cm["data"]["components"] = json!("stale: true\n");
-    cm["binaryData"] =
-        json!({"components-zstd": B64.encode(zstd::encode_all(&b"fresh: true\n"[..], 3).unwrap())});
-    let d = TransportConfigMap::decode(&cm).unwrap();
-    assert_eq!(d.encoding, Encoding::Zstd);
-    assert_eq!(d.content.components, "fresh: true\n");
+fn two_payload_forms_are_refused_naming_both_keys() {
+    let zstd = B64.encode(zstd::encode_all(&b"fresh: true\n"[..], 3).unwrap());
+    let mut plain_and_zstd = base_cm();
+    plain_and_zstd["data"]["components"] = json!("stale: true\n");
+    plain_and_zstd["binaryData"] = json!({"components-zstd": zstd});
+    let mut zstd_and_gzip = base_cm();
+    zstd_and_gzip["data"]
+        .as_object_mut()
+        .unwrap()
+        .remove("components");
+    zstd_and_gzip["binaryData"] = json!({"components-zstd": zstd, "components": "H4sI"});
+    for (cm, keys) in [
+        (
+            plain_and_zstd,
+            "binaryData.components-zstd and data.components",
+        ),
+        (
+            zstd_and_gzip,
+            "binaryData.components-zstd and binaryData.components",
+        ),
+    ] {
+        let err = TransportConfigMap::decode(&cm).unwrap_err().to_string();
+        assert!(err.contains(keys), "{err}");
+        assert!(err.contains("openshift-cluster-api/aws"), "{err}");
+    }
 }
 
 #[test]
