@@ -27,6 +27,10 @@ pub struct OwnershipPolicy {
     pub adoptable_managers: BTreeSet<String>,
     /// An annotation with value `"true"` on an existing object allows adopting it regardless of managers.
     pub adopt_annotation: String,
+    /// A label naming which of our owners (e.g. which provider) holds each of our objects. With it, an
+    /// object of ours that carries another owner's value is neither taken over by apply nor deleted by
+    /// prune: one owner per object.
+    pub owner_label: Option<String>,
 }
 
 impl OwnershipPolicy {
@@ -36,7 +40,20 @@ impl OwnershipPolicy {
             label_value: label_value.into(),
             adoptable_managers: BTreeSet::new(),
             adopt_annotation: DEFAULT_ADOPT_ANNOTATION.to_owned(),
+            owner_label: None,
         }
+    }
+
+    /// See [`OwnershipPolicy::owner_label`].
+    pub fn owner_label(mut self, key: impl Into<String>) -> Self {
+        self.owner_label = Some(key.into());
+        self
+    }
+
+    /// The value of the owner label on `obj`, when the policy has one and `obj` carries it.
+    pub fn owner_of<'a>(&self, obj: &'a DynamicObject) -> Option<&'a str> {
+        let key = self.owner_label.as_ref()?;
+        obj.metadata.labels.as_ref()?.get(key).map(String::as_str)
     }
 
     pub fn adoptable<I, S>(mut self, managers: I) -> Self
@@ -159,6 +176,9 @@ pub enum ApplyError {
     },
     #[error("{key} is being deleted; apply again once it is gone")]
     Terminating { key: ObjectKey },
+    /// One of our objects that another of our owners holds (see [`OwnershipPolicy::owner_label`]).
+    #[error("{key} belongs to {owner}; not taking it over")]
+    OwnedByOther { key: ObjectKey, owner: String },
     #[error("apply {key}: {source}")]
     Api {
         key: ObjectKey,
@@ -185,6 +205,7 @@ impl ApplyError {
         match self {
             ApplyError::Conflict { key, .. }
             | ApplyError::Terminating { key }
+            | ApplyError::OwnedByOther { key, .. }
             | ApplyError::Api { key, .. }
             | ApplyError::UnsafeCrdChange { key, .. }
             | ApplyError::DryRun { key, .. } => key,
@@ -509,6 +530,14 @@ impl Applier {
             }
             Ownership::Adoptable => ApplyAction::Adopted,
             Ownership::Owned => {
+                if let Some(owner) = self.ownership.owner_of(existing)
+                    && self.ownership.owner_of(desired) != Some(owner)
+                {
+                    return Err(ApplyError::OwnedByOther {
+                        key: key.clone(),
+                        owner: owner.to_string(),
+                    });
+                }
                 if !self.needs_apply_stamped(key, desired, Some(existing)) {
                     return Ok(Decision::Unchanged(existing.clone()));
                 }

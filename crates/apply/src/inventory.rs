@@ -65,7 +65,11 @@ impl Inventory {
         inv
     }
 
+    /// Records `key`, replacing an entry for the same object: the stored version follows the plan (a
+    /// map keeps an equal key's first version, and an inventory that kept `v1alpha1` after the plan
+    /// moved to `v1beta1` would resolve the object with a version that may no longer be served).
     pub fn insert(&mut self, key: ObjectKey, phase: Phase) {
+        self.entries.remove(&key);
         self.entries.insert(key, phase);
     }
 
@@ -86,13 +90,18 @@ impl Inventory {
         out
     }
 
-    /// [`Self::stale`] as prune targets, each resolved with `resolver` (a kind that is no longer
-    /// served resolves to `None`, which prune counts as deleted).
+    /// [`Self::stale`] as prune targets, each resolved with `resolver`, which must be fresh (discovery
+    /// run after the new version's CRDs were applied): the recorded version when it is still served,
+    /// else any served version of the same kind (the object is the same in every version). A kind that
+    /// is not served at all resolves to `None`, which prune counts as deleted: no such object can exist.
     pub fn prune_targets(&self, new: &Inventory, resolver: &KindResolver) -> Vec<PruneTarget> {
         self.stale(new)
             .into_iter()
             .map(|(key, phase)| PruneTarget {
-                resource: resolver.resolve_key(&key).map(|r| r.resource.clone()),
+                resource: resolver
+                    .resolve_key(&key)
+                    .or_else(|| resolver.resolve_any_version(&key.group, &key.kind))
+                    .map(|r| r.resource.clone()),
                 key,
                 phase,
             })
@@ -222,6 +231,24 @@ impl InventoryStore {
                 })
             }
         }
+    }
+
+    /// Removes `owner`'s key (a merge patch of that key; nothing when it is absent).
+    pub async fn remove(&self, owner: &str) -> Result<(), InventoryError> {
+        let api = self.api();
+        let current = api.get_opt(&self.name).await.map_err(|e| self.err(e))?;
+        if !current.is_some_and(|cm| cm.data.is_some_and(|d| d.contains_key(owner))) {
+            return Ok(());
+        }
+        let patch = serde_json::json!({ "data": { owner: null } });
+        let params = PatchParams {
+            field_manager: Some(self.field_manager.clone()),
+            ..Default::default()
+        };
+        api.patch(&self.name, &params, &Patch::Merge(&patch))
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
     }
 
     /// Stores `inv` under its owner's key. Writes only when the stored text differs; returns whether
@@ -372,6 +399,38 @@ mod tests {
                 ("Thing t".to_owned(), None),
                 ("ConfigMap ns/c".to_owned(), Some("configmaps".to_owned()))
             ]
+        );
+    }
+
+    #[test]
+    fn a_version_change_is_recorded_and_prune_finds_any_served_version() {
+        let mut inv = inv(&[(
+            ObjectKey::new("example.io", "v1alpha1", "Widget", None, "w"),
+            Phase::Base,
+        )]);
+        inv.insert(
+            ObjectKey::new("example.io", "v1beta1", "Widget", None, "w"),
+            Phase::Base,
+        );
+        let stored: Vec<&str> = inv.entries.keys().map(|k| k.version.as_str()).collect();
+        assert_eq!(stored, ["v1beta1"]);
+
+        // The recorded version is no longer served; another version of the kind is.
+        let old = Inventory {
+            owner: "aws".into(),
+            entries: [(
+                ObjectKey::new("apps", "v1beta2", "Deployment", Some("ns"), "d"),
+                Phase::Workloads,
+            )]
+            .into_iter()
+            .collect(),
+            record: None,
+        };
+        let targets = old.prune_targets(&Inventory::new("aws"), &crate::testutil::resolver());
+        let resource = targets[0].resource.as_ref().expect("resolved");
+        assert_eq!(
+            (resource.version.as_str(), resource.plural.as_str()),
+            ("v1", "deployments")
         );
     }
 

@@ -26,6 +26,10 @@ pub enum KeepReason {
     /// The live object no longer carries our ownership label: someone else has it now. Drop it from
     /// the inventory; it is not ours to delete.
     NotOwned,
+    /// Ours, but another of our owners holds it (its owner label, see
+    /// [`crate::OwnershipPolicy::owner_label`]). Drop it from the inventory; it is not this owner's to
+    /// delete.
+    OwnedByOther { owner: String },
     /// A CRD that still has instances: deleting it would delete them (data loss). Keep it in the
     /// inventory so prune retries once they are gone.
     CrdHasInstances { kind: String },
@@ -38,7 +42,7 @@ pub enum KeepReason {
 impl KeepReason {
     /// Whether the object must stay in the inventory (to be retried).
     pub fn retry(&self) -> bool {
-        !matches!(self, KeepReason::NotOwned)
+        !matches!(self, KeepReason::NotOwned | KeepReason::OwnedByOther { .. })
     }
 }
 
@@ -46,6 +50,7 @@ impl fmt::Display for KeepReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KeepReason::NotOwned => f.write_str("no longer carries the ownership label"),
+            KeepReason::OwnedByOther { owner } => write!(f, "belongs to {owner}"),
             KeepReason::CrdHasInstances { kind } => write!(f, "instances of {kind} still exist"),
             KeepReason::Replaced => f.write_str("replaced by a new object (UID changed)"),
             KeepReason::Error(e) => write!(f, "delete failed: {e}"),
@@ -74,11 +79,13 @@ pub fn sort_for_prune(items: &mut [(ObjectKey, Phase)]) {
 }
 
 /// Deletes `stale` objects one by one in prune order: only those that still carry the ownership
-/// label, with a UID precondition and background propagation. A CRD with instances is kept.
+/// label (and, when the policy has an owner label, `owner`'s value of it), with a UID precondition and
+/// background propagation. A CRD with instances is kept.
 pub async fn prune(
     client: &Client,
     stale: Vec<PruneTarget>,
     ownership: &OwnershipPolicy,
+    owner: Option<&str>,
 ) -> PruneReport {
     let mut stale = stale;
     stale.sort_by(|a, b| {
@@ -93,7 +100,7 @@ pub async fn prune(
             report.deleted.push(key);
             continue;
         };
-        match prune_one(client, &key, &resource, ownership).await {
+        match prune_one(client, &key, &resource, ownership, owner).await {
             Ok(None) => {
                 tracing::info!(object = %key, "pruned");
                 report.deleted.push(key);
@@ -116,6 +123,7 @@ async fn prune_one(
     key: &ObjectKey,
     resource: &ApiResource,
     ownership: &OwnershipPolicy,
+    owner: Option<&str>,
 ) -> Result<Option<KeepReason>, kube::Error> {
     let api = api_for(client, resource, key);
     let Some(live) = api.get_opt(&key.name).await? else {
@@ -123,6 +131,13 @@ async fn prune_one(
     };
     if !ownership.owns(&live) {
         return Ok(Some(KeepReason::NotOwned));
+    }
+    if let (Some(theirs), Some(ours)) = (ownership.owner_of(&live), owner)
+        && theirs != ours
+    {
+        return Ok(Some(KeepReason::OwnedByOther {
+            owner: theirs.to_string(),
+        }));
     }
     if key.group == "apiextensions.k8s.io"
         && key.kind == "CustomResourceDefinition"
@@ -249,6 +264,12 @@ mod tests {
             deleted: vec![key("gone")],
             kept: vec![
                 (key("theirs"), KeepReason::NotOwned),
+                (
+                    key("another-owners"),
+                    KeepReason::OwnedByOther {
+                        owner: "infrastructure-gcp".into(),
+                    },
+                ),
                 (
                     key("crd"),
                     KeepReason::CrdHasInstances {

@@ -113,6 +113,15 @@ impl KindResolver {
         self.kinds.keys().any(|(g, _, k)| g == group && k == kind)
     }
 
+    /// Some served version of `group`/`kind` (the first in version order), for an object whose recorded
+    /// version is no longer served.
+    pub fn resolve_any_version(&self, group: &str, kind: &str) -> Option<&ResolvedKind> {
+        self.kinds
+            .iter()
+            .find(|((g, _, k), _)| g == group && k == kind)
+            .map(|(_, r)| r)
+    }
+
     pub fn resolve_key(&self, key: &ObjectKey) -> Option<&ResolvedKind> {
         self.resolve(&key.group, &key.version, &key.kind)
     }

@@ -155,6 +155,20 @@ impl LiveCache {
             .find_map(|(_, store)| store.get(key).cloned())
     }
 
+    /// Every cached object of `group`/`kind`, in all watched namespaces.
+    pub fn objects(&self, group: &str, kind: &str) -> Vec<Arc<DynamicObject>> {
+        let stores = self
+            .shared
+            .stores
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        stores
+            .iter()
+            .filter(|(s, _)| s.group == group && s.kind == kind)
+            .flat_map(|(_, store)| store.values().cloned())
+            .collect()
+    }
+
     /// Whether every watch started so far has completed its initial list.
     pub fn is_synced(&self) -> bool {
         let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);

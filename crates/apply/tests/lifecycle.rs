@@ -417,7 +417,7 @@ async fn apply_steady_state_drift_and_prune() {
     let targets = old.prune_targets(&new, &resolver);
     assert_eq!(targets.len(), 6);
     let mark = cp.audit_events().unwrap().len();
-    let report = capi_apply::prune(&client, targets, &applier.ownership().clone()).await;
+    let report = capi_apply::prune(&client, targets, &applier.ownership().clone(), None).await;
     let deleted: Vec<String> = report.deleted.iter().map(ToString::to_string).collect();
     assert_eq!(
         deleted,
@@ -504,6 +504,7 @@ async fn apply_steady_state_drift_and_prune() {
             resource: Some(crd_resource),
         }],
         applier.ownership(),
+        None,
     )
     .await;
     assert_eq!(report.deleted, [crd_key]);

@@ -198,7 +198,7 @@ fn render_objects() -> Result<Vec<Value>> {
     };
     let mut objects = Vec::new();
     let candidates: Vec<_> = typed.iter().filter_map(configmap::candidate).collect();
-    for target in source::select(&wants.providers, &candidates).targets {
+    for target in source::select(&wants.providers, &candidates, &Default::default()).targets {
         let SourceId::ConfigMap(name) = &target.source.id else {
             bail!(
                 "{}: the benchmark reads transport ConfigMaps only",

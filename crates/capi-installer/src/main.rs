@@ -106,10 +106,7 @@ async fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => finish(run(*args).await.map(|()| ExitCode::SUCCESS), exit::ERROR),
         Command::Render(args) => finish(render_cmd::main(args), exit::ERROR),
-        Command::Status(args) => finish(
-            status_cmd::main(args).await.map(|()| ExitCode::SUCCESS),
-            exit::FAILED,
-        ),
+        Command::Status(args) => finish(status_cmd::main(args).await, exit::ERROR),
     }
 }
 

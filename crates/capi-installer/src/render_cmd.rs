@@ -175,7 +175,7 @@ fn select(args: &RenderArgs, sources: &Sources, wants: &Wants) -> Option<Selecti
         .filter_map(|c| configmap::candidate(&c.typed))
         .collect();
     candidates.extend(sources.profiles.candidates());
-    let selection = source::select(&wants.providers, &candidates);
+    let selection = source::select(&wants.providers, &candidates, &Default::default());
     let selected = |id: &SourceId| selection.targets.iter().any(|t| &t.source.id == id);
     for c in &sources.input.configmaps {
         if !selected(&SourceId::ConfigMap(c.name().to_string())) {

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use capi_apply::{Inventory, KindResolver, Phase, Readiness, readiness};
@@ -14,6 +15,7 @@ use capi_installer_controller::desired::{self, Desired, Wants};
 use capi_installer_controller::inventory::ProviderRecord;
 use capi_installer_controller::source::{self, ProviderSource, SourceId, Target, configmap};
 use capi_manifests::ProviderType;
+use capi_runtime::report::exit;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -52,7 +54,9 @@ struct Row {
     last_error: String,
 }
 
-pub async fn main(args: StatusArgs) -> Result<()> {
+/// Exit code 0 when the ClusterOperator is Available and not Degraded, 1 otherwise (missing included),
+/// so that scripts can wait on it; 2 when the cluster cannot be read.
+pub async fn main(args: StatusArgs) -> Result<ExitCode> {
     let client = crate::client(args.kubeconfig.as_deref()).await?;
     let infra_api: Api<DynamicObject> = Api::all_with(
         client.clone(),
@@ -84,7 +88,26 @@ pub async fn main(args: StatusArgs) -> Result<()> {
     out.push('\n');
     out.push_str(&pods(&client, &args.namespace).await?);
     print!("{out}");
-    Ok(())
+    Ok(if healthy(co.as_ref()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(exit::FAILED)
+    })
+}
+
+/// Whether the ClusterOperator says Available=True and not Degraded=True.
+fn healthy(co: Option<&DynamicObject>) -> bool {
+    let conditions = co
+        .and_then(|c| c.data.pointer("/status/conditions"))
+        .and_then(Value::as_array);
+    let status = |type_: &str| {
+        conditions
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == type_)
+            .and_then(|c| c["status"].as_str())
+    };
+    status("Available") == Some("True") && status("Degraded") != Some("True")
 }
 
 /// The controllers pod's controllers, from the two conditions each keeps on the ClusterOperator.
@@ -215,12 +238,19 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
     let mut candidates: Vec<ProviderSource> =
         list.items.iter().filter_map(configmap::candidate).collect();
     candidates.extend(profile_candidates(inventory.as_ref()));
-    let selected = source::select(&wants.providers, &candidates).targets;
+    let stored = stored_inventories(inventory.as_ref());
+    let owners = stored
+        .iter()
+        .filter(|(_, inv)| !inv.entries.is_empty())
+        .filter_map(|(key, _)| SourceId::from_inventory_key(key))
+        .collect();
+    let selection = source::select(&wants.providers, &candidates, &owners);
+    let selected = &selection.targets;
     let resolver = KindResolver::discover(client)
         .await
         .context("API discovery")?;
     let mut rows = Vec::new();
-    for target in &selected {
+    for target in selected {
         let r = provider_row(client, &resolver, target, inventory.as_ref()).await;
         rows.push(vec![
             r.provider,
@@ -230,6 +260,37 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
             r.state,
             r.ready,
             r.last_error,
+        ]);
+    }
+    for refused in &selection.refused {
+        let source = &refused.target.source;
+        rows.push(vec![
+            source.name.clone(),
+            source.provider_type.label().to_string(),
+            source.version.clone().unwrap_or_else(|| "-".into()),
+            source_column(&source.id),
+            format!("Refused (provided by {})", refused.kept),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    let selected_ids = selection.ids();
+    for (key, inv) in &stored {
+        let Some(id) = SourceId::from_inventory_key(key) else {
+            continue;
+        };
+        if selected_ids.contains(&id) || inv.entries.is_empty() {
+            continue;
+        }
+        let record = ProviderRecord::read(inv).unwrap_or_default();
+        rows.push(vec![
+            or_dash(record.provider),
+            or_dash(record.provider_type),
+            record.version.unwrap_or_else(|| "-".into()),
+            source_column(&id),
+            "NotSelected (objects left in place)".into(),
+            format!("-/{}", inv.entries.len()),
+            "-".into(),
         ]);
     }
     let header = [
@@ -268,9 +329,32 @@ fn profile_candidates(inventory: Option<&ConfigMap>) -> Vec<ProviderSource> {
                 name: record.provider,
                 provider_type: ProviderType::from_label(&record.provider_type)?,
                 version: record.version,
+                created: None,
             })
         })
         .collect()
+}
+
+/// Every readable inventory of the inventory ConfigMap, by key.
+fn stored_inventories(inventory: Option<&ConfigMap>) -> Vec<(String, Inventory)> {
+    inventory
+        .and_then(|cm| cm.data.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|(key, json)| Some((key.clone(), Inventory::from_json(key, json).ok()?)))
+        .collect()
+}
+
+/// The SOURCE column: a ConfigMap's name, or `profile <image>/<profile>`.
+fn source_column(id: &SourceId) -> String {
+    match id {
+        SourceId::ConfigMap(name) => name.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn or_dash(s: String) -> String {
+    if s.is_empty() { "-".into() } else { s }
 }
 
 /// The ClusterOperator's conditions and versions.
@@ -349,10 +433,7 @@ async fn provider_row(
         provider: source.name.clone(),
         kind: source.provider_type.label().to_string(),
         version: source.version.clone().unwrap_or_else(|| "-".into()),
-        source: match &source.id {
-            SourceId::ConfigMap(name) => name.clone(),
-            other => other.to_string(),
-        },
+        source: source_column(&source.id),
         state,
         ready,
         last_error: if last_error.is_empty() {
@@ -464,6 +545,7 @@ mod tests {
             reason: "Forbidden".into(),
             message: "apply Deployment ns/d: forbidden; and more".into(),
             attempts: 3,
+            since: "2026-11-30T10:00:00Z".into(),
         });
         assert_eq!(
             last_error(&record),
@@ -540,6 +622,23 @@ mod tests {
             pod_row("capi-installer", None, None),
             ["capi-installer", "-", "-", "-"]
         );
+    }
+
+    #[test]
+    fn healthy_means_available_and_not_degraded() {
+        let co = |available: &str, degraded: &str| -> DynamicObject {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+                "metadata": {"name": "cluster-api"},
+                "status": {"conditions": [
+                    {"type": "Available", "status": available},
+                    {"type": "Degraded", "status": degraded}]}}))
+            .unwrap()
+        };
+        assert!(healthy(Some(&co("True", "False"))));
+        assert!(!healthy(Some(&co("True", "True"))));
+        assert!(!healthy(Some(&co("False", "False"))));
+        assert!(!healthy(None));
     }
 
     #[test]

@@ -529,3 +529,68 @@ fn errors_are_one_line_with_exit_codes_for_scripts() {
         assert!(error_lines[0].starts_with(prefix), "{args:?}: {err}");
     }
 }
+
+/// `capi-installer status` exits 0 only when the ClusterOperator is Available and not Degraded (issue 13),
+/// so that scripts can wait on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_exits_non_zero_unless_available_and_not_degraded() {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+
+    let cp = control_plane::ControlPlane::start(Default::default())
+        .await
+        .expect("control plane starts");
+    let admin = cp.admin_client().await.unwrap();
+    let status = || {
+        Command::new(BIN)
+            .args(["status", "--kubeconfig"])
+            .arg(cp.kubeconfig_path())
+            .output()
+            .expect("capi-installer runs")
+    };
+    let out = status();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "no ClusterOperator: {}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("not found"), "{}", stdout(&out));
+
+    let resource = kube::api::ApiResource {
+        group: "config.openshift.io".into(),
+        version: "v1".into(),
+        api_version: "config.openshift.io/v1".into(),
+        kind: "ClusterOperator".into(),
+        plural: "clusteroperators".into(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(admin.clone(), &resource);
+    let pp = PatchParams::apply("test").force();
+    let object = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+        "metadata": {"name": "cluster-api"}, "spec": {}});
+    api.patch("cluster-api", &pp, &Patch::Apply(&object))
+        .await
+        .unwrap();
+    for (available, degraded, code) in [
+        ("True", "False", 0),
+        ("True", "True", 1),
+        ("False", "False", 1),
+    ] {
+        let conditions = json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+            "metadata": {"name": "cluster-api"}, "status": {"conditions": [
+                {"type": "Available", "status": available, "reason": "Test",
+                    "lastTransitionTime": "2026-11-30T00:00:00Z"},
+                {"type": "Degraded", "status": degraded, "reason": "Test",
+                    "lastTransitionTime": "2026-11-30T00:00:00Z"}]}});
+        api.patch_status("cluster-api", &pp, &Patch::Apply(&conditions))
+            .await
+            .unwrap();
+        let out = status();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "Available={available} Degraded={degraded}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+    }
+}

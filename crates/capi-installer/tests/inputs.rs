@@ -100,7 +100,22 @@ fn bad_inputs() -> Vec<Bad> {
         missing_image, good,
         "the aws components use the image placeholder"
     );
+    let mut both = fixture_configmap(AWS_CM);
+    both["data"]["components"] =
+        json!("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stale}\n");
+    assert!(
+        both["binaryData"]["components-zstd"].is_string(),
+        "the aws fixture is compressed"
+    );
     vec![
+        Bad {
+            what: "both payload forms (issue 8, item 4)",
+            configmap: both,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "binaryData.components-zstd and data.components",
+            ],
+        },
         Bad {
             what: "corrupt zstd",
             configmap: corrupt,

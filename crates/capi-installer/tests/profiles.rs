@@ -322,8 +322,9 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
         let inv = Inventory::from_json(key, cm.data.as_ref()?.get(key)?).ok()?;
         Some((inv.entries.len(), ProviderRecord::read(&inv)?))
     };
-    // The ConfigMap's aws is installed; the profile is refused.
-    let available = eventually(
+    // The ConfigMap's aws is installed and serves (Available); the profile is refused, which degrades
+    // the operator once the refusal persists.
+    let degraded = eventually(
         Duration::from_secs(300),
         "aws installed from its ConfigMap, the profile refused",
         || async {
@@ -331,18 +332,20 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
             let (_, aws) = stored(&cm, "aws")?;
             (aws.state == "Installed").then_some(())?;
             let status = co_status(&env.admin).await?;
-            let available = condition(&status, "Available")?;
-            (available.reason == "DuplicateProvider").then_some(available)
+            let degraded = condition(&status, "Degraded")?;
+            (degraded.reason == "DuplicateProvider").then_some(degraded)
         },
     )
     .await;
-    assert_eq!(available.status, "False");
+    assert_eq!(degraded.status, "True");
     assert!(
-        available.message.starts_with(
+        degraded.message.starts_with(
             "profile aws-img/default: provider aws (infrastructure) is already provided by ConfigMap aws; remove one of the two"
         ),
-        "{available:?}"
+        "{degraded:?}"
     );
+    let status = co_status(&env.admin).await.unwrap();
+    assert_eq!(condition(&status, "Available").unwrap().status, "True");
 
     // Nothing of the profile was applied: its renamed ClusterRole does not exist (the ConfigMap's
     // does), and the profile's inventory holds no object, only its record.

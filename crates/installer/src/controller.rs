@@ -24,15 +24,15 @@ use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tokio::sync::Notify;
 
-use crate::config::{InstallerConfig, ProfilesConfig};
+use crate::config::{INVENTORY_CONFIGMAP, InstallerConfig, ProfilesConfig};
 use crate::desired::{self, Desired, Wanted, Wants};
 use crate::error::ProviderError;
 use crate::history::History;
 use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
 use crate::outcome::{Outcome, ProviderState, blocked_by};
-use crate::reconcile::Reconciler;
-use crate::report;
+use crate::reconcile::{Reconciler, Round};
+use crate::report::{self, Unselected};
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, configmap};
 
@@ -88,6 +88,7 @@ pub struct Installer {
     reconciler: Reconciler,
     infrastructure: reflector::Store<DynamicObject>,
     configmaps: reflector::Store<ConfigMap>,
+    inventory: reflector::Store<ConfigMap>,
     /// Every kind of provider source; a new kind is one more catalog.
     catalogs: Vec<Box<dyn SourceCatalog>>,
     metrics: Arc<Metrics>,
@@ -137,6 +138,16 @@ impl Installer {
             .default_backoff()
             .reflect(writer);
         let configmaps_watch = spawn_trigger("transport ConfigMaps", stream, wake.clone());
+        // The inventory is watched too: deleted or edited, it is repaired at once.
+        let (inventory, writer) = reflector::store();
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
+        let stream = watcher(
+            api,
+            watcher::Config::default().fields(&format!("metadata.name={INVENTORY_CONFIGMAP}")),
+        )
+        .default_backoff()
+        .reflect(writer);
+        let inventory_watch = spawn_trigger("the inventory ConfigMap", stream, wake.clone());
         let mut catalogs: Vec<Box<dyn SourceCatalog>> =
             vec![Box::new(configmap::ConfigMapCatalog {
                 store: configmaps.clone(),
@@ -147,16 +158,22 @@ impl Installer {
         }
 
         Arc::new(Installer {
-            reconciler: Reconciler::new(client.clone(), config.clone(), metrics.clone()),
+            reconciler: Reconciler::new(
+                client.clone(),
+                config.clone(),
+                metrics.clone(),
+                inventory.clone(),
+            ),
             client,
             config,
             infrastructure,
             configmaps,
+            inventory,
             catalogs,
             metrics,
             wake,
             logged: Mutex::default(),
-            watches: vec![infrastructure_watch, configmaps_watch],
+            watches: vec![infrastructure_watch, configmaps_watch, inventory_watch],
         })
     }
 
@@ -177,13 +194,22 @@ impl Installer {
         });
 
         tokio::pin!(shutdown);
-        let _ = tokio::time::timeout(Duration::from_secs(30), async {
+        // Nothing is decided, and no status written, before every watch has listed once: on empty
+        // stores a healthy cluster would look like one without a platform or providers.
+        let synced = async {
             tokio::join!(
                 self.infrastructure.wait_until_ready(),
-                self.configmaps.wait_until_ready()
+                self.configmaps.wait_until_ready(),
+                self.inventory.wait_until_ready()
             )
-        })
-        .await;
+        };
+        tokio::select! {
+            _ = &mut shutdown => {
+                tracing::info!("installer stopped before its watches synced");
+                return;
+            }
+            _ = synced => {}
+        }
         let mut next = Next::Retry(Duration::ZERO);
         loop {
             let delay = next.delay().unwrap_or(self.config.resync);
@@ -207,28 +233,27 @@ impl Installer {
             infrastructure_resource(),
         ));
         let desired = desired::desired(infra.as_ref().and_then(|i| i.data.get("status")), &[]);
-        let (missing, outcomes) = match &desired {
+        self.reconciler.inventories().repair().await;
+        let (missing, outcomes, unselected) = match &desired {
             Desired::Install(wants) => self.install(wants).await,
-            _ => (Vec::new(), Vec::new()),
+            _ => (Vec::new(), Vec::new(), Vec::new()),
         };
         self.log_changes(&desired, &missing, &outcomes);
         self.observe(&desired, &missing, &outcomes, started);
-        for o in &outcomes {
-            if let Err(e) = self
-                .reconciler
-                .inventories()
-                .save_record(o.id(), &ProviderRecord::of(o))
-                .await
-            {
-                tracing::warn!(source = %o.id(), error = %e, "cannot record the provider's state");
-            }
-        }
-        let conditions = report::conditions(&desired, &missing, &outcomes);
-        let related = match &desired {
-            Desired::Install(_) => report::related(&self.config.namespace, &outcomes),
-            _ => Vec::new(),
+        let conditions = report::conditions(&desired, &missing, &outcomes, &unselected);
+        let (related, at_release) = match &desired {
+            Desired::Install(_) => (
+                report::related(&self.config.namespace, &outcomes),
+                report::at_release(&missing, &outcomes),
+            ),
+            Desired::Unsupported { .. } => (Vec::new(), true),
+            Desired::WaitingForPlatform => (Vec::new(), false),
         };
-        let version = self.config.release_version.as_deref();
+        let version = self
+            .config
+            .release_version
+            .as_deref()
+            .filter(|_| at_release);
         if let Err(e) = report::operator::write(&self.client, &conditions, version, &related).await
         {
             tracing::warn!(error = %e, "cannot write ClusterOperator status; retrying");
@@ -237,8 +262,9 @@ impl Installer {
         outcomes.iter().map(Next::of).fold(Next::Idle, Next::min)
     }
 
-    /// Selects the sources of `wants` and reconciles each provider in order.
-    async fn install(&self, wants: &Wants) -> (Vec<Wanted>, Vec<Outcome>) {
+    /// Selects the sources of `wants` and reconciles each provider in order; reports the required
+    /// providers without a source and the providers no longer selected.
+    async fn install(&self, wants: &Wants) -> (Vec<Wanted>, Vec<Outcome>, Vec<Unselected>) {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
         self.reconciler.protect_sources(
             candidates
@@ -255,19 +281,22 @@ impl Installer {
                 })
                 .collect(),
         );
-        let selection = source::select(&wants.providers, &candidates);
+        let inventories = self.reconciler.inventories().all();
+        let owners = inventories.iter().map(|(id, _)| id.clone()).collect();
+        let selection = source::select(&wants.providers, &candidates, &owners);
+        let round = Round {
+            selected: selection.ids(),
+        };
         let mut outcomes: Vec<Outcome> = Vec::new();
         for target in &selection.targets {
-            let outcome = match blocked_by(&outcomes, target) {
-                Some(behind) => Outcome {
-                    target: target.clone(),
-                    state: ProviderState::Blocked { behind },
-                    previously_installed: false,
-                    related: Vec::new(),
-                },
+            let outcome = match blocked_by(&outcomes, &selection.missing, target) {
+                Some(behind) => {
+                    let blocked = ProviderState::Blocked { behind };
+                    self.reconciler.hold(target, Ok(blocked)).await
+                }
                 None => {
                     let payload = self.load(&target.source.id);
-                    self.reconciler.reconcile(target, payload).await
+                    self.reconciler.reconcile(target, payload, &round).await
                 }
             };
             outcomes.push(outcome);
@@ -282,9 +311,23 @@ impl Installer {
                 ),
                 kept: refused.kept.clone(),
             };
-            outcomes.push(self.reconciler.refuse(&refused.target, error).await);
+            outcomes.push(self.reconciler.hold(&refused.target, Err(error)).await);
         }
-        (selection.missing, outcomes)
+        // Read again: a source may have taken over an unselected one's inventory.
+        let unselected = self
+            .reconciler
+            .inventories()
+            .all()
+            .into_iter()
+            .filter(|(id, _)| !round.selected.contains(id))
+            .map(|(id, inv)| Unselected {
+                provider: ProviderRecord::read(&inv)
+                    .map(|r| format!("{} ({})", r.provider, r.provider_type)),
+                objects: inv.entries.len(),
+                id,
+            })
+            .collect();
+        (selection.missing, outcomes, unselected)
     }
 
     fn load(&self, id: &SourceId) -> Result<source::Payload, SourceError> {

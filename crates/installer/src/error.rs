@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use capi_apply::{ApplyError, InventoryError, Phase};
+use capi_apply::{ApplyError, InventoryError, ObjectKey, Phase};
 
 use crate::outcome::Pending;
 use crate::prepare::RenderError;
@@ -27,7 +27,8 @@ pub enum Reason {
     UnsafeCustomResourceDefinitionChange,
     /// The API server refused a request for lack of permission.
     Forbidden,
-    /// An object exists and is managed by someone else; the installer does not take it over.
+    /// An object exists and is managed by someone else (another field manager, or another provider);
+    /// the installer does not take it over.
     OwnershipConflict,
     /// A second source declares the same provider (name and type) as the one that provides it.
     DuplicateProvider,
@@ -41,6 +42,8 @@ pub enum Reason {
     PruneFailed,
     /// (Upgradeable) the installer is Degraded.
     InstallerDegraded,
+    /// (Upgradeable) objects of providers that are no longer selected are left in place.
+    ProvidersNotSelected,
     /// (CapiInstallerControllerDegraded) same as Degraded=True.
     SyncingFailed,
 }
@@ -63,6 +66,7 @@ impl Reason {
         Reason::CustomResourceDefinitionNotEstablished,
         Reason::PruneFailed,
         Reason::InstallerDegraded,
+        Reason::ProvidersNotSelected,
         Reason::SyncingFailed,
     ];
 
@@ -86,6 +90,7 @@ impl Reason {
             }
             Reason::PruneFailed => "PruneFailed",
             Reason::InstallerDegraded => "InstallerDegraded",
+            Reason::ProvidersNotSelected => "ProvidersNotSelected",
             Reason::SyncingFailed => "SyncingFailed",
         }
     }
@@ -125,6 +130,16 @@ pub enum ProviderError {
     /// This source declares a provider that another source already provides.
     #[error("provider {provider} is already provided by {kept}; remove one of the two")]
     DuplicateSource { provider: String, kept: SourceId },
+    /// The plan contains an object that another provider's inventory holds.
+    #[error("{key} belongs to the provider of {owner}; not taking it over")]
+    Claimed {
+        // Boxed: keeps `Result<_, ProviderError>` small on the happy path (clippy::result_large_err).
+        key: Box<ObjectKey>,
+        owner: SourceId,
+    },
+    /// Objects the new version dropped that could not be deleted (kept in the inventory, retried).
+    #[error("cannot prune: {}", .failed.iter().map(|(k, e)| format!("{k}: {e}")).collect::<Vec<_>>().join("; "))]
+    Prune { failed: Vec<(ObjectKey, String)> },
 }
 
 fn join<T: fmt::Display>(items: &[T]) -> String {
@@ -146,7 +161,9 @@ impl ProviderError {
             ProviderError::Discovery(e) => kube_reason(e),
             ProviderError::Preflight(errors) | ProviderError::Apply(errors) => {
                 match errors.first() {
-                    Some(ApplyError::Conflict { .. }) => Reason::OwnershipConflict,
+                    Some(ApplyError::Conflict { .. } | ApplyError::OwnedByOther { .. }) => {
+                        Reason::OwnershipConflict
+                    }
                     Some(ApplyError::UnsafeCrdChange { .. }) => {
                         Reason::UnsafeCustomResourceDefinitionChange
                     }
@@ -163,6 +180,8 @@ impl ProviderError {
                 _ => Reason::DeploymentNotAvailable,
             },
             ProviderError::DuplicateSource { .. } => Reason::DuplicateProvider,
+            ProviderError::Claimed { .. } => Reason::OwnershipConflict,
+            ProviderError::Prune { .. } => Reason::PruneFailed,
         }
     }
 }
@@ -214,6 +233,20 @@ mod tests {
             ),
             (ProviderError::Discovery(api_error(403)), Reason::Forbidden),
             (
+                ProviderError::Apply(vec![ApplyError::OwnedByOther {
+                    key: key.clone(),
+                    owner: "infrastructure-gcp".into(),
+                }]),
+                Reason::OwnershipConflict,
+            ),
+            (
+                ProviderError::Claimed {
+                    key: Box::new(key.clone()),
+                    owner: SourceId::ConfigMap("cluster-api".into()),
+                },
+                Reason::OwnershipConflict,
+            ),
+            (
                 ProviderError::DuplicateSource {
                     provider: "aws (infrastructure)".into(),
                     kept: SourceId::ConfigMap("aws".into()),
@@ -240,6 +273,12 @@ mod tests {
             (
                 ProviderError::Render(RenderError::Policy(crate::policy::Violations(vec![]))),
                 Reason::BundlePolicyViolation,
+            ),
+            (
+                ProviderError::Prune {
+                    failed: vec![(key.clone(), "forbidden".into())],
+                },
+                Reason::PruneFailed,
             ),
             (
                 ProviderError::GateTimeout {

@@ -1,5 +1,9 @@
 //! What the installer remembers about each provider between reconciles: its failure series (for the
 //! `Degraded` persistence rule and the retry backoff) and how long a readiness gate has been waited on.
+//!
+//! The failure series also lives in the provider's record (see [`crate::inventory`]), and a new process
+//! (a restart, a new leader) seeds it from there: `Degraded` does not drop to False and come back.
+//! Gate timers are per version: a fixed version that replaces a timed-out one starts a new wait.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -21,6 +25,8 @@ struct Failures {
 
 #[derive(Clone, Debug)]
 struct Gate {
+    /// The content digest of the version waited for.
+    digest: String,
     phase: Phase,
     since: Instant,
 }
@@ -33,18 +39,36 @@ pub struct History {
 }
 
 impl History {
-    /// Records a failed attempt; returns the attempts counted and how long the series has lasted.
-    pub fn failed(&mut self, id: &SourceId, now: Instant) -> (u32, Duration) {
+    /// Continues a failure series that an earlier process recorded (`attempts` counted, the first
+    /// `failing_for` ago). Does nothing when this process already follows a series for `id`.
+    pub fn seed(&mut self, id: &SourceId, attempts: u32, failing_for: Duration, now: Instant) {
+        let first = now.checked_sub(failing_for).unwrap_or(now);
+        self.failures.entry(id.clone()).or_insert(Failures {
+            first,
+            attempts,
+            last_counted: now.checked_sub(ATTEMPT_SPACING).unwrap_or(first),
+        });
+    }
+
+    /// Whether this process follows a failure series for `id`.
+    pub fn failing(&self, id: &SourceId) -> bool {
+        self.failures.contains_key(id)
+    }
+
+    /// Records a failed attempt; returns the attempts counted, whether this one was counted, and how
+    /// long the series has lasted.
+    pub fn failed(&mut self, id: &SourceId, now: Instant) -> (u32, bool, Duration) {
         let f = self.failures.entry(id.clone()).or_insert(Failures {
             first: now,
             attempts: 0,
             last_counted: now,
         });
-        if f.attempts == 0 || now.duration_since(f.last_counted) >= ATTEMPT_SPACING {
+        let counted = f.attempts == 0 || now.duration_since(f.last_counted) >= ATTEMPT_SPACING;
+        if counted {
             f.attempts += 1;
             f.last_counted = now;
         }
-        (f.attempts, now.duration_since(f.first))
+        (f.attempts, counted, now.duration_since(f.first))
     }
 
     /// Ends a failure series (the provider installed, or progresses again).
@@ -52,19 +76,36 @@ impl History {
         self.failures.remove(id);
     }
 
-    /// When the gate of `phase` started to be waited on (now, when it is a new wait).
-    pub fn gate_since(&mut self, id: &SourceId, phase: Phase, now: Instant) -> Instant {
+    /// When the gate of `phase` of the version `digest` started to be waited on (now, when it is a new
+    /// wait).
+    pub fn gate_since(
+        &mut self,
+        id: &SourceId,
+        digest: &str,
+        phase: Phase,
+        now: Instant,
+    ) -> Instant {
         match self.gates.get(id) {
-            Some(g) if g.phase == phase => g.since,
+            Some(g) if g.phase == phase && g.digest == digest => g.since,
             _ => {
-                self.gates.insert(id.clone(), Gate { phase, since: now });
+                let gate = Gate {
+                    digest: digest.to_string(),
+                    phase,
+                    since: now,
+                };
+                self.gates.insert(id.clone(), gate);
                 now
             }
         }
     }
 
-    pub fn gate_passed(&mut self, id: &SourceId) {
-        self.gates.remove(id);
+    /// The gate of `phase` is met. Only that phase's timer ends: every reconcile passes the earlier
+    /// phases' gates again, and must not restart the wait of a later one (a Deployment that never
+    /// becomes Available would never time out).
+    pub fn gate_passed(&mut self, id: &SourceId, phase: Phase) {
+        if self.gates.get(id).is_some_and(|g| g.phase == phase) {
+            self.gates.remove(id);
+        }
     }
 
     /// The backoff before retrying a failed provider: 5 s, doubling per counted attempt, at most 60 s.
@@ -82,10 +123,11 @@ mod tests {
         let id = SourceId::ConfigMap("aws".into());
         let mut h = History::default();
         let t0 = Instant::now();
-        assert_eq!(h.failed(&id, t0).0, 1);
-        assert_eq!(h.failed(&id, t0 + Duration::from_secs(1)).0, 1, "a burst");
-        let (attempts, failing_for) = h.failed(&id, t0 + Duration::from_secs(6));
-        assert_eq!((attempts, failing_for), (2, Duration::from_secs(6)));
+        assert_eq!(h.failed(&id, t0), (1, true, Duration::ZERO));
+        let burst = h.failed(&id, t0 + Duration::from_secs(1));
+        assert_eq!((burst.0, burst.1), (1, false), "a burst");
+        let later = h.failed(&id, t0 + Duration::from_secs(6));
+        assert_eq!(later, (2, true, Duration::from_secs(6)));
         h.succeeded(&id);
         assert_eq!(
             h.failed(&id, t0 + Duration::from_secs(7)).0,
@@ -95,19 +137,50 @@ mod tests {
     }
 
     #[test]
-    fn a_gate_timer_runs_per_phase() {
+    fn a_series_recorded_by_an_earlier_process_continues() {
+        let id = SourceId::ConfigMap("aws".into());
+        let mut h = History::default();
+        let now = Instant::now() + Duration::from_secs(600);
+        h.seed(&id, 3, Duration::from_secs(150), now);
+        assert!(h.failing(&id));
+        let (attempts, counted, failing_for) = h.failed(&id, now);
+        assert_eq!((attempts, counted), (4, true));
+        assert_eq!(failing_for, Duration::from_secs(150));
+        h.seed(&id, 1, Duration::ZERO, now);
+        assert_eq!(h.failed(&id, now).0, 4, "a followed series is not reset");
+    }
+
+    #[test]
+    fn a_gate_timer_runs_per_version_and_phase() {
         let id = SourceId::ConfigMap("aws".into());
         let mut h = History::default();
         let t0 = Instant::now();
         let later = t0 + Duration::from_secs(10);
-        assert_eq!(h.gate_since(&id, Phase::Workloads, t0), t0);
-        assert_eq!(h.gate_since(&id, Phase::Workloads, later), t0);
+        assert_eq!(h.gate_since(&id, "v1", Phase::Workloads, t0), t0);
+        assert_eq!(h.gate_since(&id, "v1", Phase::Workloads, later), t0);
         assert_eq!(
-            h.gate_since(&id, Phase::CustomResourceDefinitions, later),
+            h.gate_since(&id, "v1", Phase::CustomResourceDefinitions, later),
             later
         );
-        h.gate_passed(&id);
-        assert_eq!(h.gate_since(&id, Phase::Workloads, later), later);
+        assert_eq!(h.gate_since(&id, "v1", Phase::Workloads, later), later);
+        let fixed = later + Duration::from_secs(1);
+        assert_eq!(
+            h.gate_since(&id, "v2", Phase::Workloads, fixed),
+            fixed,
+            "a new version waits afresh"
+        );
+        let much_later = fixed + Duration::from_secs(10);
+        h.gate_passed(&id, Phase::CustomResourceDefinitions);
+        assert_eq!(
+            h.gate_since(&id, "v2", Phase::Workloads, much_later),
+            fixed,
+            "an earlier phase passing again does not restart the wait"
+        );
+        h.gate_passed(&id, Phase::Workloads);
+        assert_eq!(
+            h.gate_since(&id, "v2", Phase::Workloads, much_later),
+            much_later
+        );
     }
 
     #[test]

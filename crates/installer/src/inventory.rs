@@ -1,11 +1,19 @@
 //! What each provider applied (the apply engine's inventory, one key per source in ConfigMap
-//! `capi-installer-inventory`) and, stored with it, the provider's record: where it stands, structured,
-//! so that `capi-installer status` reads it instead of parsing condition messages.
+//! `capi-installer-inventory`) and, stored with it, the provider's record: where it stands, what was
+//! last fully rolled out, and its failure series — structured, durable across restarts and leader
+//! changes, and read by `capi-installer status` instead of condition messages.
+//!
+//! The ConfigMap is watched. The installer is its only writer and keeps what it wrote in memory: a key
+//! that is deleted or edited while it runs is written back from memory; a key that is missing or
+//! unreadable when a process first needs it is rebuilt from the provider's labelled live objects (see
+//! [`crate::reconcile`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use capi_apply::{Inventory, InventoryError, InventoryStore};
+use capi_apply::{Inventory, InventoryError, InventoryStore, ObjectKey};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::runtime::reflector;
 use serde::{Deserialize, Serialize};
 
 use crate::outcome::{Outcome, ProviderState};
@@ -23,6 +31,9 @@ pub struct ProviderRecord {
     pub provider_type: String,
     /// The source as status names it, e.g. `ConfigMap aws`.
     pub source: String,
+    /// The `cluster.x-k8s.io/provider` value of its objects: which provider owns them.
+    #[serde(default)]
+    pub label: String,
     /// The version label of the content last reconciled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
@@ -31,9 +42,24 @@ pub struct ProviderRecord {
     /// The phase a Progressing provider waits in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    /// The last failure, while the provider fails.
+    /// The last version that was fully rolled out: every object applied and ready, every Deployment
+    /// Available at its current generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolled_out: Option<RolledOut>,
+    /// The current failure series, while the provider fails (kept while it is blocked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureRecord>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolledOut {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The content digest of that version (rendered objects).
+    pub digest: String,
+    /// When it was first seen fully rolled out (RFC 3339).
+    pub at: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,32 +67,59 @@ pub struct ProviderRecord {
 pub struct FailureRecord {
     pub reason: String,
     pub message: String,
+    /// Attempts counted towards `Degraded`.
     pub attempts: u32,
+    /// When the series began (RFC 3339).
+    pub since: String,
 }
 
 impl ProviderRecord {
-    pub fn of(outcome: &Outcome) -> Self {
+    /// The record after `outcome`, continuing `previous`. `rolled_out` is the content digest of the
+    /// version reconciled when it has just been seen fully rolled out; `now` is RFC 3339.
+    pub fn next(
+        previous: Option<&ProviderRecord>,
+        outcome: &Outcome,
+        rolled_out: Option<&str>,
+        now: &str,
+    ) -> Self {
         let source = &outcome.target.source;
+        let rolled_out = match rolled_out {
+            Some(digest) => Some(RolledOut {
+                version: source.version.clone(),
+                digest: digest.to_string(),
+                at: previous
+                    .and_then(|p| p.rolled_out.as_ref())
+                    .filter(|r| r.digest == digest)
+                    .map_or_else(|| now.to_string(), |r| r.at.clone()),
+            }),
+            _ => previous.and_then(|p| p.rolled_out.clone()),
+        };
+        let previous_failure = previous.and_then(|p| p.failure.clone());
+        let failure = match &outcome.state {
+            ProviderState::Failed {
+                error, attempts, ..
+            } => Some(FailureRecord {
+                reason: error.reason().to_string(),
+                message: error.to_string(),
+                attempts: *attempts,
+                since: previous_failure.map_or_else(|| now.to_string(), |f| f.since),
+            }),
+            ProviderState::Blocked { .. } => previous_failure,
+            _ => None,
+        };
         ProviderRecord {
             provider: source.name.clone(),
             provider_type: source.provider_type.label().to_string(),
             source: source.id.to_string(),
+            label: outcome.target.clusterctl_label.clone(),
             version: source.version.clone(),
             state: outcome.state.name().to_string(),
             phase: match &outcome.state {
                 ProviderState::Progressing { phase, .. } => Some(phase.to_string()),
                 _ => None,
             },
-            failure: match &outcome.state {
-                ProviderState::Failed {
-                    error, attempts, ..
-                } => Some(FailureRecord {
-                    reason: error.reason().to_string(),
-                    message: error.to_string(),
-                    attempts: *attempts,
-                }),
-                _ => None,
-            },
+            rolled_out,
+            failure,
         }
     }
 
@@ -76,39 +129,152 @@ impl ProviderRecord {
     }
 }
 
-/// The inventories of every provider, as last loaded or saved (the installer is their only writer).
+fn handed_over(
+    owner: &SourceId,
+    inv: &Inventory,
+    label: &str,
+    selected: &BTreeSet<SourceId>,
+) -> bool {
+    !selected.contains(owner) && ProviderRecord::read(inv).is_some_and(|r| r.label == label)
+}
+
+/// What the inventory ConfigMap holds for one source.
+#[derive(Debug)]
+pub enum Stored {
+    Missing,
+    Unreadable(String),
+    Found(Inventory),
+}
+
+/// The inventories of every provider: what this process wrote (memory, authoritative while it runs)
+/// over what the watched ConfigMap holds.
 pub struct Inventories {
     store: InventoryStore,
-    cache: Mutex<HashMap<String, Inventory>>,
+    live: reflector::Store<ConfigMap>,
+    name: String,
+    namespace: String,
+    memory: Mutex<HashMap<String, Inventory>>,
 }
 
 impl Inventories {
-    pub fn new(store: InventoryStore) -> Self {
+    pub fn new(
+        store: InventoryStore,
+        live: reflector::Store<ConfigMap>,
+        namespace: &str,
+        name: &str,
+    ) -> Self {
         Inventories {
             store,
-            cache: Mutex::default(),
+            live,
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            memory: Mutex::default(),
         }
     }
 
-    pub async fn load(&self, id: &SourceId) -> Result<Inventory, InventoryError> {
-        let key = id.inventory_key();
-        if let Some(inv) = self.cache.lock().expect("inventories").get(&key) {
-            return Ok(inv.clone());
-        }
-        let inv = self.store.load(&key).await?;
-        self.cache
+    fn live_data(&self) -> BTreeMap<String, String> {
+        self.live
+            .get(&reflector::ObjectRef::new(&self.name).within(&self.namespace))
+            .and_then(|cm| cm.data.clone())
+            .unwrap_or_default()
+    }
+
+    /// What this process last loaded or saved for `id`.
+    pub fn remembered(&self, id: &SourceId) -> Option<Inventory> {
+        self.memory
             .lock()
             .expect("inventories")
-            .insert(key, inv.clone());
-        Ok(inv)
+            .get(&id.inventory_key())
+            .cloned()
     }
 
-    /// Stores `inv` (written only when it differs from what is stored).
+    /// What the watched ConfigMap holds for `id` (no request).
+    pub fn stored(&self, id: &SourceId) -> Stored {
+        let key = id.inventory_key();
+        match self.live_data().get(&key) {
+            None => Stored::Missing,
+            Some(json) => match Inventory::from_json(&key, json) {
+                Ok(inv) => Stored::Found(inv),
+                Err(e) => Stored::Unreadable(e.to_string()),
+            },
+        }
+    }
+
+    /// The inventory of `id` as this process knows it: memory, else a readable stored one, else empty.
+    pub fn current(&self, id: &SourceId) -> Inventory {
+        if let Some(inv) = self.remembered(id) {
+            return inv;
+        }
+        match self.stored(id) {
+            Stored::Found(inv) => inv,
+            _ => Inventory::new(id.inventory_key()),
+        }
+    }
+
+    /// Every inventory with objects: memory over the stored ones (unreadable ones left out).
+    pub fn all(&self) -> Vec<(SourceId, Inventory)> {
+        let mut all: BTreeMap<String, Inventory> = self
+            .live_data()
+            .iter()
+            .filter_map(|(k, json)| Some((k.clone(), Inventory::from_json(k, json).ok()?)))
+            .collect();
+        for (k, inv) in self.memory.lock().expect("inventories").iter() {
+            all.insert(k.clone(), inv.clone());
+        }
+        all.into_iter()
+            .filter(|(_, inv)| !inv.entries.is_empty())
+            .filter_map(|(k, inv)| Some((SourceId::from_inventory_key(&k)?, inv)))
+            .collect()
+    }
+
+    /// Which other source's inventory holds each object. Left out: `id`'s own, and those `id` takes over
+    /// ([`Self::handed_over`]).
+    pub fn claims(
+        &self,
+        id: &SourceId,
+        label: &str,
+        selected: &BTreeSet<SourceId>,
+    ) -> HashMap<ObjectKey, SourceId> {
+        let mut claims = HashMap::new();
+        for (owner, inv) in self.all() {
+            if owner == *id || handed_over(&owner, &inv, label, selected) {
+                continue;
+            }
+            for key in inv.entries.keys() {
+                claims.insert(key.clone(), owner.clone());
+            }
+        }
+        claims
+    }
+
+    /// The inventories a source of provider `label` takes over: those of sources that are no longer
+    /// selected and whose objects belong to the same provider (a transport ConfigMap renamed, say).
+    pub fn handed_over(
+        &self,
+        id: &SourceId,
+        label: &str,
+        selected: &BTreeSet<SourceId>,
+    ) -> Vec<(SourceId, Inventory)> {
+        self.all()
+            .into_iter()
+            .filter(|(owner, inv)| owner != id && handed_over(owner, inv, label, selected))
+            .collect()
+    }
+
+    /// Removes a source's inventory (after another source of the same provider took it over).
+    pub async fn remove(&self, id: &SourceId) -> Result<(), InventoryError> {
+        let key = id.inventory_key();
+        self.store.remove(&key).await?;
+        self.memory.lock().expect("inventories").remove(&key);
+        Ok(())
+    }
+
+    /// Stores `inv` (written only when it differs from what is stored) and remembers it.
     pub async fn save(&self, inv: &Inventory) -> Result<(), InventoryError> {
         if self.store.save(inv).await? {
             tracing::info!(owner = %inv.owner, objects = inv.entries.len(), "inventory recorded");
         }
-        self.cache
+        self.memory
             .lock()
             .expect("inventories")
             .insert(inv.owner.clone(), inv.clone());
@@ -121,12 +287,40 @@ impl Inventories {
         id: &SourceId,
         record: &ProviderRecord,
     ) -> Result<(), InventoryError> {
-        let mut inv = self.load(id).await?;
+        let mut inv = self.current(id);
         let value = serde_json::to_value(record).expect("a record serializes");
-        if inv.record.as_ref() == Some(&value) {
+        if inv.record.as_ref() == Some(&value) && self.remembered(id).is_some() {
             return Ok(());
         }
         inv.record = Some(value);
         self.save(&inv).await
+    }
+
+    /// Writes back every inventory this process wrote whose stored copy was deleted or changed by
+    /// someone else since (prune-retry entries and records included). Returns the keys written back.
+    pub async fn repair(&self) -> Vec<String> {
+        let stored = self.live_data();
+        let changed: Vec<Inventory> = self
+            .memory
+            .lock()
+            .expect("inventories")
+            .values()
+            .filter(|inv| stored.get(&inv.owner) != Some(&inv.to_json()))
+            .cloned()
+            .collect();
+        let mut repaired = Vec::new();
+        for inv in changed {
+            match self.store.save(&inv).await {
+                Ok(true) => {
+                    tracing::warn!(owner = %inv.owner, "inventory was deleted or changed by someone else; written back");
+                    repaired.push(inv.owner.clone());
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(owner = %inv.owner, error = %e, "cannot write the inventory back")
+                }
+            }
+        }
+        repaired
     }
 }

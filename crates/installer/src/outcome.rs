@@ -7,6 +7,7 @@ use capi_apply::{ObjectKey, Phase, Readiness};
 use capi_manifests::ProviderType;
 use serde_json::Value;
 
+use crate::desired::Wanted;
 use crate::error::ProviderError;
 use crate::source::{SourceId, Target};
 
@@ -30,8 +31,9 @@ pub enum ProviderState {
     Installed,
     /// A phase is applied and its readiness gate is not met yet.
     Progressing { phase: Phase, pending: Vec<Pending> },
-    /// Not started: a provider it depends on (core, before infrastructure) has not completed.
-    Blocked { behind: SourceId },
+    /// Not started: a provider it depends on (core, before infrastructure) does not serve yet; `behind`
+    /// names it.
+    Blocked { behind: String },
     /// The last attempt failed.
     Failed {
         error: ProviderError,
@@ -77,9 +79,12 @@ impl ProviderState {
 pub struct Outcome {
     pub target: Target,
     pub state: ProviderState,
-    /// Whether an earlier version is in place and keeps serving while this one is not installed (a
-    /// bad new version applies nothing, so the old one stays).
-    pub previously_installed: bool,
+    /// Whether the provider serves: a version of it was fully rolled out at least once (every Deployment
+    /// Available at its current generation; recorded durably) and its Deployments are Available now.
+    /// Always true when `Installed`. A bad new version applies nothing, so the old one keeps serving.
+    pub serving: bool,
+    /// The version label of the last version fully rolled out, when there was one.
+    pub rolled_out: Option<String>,
     /// `relatedObjects` entries of its plan: cluster-scoped objects and the CRDs' instance kinds.
     pub related: Vec<Value>,
 }
@@ -89,13 +94,13 @@ impl Outcome {
         &self.target.source.id
     }
 
-    /// Whether the provider serves: installed, or an earlier version is still in place. Providers that
-    /// depend on it may proceed.
-    pub fn serving(&self) -> bool {
-        match self.state {
-            ProviderState::Installed => true,
-            ProviderState::Failed { .. } => self.previously_installed,
-            _ => false,
+    /// `aws v2.10.0`: the version that serves (the one last rolled out while a newer one is not
+    /// installed).
+    pub fn describe_serving(&self) -> String {
+        let source = &self.target.source;
+        match (&self.state, &self.rolled_out) {
+            (ProviderState::Installed, _) | (_, None) => source.describe(),
+            (_, Some(version)) => format!("{} {version}", source.name),
         }
     }
 
@@ -110,17 +115,26 @@ impl Outcome {
     }
 }
 
-/// The earlier provider that `target` waits for, if any: core completes before any infrastructure
-/// provider starts (their controllers need core's CRDs and conversion webhooks), and an infrastructure
-/// provider's companion waits for that provider. A provider that fails while its previous version
-/// still serves holds nothing back. Infrastructure providers never wait for each other.
-pub fn blocked_by(earlier: &[Outcome], target: &Target) -> Option<SourceId> {
+/// What `target` waits for, if anything: core serves before any infrastructure provider starts (their
+/// controllers need core's CRDs and conversion webhooks) — a missing core source included — and an
+/// infrastructure provider's companion waits for that provider. A provider that fails while its
+/// previous version still serves holds nothing back. Infrastructure providers never wait for each
+/// other.
+pub fn blocked_by(earlier: &[Outcome], missing: &[Wanted], target: &Target) -> Option<String> {
+    let infrastructure = target.source.provider_type == ProviderType::Infrastructure;
+    if infrastructure
+        && let Some(core) = missing
+            .iter()
+            .find(|w| w.provider_type == ProviderType::Core)
+    {
+        return Some(format!("{}, which has no source", core.describe()));
+    }
     let depends_on = |o: &Outcome| {
         o.target.source.provider_type == ProviderType::Core
             || o.target.clusterctl_label == target.clusterctl_label
     };
     earlier
         .iter()
-        .find(|o| depends_on(o) && !o.serving())
-        .map(|o| o.id().clone())
+        .find(|o| depends_on(o) && !o.serving)
+        .map(|o| o.id().to_string())
 }

@@ -274,6 +274,7 @@ mod tests {
                 name: "aws".into(),
                 provider_type: ProviderType::Infrastructure,
                 version: Some("v2.13.0".into()),
+                created: None,
             },
             clusterctl_label: "infrastructure-aws".into(),
         }

@@ -439,3 +439,203 @@ pub fn fixture_components(file: &str) -> String {
         .content
         .components
 }
+
+/// A small provider in the shape manifests-gen emits (CRD, ServiceAccount, ClusterRole, Deployment, plus
+/// `extra` documents), for tests that need many installs and must stay short.
+pub struct Tiny<'a> {
+    /// `cluster-api`, `aws`, `gcp`, ...
+    pub provider: &'a str,
+    pub version: &'a str,
+    /// Prefix of its object names, e.g. `capt`.
+    pub prefix: &'a str,
+    /// A nodeSelector no node matches: its Deployment never becomes Available.
+    pub unschedulable: bool,
+    /// One more container argument (to change the Deployment).
+    pub arg: Option<&'a str>,
+    /// Without its CRD / its ClusterRole (a version that dropped them).
+    pub crd: bool,
+    pub cluster_role: bool,
+    /// The container image, default the placeholder manifests-gen writes.
+    pub image: &'a str,
+    pub extra: Vec<String>,
+}
+
+impl<'a> Tiny<'a> {
+    pub fn new(provider: &'a str, prefix: &'a str) -> Self {
+        Tiny {
+            provider,
+            version: "v1.0.0",
+            prefix,
+            unschedulable: false,
+            arg: None,
+            crd: true,
+            cluster_role: true,
+            image: "to.be/replaced:v99",
+            extra: Vec::new(),
+        }
+    }
+
+    /// The name of its CRD.
+    pub fn crd_name(&self) -> String {
+        format!("{}tests.test.cluster.x-k8s.io", self.prefix)
+    }
+
+    pub fn provider_type(&self) -> capi_manifests::ProviderType {
+        if self.provider == "cluster-api" {
+            capi_manifests::ProviderType::Core
+        } else {
+            capi_manifests::ProviderType::Infrastructure
+        }
+    }
+
+    pub fn deployment(&self) -> String {
+        format!("{}-controller-manager", self.prefix)
+    }
+
+    pub fn cluster_role(&self) -> String {
+        format!("{}-manager-role", self.prefix)
+    }
+
+    pub fn components(&self) -> String {
+        let p = self.prefix;
+        let kind = format!("{}Test", p[..1].to_uppercase() + &p[1..]);
+        let plural = format!("{p}tests");
+        let node_selector = if self.unschedulable {
+            "\n      nodeSelector: {test.capi-installer/no-such-node: \"true\"}"
+        } else {
+            ""
+        };
+        let arg = self.arg.map(|a| format!(", {a}")).unwrap_or_default();
+        let image = self.image;
+        let mut docs = vec![
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.test.cluster.x-k8s.io\nspec:\n  group: test.cluster.x-k8s.io\n  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {p}test}}\n  scope: Namespaced\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}"
+            ),
+            format!(
+                "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {p}-manager\n  namespace: {NS}"
+            ),
+            format!(
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {p}-manager-role\nrules:\n- apiGroups: [test.cluster.x-k8s.io]\n  resources: [{plural}]\n  verbs: [get, list, watch]"
+            ),
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {p}-controller-manager\n  namespace: {NS}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: {p}}}\n  template:\n    metadata:\n      labels: {{app: {p}}}\n    spec:\n      serviceAccountName: {p}-manager{node_selector}\n      containers:\n      - name: manager\n        image: {image}\n        args: [--leader-elect{arg}]"
+            ),
+        ];
+        if !self.cluster_role {
+            docs.remove(2);
+        }
+        if !self.crd {
+            docs.remove(0);
+        }
+        docs.extend(self.extra.iter().cloned());
+        docs.join("\n---\n") + "\n"
+    }
+
+    /// The transport ConfigMap, encoded as manifests-gen would, named `configmap`.
+    pub fn configmap(&self, configmap: &str) -> Value {
+        let provider =
+            capi_manifests::Provider::new(self.provider, self.provider_type(), self.version)
+                .expect("valid test provider");
+        let content = capi_manifests::TransportConfigMap {
+            provider,
+            metadata: "apiVersion: clusterctl.cluster.x-k8s.io/v3\nkind: Metadata\nreleaseSeries:\n- major: 1\n  minor: 0\n  contract: v1beta1\n".into(),
+            components: self.components(),
+        };
+        let mut cm = content.encode().expect("test ConfigMap encodes");
+        cm["metadata"]["name"] = json!(configmap);
+        cm
+    }
+
+    /// Applies the transport ConfigMap (named after the provider) as the release payload would.
+    pub async fn put(&self, client: &Client) {
+        put_configmap(client, &self.configmap(self.provider)).await;
+    }
+}
+
+/// Applies a ConfigMap in the installer's namespace as the release payload would.
+pub async fn put_configmap(client: &Client, cm: &Value) {
+    let name = cm["metadata"]["name"].as_str().unwrap().to_string();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    api.patch(
+        &name,
+        &PatchParams::apply("cluster-version-operator").force(),
+        &Patch::Apply(cm),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("ConfigMap {name}: {e}"));
+}
+
+/// A configuration with short timeouts, for tests that wait for them.
+pub fn short_config() -> InstallerConfig {
+    InstallerConfig {
+        deployment_timeout: Duration::from_secs(5),
+        crd_timeout: Duration::from_secs(20),
+        ..config()
+    }
+}
+
+/// Polls the ClusterOperator's status until `done` returns `Some`, failing at once if `never` holds
+/// for any status seen on the way; at most `timeout`.
+pub async fn until_never<T>(
+    client: &Client,
+    timeout: Duration,
+    what: &str,
+    never: impl Fn(&Value) -> Option<String>,
+    done: impl Fn(&Value) -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(s) = co_status(client).await {
+            if let Some(broken) = never(&s) {
+                panic!("while waiting for {what}: {broken}: {:#}", s["conditions"]);
+            }
+            if let Some(v) = done(&s) {
+                return v;
+            }
+        }
+        if Instant::now() > deadline {
+            let s = co_status(client).await.unwrap_or_default();
+            panic!(
+                "timed out after {timeout:?} waiting for {what}: {:#}",
+                s["conditions"]
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// `versions[operator]` of a ClusterOperator status.
+pub fn operator_version(status: &Value) -> Option<String> {
+    status["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == "operator")
+        .and_then(|v| v["version"].as_str())
+        .map(String::from)
+}
+
+/// Whether a condition has this status.
+pub fn is(status: &Value, type_: &str, value: &str) -> bool {
+    condition(status, type_).is_some_and(|c| c.status == value)
+}
+
+/// The Events regarding the ClusterOperator: (type, reason, note).
+pub async fn operator_events(client: &Client) -> Vec<(String, String, String)> {
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), "default");
+    events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("cluster-api"))
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+            )
+        })
+        .collect()
+}

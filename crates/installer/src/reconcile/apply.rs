@@ -67,20 +67,13 @@ impl Reconciler {
                 )
                 .await;
         }
+        // A failure is reported (log, metric, Warning Event) once, where every failure is: at the end
+        // of the provider's reconcile.
         if outcome.errors.is_empty() {
-            return Ok(fresh);
+            Ok(fresh)
+        } else {
+            Err(ProviderError::Apply(outcome.errors))
         }
-        let error = ProviderError::Apply(outcome.errors);
-        self.events
-            .publish(
-                EventType::Warning,
-                "ApplyFailed",
-                &format!("Apply{:?}", phase.phase),
-                Some(self.events.source_reference(&target.source.id)),
-                error.to_string(),
-            )
-            .await;
-        Err(error)
     }
 }
 

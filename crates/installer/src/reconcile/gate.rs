@@ -20,6 +20,7 @@ impl Reconciler {
     pub(super) fn gate(
         &self,
         target: &Target,
+        digest: &str,
         phase: &PlannedPhase,
         fresh: &HashMap<ObjectKey, DynamicObject>,
     ) -> Result<Option<Vec<Pending>>, ProviderError> {
@@ -35,10 +36,10 @@ impl Reconciler {
         let id = &target.source.id;
         let mut history = self.history.lock().expect("history");
         if pending.is_empty() {
-            history.gate_passed(id);
+            history.gate_passed(id, phase.phase);
             return Ok(None);
         }
-        let since = history.gate_since(id, phase.phase, Instant::now());
+        let since = history.gate_since(id, digest, phase.phase, Instant::now());
         if since.elapsed() > timeout {
             return Err(ProviderError::GateTimeout {
                 phase: phase.phase,

@@ -4,11 +4,14 @@
 //! |---|---|---|
 //! | read | the source's payload (from a watch cache, by the caller) and the inventory | 0 (cached) |
 //! | prepare | [`crate::prepare::prepare`]: render, validate, plan — pure | discovery once, again for a new kind |
+//! | inventory | memory, else the watched ConfigMap, else rebuilt from labelled live objects | 0 (+ a write when rebuilt) |
+//! | ownership | no object of the plan in another provider's inventory | 0 |
 //! | preflight | [`Reconciler::preflight`]: ownership, CRD safety and a server-side dry-run of every object that would be written, before the first write (objects of kinds only the new CRDs define: once those are Established) | 0 when unchanged, else a dry-run PATCH per object |
 //! | record intent | inventory ∪ plan saved *before* the first write | 0–1 |
 //! | apply | [`Reconciler::apply_phase`], phase by phase | 0 when unchanged, else one SSA PATCH per object |
-//! | gate | [`Reconciler::gate`]: readiness from the watch cache; a timer per phase | 0 |
-//! | prune | [`Reconciler::prune`]: what the new version dropped, then the inventory | GET + DELETE per object |
+//! | gate | [`Reconciler::gate`]: readiness from the watch cache; a timer per version and phase | 0 |
+//! | prune | [`Reconciler::prune`]: what the new version dropped, with fresh discovery, then the inventory | discovery + GET + DELETE per object |
+//! | record | the provider's record (state, rolled-out version, failure series) | a write only on change |
 //!
 //! The result is an [`Outcome`], the only input to status. Errors are [`ProviderError`]s, mapped to
 //! status reasons in one place ([`ProviderError::reason`]).
@@ -18,18 +21,23 @@
 //! functions in the controller; nothing here assumes one provider at a time except the history lock.
 
 mod apply;
+mod finish;
 mod gate;
+mod inventory;
 mod preflight;
 mod prune;
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use capi_apply::{
     Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, ObjectKey,
     OwnershipPolicy, Phase,
 };
+use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
+use kube::runtime::reflector;
 
 use crate::config::{
     FIELD_MANAGER, INVENTORY_CONFIGMAP, InstallerConfig, OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE,
@@ -39,15 +47,22 @@ use crate::events::Events;
 use crate::history::History;
 use crate::inventory::Inventories;
 use crate::metrics::Metrics;
-use crate::outcome::{Outcome, Pending, ProviderState};
+use crate::outcome::{Outcome, ProviderState};
 use crate::prepare::{self, Prepared, RenderContext};
 use crate::report;
-use crate::source::{Payload, SourceError, Target};
+use crate::source::{Payload, SourceError, SourceId, Target};
 
-/// How far an install got when nothing failed.
-enum Step {
-    Installed,
-    Waiting { phase: Phase, pending: Vec<Pending> },
+/// What one reconcile of all providers shares: which sources are selected now.
+#[derive(Clone, Debug, Default)]
+pub struct Round {
+    pub selected: BTreeSet<SourceId>,
+}
+
+/// How far an install got, and whether every gate passed (the version is fully rolled out) even when a
+/// later step (prune) failed.
+struct Installation {
+    result: Result<ProviderState, ProviderError>,
+    rolled_out: bool,
 }
 
 /// Reconciles providers one at a time; holds what every provider's reconcile shares.
@@ -67,9 +82,17 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
-    pub fn new(client: Client, config: InstallerConfig, metrics: Arc<Metrics>) -> Self {
+    /// `inventory` is a watch of ConfigMap `capi-installer-inventory` (the caller runs it).
+    pub fn new(
+        client: Client,
+        config: InstallerConfig,
+        metrics: Arc<Metrics>,
+        inventory: reflector::Store<ConfigMap>,
+    ) -> Self {
+        // One owner per object: the provider named by `cluster.x-k8s.io/provider`.
         let ownership = OwnershipPolicy::new(OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE)
-            .adoptable(config.adoptable_managers.clone());
+            .adoptable(config.adoptable_managers.clone())
+            .owner_label(LABEL_CLUSTERCTL_PROVIDER);
         let cache = LiveCache::new(
             client.clone(),
             ownership.selector(),
@@ -84,7 +107,7 @@ impl Reconciler {
         Reconciler {
             applier: Applier::new(client.clone(), FIELD_MANAGER, ownership),
             cache,
-            inventories: Inventories::new(store),
+            inventories: Inventories::new(store, inventory, &config.namespace, INVENTORY_CONFIGMAP),
             resolver: tokio::sync::Mutex::new(None),
             events: Events::new(client.clone(), config.instance.clone(), &config.namespace),
             context: RenderContext {
@@ -139,25 +162,32 @@ impl Reconciler {
         &self,
         target: &Target,
         payload: Result<Payload, SourceError>,
+        round: &Round,
     ) -> Outcome {
         let prepared = match payload {
             Ok(payload) => self.prepare(target, &payload).await,
             Err(e) => Err(e.into()),
         };
-        let (result, related) = match prepared {
-            Ok(prepared) => (
-                self.install(target, &prepared).await,
-                report::related_objects(&prepared.plan),
-            ),
-            Err(e) => (Err(e), Vec::new()),
-        };
-        self.outcome(target, result, related).await
+        match prepared {
+            Ok(prepared) => {
+                let installation = self.install(target, &prepared, round).await;
+                let rolled_out = installation.rolled_out.then_some(prepared.digest.as_str());
+                let related = report::related_objects(&prepared.plan);
+                self.finish(target, installation.result, rolled_out, related)
+                    .await
+            }
+            Err(e) => self.finish(target, Err(e), None, Vec::new()).await,
+        }
     }
 
-    /// The outcome of a source that is not reconciled at all (refused by selection): nothing of it is
-    /// applied, and it is reported like any failure.
-    pub async fn refuse(&self, target: &Target, error: ProviderError) -> Outcome {
-        self.outcome(target, Err(error), Vec::new()).await
+    /// The outcome of a provider that is not reconciled this time: blocked behind another, or refused
+    /// before anything is read.
+    pub async fn hold(
+        &self,
+        target: &Target,
+        result: Result<ProviderState, ProviderError>,
+    ) -> Outcome {
+        self.finish(target, result, None, Vec::new()).await
     }
 
     /// Render, validate and plan (pure), with the API server's kinds.
@@ -180,28 +210,59 @@ impl Reconciler {
     }
 
     /// Applies a prepared version phase by phase, then prunes what it dropped.
-    async fn install(&self, target: &Target, prepared: &Prepared) -> Result<Step, ProviderError> {
-        // No half-applied version: everything the API server can judge now is judged before the first
-        // write; objects of kinds only the new CRDs define, once those are Established.
-        let served = self.resolver(false).await?;
-        let (now, mut later) = prepared.plan.split_by_served(&served);
-        self.preflight(target, now).await?;
-        let old = self.inventories.load(&target.source.id).await?;
-        let new = self.record_intent(target, &old, prepared).await?;
-        for phase in &prepared.plan.phases {
-            let fresh = self.apply_phase(target, phase).await?;
-            if let Some(pending) = self.gate(target, phase, &fresh)? {
-                return Ok(Step::Waiting {
-                    phase: phase.phase,
-                    pending,
-                });
+    async fn install(&self, target: &Target, prepared: &Prepared, round: &Round) -> Installation {
+        let mut rolled_out = false;
+        let result = async {
+            let old = self.inventory(target, prepared, round).await?;
+            self.check_claims(target, prepared, round)?;
+            // No half-applied version: everything the API server can judge now is judged before the
+            // first write; objects of kinds only the new CRDs define, once those are Established.
+            let served = self.resolver(false).await?;
+            let (now, mut later) = prepared.plan.split_by_served(&served);
+            self.preflight(target, now).await?;
+            let new = self.record_intent(target, &old, prepared).await?;
+            for phase in &prepared.plan.phases {
+                let fresh = self.apply_phase(target, phase).await?;
+                if let Some(pending) = self.gate(target, &prepared.digest, phase, &fresh)? {
+                    return Ok(ProviderState::Progressing {
+                        phase: phase.phase,
+                        pending,
+                    });
+                }
+                if phase.phase == Phase::CustomResourceDefinitions && !later.is_empty() {
+                    self.preflight(target, std::mem::take(&mut later)).await?;
+                }
             }
-            if phase.phase == Phase::CustomResourceDefinitions && !later.is_empty() {
-                self.preflight(target, std::mem::take(&mut later)).await?;
-            }
+            rolled_out = true;
+            self.prune(target, &old, new).await?;
+            Ok(ProviderState::Installed)
         }
-        self.prune(target, &old, new).await?;
-        Ok(Step::Installed)
+        .await;
+        Installation { result, rolled_out }
+    }
+
+    /// Refuses a plan that contains an object another provider's inventory holds: one owner per
+    /// object, the first to record it, so two providers never write the same object in turn.
+    fn check_claims(
+        &self,
+        target: &Target,
+        prepared: &Prepared,
+        round: &Round,
+    ) -> Result<(), ProviderError> {
+        let claims =
+            self.inventories
+                .claims(&target.source.id, &target.clusterctl_label, &round.selected);
+        match prepared.plan.objects().find_map(|o| {
+            claims
+                .get(&o.key)
+                .map(|owner| (o.key.clone(), owner.clone()))
+        }) {
+            Some((key, owner)) => Err(ProviderError::Claimed {
+                key: Box::new(key),
+                owner,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Records what is about to be created before creating it: an installer killed in the middle of a
@@ -219,56 +280,12 @@ impl Reconciler {
         for (key, phase) in &new.entries {
             union.insert(key.clone(), *phase);
         }
-        if union != *old {
+        if union.to_json() != old.to_json()
+            || self.inventories.remembered(&target.source.id).is_none()
+        {
             self.inventories.save(&union).await?;
         }
         Ok(new)
-    }
-
-    async fn outcome(
-        &self,
-        target: &Target,
-        result: Result<Step, ProviderError>,
-        related: Vec<serde_json::Value>,
-    ) -> Outcome {
-        let id = &target.source.id;
-        let state = match result {
-            Ok(step) => {
-                self.history.lock().expect("history").succeeded(id);
-                match step {
-                    Step::Installed => ProviderState::Installed,
-                    Step::Waiting { phase, pending } => {
-                        ProviderState::Progressing { phase, pending }
-                    }
-                }
-            }
-            Err(error) => {
-                let (attempts, failing_for) = self
-                    .history
-                    .lock()
-                    .expect("history")
-                    .failed(id, Instant::now());
-                self.metrics.count_error(error.reason().as_str());
-                tracing::warn!(source = %id, reason = %error.reason(), attempts, %error, "provider failed");
-                ProviderState::Failed {
-                    error,
-                    attempts,
-                    failing_for,
-                }
-            }
-        };
-        let previously_installed = matches!(state, ProviderState::Failed { .. })
-            && self
-                .inventories
-                .load(id)
-                .await
-                .is_ok_and(|inv| !inv.entries.is_empty());
-        Outcome {
-            target: target.clone(),
-            state,
-            previously_installed,
-            related,
-        }
     }
 
     async fn resolver(&self, refresh: bool) -> Result<KindResolver, ProviderError> {

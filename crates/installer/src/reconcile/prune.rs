@@ -1,7 +1,7 @@
 //! Prune: delete what the new version of a provider dropped, after the new version is applied, then
 //! store the inventory.
 
-use capi_apply::Inventory;
+use capi_apply::{Inventory, KeepReason, ObjectKey};
 use kube::runtime::events::EventType;
 
 use super::Reconciler;
@@ -10,8 +10,9 @@ use crate::events::object_reference;
 use crate::source::Target;
 
 impl Reconciler {
-    /// Deletes the objects of `old` that `new` lacks (only those still ours), keeps in the inventory
-    /// what must be retried (a CRD with instances, a failed delete), and stores it.
+    /// Deletes the objects of `old` that `new` lacks (only those still ours and this provider's), keeps
+    /// in the inventory what must be retried (a CRD with instances, a failed delete), and stores it. A
+    /// failed delete is an error (`PruneFailed`), after the inventory is stored.
     pub(super) async fn prune(
         &self,
         target: &Target,
@@ -25,9 +26,17 @@ impl Reconciler {
             }
             return Ok(());
         }
-        let resolver = self.resolver(false).await?;
+        // Fresh discovery: the new version's CRDs may have changed which versions are served, and a kind
+        // resolved with stale discovery would be "deleted" through a version that no longer exists.
+        let resolver = self.resolver(true).await?;
         let targets = old.prune_targets(&new, &resolver);
-        let report = capi_apply::prune(&self.client, targets, self.applier.ownership()).await;
+        let report = capi_apply::prune(
+            &self.client,
+            targets,
+            self.applier.ownership(),
+            Some(&target.clusterctl_label),
+        )
+        .await;
         for key in &report.deleted {
             self.applier.forget(key);
             self.metrics.count_pruned();
@@ -57,6 +66,18 @@ impl Reconciler {
         let mut keep = new;
         keep.retain_from(old, report.retry_keys());
         self.inventories.save(&keep).await?;
-        Ok(())
+        let failed: Vec<(ObjectKey, String)> = report
+            .kept
+            .iter()
+            .filter_map(|(key, reason)| match reason {
+                KeepReason::Error(e) => Some((key.clone(), e.clone())),
+                _ => None,
+            })
+            .collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(ProviderError::Prune { failed })
+        }
     }
 }

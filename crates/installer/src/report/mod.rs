@@ -10,8 +10,9 @@ use capi_apply::Plan;
 use serde_json::{Value, json};
 
 use crate::desired::{Desired, Wanted};
-use crate::error::Reason;
+use crate::error::{ProviderError, Reason};
 use crate::outcome::{Outcome, ProviderState};
+use crate::source::SourceId;
 
 /// A failure becomes `Degraded=True` only once it persists, never on one transient error.
 pub const DEGRADED_AFTER_ATTEMPTS: u32 = 3;
@@ -36,8 +37,34 @@ fn condition(type_: &'static str, status: bool, reason: Reason, message: String)
     }
 }
 
+/// A provider that is no longer selected (its source was deleted, or the platform changed) whose objects
+/// are still in place: they are kept, never pruned, and reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unselected {
+    pub id: SourceId,
+    /// `name (type)` from its record, when it has one.
+    pub provider: Option<String>,
+    pub objects: usize,
+}
+
+/// The condition types the installer writes. Others on the same ClusterOperator (the CAPI controllers'
+/// own conditions) are left alone and never compared.
+pub const OWNED_CONDITIONS: [&str; 6] = [
+    "Available",
+    "Progressing",
+    "Degraded",
+    "Upgradeable",
+    "CapiInstallerControllerAvailable",
+    "CapiInstallerControllerDegraded",
+];
+
 /// The four top-level conditions plus the reference's installer conditions, in a fixed order.
-pub fn conditions(desired: &Desired, missing: &[Wanted], outcomes: &[Outcome]) -> Vec<Condition> {
+pub fn conditions(
+    desired: &Desired,
+    missing: &[Wanted],
+    outcomes: &[Outcome],
+    unselected: &[Unselected],
+) -> Vec<Condition> {
     let (available, progressing, degraded) = match desired {
         Desired::WaitingForPlatform => {
             let m = "waiting for status.platformStatus.type of Infrastructure cluster".to_string();
@@ -61,16 +88,7 @@ pub fn conditions(desired: &Desired, missing: &[Wanted], outcomes: &[Outcome]) -
             degraded(outcomes),
         ),
     };
-    let upgradeable = if degraded.status {
-        condition(
-            "Upgradeable",
-            false,
-            Reason::InstallerDegraded,
-            "the installer is degraded; see the Degraded condition".into(),
-        )
-    } else {
-        condition("Upgradeable", true, Reason::AsExpected, String::new())
-    };
+    let upgradeable = upgradeable(&degraded, unselected);
     // The reference's own pair, kept for consumers that read them (ref §2.8).
     let installer_available = condition(
         "CapiInstallerControllerAvailable",
@@ -100,6 +118,57 @@ pub fn conditions(desired: &Desired, missing: &[Wanted], outcomes: &[Outcome]) -
         installer_available,
         installer_degraded,
     ]
+}
+
+fn upgradeable(degraded: &Condition, unselected: &[Unselected]) -> Condition {
+    if degraded.status {
+        return condition(
+            "Upgradeable",
+            false,
+            Reason::InstallerDegraded,
+            "the installer is degraded; see the Degraded condition".into(),
+        );
+    }
+    if unselected.is_empty() {
+        return condition("Upgradeable", true, Reason::AsExpected, String::new());
+    }
+    let each: Vec<String> = unselected
+        .iter()
+        .map(|u| match &u.provider {
+            Some(p) => format!("{} (provider {p}): {} objects", u.id, u.objects),
+            None => format!("{}: {} objects", u.id, u.objects),
+        })
+        .collect();
+    condition(
+        "Upgradeable",
+        false,
+        Reason::ProvidersNotSelected,
+        format!(
+            "providers no longer selected (source deleted or platform changed), their objects left in place: {}; restore the source, or delete the objects and the provider's key in ConfigMap capi-installer-inventory",
+            each.join("; ")
+        ),
+    )
+}
+
+/// Whether every provider is installed and ready at the current content: then, and only then, the
+/// operator is at the release it runs (`versions[operator]`).
+pub fn at_release(missing: &[Wanted], outcomes: &[Outcome]) -> bool {
+    missing.is_empty()
+        && outcomes
+            .iter()
+            .filter(|o| !duplicate(o))
+            .all(|o| matches!(o.state, ProviderState::Installed))
+}
+
+/// A second source of a provider: reported, but the provider is the other source's.
+fn duplicate(o: &Outcome) -> bool {
+    matches!(
+        o.state,
+        ProviderState::Failed {
+            error: ProviderError::DuplicateSource { .. },
+            ..
+        }
+    )
 }
 
 /// Whether a failure has lasted long enough to degrade the operator.
@@ -150,6 +219,8 @@ fn waiting(missing: &[Wanted], outcomes: &[Outcome]) -> Vec<String> {
         let describe = o.target.source.describe();
         if let Some(message) = o.state.waiting_message() {
             waiting.push(format!("{describe}: {message}"));
+        } else if let ProviderState::Blocked { behind } = &o.state {
+            waiting.push(format!("{describe}: waiting for {behind}"));
         } else if let Some(failure) = o.failure_message().filter(|_| !persistent(o)) {
             waiting.push(format!("{describe}: retrying after {failure}"));
         }
@@ -178,14 +249,12 @@ fn progressing(missing: &[Wanted], outcomes: &[Outcome]) -> Condition {
     )
 }
 
+/// Available: every provider serves a version that was fully rolled out at least once (and no required
+/// one lacks a source). Otherwise False, naming each provider that does not serve and what blocks it.
 fn available(platform: &str, missing: &[Wanted], outcomes: &[Outcome]) -> Condition {
-    let all_serving =
-        missing.is_empty() && !outcomes.is_empty() && outcomes.iter().all(Outcome::serving);
-    if all_serving {
-        let installed: Vec<String> = outcomes
-            .iter()
-            .map(|o| o.target.source.describe())
-            .collect();
+    let providers: Vec<&Outcome> = outcomes.iter().filter(|o| !duplicate(o)).collect();
+    if missing.is_empty() && !providers.is_empty() && providers.iter().all(|o| o.serving) {
+        let installed: Vec<String> = providers.iter().map(|o| o.describe_serving()).collect();
         return condition(
             "Available",
             true,
@@ -196,25 +265,36 @@ fn available(platform: &str, missing: &[Wanted], outcomes: &[Outcome]) -> Condit
             ),
         );
     }
-    let failed: Vec<String> = outcomes
-        .iter()
-        .filter_map(Outcome::failure_message)
-        .collect();
-    if !failed.is_empty() {
-        return condition(
-            "Available",
-            false,
-            first_failure_reason(outcomes),
-            failed.join("; "),
-        );
+    let not_serving: Vec<&Outcome> = providers.into_iter().filter(|o| !o.serving).collect();
+    let mut message: Vec<String> = Vec::new();
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(Wanted::describe).collect();
+        message.push(format!(
+            "waiting for transport ConfigMaps: {}",
+            names.join(", ")
+        ));
     }
-    let waiting = waiting(missing, outcomes);
-    let message = if waiting.is_empty() {
+    for o in &not_serving {
+        let describe = o.target.source.describe();
+        message.push(match (&o.state, o.failure_message()) {
+            (_, Some(failure)) => failure,
+            (ProviderState::Blocked { behind }, _) => format!("{describe}: waiting for {behind}"),
+            (state, _) => match state.waiting_message() {
+                Some(waiting) => format!("{describe}: {waiting}"),
+                None => format!("{describe}: not serving"),
+            },
+        });
+    }
+    let reason = match first_failure_reason(not_serving.iter().copied()) {
+        Reason::AsExpected => waiting_reason(missing),
+        failure => failure,
+    };
+    let message = if message.is_empty() {
         "installing".to_string()
     } else {
-        waiting.join("; ")
+        message.join("; ")
     };
-    condition("Available", false, waiting_reason(missing), message)
+    condition("Available", false, reason, message)
 }
 
 /// `relatedObjects`: the namespace, then every provider's related objects without duplicates.

@@ -5,7 +5,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::Condition;
+use super::{Condition, OWNED_CONDITIONS};
 use crate::config::{CLUSTER_OPERATOR, FIELD_MANAGER};
 
 /// Builds the `status`, keeping `lastTransitionTime` of every condition whose status did not change,
@@ -42,14 +42,11 @@ pub fn cluster_operator_status(
         })
         .collect();
     let mut status = json!({ "conditions": rendered, "relatedObjects": related_objects });
-    // OpenShift reports an operator's version once it has rolled out; while installing, the version of
-    // the previous report stays.
-    let available = conditions
-        .iter()
-        .any(|c| c.type_ == "Available" && c.status);
-    match (available, version) {
-        (true, Some(v)) => status["versions"] = json!([{ "name": "operator", "version": v }]),
-        _ => {
+    // OpenShift reports an operator's version once it has rolled out: the caller passes it only when
+    // every provider is installed at this release; until then the version of the previous report stays.
+    match version {
+        Some(v) => status["versions"] = json!([{ "name": "operator", "version": v }]),
+        None => {
             if let Some(previous) = current.and_then(|s| s.get("versions")) {
                 status["versions"] = previous.clone();
             }
@@ -58,22 +55,42 @@ pub fn cluster_operator_status(
     status
 }
 
-/// Whether two statuses differ in anything but `lastTransitionTime` (linkerd's rule: writing only
-/// timestamps is noise, and the installer promises zero writes in steady state).
+/// Whether the live status differs from the desired one in what the installer owns — its conditions
+/// (ignoring `lastTransitionTime`), `versions` and `relatedObjects` (linkerd's rule: writing only
+/// timestamps is noise, and the installer promises zero writes in steady state). Conditions of other
+/// types, written by other components with their own field manager, are not compared: server-side
+/// apply keeps them, and comparing them would make the installer write forever.
 pub fn differs(a: Option<&Value>, b: &Value) -> bool {
     fn strip(v: &Value) -> Value {
-        let mut v = v.clone();
-        if let Some(conditions) = v.get_mut("conditions").and_then(Value::as_array_mut) {
-            for c in conditions {
+        let mut out = serde_json::Map::new();
+        let conditions: Vec<Value> = v
+            .get("conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| {
+                c.get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| OWNED_CONDITIONS.contains(&t))
+            })
+            .map(|c| {
+                let mut c = c.clone();
                 if let Some(m) = c.as_object_mut() {
                     m.remove("lastTransitionTime");
                 }
+                c
+            })
+            .collect();
+        out.insert("conditions".into(), Value::Array(conditions));
+        for key in ["versions", "relatedObjects"] {
+            match v.get(key) {
+                Some(x) if !x.is_null() && *x != json!([]) => {
+                    out.insert(key.into(), x.clone());
+                }
+                _ => {}
             }
         }
-        if let Some(m) = v.as_object_mut() {
-            m.retain(|_, x| !x.is_null() && *x != json!([]));
-        }
-        v
+        Value::Object(out)
     }
     match a {
         None => true,

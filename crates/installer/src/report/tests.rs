@@ -12,6 +12,7 @@ use crate::prepare::RenderError;
 use crate::source::{ProviderSource, SourceId, Target};
 
 fn outcome(name: &str, state: ProviderState) -> Outcome {
+    let serving = matches!(state, ProviderState::Installed);
     Outcome {
         target: Target {
             source: ProviderSource {
@@ -19,13 +20,22 @@ fn outcome(name: &str, state: ProviderState) -> Outcome {
                 name: name.into(),
                 provider_type: ProviderType::Core,
                 version: Some("v1.0.0".into()),
+                created: None,
             },
             clusterctl_label: "cluster-api".into(),
         },
         state,
-        previously_installed: false,
+        serving,
+        rolled_out: serving.then(|| "v1.0.0".to_string()),
         related: vec![],
     }
+}
+
+/// A provider whose earlier version `v0.9.0` was rolled out and still serves.
+fn serving_old(mut o: Outcome) -> Outcome {
+    o.serving = true;
+    o.rolled_out = Some("v0.9.0".into());
+    o
 }
 
 fn failed(attempts: u32, secs: u64) -> ProviderState {
@@ -37,6 +47,22 @@ fn failed(attempts: u32, secs: u64) -> ProviderState {
         }),
         attempts,
         failing_for: Duration::from_secs(secs),
+    }
+}
+
+fn deployment_pending() -> ProviderState {
+    ProviderState::Progressing {
+        phase: Phase::Workloads,
+        pending: vec![Pending {
+            key: ObjectKey::new(
+                "apps",
+                "v1",
+                "Deployment",
+                Some("openshift-cluster-api"),
+                "capi",
+            ),
+            readiness: Readiness::InProgress("Available=False".into()),
+        }],
     }
 }
 
@@ -52,15 +78,16 @@ fn aws() -> Desired {
 }
 
 fn installing(outcomes: &[Outcome]) -> Vec<Condition> {
-    conditions(&aws(), &[], outcomes)
+    conditions(&aws(), &[], outcomes, &[])
 }
 
 #[test]
-fn installed_providers_are_available() {
-    let cs = installing(&[
+fn installed_providers_are_available_and_at_the_release() {
+    let outcomes = [
         outcome("cluster-api", ProviderState::Installed),
         outcome("aws", ProviderState::Installed),
-    ]);
+    ];
+    let cs = installing(&outcomes);
     assert!(get(&cs, "Available").status);
     assert_eq!(
         get(&cs, "Available").message,
@@ -74,6 +101,7 @@ fn installed_providers_are_available() {
         get(&cs, "CapiInstallerControllerDegraded").reason,
         Reason::AsExpected
     );
+    assert!(at_release(&[], &outcomes));
 }
 
 #[test]
@@ -108,37 +136,55 @@ fn one_failure_is_not_degraded_but_a_persistent_one_is() {
 }
 
 #[test]
-fn a_bad_new_version_keeps_the_old_one_available() {
-    let mut bad = outcome("aws", failed(5, 300));
-    bad.previously_installed = true;
-    let cs = installing(&[outcome("cluster-api", ProviderState::Installed), bad]);
-    assert!(get(&cs, "Available").status);
+fn a_first_install_that_has_not_completed_is_not_available() {
+    // Neither a failure nor a timeout makes a provider that never rolled out available.
+    for state in [failed(5, 300), deployment_pending()] {
+        let outcomes = [outcome("cluster-api", state)];
+        let cs = installing(&outcomes);
+        let available = get(&cs, "Available");
+        assert!(!available.status, "{available:?}");
+        assert!(
+            available.message.contains("cluster-api")
+                && available
+                    .message
+                    .contains("Deployment openshift-cluster-api/"),
+            "names the provider and the blocking object: {available:?}"
+        );
+        assert!(!at_release(&[], &outcomes));
+    }
+}
+
+#[test]
+fn a_bad_new_version_keeps_the_old_one_available_but_not_at_the_release() {
+    let outcomes = [
+        outcome("cluster-api", ProviderState::Installed),
+        serving_old(outcome("aws", failed(5, 300))),
+    ];
+    let cs = installing(&outcomes);
+    let available = get(&cs, "Available");
+    assert!(available.status);
+    assert_eq!(
+        available.message,
+        "Cluster API is installed on AWS: cluster-api v1.0.0, aws v0.9.0"
+    );
     assert!(get(&cs, "Degraded").status);
+    assert!(!at_release(&[], &outcomes));
+    // An upgrade in progress serves the old version too.
+    let upgrading = [serving_old(outcome("cluster-api", deployment_pending()))];
+    let cs = installing(&upgrading);
+    assert!(get(&cs, "Available").status);
+    assert!(get(&cs, "Progressing").status);
+    assert!(!at_release(&[], &upgrading));
 }
 
 #[test]
 fn waiting_providers_are_progressing() {
     let cs = installing(&[
-        outcome(
-            "cluster-api",
-            ProviderState::Progressing {
-                phase: Phase::Workloads,
-                pending: vec![Pending {
-                    key: ObjectKey::new(
-                        "apps",
-                        "v1",
-                        "Deployment",
-                        Some("openshift-cluster-api"),
-                        "capi",
-                    ),
-                    readiness: Readiness::InProgress("Available=False".into()),
-                }],
-            },
-        ),
+        outcome("cluster-api", deployment_pending()),
         outcome(
             "aws",
             ProviderState::Blocked {
-                behind: SourceId::ConfigMap("cluster-api".into()),
+                behind: "ConfigMap cluster-api".into(),
             },
         ),
     ]);
@@ -146,17 +192,14 @@ fn waiting_providers_are_progressing() {
     assert_eq!(get(&cs, "Progressing").reason, Reason::Installing);
     assert_eq!(
         get(&cs, "Progressing").message,
-        "cluster-api v1.0.0: waiting for workloads to become Available: Deployment openshift-cluster-api/capi: InProgress: Available=False"
+        "cluster-api v1.0.0: waiting for workloads to become Available: Deployment openshift-cluster-api/capi: InProgress: Available=False; aws v1.0.0: waiting for ConfigMap cluster-api"
     );
     let missing = wanted(&["aws"])
         .into_iter()
         .filter(|w| w.name == "aws")
         .collect::<Vec<_>>();
-    let cs = conditions(
-        &aws(),
-        &missing,
-        &[outcome("cluster-api", ProviderState::Installed)],
-    );
+    let outcomes = [outcome("cluster-api", ProviderState::Installed)];
+    let cs = conditions(&aws(), &missing, &outcomes, &[]);
     assert_eq!(
         get(&cs, "Progressing").reason,
         Reason::WaitingForProviderConfigMaps
@@ -166,6 +209,61 @@ fn waiting_providers_are_progressing() {
         "waiting for transport ConfigMaps: aws (infrastructure)"
     );
     assert!(!get(&cs, "Available").status);
+    assert!(!at_release(&missing, &outcomes));
+}
+
+#[test]
+fn a_second_source_of_a_provider_is_reported_without_hiding_the_first() {
+    let duplicate = outcome(
+        "aws-copy",
+        ProviderState::Failed {
+            error: ProviderError::DuplicateSource {
+                provider: "aws (infrastructure)".into(),
+                kept: SourceId::ConfigMap("aws".into()),
+            },
+            attempts: 3,
+            failing_for: Duration::from_secs(20),
+        },
+    );
+    let outcomes = [
+        outcome("cluster-api", ProviderState::Installed),
+        outcome("aws", ProviderState::Installed),
+        duplicate,
+    ];
+    let cs = installing(&outcomes);
+    assert!(get(&cs, "Available").status);
+    let degraded = get(&cs, "Degraded");
+    assert_eq!(degraded.reason, Reason::DuplicateProvider);
+    assert_eq!(
+        degraded.message,
+        "ConfigMap aws-copy: provider aws (infrastructure) is already provided by ConfigMap aws; remove one of the two (attempt 3)"
+    );
+    assert!(at_release(&[], &outcomes));
+}
+
+#[test]
+fn unselected_providers_make_the_operator_not_upgradeable() {
+    let unselected = [Unselected {
+        id: SourceId::ConfigMap("gcp".into()),
+        provider: Some("gcp (infrastructure)".into()),
+        objects: 33,
+    }];
+    let cs = conditions(
+        &aws(),
+        &[],
+        &[outcome("cluster-api", ProviderState::Installed)],
+        &unselected,
+    );
+    let upgradeable = get(&cs, "Upgradeable");
+    assert!(!upgradeable.status);
+    assert_eq!(upgradeable.reason, Reason::ProvidersNotSelected);
+    assert!(
+        upgradeable
+            .message
+            .contains("ConfigMap gcp (provider gcp (infrastructure)): 33 objects"),
+        "{upgradeable:?}"
+    );
+    assert!(get(&cs, "Available").status);
 }
 
 #[test]
@@ -175,6 +273,7 @@ fn unsupported_platform_is_available_with_the_reference_message() {
             platform: "Nutanix".into(),
             reason: "no provider".into(),
         },
+        &[],
         &[],
         &[],
     );
@@ -200,13 +299,7 @@ fn unchanged_conditions_keep_their_transition_time_and_compare_equal() {
     assert!(!differs(Some(&first), &second));
 
     let failing = installing(&[outcome("cluster-api", failed(9, 999))]);
-    let third = cluster_operator_status(
-        &failing,
-        Some(&second),
-        "2026-01-01T00:10:00Z",
-        Some("4.22.0"),
-        &[],
-    );
+    let third = cluster_operator_status(&failing, Some(&second), "2026-01-01T00:10:00Z", None, &[]);
     assert!(differs(Some(&second), &third));
     let degraded = third["conditions"]
         .as_array()
@@ -215,8 +308,25 @@ fn unchanged_conditions_keep_their_transition_time_and_compare_equal() {
         .find(|c| c["type"] == "Degraded")
         .unwrap();
     assert_eq!(degraded["lastTransitionTime"], "2026-01-01T00:10:00Z");
-    // Not available: the version stays what was last rolled out.
+    // Not at the release: the version stays what was last rolled out.
     assert_eq!(third["versions"][0]["version"], "4.21.0");
+}
+
+#[test]
+fn conditions_of_other_components_are_not_compared() {
+    let cs = installing(&[outcome("cluster-api", ProviderState::Installed)]);
+    let ours = cluster_operator_status(&cs, None, "2026-01-01T00:00:00Z", Some("4.21.0"), &[]);
+    let mut live = ours.clone();
+    live["conditions"].as_array_mut().unwrap().push(
+        json!({"type": "InfraClusterControllerAvailable", "status": "True",
+            "reason": "AsExpected", "lastTransitionTime": "2026-01-01T00:01:00Z"}),
+    );
+    assert!(!differs(Some(&live), &ours));
+    live["conditions"][0]["status"] = json!("False");
+    assert!(
+        differs(Some(&live), &ours),
+        "an owned condition still counts"
+    );
 }
 
 #[test]

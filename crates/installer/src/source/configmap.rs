@@ -20,6 +20,11 @@ pub fn candidate(cm: &ConfigMap) -> Option<ProviderSource> {
         name: labels.get(LABEL_NAME)?.clone(),
         provider_type,
         version: labels.get(LABEL_VERSION).cloned(),
+        created: cm
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
     })
 }
 

@@ -84,6 +84,8 @@ pub struct ProviderSource {
     pub provider_type: ProviderType,
     /// `provider.cluster.x-k8s.io/version`, for status and logs only.
     pub version: Option<String>,
+    /// When the source appeared (RFC 3339), which decides between two sources of one provider.
+    pub created: Option<String>,
 }
 
 impl ProviderSource {
@@ -155,41 +157,58 @@ pub struct Selection {
     pub refused: Vec<Refused>,
 }
 
-/// Picks, for each wanted (name, type) pair in order, the candidates that declare it: by pair order,
-/// then by source id when several match one pair. Several transport ConfigMaps of one pair are all
-/// applied (the reference concatenates them); a profile never shares a provider: when a profile and
-/// another source (a ConfigMap or another profile) declare the same pair, the first by source id (a
-/// ConfigMap before any profile) provides it and the others are refused, so two versions of one
-/// provider never take turns on the same objects. Pure.
-pub fn select(wants: &[Wanted], candidates: &[ProviderSource]) -> Selection {
+impl Selection {
+    /// Every source selected, refused ones included (their objects are not "unselected").
+    pub fn ids(&self) -> std::collections::BTreeSet<SourceId> {
+        self.targets
+            .iter()
+            .map(|t| t.source.id.clone())
+            .chain(self.refused.iter().map(|r| r.target.source.id.clone()))
+            .collect()
+    }
+}
+
+/// Picks, for each wanted (name, type) pair in order, the one candidate that declares it. When several
+/// do, one provides the provider and the others are refused; the choice is stable so that the two never
+/// take turns: the source that owns objects (in `owners`), else a transport ConfigMap before a profile,
+/// else the oldest, else the first by id. Pure.
+pub fn select(
+    wants: &[Wanted],
+    candidates: &[ProviderSource],
+    owners: &std::collections::BTreeSet<SourceId>,
+) -> Selection {
     let mut selection = Selection::default();
     for wanted in wants {
         let mut matching: Vec<&ProviderSource> = candidates
             .iter()
             .filter(|c| c.name == wanted.name && c.provider_type == wanted.provider_type)
             .collect();
-        if matching.is_empty() && wanted.required {
-            selection.missing.push(wanted.clone());
-        }
-        matching.sort_by(|a, b| a.id.cmp(&b.id));
+        matching.sort_by(|a, b| {
+            let rank = |s: &ProviderSource| {
+                (
+                    !owners.contains(&s.id),
+                    matches!(s.id, SourceId::Profile(_)),
+                    s.created.clone(),
+                    s.id.clone(),
+                )
+            };
+            rank(a).cmp(&rank(b))
+        });
         let target = |source: &ProviderSource| Target {
             source: source.clone(),
             clusterctl_label: wanted.clusterctl_label.clone(),
         };
-        let shared_with_profile = matching.len() > 1
-            && matching
-                .iter()
-                .any(|s| matches!(s.id, SourceId::Profile(_)));
-        if shared_with_profile {
-            let (kept, others) = matching.split_first().expect("more than one");
-            selection.targets.push(target(kept));
-            selection.refused.extend(others.iter().map(|s| Refused {
-                target: target(s),
-                kept: kept.id.clone(),
-            }));
-        } else {
-            selection.targets.extend(matching.into_iter().map(target));
-        }
+        let Some((first, others)) = matching.split_first() else {
+            if wanted.required {
+                selection.missing.push(wanted.clone());
+            }
+            continue;
+        };
+        selection.targets.push(target(first));
+        selection.refused.extend(others.iter().map(|s| Refused {
+            target: target(s),
+            kept: first.id.clone(),
+        }));
     }
     selection
 }
@@ -205,6 +224,7 @@ mod tests {
             name: name.into(),
             provider_type,
             version: Some("v1.0.0".into()),
+            created: None,
         }
     }
 
@@ -225,7 +245,7 @@ mod tests {
             source("cluster-api", "cluster-api", Core),
             source("mislabelled", "aws", Core),
         ];
-        let selection = select(&wanted(&["aws"]), &candidates);
+        let selection = select(&wanted(&["aws"]), &candidates, &Default::default());
         let names: Vec<String> = selection
             .targets
             .iter()
@@ -236,7 +256,6 @@ mod tests {
             [
                 "ConfigMap cluster-api",
                 "ConfigMap policies-a",
-                "ConfigMap policies-b",
                 "ConfigMap aws",
                 "ConfigMap openshift-cluster-api-aws-policies"
             ]
@@ -252,10 +271,44 @@ mod tests {
             [
                 "cluster-api",
                 "cluster-api",
-                "cluster-api",
                 "infrastructure-aws",
                 "infrastructure-aws"
             ]
+        );
+        let refused: Vec<(String, String)> = selection
+            .refused
+            .iter()
+            .map(|r| (r.target.source.id.to_string(), r.kept.to_string()))
+            .collect();
+        assert_eq!(
+            refused,
+            [(
+                "ConfigMap policies-b".to_string(),
+                "ConfigMap policies-a".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn of_two_sources_of_one_provider_the_owner_then_the_oldest_is_kept() {
+        let mut old = source("aws-old", "aws", Infrastructure);
+        old.created = Some("2026-01-01T00:00:00Z".into());
+        let mut new = source("aws-a-new", "aws", Infrastructure);
+        new.created = Some("2026-06-01T00:00:00Z".into());
+        let candidates = vec![new.clone(), old.clone()];
+        let kept = |owners: &[&SourceId]| {
+            let owners = owners.iter().map(|id| (*id).clone()).collect();
+            let selection = select(&wanted(&["aws"]), &candidates, &owners);
+            (
+                selection.targets[0].source.id.clone(),
+                selection.refused[0].target.source.id.clone(),
+            )
+        };
+        assert_eq!(kept(&[]), (old.id.clone(), new.id.clone()), "the oldest");
+        assert_eq!(
+            kept(&[&new.id]),
+            (new.id.clone(), old.id.clone()),
+            "the one that owns objects, whatever its age"
         );
     }
 
@@ -265,17 +318,21 @@ mod tests {
             source("policies", "openshift-cluster-api", Core),
             source("aws", "aws", Infrastructure),
         ];
-        let missing: Vec<String> = select(&wanted(&["aws"]), &candidates)
+        let missing: Vec<String> = select(&wanted(&["aws"]), &candidates, &Default::default())
             .missing
             .iter()
             .map(Wanted::describe)
             .collect();
         assert_eq!(missing, ["cluster-api (core)"]);
-        let missing: Vec<String> = select(&wanted(&["gcp"]), &[source("c", "cluster-api", Core)])
-            .missing
-            .iter()
-            .map(Wanted::describe)
-            .collect();
+        let missing: Vec<String> = select(
+            &wanted(&["gcp"]),
+            &[source("c", "cluster-api", Core)],
+            &Default::default(),
+        )
+        .missing
+        .iter()
+        .map(Wanted::describe)
+        .collect();
         assert_eq!(missing, ["gcp (infrastructure)"]);
     }
 
@@ -295,7 +352,7 @@ mod tests {
             profile("core-b", "cluster-api", Core),
             source("policies", "openshift-cluster-api", Core),
         ];
-        let selection = select(&wanted(&["aws"]), &candidates);
+        let selection = select(&wanted(&["aws"]), &candidates, &Default::default());
         let ids = |targets: &[Target]| {
             targets
                 .iter()
@@ -357,7 +414,7 @@ mod tests {
             source("cluster-api", "cluster-api", Core),
             source("aws", "aws", Infrastructure),
         ];
-        let selection = select(&wanted(&[]), &candidates);
+        let selection = select(&wanted(&[]), &candidates, &Default::default());
         assert_eq!(selection.targets.len(), 1);
         assert_eq!(
             selection.targets[0].source.id,

@@ -267,6 +267,8 @@ impl ProfileCatalog {
                         name,
                         provider_type,
                         version: profile.metadata.version().map(str::to_string),
+                        // Read from the pod's files at start: no age to compare with another source.
+                        created: None,
                     },
                     profile,
                 )),

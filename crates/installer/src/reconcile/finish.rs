@@ -1,0 +1,156 @@
+//! The end of every provider's reconcile: its state, its failure series, whether it serves, its record
+//! and, for a failed attempt, a Warning Event.
+
+use std::time::{Duration, Instant};
+
+use capi_apply::{Phase, Readiness, readiness};
+use kube::runtime::events::EventType;
+use serde_json::Value;
+
+use super::Reconciler;
+use crate::error::ProviderError;
+use crate::inventory::ProviderRecord;
+use crate::outcome::{Outcome, ProviderState};
+use crate::source::{SourceId, Target};
+
+impl Reconciler {
+    /// Builds the outcome, records it (only what changed is written) and reports a failed attempt.
+    pub(super) async fn finish(
+        &self,
+        target: &Target,
+        result: Result<ProviderState, ProviderError>,
+        rolled_out: Option<&str>,
+        related: Vec<Value>,
+    ) -> Outcome {
+        let id = &target.source.id;
+        let previous = ProviderRecord::read(&self.inventories.current(id));
+        self.seed_history(id, previous.as_ref());
+        let state = match result {
+            Ok(state) => {
+                if !matches!(state, ProviderState::Blocked { .. }) {
+                    self.history.lock().expect("history").succeeded(id);
+                }
+                state
+            }
+            Err(error) => self.failed(target, error).await,
+        };
+        let mut outcome = Outcome {
+            target: target.clone(),
+            state,
+            serving: false,
+            rolled_out: None,
+            related,
+        };
+        let record = ProviderRecord::next(previous.as_ref(), &outcome, rolled_out, &now());
+        outcome.rolled_out = record
+            .rolled_out
+            .as_ref()
+            .map(|r| r.version.clone().unwrap_or_default());
+        outcome.serving = matches!(outcome.state, ProviderState::Installed)
+            || (outcome.rolled_out.is_some() && self.workloads_available(id).await);
+        if let Err(e) = self.inventories.save_record(id, &record).await {
+            tracing::warn!(source = %id, error = %e, "cannot record the provider's state");
+        }
+        outcome
+    }
+
+    /// A process that has not seen this provider fail continues the series its record holds, so that a
+    /// restart or a new leader does not reset `Degraded`.
+    fn seed_history(&self, id: &SourceId, previous: Option<&ProviderRecord>) {
+        let mut history = self.history.lock().expect("history");
+        if history.failing(id) {
+            return;
+        }
+        let Some(failure) = previous.and_then(|p| p.failure.as_ref()) else {
+            return;
+        };
+        let failing_for = failure
+            .since
+            .parse::<k8s_openapi::jiff::Timestamp>()
+            .map(|since| {
+                let secs = k8s_openapi::jiff::Timestamp::now().as_second() - since.as_second();
+                Duration::from_secs(secs.max(0) as u64)
+            })
+            .unwrap_or_default();
+        history.seed(id, failure.attempts, failing_for, Instant::now());
+    }
+
+    /// Counts a failed attempt; an attempt that counts (spaced from the previous one) is logged, counted
+    /// in the metrics and reported as a Warning Event whose reason is the status reason.
+    async fn failed(&self, target: &Target, error: ProviderError) -> ProviderState {
+        let id = &target.source.id;
+        let (attempts, counted, failing_for) = self
+            .history
+            .lock()
+            .expect("history")
+            .failed(id, Instant::now());
+        if counted {
+            let reason = error.reason();
+            self.metrics.count_error(reason.as_str());
+            tracing::warn!(source = %id, %reason, attempts, %error, "provider failed");
+            self.events
+                .publish(
+                    EventType::Warning,
+                    reason.as_str(),
+                    "Reconcile",
+                    Some(self.events.source_reference(id)),
+                    format!("{id}: {error} (attempt {attempts})"),
+                )
+                .await;
+        }
+        ProviderState::Failed {
+            error,
+            attempts,
+            failing_for,
+        }
+    }
+
+    /// Whether every workload the provider's inventory records is Available now (a Deployment with its
+    /// `Available` condition True, whatever its rollout; other kinds by kstatus). Read from the watch
+    /// cache; an object it does not have counts as unavailable.
+    async fn workloads_available(&self, id: &SourceId) -> bool {
+        let inventory = self.inventories.current(id);
+        let workloads: Vec<_> = inventory
+            .entries
+            .iter()
+            .filter(|(_, phase)| **phase == Phase::Workloads)
+            .map(|(key, _)| key.clone())
+            .collect();
+        if workloads.is_empty() {
+            return true;
+        }
+        let Ok(resolver) = self.resolver(false).await else {
+            return false;
+        };
+        for key in &workloads {
+            if let Some(kind) = resolver
+                .resolve_key(key)
+                .or_else(|| resolver.resolve_any_version(&key.group, &key.kind))
+            {
+                self.cache.ensure_watched(&kind.resource, kind.namespaced);
+            }
+        }
+        self.cache.wait_synced(Duration::from_secs(5)).await;
+        workloads.iter().all(|key| {
+            self.cache
+                .get(key)
+                .is_some_and(|live| match key.kind.as_str() {
+                    "Deployment" => live
+                        .data
+                        .pointer("/status/conditions")
+                        .and_then(Value::as_array)
+                        .is_some_and(|cs| {
+                            cs.iter()
+                                .any(|c| c["type"] == "Available" && c["status"] == "True")
+                        }),
+                    _ => readiness(&key.group, &key.kind, &live) == Readiness::Current,
+                })
+        })
+    }
+}
+
+fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}

@@ -1,0 +1,118 @@
+//! Finding a provider's inventory: what this process wrote, else what the watched ConfigMap holds, else
+//! a rebuild from the provider's labelled live objects. A rebuilt inventory holds only objects of the
+//! current version (proven: in the plan, ours, of this provider), so it never makes prune delete
+//! anything; other labelled objects are reported and left in place.
+
+use std::time::Duration;
+
+use capi_apply::{Inventory, ObjectKey, key_of};
+use kube::runtime::events::EventType;
+
+use super::{Reconciler, Round};
+use crate::error::ProviderError;
+use crate::inventory::Stored;
+use crate::prepare::Prepared;
+use crate::source::Target;
+
+impl Reconciler {
+    /// The provider's inventory before this version is applied (taking over the inventories of
+    /// unselected sources of the same provider).
+    pub(super) async fn inventory(
+        &self,
+        target: &Target,
+        prepared: &Prepared,
+        round: &Round,
+    ) -> Result<Inventory, ProviderError> {
+        let id = &target.source.id;
+        let handed = self
+            .inventories
+            .handed_over(id, &target.clusterctl_label, &round.selected);
+        let mut inventory = match self.inventories.remembered(id) {
+            Some(inv) => inv,
+            None => match self.inventories.stored(id) {
+                Stored::Found(inv) => inv,
+                Stored::Missing if !handed.is_empty() => Inventory::new(id.inventory_key()),
+                Stored::Missing => self.rebuild(target, prepared, None).await?,
+                Stored::Unreadable(why) => self.rebuild(target, prepared, Some(why)).await?,
+            },
+        };
+        if handed.is_empty() {
+            return Ok(inventory);
+        }
+        for (_, inv) in &handed {
+            for (key, phase) in &inv.entries {
+                if !inventory.contains(key) {
+                    inventory.insert(key.clone(), *phase);
+                }
+            }
+        }
+        self.inventories.save(&inventory).await?;
+        for (old, _) in &handed {
+            tracing::info!(source = %id, from = %old, "took over the inventory of a source of the same provider that is no longer selected");
+            self.inventories.remove(old).await?;
+        }
+        Ok(inventory)
+    }
+
+    /// Rebuilds a missing or unreadable inventory from the live objects that carry the installer's
+    /// label and this provider's `cluster.x-k8s.io/provider` value.
+    async fn rebuild(
+        &self,
+        target: &Target,
+        prepared: &Prepared,
+        unreadable: Option<String>,
+    ) -> Result<Inventory, ProviderError> {
+        let id = &target.source.id;
+        let resources = prepared.plan.resources();
+        for (resource, namespaced) in &resources {
+            self.cache.ensure_watched(resource, *namespaced);
+        }
+        self.cache.wait_synced(Duration::from_secs(10)).await;
+        let ownership = self.applier.ownership();
+        let ours = |o: &kube::api::DynamicObject| {
+            ownership.owner_of(o) == Some(target.clusterctl_label.as_str())
+        };
+        let mut inventory = Inventory::new(id.inventory_key());
+        for phase in &prepared.plan.phases {
+            for o in &phase.objects {
+                if self.cache.get(&o.key).is_some_and(|live| ours(&live)) {
+                    inventory.insert(o.key.clone(), phase.phase);
+                }
+            }
+        }
+        let claims = self.inventories.claims(id, "", &Default::default());
+        let mut unproven: Vec<ObjectKey> = resources
+            .iter()
+            .flat_map(|(r, _)| self.cache.objects(&r.group, &r.kind))
+            .filter(|o| ours(o))
+            .filter_map(|o| key_of(&o))
+            .filter(|k| !inventory.contains(k) && !claims.contains_key(k))
+            .filter(|k| prepared.plan.objects().all(|o| o.key != *k))
+            .collect();
+        unproven.sort();
+        if unreadable.is_none() && inventory.entries.is_empty() && unproven.is_empty() {
+            return Ok(inventory);
+        }
+        self.inventories.save(&inventory).await?;
+        let why = match &unreadable {
+            Some(e) => format!("unreadable ({e})"),
+            None => "missing".to_string(),
+        };
+        let left: Vec<String> = unproven.iter().map(ToString::to_string).collect();
+        tracing::warn!(source = %id, %why, objects = inventory.entries.len(), ?left, "inventory rebuilt from labelled live objects");
+        self.events
+            .publish(
+                EventType::Warning,
+                "InventoryRebuilt",
+                "Inventory",
+                Some(self.events.source_reference(id)),
+                format!(
+                    "{id}: the inventory was {why}; rebuilt from {} labelled live objects of the current version; left in place, not provably this provider's to delete: [{}]",
+                    inventory.entries.len(),
+                    left.join(", ")
+                ),
+            )
+            .await;
+        Ok(inventory)
+    }
+}
