@@ -13,7 +13,9 @@ use capi_cluster_controllers::ControllerKind;
 use capi_installer_controller::config::{CLUSTER_OPERATOR, INVENTORY_CONFIGMAP};
 use capi_installer_controller::desired::{self, Desired, Wants};
 use capi_installer_controller::inventory::ProviderRecord;
-use capi_installer_controller::source::{self, ProviderSource, SourceId, Target, configmap};
+use capi_installer_controller::source::{
+    self, ProviderSource, Selection, SourceId, Target, configmap,
+};
 use capi_manifests::ProviderType;
 use capi_runtime::report::exit;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -262,37 +264,7 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
             r.last_error,
         ]);
     }
-    for refused in &selection.refused {
-        let source = &refused.target.source;
-        rows.push(vec![
-            source.name.clone(),
-            source.provider_type.label().to_string(),
-            source.version.clone().unwrap_or_else(|| "-".into()),
-            source_column(&source.id),
-            format!("Refused (provided by {})", refused.kept),
-            "-".into(),
-            "-".into(),
-        ]);
-    }
-    let selected_ids = selection.ids();
-    for (key, inv) in &stored {
-        let Some(id) = SourceId::from_inventory_key(key) else {
-            continue;
-        };
-        if selected_ids.contains(&id) || inv.entries.is_empty() {
-            continue;
-        }
-        let record = ProviderRecord::read(inv).unwrap_or_default();
-        rows.push(vec![
-            or_dash(record.provider),
-            or_dash(record.provider_type),
-            record.version.unwrap_or_else(|| "-".into()),
-            source_column(&id),
-            "NotSelected (objects left in place)".into(),
-            format!("-/{}", inv.entries.len()),
-            "-".into(),
-        ]);
-    }
+    rows.extend(other_rows(&selection, &stored));
     let header = [
         "PROVIDER",
         "TYPE",
@@ -310,6 +282,44 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
         );
     }
     Ok(out)
+}
+
+/// Rows of the sources that are not reconciled: a second ConfigMap of a provider (refused), and
+/// providers no longer selected whose objects are left in place.
+fn other_rows(selection: &Selection, stored: &[(String, Inventory)]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for refused in &selection.refused {
+        let source = &refused.target.source;
+        rows.push(vec![
+            source.name.clone(),
+            source.provider_type.label().to_string(),
+            source.version.clone().unwrap_or_else(|| "-".into()),
+            source_column(&source.id),
+            format!("Refused (provided by {})", refused.kept),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    let selected_ids = selection.ids();
+    for (key, inv) in stored {
+        let Some(id) = SourceId::from_inventory_key(key) else {
+            continue;
+        };
+        if selected_ids.contains(&id) || inv.entries.is_empty() {
+            continue;
+        }
+        let record = ProviderRecord::read(inv).unwrap_or_default();
+        rows.push(vec![
+            or_dash(record.provider),
+            or_dash(record.provider_type),
+            record.version.unwrap_or_else(|| "-".into()),
+            source_column(&id),
+            "NotSelected (objects left in place)".into(),
+            format!("-/{}", inv.entries.len()),
+            "-".into(),
+        ]);
+    }
+    rows
 }
 
 /// The profile sources the installer has recorded. Profiles live on the installer's pod, not in the
@@ -639,6 +649,66 @@ mod tests {
         assert!(!healthy(Some(&co("True", "True"))));
         assert!(!healthy(Some(&co("False", "False"))));
         assert!(!healthy(None));
+    }
+
+    #[test]
+    fn refused_and_unselected_sources_get_rows_of_their_own() {
+        use capi_installer_controller::source::{ProviderSource, Refused};
+        let aws = |id: &str| Target {
+            source: ProviderSource {
+                id: SourceId::ConfigMap(id.into()),
+                name: "aws".into(),
+                provider_type: ProviderType::Infrastructure,
+                version: Some("v2.10.0".into()),
+                created: None,
+            },
+            clusterctl_label: "infrastructure-aws".into(),
+        };
+        let selection = Selection {
+            targets: vec![aws("aws")],
+            missing: vec![],
+            refused: vec![Refused {
+                target: aws("aws-copy"),
+                kept: SourceId::ConfigMap("aws".into()),
+            }],
+        };
+        let mut gcp = Inventory::new("gcp");
+        gcp.insert(
+            capi_apply::ObjectKey::new("apps", "v1", "Deployment", Some("ns"), "capg"),
+            Phase::Workloads,
+        );
+        gcp.record = Some(
+            serde_json::json!({"provider": "gcp", "type": "infrastructure",
+            "source": "ConfigMap gcp", "state": "Installed"}),
+        );
+        let stored = vec![
+            ("aws".to_string(), Inventory::new("aws")),
+            ("gcp".to_string(), gcp),
+        ];
+        let rows = other_rows(&selection, &stored);
+        assert_eq!(
+            rows,
+            [
+                vec![
+                    "aws",
+                    "infrastructure",
+                    "v2.10.0",
+                    "aws-copy",
+                    "Refused (provided by ConfigMap aws)",
+                    "-",
+                    "-"
+                ],
+                vec![
+                    "gcp",
+                    "infrastructure",
+                    "-",
+                    "gcp",
+                    "NotSelected (objects left in place)",
+                    "-/1",
+                    "-"
+                ]
+            ]
+        );
     }
 
     #[test]

@@ -255,55 +255,6 @@ fn read_components(
     configmap: &str,
     budget: &Budget,
 ) -> Result<(String, Encoding), Error> {
-    let data_str = |key: &str| -> Result<Option<String>, Error> {
-        match cm.get("data").and_then(|d| d.get(key)) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(Error::ConfigMapKey {
-                configmap: configmap.to_string(),
-                key: format!("data.{key}"),
-                message: "not a string".to_owned(),
-            }),
-        }
-    };
-    let binary = |key: &str| -> Result<Option<Vec<u8>>, Error> {
-        let key_err = |message: String| Error::ConfigMapKey {
-            configmap: configmap.to_string(),
-            key: format!("binaryData.{key}"),
-            message,
-        };
-        match cm.get("binaryData").and_then(|d| d.get(key)) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => {
-                // The API server returns base64 without line breaks; files written by
-                // hand may wrap it.
-                let compact: String = s.split_ascii_whitespace().collect();
-                B64.decode(compact)
-                    .map(Some)
-                    .map_err(|e| key_err(format!("invalid base64: {e}")))
-            }
-            Some(_) => Err(key_err("not a string".to_owned())),
-        }
-    };
-
-    let decompress_err = |e: Decompress, key: &str| match e {
-        Decompress::Exceeded(exceeded) => Error::Budget {
-            location: format!("ConfigMap {configmap}, {key}"),
-            exceeded,
-        },
-        Decompress::Corrupt(message) => Error::ConfigMapKey {
-            configmap: configmap.to_string(),
-            key: key.to_owned(),
-            message,
-        },
-    };
-    let to_text = |key: String, bytes: Vec<u8>| {
-        String::from_utf8(bytes).map_err(|e| Error::ConfigMapKey {
-            configmap: configmap.to_string(),
-            key,
-            message: format!("decompressed components are not UTF-8: {e}"),
-        })
-    };
     let present: Vec<String> = [
         ("binaryData", KEY_COMPONENTS_ZSTD),
         ("binaryData", KEY_COMPONENTS),
@@ -317,40 +268,89 @@ fn read_components(
     })
     .map(|(map, key)| format!("{map}.{key}"))
     .collect();
-    if present.len() > 1 {
-        return Err(Error::ConfigMap {
-            configmap: configmap.to_string(),
-            message: format!(
-                "carries both {}: the components forms are exclusive, and one of them is a stale leftover; remove it",
-                present.join(" and ")
-            ),
-        });
-    }
-    let (components, encoding) = if let Some(bytes) = binary(KEY_COMPONENTS_ZSTD)? {
-        let key = format!("binaryData.{KEY_COMPONENTS_ZSTD}");
-        let raw = decompress_zstd(&bytes, budget).map_err(|e| decompress_err(e, &key))?;
-        (to_text(key, raw)?, Encoding::Zstd)
-    } else if let Some(bytes) = binary(KEY_COMPONENTS)? {
-        let key = format!("binaryData.{KEY_COMPONENTS}");
-        let raw = decompress_gzip(&bytes, budget).map_err(|e| decompress_err(e, &key))?;
-        (to_text(key, raw)?, Encoding::Gzip)
-    } else if let Some(text) = data_str(KEY_COMPONENTS)? {
-        budget
-            .check_bytes(text.len())
-            .map_err(|exceeded| Error::Budget {
-                location: format!("ConfigMap {configmap}, data.{KEY_COMPONENTS}"),
-                exceeded,
-            })?;
-        (text, Encoding::Plain)
-    } else {
-        return Err(Error::ConfigMap {
-            configmap: configmap.to_string(),
-            message: format!(
-                "no components: none of binaryData.{KEY_COMPONENTS_ZSTD}, binaryData.{KEY_COMPONENTS}, data.{KEY_COMPONENTS}"
-            ),
-        });
+    let cm_err = |message: String| Error::ConfigMap {
+        configmap: configmap.to_string(),
+        message,
     };
-    Ok((components, encoding))
+    if present.len() > 1 {
+        return Err(cm_err(format!(
+            "carries both {}: the components forms are exclusive, and one of them is a stale leftover; remove it",
+            present.join(" and ")
+        )));
+    }
+    if let Some(bytes) = binary_key(cm, configmap, KEY_COMPONENTS_ZSTD)? {
+        let key = format!("binaryData.{KEY_COMPONENTS_ZSTD}");
+        let raw =
+            decompress_zstd(&bytes, budget).map_err(|e| decompress_error(e, configmap, &key))?;
+        return Ok((utf8(configmap, key, raw)?, Encoding::Zstd));
+    }
+    if let Some(bytes) = binary_key(cm, configmap, KEY_COMPONENTS)? {
+        let key = format!("binaryData.{KEY_COMPONENTS}");
+        let raw =
+            decompress_gzip(&bytes, budget).map_err(|e| decompress_error(e, configmap, &key))?;
+        return Ok((utf8(configmap, key, raw)?, Encoding::Gzip));
+    }
+    match cm.get("data").and_then(|d| d.get(KEY_COMPONENTS)) {
+        Some(Value::String(text)) => {
+            budget
+                .check_bytes(text.len())
+                .map_err(|exceeded| Error::Budget {
+                    location: format!("ConfigMap {configmap}, data.{KEY_COMPONENTS}"),
+                    exceeded,
+                })?;
+            Ok((text.clone(), Encoding::Plain))
+        }
+        Some(v) if !v.is_null() => Err(Error::ConfigMapKey {
+            configmap: configmap.to_string(),
+            key: format!("data.{KEY_COMPONENTS}"),
+            message: "not a string".to_owned(),
+        }),
+        _ => Err(cm_err(format!(
+            "no components: none of binaryData.{KEY_COMPONENTS_ZSTD}, binaryData.{KEY_COMPONENTS}, data.{KEY_COMPONENTS}"
+        ))),
+    }
+}
+
+/// The bytes of `binaryData.<key>`, `None` when absent.
+fn binary_key(cm: &Value, configmap: &str, key: &str) -> Result<Option<Vec<u8>>, Error> {
+    let key_err = |message: String| Error::ConfigMapKey {
+        configmap: configmap.to_string(),
+        key: format!("binaryData.{key}"),
+        message,
+    };
+    match cm.get("binaryData").and_then(|d| d.get(key)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => {
+            // The API server returns base64 without line breaks; files written by hand may wrap it.
+            let compact: String = s.split_ascii_whitespace().collect();
+            B64.decode(compact)
+                .map(Some)
+                .map_err(|e| key_err(format!("invalid base64: {e}")))
+        }
+        Some(_) => Err(key_err("not a string".to_owned())),
+    }
+}
+
+fn decompress_error(e: Decompress, configmap: &str, key: &str) -> Error {
+    match e {
+        Decompress::Exceeded(exceeded) => Error::Budget {
+            location: format!("ConfigMap {configmap}, {key}"),
+            exceeded,
+        },
+        Decompress::Corrupt(message) => Error::ConfigMapKey {
+            configmap: configmap.to_string(),
+            key: key.to_owned(),
+            message,
+        },
+    }
+}
+
+fn utf8(configmap: &str, key: String, bytes: Vec<u8>) -> Result<String, Error> {
+    String::from_utf8(bytes).map_err(|e| Error::ConfigMapKey {
+        configmap: configmap.to_string(),
+        key,
+        message: format!("decompressed components are not UTF-8: {e}"),
+    })
 }
 
 /// One zstd frame with content size and checksum, at [`ZSTD_LEVEL`], single-threaded:
