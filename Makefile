@@ -18,7 +18,7 @@ test: control-plane-bin
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	DEMO_ONCE=1 hack/demo.sh
-	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" $(CARGO) test --workspace --locked
+	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" hack/test.sh
 
 # The main job: a local control plane with the providers installed by the operator (hack/demo.sh).
 # PLATFORM=GCP to change the platform; DEMO_ONCE=1 to exit after the status table.
