@@ -297,6 +297,11 @@ pub fn transport_without_webhooks(file: &str) -> Value {
     without_webhooks_example::without_webhooks(file, &cm).expect("fixture re-encodes")
 }
 
+/// How long a CRD may take to become Established or to be gone. Generous: deleting a CRD makes the API
+/// server delete its instances first, and with several control planes on two loaded cores that took
+/// over a minute (a 60 s deadline failed there).
+const CRD_DEADLINE: Duration = Duration::from_secs(240);
+
 /// Applies CRDs (as the installer would) and waits until each is Established.
 pub async fn install_crds(client: &Client, crds: Vec<Value>) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -313,7 +318,7 @@ pub async fn install_crds(client: &Client, crds: Vec<Value>) {
         .await
         .unwrap_or_else(|e| panic!("applying CRD {name}: {e}"));
         tokio::time::timeout(
-            Duration::from_secs(60),
+            CRD_DEADLINE,
             await_condition(api.clone(), &name, conditions::is_crd_established()),
         )
         .await
@@ -339,7 +344,7 @@ pub async fn uninstall_provider_crds(client: &Client, file: &str) {
     }
     for name in &names {
         tokio::time::timeout(
-            Duration::from_secs(60),
+            CRD_DEADLINE,
             await_condition(api.clone(), name, |o: Option<&CustomResourceDefinition>| {
                 o.is_none()
             }),
