@@ -5,17 +5,7 @@ use serde_json::Value;
 
 use crate::error::InputError;
 
-/// The platforms with a Cluster API infrastructure provider (ref §2.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Platform {
-    Aws,
-    Gcp,
-    Azure,
-    PowerVs,
-    VSphere,
-    OpenStack,
-    BareMetal,
-}
+pub use capi_manifests::platform::{Platform, PlatformDecision};
 
 /// The InfraCluster kind of a platform's provider. The served version is read from the installed CRD,
 /// never assumed: providers move their storage version (AWS is on v1beta2, the others on v1beta1).
@@ -34,94 +24,29 @@ impl InfraClusterKind {
 
 pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 
-impl Platform {
-    /// The `Infrastructure` platform type this is.
-    pub fn type_name(self) -> &'static str {
-        match self {
-            Platform::Aws => "AWS",
-            Platform::Gcp => "GCP",
-            Platform::Azure => "Azure",
-            Platform::PowerVs => "PowerVS",
-            Platform::VSphere => "VSphere",
-            Platform::OpenStack => "OpenStack",
-            Platform::BareMetal => "BareMetal",
-        }
-    }
-
-    fn from_type_name(name: &str) -> Option<Platform> {
-        [
-            Platform::Aws,
-            Platform::Gcp,
-            Platform::Azure,
-            Platform::PowerVs,
-            Platform::VSphere,
-            Platform::OpenStack,
-            Platform::BareMetal,
-        ]
-        .into_iter()
-        .find(|p| p.type_name() == name)
-    }
-
-    pub fn infra_cluster(self) -> InfraClusterKind {
-        // PowerVS and BareMetal do not follow "<Platform>Cluster"; a table avoids deriving names.
-        let (kind, plural) = match self {
-            Platform::Aws => ("AWSCluster", "awsclusters"),
-            Platform::Gcp => ("GCPCluster", "gcpclusters"),
-            Platform::Azure => ("AzureCluster", "azureclusters"),
-            Platform::PowerVs => ("IBMPowerVSCluster", "ibmpowervsclusters"),
-            Platform::VSphere => ("VSphereCluster", "vsphereclusters"),
-            Platform::OpenStack => ("OpenStackCluster", "openstackclusters"),
-            Platform::BareMetal => ("Metal3Cluster", "metal3clusters"),
-        };
-        InfraClusterKind {
-            group: INFRASTRUCTURE_GROUP,
-            kind,
-            plural,
-        }
-    }
-}
-
-/// What the controllers should do on this cluster.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PlatformDecision {
-    /// `status.platformStatus.type` is not set yet: wait.
-    Unset,
-    /// No Cluster API provider: the controllers do nothing and say so.
-    Unsupported {
-        platform: String,
-        reason: String,
-    },
-    Supported(Platform),
-}
-
-/// Decides from the whole `Infrastructure/cluster` object (`None` while it does not exist).
-pub fn decide(infrastructure: Option<&Value>) -> PlatformDecision {
-    let platform_status = infrastructure.and_then(|i| i.pointer("/status/platformStatus"));
-    let Some(name) = platform_status
-        .and_then(|p| p.get("type"))
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty())
-    else {
-        return PlatformDecision::Unset;
+/// The InfraCluster kind of a platform's provider.
+pub fn infra_cluster(platform: Platform) -> InfraClusterKind {
+    // PowerVS and BareMetal do not follow "<Platform>Cluster"; a table avoids deriving names.
+    let (kind, plural) = match platform {
+        Platform::Aws => ("AWSCluster", "awsclusters"),
+        Platform::Gcp => ("GCPCluster", "gcpclusters"),
+        Platform::Azure => ("AzureCluster", "azureclusters"),
+        Platform::PowerVs => ("IBMPowerVSCluster", "ibmpowervsclusters"),
+        Platform::VSphere => ("VSphereCluster", "vsphereclusters"),
+        Platform::OpenStack => ("OpenStackCluster", "openstackclusters"),
+        Platform::BareMetal => ("Metal3Cluster", "metal3clusters"),
     };
-    let cloud_name = platform_status
-        .and_then(|p| p.pointer("/azure/cloudName"))
-        .and_then(Value::as_str);
-    // Azure Stack Hub reports platform Azure, but the Azure provider does not support it.
-    if name == "Azure" && cloud_name == Some("AzureStackCloud") {
-        return PlatformDecision::Unsupported {
-            platform: name.to_string(),
-            reason: "Azure with cloudName AzureStackCloud is not supported by the Azure provider"
-                .into(),
-        };
+    InfraClusterKind {
+        group: INFRASTRUCTURE_GROUP,
+        kind,
+        plural,
     }
-    match Platform::from_type_name(name) {
-        Some(p) => PlatformDecision::Supported(p),
-        None => PlatformDecision::Unsupported {
-            platform: name.to_string(),
-            reason: format!("platform {name} has no Cluster API provider"),
-        },
-    }
+}
+
+/// Decides from the whole `Infrastructure/cluster` object (`None` while it does not exist), with the
+/// installer's table (`capi_manifests::platform`).
+pub fn decide(infrastructure: Option<&Value>) -> PlatformDecision {
+    capi_manifests::platform::decide(infrastructure.and_then(|i| i.get("status")))
 }
 
 /// A host and port, as Cluster API's `APIEndpoint`.
@@ -211,60 +136,27 @@ mod tests {
     }
 
     #[test]
-    fn decides_each_platform() {
-        let cases = [
-            ("AWS", Some(Platform::Aws)),
-            ("GCP", Some(Platform::Gcp)),
-            ("Azure", Some(Platform::Azure)),
-            ("PowerVS", Some(Platform::PowerVs)),
-            ("VSphere", Some(Platform::VSphere)),
-            ("OpenStack", Some(Platform::OpenStack)),
-            ("BareMetal", Some(Platform::BareMetal)),
-            ("None", None),
-            ("Nutanix", None),
-            ("External", None),
-            ("IBMCloud", None),
-        ];
-        for (name, expected) in cases {
-            let decision = decide(Some(&infra(json!({"type": name}))));
-            match expected {
-                Some(p) => assert_eq!(decision, PlatformDecision::Supported(p), "{name}"),
-                None => assert!(
-                    matches!(&decision, PlatformDecision::Unsupported { platform, .. } if platform == name),
-                    "{name}: {decision:?}"
-                ),
-            }
-        }
-    }
-
-    #[test]
-    fn unset_platform_waits_and_azure_stack_hub_is_unsupported() {
-        assert_eq!(decide(None), PlatformDecision::Unset);
-        assert_eq!(decide(Some(&json!({}))), PlatformDecision::Unset);
+    fn decides_from_the_whole_object() {
         assert_eq!(
-            decide(Some(&infra(json!({"type": ""})))),
-            PlatformDecision::Unset
+            decide(Some(&infra(json!({"type": "GCP"})))),
+            PlatformDecision::Supported(Platform::Gcp)
         );
-        let stack = infra(json!({"type": "Azure", "azure": {"cloudName": "AzureStackCloud"}}));
-        assert!(matches!(
-            decide(Some(&stack)),
-            PlatformDecision::Unsupported { .. }
-        ));
-        let public = infra(json!({"type": "Azure", "azure": {"cloudName": "AzurePublicCloud"}}));
+        assert_eq!(decide(None), PlatformDecision::Unset);
+        // The platform status outside `status` is not the platform.
         assert_eq!(
-            decide(Some(&public)),
-            PlatformDecision::Supported(Platform::Azure)
+            decide(Some(&json!({"platformStatus": {"type": "AWS"}}))),
+            PlatformDecision::Unset
         );
     }
 
     #[test]
     fn infra_cluster_kinds_and_crd_names() {
         assert_eq!(
-            Platform::PowerVs.infra_cluster().crd_name(),
+            infra_cluster(Platform::PowerVs).crd_name(),
             "ibmpowervsclusters.infrastructure.cluster.x-k8s.io"
         );
-        assert_eq!(Platform::BareMetal.infra_cluster().kind, "Metal3Cluster");
-        assert_eq!(Platform::Aws.infra_cluster().kind, "AWSCluster");
+        assert_eq!(infra_cluster(Platform::BareMetal).kind, "Metal3Cluster");
+        assert_eq!(infra_cluster(Platform::Aws).kind, "AWSCluster");
     }
 
     #[test]

@@ -63,10 +63,10 @@ pub fn desired(infrastructure_status: Option<&Value>, extra: &[String]) -> Desir
             Desired::Unsupported { platform, reason }
         }
         PlatformDecision::Supported(p) => {
-            let mut infrastructure = vec![p.provider_name];
+            let mut infrastructure = vec![p.provider_name()];
             infrastructure.extend(extra.iter().map(String::as_str));
             Desired::Install(Wants {
-                platform: p.platform,
+                platform: p.type_name().to_string(),
                 providers: wanted(&infrastructure),
             })
         }
@@ -76,7 +76,7 @@ pub fn desired(infrastructure_status: Option<&Value>, extra: &[String]) -> Desir
 /// The infrastructure provider `Infrastructure/cluster` names, if any.
 pub fn platform_provider(infrastructure_status: Option<&Value>) -> Option<&'static str> {
     match platform::decide(infrastructure_status) {
-        PlatformDecision::Supported(p) => Some(p.provider_name),
+        PlatformDecision::Supported(p) => Some(p.provider_name()),
         _ => None,
     }
 }

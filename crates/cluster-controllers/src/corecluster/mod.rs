@@ -23,7 +23,7 @@ impl Reconcile for CoreClusterController {
 
     async fn reconcile(&mut self, ctx: &Context, wake: &Arc<Notify>) -> Result<Outcome, Exit> {
         let cluster = ctx.cluster(wake)?;
-        let infra = cluster.platform.infra_cluster();
+        let infra = crate::platform::infra_cluster(cluster.platform);
         let served = ctx.require(&[CLUSTERS_CRD.to_string(), infra.crd_name()], wake)?;
         let (cluster_kind, infra_kind) = (&served[0].kind, &served[1].kind);
         let name = &cluster.info.infrastructure_name;

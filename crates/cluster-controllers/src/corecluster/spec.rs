@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn refers_to_the_infra_cluster_in_the_form_of_the_cluster_version() {
-        let aws = Platform::Aws.infra_cluster();
+        let aws = crate::platform::infra_cluster(Platform::Aws);
         let v2 = desired_cluster(
             &info(),
             aws,

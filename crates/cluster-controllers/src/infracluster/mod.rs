@@ -48,7 +48,7 @@ impl Reconcile for InfraClusterController {
         let platform = cluster.platform;
         let name = cluster.info.infrastructure_name.clone();
         let ns = cluster.info.namespace.as_str();
-        let mut crds = vec![platform.infra_cluster().crd_name()];
+        let mut crds = vec![crate::platform::infra_cluster(platform).crd_name()];
         if platform == Platform::Azure {
             crds.push(AZURE_IDENTITIES_CRD.into());
         }
@@ -231,7 +231,7 @@ impl Inputs {
                         "the Machine API is not installed (no Established CustomResourceDefinition \
                          {MACHINES_CRD} or {CONTROL_PLANE_MACHINE_SETS_CRD}): no control-plane \
                          provider spec to derive the {} from",
-                        platform.infra_cluster().kind
+                        crate::platform::infra_cluster(platform).kind
                     ));
                 }
                 None => {}

@@ -164,7 +164,7 @@ pub fn derive(platform: Platform, s: &Sources) -> Result<Desired, InputError> {
     Ok(Desired {
         infra_cluster: json!({
             "apiVersion": s.api_version,
-            "kind": platform.infra_cluster().kind,
+            "kind": crate::platform::infra_cluster(platform).kind,
             "metadata": metadata,
             "spec": spec,
         }),

@@ -1,0 +1,173 @@
+//! Which Cluster API infrastructure provider a cluster's platform has (ref §2.2): the one table that the
+//! installer (which provider to install) and the controllers pod (which InfraCluster to create) share, so
+//! that they can never disagree about a platform.
+
+use serde_json::Value;
+
+/// The platforms with a Cluster API infrastructure provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Platform {
+    Aws,
+    Gcp,
+    Azure,
+    PowerVs,
+    VSphere,
+    OpenStack,
+    BareMetal,
+}
+
+/// Platform, its `Infrastructure` type, its provider's `provider.cluster.x-k8s.io/name`. PowerVS and
+/// BareMetal do not follow the "lower-cased platform" rule, which is why this is a table.
+const TABLE: [(Platform, &str, &str); 7] = [
+    (Platform::Aws, "AWS", "aws"),
+    (Platform::Gcp, "GCP", "gcp"),
+    (Platform::Azure, "Azure", "azure"),
+    (Platform::PowerVs, "PowerVS", "ibmcloud"),
+    (Platform::VSphere, "VSphere", "vsphere"),
+    (Platform::OpenStack, "OpenStack", "openstack"),
+    (Platform::BareMetal, "BareMetal", "metal3"),
+];
+
+impl Platform {
+    fn row(self) -> &'static (Platform, &'static str, &'static str) {
+        TABLE
+            .iter()
+            .find(|(p, _, _)| *p == self)
+            .expect("every platform has a row")
+    }
+
+    /// The `Infrastructure` platform type, e.g. `AWS`.
+    pub fn type_name(self) -> &'static str {
+        self.row().1
+    }
+
+    /// The infrastructure provider's name (the transport ConfigMap's `provider.cluster.x-k8s.io/name`),
+    /// e.g. `aws`.
+    pub fn provider_name(self) -> &'static str {
+        self.row().2
+    }
+
+    /// The platform of an `Infrastructure` platform type; `None` for types without a provider.
+    pub fn from_type_name(name: &str) -> Option<Platform> {
+        TABLE
+            .iter()
+            .find(|(_, t, _)| *t == name)
+            .map(|(p, _, _)| *p)
+    }
+}
+
+/// What a platform means for Cluster API on this cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlatformDecision {
+    /// `status.platformStatus.type` is not set yet (the OpenShift installer writes it late): wait.
+    Unset,
+    /// No Cluster API provider for this platform: nothing to install or reconcile, and say so.
+    Unsupported {
+        platform: String,
+        reason: String,
+    },
+    Supported(Platform),
+}
+
+/// Decides from the `status` of `Infrastructure/cluster` (`None` while there is none).
+pub fn decide(infrastructure_status: Option<&Value>) -> PlatformDecision {
+    let platform_status = infrastructure_status.and_then(|s| s.get("platformStatus"));
+    let Some(name) = platform_status
+        .and_then(|p| p.get("type"))
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+    else {
+        return PlatformDecision::Unset;
+    };
+    // Azure Stack Hub reports platform Azure, but the Azure provider does not support it.
+    let cloud_name = platform_status
+        .and_then(|p| p.pointer("/azure/cloudName"))
+        .and_then(Value::as_str);
+    if name == "Azure" && cloud_name == Some("AzureStackCloud") {
+        return PlatformDecision::Unsupported {
+            platform: name.to_string(),
+            reason: "Azure with cloudName AzureStackCloud is not supported by the Azure provider"
+                .into(),
+        };
+    }
+    match Platform::from_type_name(name) {
+        Some(p) => PlatformDecision::Supported(p),
+        None => PlatformDecision::Unsupported {
+            platform: name.to_string(),
+            reason: format!("platform {name} has no Cluster API provider"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn status(platform_status: Value) -> Value {
+        json!({ "platformStatus": platform_status })
+    }
+
+    #[test]
+    fn maps_every_supported_platform_to_its_provider() {
+        let cases = [
+            ("AWS", Platform::Aws, "aws"),
+            ("GCP", Platform::Gcp, "gcp"),
+            ("Azure", Platform::Azure, "azure"),
+            ("PowerVS", Platform::PowerVs, "ibmcloud"),
+            ("VSphere", Platform::VSphere, "vsphere"),
+            ("OpenStack", Platform::OpenStack, "openstack"),
+            ("BareMetal", Platform::BareMetal, "metal3"),
+        ];
+        for (type_name, platform, provider) in cases {
+            assert_eq!(
+                decide(Some(&status(json!({"type": type_name})))),
+                PlatformDecision::Supported(platform),
+                "{type_name}"
+            );
+            assert_eq!(platform.type_name(), type_name);
+            assert_eq!(platform.provider_name(), provider, "{type_name}");
+        }
+    }
+
+    #[test]
+    fn unset_platform_waits() {
+        assert_eq!(decide(None), PlatformDecision::Unset);
+        assert_eq!(decide(Some(&json!({}))), PlatformDecision::Unset);
+        assert_eq!(
+            decide(Some(&status(json!({"type": ""})))),
+            PlatformDecision::Unset
+        );
+    }
+
+    #[test]
+    fn other_platforms_are_unsupported() {
+        // Type names are case-sensitive in the Infrastructure API: `aws` is not `AWS`.
+        for name in ["None", "Nutanix", "External", "IBMCloud", "Libvirt", "aws"] {
+            let decision = decide(Some(&status(json!({"type": name}))));
+            assert_eq!(
+                decision,
+                PlatformDecision::Unsupported {
+                    platform: name.into(),
+                    reason: format!("platform {name} has no Cluster API provider"),
+                },
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn azure_stack_hub_is_unsupported() {
+        let stack = status(json!({"type": "Azure", "azure": {"cloudName": "AzureStackCloud"}}));
+        assert!(matches!(
+            decide(Some(&stack)),
+            PlatformDecision::Unsupported { platform, reason }
+                if platform == "Azure" && reason.contains("AzureStackCloud")
+        ));
+        let public = status(json!({"type": "Azure", "azure": {"cloudName": "AzurePublicCloud"}}));
+        assert_eq!(
+            decide(Some(&public)),
+            PlatformDecision::Supported(Platform::Azure)
+        );
+    }
+}
