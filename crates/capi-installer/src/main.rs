@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use capi_installer_controller::config::ProfilesConfig;
-use capi_installer_controller::policy::PolicyConfig;
 use capi_installer_controller::source::profile::validate_profile_name;
 use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
 use capi_runtime::args::{HttpArgs, KubeArgs, LeaderElectionArgs, LogArgs};
@@ -17,6 +16,7 @@ use capi_runtime::report::{exit, finish};
 use clap::{Parser, Subcommand};
 use prometheus_client::registry::Registry;
 
+mod policy_args;
 mod render_cmd;
 mod status_cmd;
 
@@ -84,14 +84,8 @@ struct RunArgs {
         value_name = "MANAGER"
     )]
     adopt_from_managers: Vec<String>,
-    /// An API group, beyond cluster.x-k8s.io and its subdomains, that provider CRDs, `*`-resource RBAC
-    /// rules and admission rules may use (repeatable; none by default: real providers need none).
-    #[arg(long = "policy-allow-group", value_name = "GROUP")]
-    policy_allow_groups: Vec<String>,
-    /// A role outside the provider's bundle that its bindings may reference, as `ClusterRole/NAME` or
-    /// `Role/NAME` (repeatable; none by default).
-    #[arg(long = "policy-allow-role", value_name = "KIND/NAME", value_parser = parse_role)]
-    policy_allow_roles: Vec<(String, String)>,
+    #[command(flatten)]
+    policy: policy_args::PolicyArgs,
     #[command(flatten)]
     leader: LeaderElectionArgs,
     #[command(flatten)]
@@ -126,16 +120,6 @@ pub(crate) async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client> {
     Ok(capi_runtime::process::client(kubeconfig, &user_agent()).await?)
 }
 
-/// `ClusterRole/NAME` or `Role/NAME`.
-fn parse_role(value: &str) -> Result<(String, String), String> {
-    match value.split_once('/') {
-        Some((kind @ ("ClusterRole" | "Role"), name)) if !name.is_empty() => {
-            Ok((kind.to_string(), name.to_string()))
-        }
-        _ => Err(format!("{value:?}: expected ClusterRole/NAME or Role/NAME")),
-    }
-}
-
 async fn run(args: RunArgs) -> Result<()> {
     capi_runtime::process::init_logging(args.log.log_format);
     let images = read_map(&args.images_json, "images file")?;
@@ -167,12 +151,7 @@ async fn run(args: RunArgs) -> Result<()> {
         crd_timeout: args.crd_timeout,
         resync: args.resync,
         adoptable_managers: args.adopt_from_managers,
-        policy: {
-            let mut policy = PolicyConfig::installer(&args.namespace);
-            policy.extra_groups.extend(args.policy_allow_groups);
-            policy.extra_roles.extend(args.policy_allow_roles);
-            policy
-        },
+        policy: args.policy.config(&args.namespace),
         instance: args.leader.instance.clone(),
         profiles,
     };

@@ -10,7 +10,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use capi_apply::{KindResolver, Phase, Plan};
 use capi_installer_controller::desired::{self, Desired, Wants};
-use capi_installer_controller::policy::PolicyConfig;
 use capi_installer_controller::prepare::{self, RenderContext};
 use capi_installer_controller::source::profile::{ProfileCatalog, validate_profile_name};
 use capi_installer_controller::source::{
@@ -57,6 +56,8 @@ pub struct RenderArgs {
     /// `text`: the ordered plan; `yaml`: the rendered objects in apply order.
     #[arg(long, value_enum, default_value = "text")]
     output: Output,
+    #[command(flatten)]
+    policy: crate::policy_args::PolicyArgs,
 }
 
 /// Exit code 1 when a provider of the platform cannot be rendered (or is missing); errors otherwise.
@@ -70,9 +71,9 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         Some(dir) => read_input(dir, &args.namespace)?,
         None => Input::default(),
     };
-    // The installer's policy, with every transport ConfigMap of the input protected as it would be in
-    // the cluster.
-    let mut policy = PolicyConfig::installer(&args.namespace);
+    // The installer's policy (with `run`'s allowances), with every transport ConfigMap of the input
+    // protected as it would be in the cluster.
+    let mut policy = args.policy.config(&args.namespace);
     for cm in &input.configmaps {
         policy.protected = policy.protected.with(capi_apply::ObjectKey::new(
             "",

@@ -375,6 +375,82 @@ fn the_platform_picks_the_infrastructure_provider() {
     );
 }
 
+/// A CRD outside the Cluster API groups and a binding to a role of the cluster: `render` refuses them as
+/// `run` would, and accepts them with the same `--policy-allow-*` flags `run` takes (one flag group).
+#[test]
+fn render_takes_the_policy_allowances_of_run() {
+    let Some(dir) = fixtures() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("input");
+    std::fs::create_dir(&input).unwrap();
+    std::fs::copy(dir.join(CORE_CM), input.join(CORE_CM)).unwrap();
+    let aws = std::fs::read_to_string(dir.join(AWS_CM)).unwrap();
+    let aws = capi_manifests::yaml::parse_documents("aws", &aws)
+        .unwrap()
+        .remove(0)
+        .value;
+    let mut content = capi_manifests::TransportConfigMap::decode(&aws)
+        .unwrap()
+        .content;
+    if !content.components.ends_with('\n') {
+        content.components.push('\n');
+    }
+    content.components.push_str(
+        "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}\n  scope: Namespaced\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: capa-node-reader}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: node-reader}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n",
+    );
+    std::fs::write(
+        input.join(AWS_CM),
+        capi_manifests::yaml::to_yaml("aws", &content.encode().unwrap()).unwrap(),
+    )
+    .unwrap();
+    let images = write_images(tmp.path(), &images());
+
+    let refused = render(&input, &images, &[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("(CustomResourceDefinition widgets.example.com): rule crd-family-groups-only"),
+        "{err}"
+    );
+    assert!(
+        err.contains("(ClusterRoleBinding capa-node-reader): rule rbac-bundle-roles-only"),
+        "{err}"
+    );
+
+    let allowed = render(
+        &input,
+        &images,
+        &[
+            "--policy-allow-group",
+            "example.com",
+            "--policy-allow-role",
+            "ClusterRole/node-reader",
+        ],
+    );
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    let plan = parse_plan(&stdout(&allowed));
+    for object in [
+        "CustomResourceDefinition widgets.example.com",
+        "ClusterRoleBinding capa-node-reader",
+    ] {
+        assert!(
+            plan.iter().any(|(p, _, o)| p == "aws" && o == object),
+            "{object} not in the plan: {plan:?}"
+        );
+    }
+
+    // The same flags, the same parsing: a malformed role is a usage error of either command.
+    for command in ["render", "run"] {
+        let out = installer(&[command, "--policy-allow-role", "node-reader", "--help"]);
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("expected ClusterRole/NAME or Role/NAME"),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
+}
+
 /// `capi-installer` with `args`, no environment that could change its defaults.
 fn installer(args: &[&str]) -> Output {
     Command::new(BIN)
