@@ -155,70 +155,71 @@ pub fn customize(
     input: Vec<Object>,
 ) -> Result<Customized, Error> {
     check_duplicates(&input, |o| o.id.clone())?;
-
-    // clusterctl reads the provider's own namespace from its objects; subjects in other
-    // namespaces (e.g. kube-system) are references to foreign ServiceAccounts and stay.
-    let source_namespaces: BTreeSet<String> = input
-        .iter()
-        .filter_map(|o| {
-            if o.id.kind == "Namespace" && o.id.group.is_empty() {
-                Some(o.id.name.clone())
-            } else {
-                o.id.namespace.clone()
-            }
-        })
-        .collect();
-
-    // Kinds the input itself defines as cluster-scoped (e.g. CAPA's AWSClusterControllerIdentity):
-    // an instance shipped with the components must not be given a namespace either.
-    let scopes = Scopes {
-        custom_cluster_scoped: input
-            .iter()
-            .filter(|o| treatment(&o.id) == Treatment::Crd)
-            .filter(|o| get_str(&o.value, &["spec", "scope"]) == Some("Cluster"))
-            .filter_map(|o| {
-                Some((
-                    get_str(&o.value, &["spec", "group"])?.to_owned(),
-                    get_str(&o.value, &["spec", "names", "kind"])?.to_owned(),
-                ))
-            })
-            .collect(),
-    };
-
+    let scopes = Scopes::of(&input);
     // The namespace rewrite can make two objects of different namespaces the same object.
-    let renamed = |o: &Object| {
-        let mut id = o.id.clone();
-        id.namespace = if scopes.cluster_scoped(&id) {
-            None
-        } else {
-            Some(TARGET_NAMESPACE.to_owned())
-        };
-        id
+    check_duplicates(&input, |o| scopes.target_key(&o.id))?;
+    let ctx = Context {
+        provider,
+        flavor,
+        source_namespaces: source_namespaces(&input),
+        scopes,
+        serving: serving_certs(&input)?,
     };
-    check_duplicates(&input, renamed)?;
-
-    let serving = serving_certs(&input)?;
     let protected = protected_kind(provider, flavor, &input)?;
 
     let mut objects = Vec::with_capacity(input.len() + 2);
     let mut dropped = Vec::new();
     let mut services_with_cert = BTreeSet::new();
     for obj in input {
-        let t = treatment(&obj.id);
-        if let Treatment::Drop(reason) = t {
-            dropped.push(Dropped {
+        match treatment(&obj.id) {
+            Treatment::Drop(reason) => dropped.push(Dropped {
                 id: obj.id,
                 location: obj.location,
                 reason,
-            });
-            continue;
+            }),
+            t => objects.push(ctx.customize_object(t, obj, &mut services_with_cert)?),
         }
+    }
+    ctx.serving.check_issued(&services_with_cert)?;
+
+    objects.extend(protection_objects(&protected));
+    Ok(Customized {
+        objects,
+        dropped,
+        protected,
+    })
+}
+
+/// What the processing of one object needs to know about the whole input.
+struct Context<'a> {
+    provider: &'a Provider,
+    flavor: Flavor,
+    source_namespaces: BTreeSet<String>,
+    scopes: Scopes,
+    serving: ServingCerts,
+}
+
+impl Context<'_> {
+    /// The processing of one kept object (`t` is its treatment, never `Drop`); notes each Service that
+    /// ends up with a serving-certificate annotation in `services_with_cert`.
+    fn customize_object(
+        &self,
+        t: Treatment,
+        obj: Object,
+        services_with_cert: &mut BTreeSet<String>,
+    ) -> Result<Value, Error> {
         let Object {
             location,
             id,
             mut value,
         } = obj;
-        clusterctl_process(provider, &id, &scopes, &source_namespaces, &mut value);
+        clusterctl_process(
+            self.provider,
+            &id,
+            &self.scopes,
+            &self.source_namespaces,
+            &mut value,
+        );
         match t {
             Treatment::Rbac => replace_annotations(&mut value),
             Treatment::Webhook => {
@@ -231,7 +232,7 @@ pub fn customize(
             Treatment::Service => {
                 merge_openshift_annotations(&mut value);
                 let annotations = metadata_map_mut(&mut value, "annotations");
-                if let Some(secret) = serving.from_cert_manager.get(&id.name) {
+                if let Some(secret) = self.serving.from_cert_manager.get(&id.name) {
                     annotations.insert(
                         ANNOTATION_SERVING_CERT.to_owned(),
                         Value::from(secret.as_str()),
@@ -241,47 +242,26 @@ pub fn customize(
                     services_with_cert.insert(id.name.clone());
                 }
             }
-            Treatment::Deployment => customize_deployment(flavor, &id, &location, &mut value)?,
+            Treatment::Deployment => customize_deployment(self.flavor, &id, &location, &mut value)?,
             Treatment::PassThrough | Treatment::Drop(_) => {}
         }
-        objects.push(value);
+        Ok(value)
     }
+}
 
-    // A webhook served by a Service that is not part of the components, or (service-ca-ready
-    // input) whose Service does not ask service-ca for a serving certificate, would never get
-    // one: the webhook would fail every TLS handshake. The reference wrote the annotation
-    // nowhere and moved on.
-    if let Some(svc) = serving
-        .from_cert_manager
-        .keys()
-        .find(|svc| !services_with_cert.contains(*svc))
-    {
-        return Err(Error::InputRule {
-            rule: RULE_CERT,
-            message: format!(
-                "Service {TARGET_NAMESPACE}/{svc} backs a cert-manager-injected webhook but is not part of the components"
-            ),
-        });
-    }
-    if let Some((svc, caller)) = serving
-        .service_ca_ready
+/// The provider's own namespaces: clusterctl reads them from its objects; subjects in other
+/// namespaces (e.g. kube-system) are references to foreign ServiceAccounts and stay.
+fn source_namespaces(input: &[Object]) -> BTreeSet<String> {
+    input
         .iter()
-        .find(|(svc, _)| !services_with_cert.contains(*svc))
-    {
-        return Err(Error::InputRule {
-            rule: RULE_CERT,
-            message: format!(
-                "{caller} is annotated {ANNOTATION_INJECT_CABUNDLE} and calls Service {TARGET_NAMESPACE}/{svc}, but no Service of that name among the components has the annotation {ANNOTATION_SERVING_CERT}: nothing would issue its serving certificate"
-            ),
-        });
-    }
-
-    objects.extend(protection_objects(&protected));
-    Ok(Customized {
-        objects,
-        dropped,
-        protected,
-    })
+        .filter_map(|o| {
+            if o.id.kind == "Namespace" && o.id.group.is_empty() {
+                Some(o.id.name.clone())
+            } else {
+                o.id.namespace.clone()
+            }
+        })
+        .collect()
 }
 
 struct Scopes {
@@ -289,6 +269,35 @@ struct Scopes {
 }
 
 impl Scopes {
+    /// Kinds the input itself defines as cluster-scoped (e.g. CAPA's AWSClusterControllerIdentity):
+    /// an instance shipped with the components must not be given a namespace either.
+    fn of(input: &[Object]) -> Scopes {
+        Scopes {
+            custom_cluster_scoped: input
+                .iter()
+                .filter(|o| treatment(&o.id) == Treatment::Crd)
+                .filter(|o| get_str(&o.value, &["spec", "scope"]) == Some("Cluster"))
+                .filter_map(|o| {
+                    Some((
+                        get_str(&o.value, &["spec", "group"])?.to_owned(),
+                        get_str(&o.value, &["spec", "names", "kind"])?.to_owned(),
+                    ))
+                })
+                .collect(),
+        }
+    }
+
+    /// An object's identity after the namespace rewrite.
+    fn target_key(&self, id: &ObjectKey) -> ObjectKey {
+        let mut id = id.clone();
+        id.namespace = if self.cluster_scoped(&id) {
+            None
+        } else {
+            Some(TARGET_NAMESPACE.to_owned())
+        };
+        id
+    }
+
     fn cluster_scoped(&self, id: &ObjectKey) -> bool {
         is_cluster_scoped(id.group.as_str(), &id.kind)
             || self
@@ -465,6 +474,40 @@ fn all_webhooks_have_ca_bundle(value: &Value) -> bool {
             .and_then(Value::as_str)
             .is_some_and(|b| !b.is_empty())
     })
+}
+
+impl ServingCerts {
+    /// A webhook served by a Service that is not part of the components, or (service-ca-ready
+    /// input) whose Service does not ask service-ca for a serving certificate, would never get
+    /// one: the webhook would fail every TLS handshake. The reference wrote the annotation
+    /// nowhere and moved on.
+    fn check_issued(&self, services_with_cert: &BTreeSet<String>) -> Result<(), Error> {
+        if let Some(svc) = self
+            .from_cert_manager
+            .keys()
+            .find(|svc| !services_with_cert.contains(*svc))
+        {
+            return Err(Error::InputRule {
+                rule: RULE_CERT,
+                message: format!(
+                    "Service {TARGET_NAMESPACE}/{svc} backs a cert-manager-injected webhook but is not part of the components"
+                ),
+            });
+        }
+        if let Some((svc, caller)) = self
+            .service_ca_ready
+            .iter()
+            .find(|(svc, _)| !services_with_cert.contains(*svc))
+        {
+            return Err(Error::InputRule {
+                rule: RULE_CERT,
+                message: format!(
+                    "{caller} is annotated {ANNOTATION_INJECT_CABUNDLE} and calls Service {TARGET_NAMESPACE}/{svc}, but no Service of that name among the components has the annotation {ANNOTATION_SERVING_CERT}: nothing would issue its serving certificate"
+                ),
+            });
+        }
+        Ok(())
+    }
 }
 
 fn serving_certs(input: &[Object]) -> Result<ServingCerts, Error> {
