@@ -271,6 +271,40 @@ fn check_object(
         );
         return;
     }
+    protected(key, object, config, v);
+    aggregation_labels(object, v);
+    let data = &object.data;
+    match (key.group.as_str(), key.kind.as_str()) {
+        ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {
+            rbac_rules(data, config, v);
+            aggregation_rule(data, v);
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => {
+            role_ref(key, data, config, bundle, v);
+            subjects(data, config, v);
+        }
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => webhook_configuration(data, config, v),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            admission_policy(data, config, v)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            admission_policy_binding(data, bundle, v)
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(data, config, v),
+        ("apps", "Deployment") => {
+            if let Some(pod) = data.pointer("/spec/template/spec") {
+                workload(key, pod, config, bundle, v);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The installer's own objects and transport ConfigMaps, whatever the kind.
+fn protected(key: &ObjectKey, object: &DynamicObject, config: &PolicyConfig, v: &mut Report<'_>) {
     if let Some(why) = config.protected.reason(key) {
         v(
             Rule::Protected,
@@ -287,6 +321,12 @@ fn check_object(
             ),
         );
     }
+}
+
+/// `<prefix>/aggregate-to-*` labels outside the family, on any object (a label does its harm on a
+/// ClusterRole, but it is refused wherever it is, as no provider needs it).
+fn aggregation_labels(object: &DynamicObject, v: &mut Report<'_>) {
+    let labels = object.metadata.labels.as_ref();
     for label in labels.into_iter().flat_map(|l| l.keys()) {
         if let Some((prefix, name)) = label.split_once('/')
             && name.starts_with("aggregate-to-")
@@ -300,88 +340,70 @@ fn check_object(
             );
         }
     }
-    let data = &object.data;
-    match (key.group.as_str(), key.kind.as_str()) {
-        ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {
-            rbac_rules(data, config, v);
-            aggregation_rule(data, v);
+}
+
+fn webhook_configuration(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+    for (i, hook) in items(data.get("webhooks")) {
+        let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
+        let at = format!("webhooks[{i}] ({name})");
+        client_config(hook.get("clientConfig"), &at, config, v);
+        for (j, rule) in items(hook.get("rules")) {
+            admission_groups(rule, &format!("{at}.rules[{j}]"), config, v);
         }
-        ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => {
-            role_ref(key, data, config, bundle, v);
-            subjects(data, config, v);
-        }
-        (
-            "admissionregistration.k8s.io",
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
-        ) => {
-            for (i, hook) in items(data.get("webhooks")) {
-                let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
-                let at = format!("webhooks[{i}] ({name})");
-                client_config(hook.get("clientConfig"), &at, config, v);
-                for (j, rule) in items(hook.get("rules")) {
-                    admission_groups(rule, &format!("{at}.rules[{j}]"), config, v);
-                }
-            }
-        }
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
-            let rules = data.pointer("/spec/matchConstraints/resourceRules");
-            if rules.is_none() {
-                v(
-                    Rule::AdmissionScope,
-                    "spec.matchConstraints.resourceRules is missing: the policy must name the resources it applies to".into(),
-                );
-            }
-            for (j, rule) in items(rules) {
-                admission_groups(
-                    rule,
-                    &format!("spec.matchConstraints.resourceRules[{j}]"),
-                    config,
-                    v,
-                );
-            }
-        }
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
-            let policy = data
-                .pointer("/spec/policyName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if !bundle.admission_policies.contains(policy) {
-                v(
-                    Rule::AdmissionScope,
-                    format!(
-                        "spec.policyName {policy:?} is not a ValidatingAdmissionPolicy of this bundle"
-                    ),
-                );
-            }
-        }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            let group = data
-                .pointer("/spec/group")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if !config.family_group(group) {
-                v(
-                    Rule::CrdGroup,
-                    format!(
-                        "spec.group {group:?} is not a Cluster API group ({FAMILY_GROUP} or *.{FAMILY_GROUP}) nor an allowed extra group"
-                    ),
-                );
-            }
-            if let Some(webhook) = data.pointer("/spec/conversion/webhook") {
-                client_config(
-                    webhook.get("clientConfig"),
-                    "spec.conversion.webhook",
-                    config,
-                    v,
-                );
-            }
-        }
-        ("apps", "Deployment") => {
-            if let Some(pod) = data.pointer("/spec/template/spec") {
-                workload(key, pod, config, bundle, v);
-            }
-        }
-        _ => {}
+    }
+}
+
+fn admission_policy(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+    let rules = data.pointer("/spec/matchConstraints/resourceRules");
+    if rules.is_none() {
+        v(
+            Rule::AdmissionScope,
+            "spec.matchConstraints.resourceRules is missing: the policy must name the resources it applies to".into(),
+        );
+    }
+    for (j, rule) in items(rules) {
+        admission_groups(
+            rule,
+            &format!("spec.matchConstraints.resourceRules[{j}]"),
+            config,
+            v,
+        );
+    }
+}
+
+fn admission_policy_binding(data: &Value, bundle: &Bundle, v: &mut Report<'_>) {
+    let policy = data
+        .pointer("/spec/policyName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !bundle.admission_policies.contains(policy) {
+        v(
+            Rule::AdmissionScope,
+            format!("spec.policyName {policy:?} is not a ValidatingAdmissionPolicy of this bundle"),
+        );
+    }
+}
+
+fn crd(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+    let group = data
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !config.family_group(group) {
+        v(
+            Rule::CrdGroup,
+            format!(
+                "spec.group {group:?} is not a Cluster API group ({FAMILY_GROUP} or *.{FAMILY_GROUP}) nor an allowed extra group"
+            ),
+        );
+    }
+    if let Some(webhook) = data.pointer("/spec/conversion/webhook") {
+        client_config(
+            webhook.get("clientConfig"),
+            "spec.conversion.webhook",
+            config,
+            v,
+        );
     }
 }
 
