@@ -268,10 +268,51 @@ where
 {
     let inputs: Vec<PlanInput> = objects.into_iter().map(Into::into).collect();
     let mut errors = Vec::new();
+    let local = local_kinds(&inputs, &mut errors);
 
-    // CRDs in the set define kinds for the rest of the set.
+    let mut seen: BTreeMap<ObjectKey, Option<String>> = BTreeMap::new();
+    let mut phases: BTreeMap<Phase, Vec<PlannedObject>> = BTreeMap::new();
+    for input in inputs {
+        let planned = match resolve(input, &local, resolver) {
+            Ok(planned) => planned,
+            Err(e) => {
+                errors.push(*e);
+                continue;
+            }
+        };
+        if let Some(first_origin) = seen.get(&planned.key) {
+            errors.push(PlanError::Duplicate {
+                key: planned.key,
+                origin: planned.origin,
+                first_origin: first_origin.clone(),
+            });
+            continue;
+        }
+        seen.insert(planned.key.clone(), planned.origin.clone());
+        phases
+            .entry(Phase::of(&planned.key.group, &planned.key.kind))
+            .or_default()
+            .push(planned);
+    }
+
+    if !errors.is_empty() {
+        return Err(PlanErrors(errors));
+    }
+    Ok(Plan {
+        phases: phases
+            .into_iter()
+            .map(|(phase, mut objects)| {
+                objects.sort_by(|a, b| apply_order(&a.key, &b.key));
+                PlannedPhase { phase, objects }
+            })
+            .collect(),
+    })
+}
+
+/// The kinds the CRDs in the set define for the rest of the set; an invalid CRD is an error.
+fn local_kinds(inputs: &[PlanInput], errors: &mut Vec<PlanError>) -> KindResolver {
     let mut local = KindResolver::new();
-    for input in &inputs {
+    for input in inputs {
         let Some(key) = key_of(&input.object) else {
             continue;
         };
@@ -286,88 +327,64 @@ where
             });
         }
     }
+    local
+}
 
-    let mut seen: BTreeMap<ObjectKey, Option<String>> = BTreeMap::new();
-    let mut phases: BTreeMap<Phase, Vec<PlannedObject>> = BTreeMap::new();
-    for PlanInput { object, origin } in inputs {
-        let Some(types) = object
-            .types
-            .as_ref()
-            .filter(|t| !t.kind.is_empty() && !t.api_version.is_empty())
-        else {
-            errors.push(PlanError::MissingTypeMeta {
-                name: object.metadata.name.clone(),
-                origin,
-            });
-            continue;
-        };
-        if object.metadata.name.as_deref().unwrap_or("").is_empty() {
-            errors.push(PlanError::MissingName {
-                kind: types.kind.clone(),
-                origin,
-            });
-            continue;
-        }
-        let Some(key) = key_of(&object) else {
-            unreachable!("type meta and name checked above");
-        };
-        let (group, version) = split_api_version(&types.api_version);
-        // A kind defined by a CRD in the set is resolved by that CRD alone: it is what the server
-        // will serve once applied (a version the new CRD stops serving must not pass because the
-        // old one still serves it).
-        let found = if local.defines(group, &types.kind) {
-            local.resolve(group, version, &types.kind)
-        } else {
-            resolver.resolve(group, version, &types.kind)
-        };
-        let Some(ResolvedKind {
-            resource,
-            namespaced,
-        }) = found.cloned()
-        else {
-            errors.push(PlanError::UnknownKind { key, origin });
-            continue;
-        };
-        if namespaced && key.namespace.is_none() {
-            errors.push(PlanError::MissingNamespace { key, origin });
-            continue;
-        }
-        if !namespaced && key.namespace.is_some() {
-            errors.push(PlanError::UnexpectedNamespace { key, origin });
-            continue;
-        }
-        if let Some(first_origin) = seen.get(&key) {
-            errors.push(PlanError::Duplicate {
-                key,
-                origin,
-                first_origin: first_origin.clone(),
-            });
-            continue;
-        }
-        seen.insert(key.clone(), origin.clone());
-        phases
-            .entry(Phase::of(&key.group, &key.kind))
-            .or_default()
-            .push(PlannedObject {
-                key,
-                resource,
-                namespaced,
-                object,
-                origin,
-            });
+/// One object with its identity, resource and scope; an error when it has no identity, its kind is
+/// unknown or its namespace does not fit the kind's scope (boxed: `PlanError` is large).
+fn resolve(
+    input: PlanInput,
+    local: &KindResolver,
+    resolver: &KindResolver,
+) -> Result<PlannedObject, Box<PlanError>> {
+    let PlanInput { object, origin } = input;
+    let Some(types) = object
+        .types
+        .as_ref()
+        .filter(|t| !t.kind.is_empty() && !t.api_version.is_empty())
+    else {
+        return Err(Box::new(PlanError::MissingTypeMeta {
+            name: object.metadata.name.clone(),
+            origin,
+        }));
+    };
+    if object.metadata.name.as_deref().unwrap_or("").is_empty() {
+        return Err(Box::new(PlanError::MissingName {
+            kind: types.kind.clone(),
+            origin,
+        }));
     }
-
-    if !errors.is_empty() {
-        return Err(PlanErrors(errors));
+    let Some(key) = key_of(&object) else {
+        unreachable!("type meta and name checked above");
+    };
+    let (group, version) = split_api_version(&types.api_version);
+    // A kind defined by a CRD in the set is resolved by that CRD alone: it is what the server
+    // will serve once applied (a version the new CRD stops serving must not pass because the
+    // old one still serves it).
+    let found = if local.defines(group, &types.kind) {
+        local.resolve(group, version, &types.kind)
+    } else {
+        resolver.resolve(group, version, &types.kind)
+    };
+    let Some(ResolvedKind {
+        resource,
+        namespaced,
+    }) = found.cloned()
+    else {
+        return Err(Box::new(PlanError::UnknownKind { key, origin }));
+    };
+    if namespaced && key.namespace.is_none() {
+        return Err(Box::new(PlanError::MissingNamespace { key, origin }));
     }
-    Ok(Plan {
-        phases: phases
-            .into_iter()
-            .map(|(phase, mut objects)| {
-                objects.sort_by(|a, b| apply_order(&a.key, &b.key));
-                PlannedPhase { phase, objects }
-            })
-            .collect(),
+    if !namespaced && key.namespace.is_some() {
+        return Err(Box::new(PlanError::UnexpectedNamespace { key, origin }));
+    }
+    Ok(PlannedObject {
+        key,
+        resource,
+        namespaced,
+        object,
+        origin,
     })
 }
 
