@@ -62,6 +62,47 @@ pub struct RenderArgs {
 
 /// Exit code 1 when a provider of the platform cannot be rendered (or is missing); errors otherwise.
 pub fn main(args: RenderArgs) -> Result<ExitCode> {
+    let (sources, ctx) = read(&args)?;
+    let Some(wants) = wants(&args.platform)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let infra: Vec<&str> = wants
+        .providers
+        .iter()
+        .filter(|w| w.required && w.provider_type == ProviderType::Infrastructure)
+        .map(|w| w.name.as_str())
+        .collect();
+    let infra = infra.join(", ");
+
+    let Some(selection) = select(&args, &sources, &wants) else {
+        return Ok(ExitCode::from(exit::FAILED));
+    };
+    let (plans, mut errors) = plan_all(&args.namespace, &ctx, &sources, &selection);
+    // As the installer does: a second source of one provider is refused, naming the one kept.
+    errors.extend(selection.refused.iter().map(|r| {
+        format!(
+            "{}: provider {} ({}) is already provided by {}; remove one of the two",
+            describe_source(&args.namespace, &r.target.source.id),
+            r.target.source.name,
+            r.target.source.provider_type.label(),
+            describe_source(&args.namespace, &r.kept)
+        )
+    }));
+    let out = match args.output {
+        Output::Text => text(&args.platform, &infra, &args.namespace, &plans),
+        Output::Yaml => yaml(&plans)?,
+    };
+    print!("{out}");
+    Ok(report_errors(
+        &errors,
+        selection.targets.len() + selection.refused.len(),
+        &sources.profiles.problems,
+    ))
+}
+
+/// The sources and what rendering needs (images, substitutions, the installer's policy); notes on
+/// what the input holds besides.
+fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
     let images = crate::read_map(&args.images_json, "images file")?;
     let substitutions = match &args.substitutions {
         Some(path) => crate::read_map(path, "substitutions file")?,
@@ -104,66 +145,49 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         }
         None => ProfileCatalog::default(),
     };
-    let sources = Sources { input, profiles };
+    Ok((Sources { input, profiles }, ctx))
+}
 
-    let status = json!({"platformStatus": {"type": args.platform}});
-    let wants = match desired::desired(Some(&status), &[]) {
-        Desired::Install(wants) => wants,
+/// The providers `platform` needs; `None` (after saying so) on a platform without Cluster API support.
+fn wants(platform: &str) -> Result<Option<Wants>> {
+    let status = json!({"platformStatus": {"type": platform}});
+    match desired::desired(Some(&status), &[]) {
+        Desired::Install(wants) => Ok(Some(wants)),
         Desired::Unsupported { platform, reason } => {
             // Not an error: this is what the installer does on such a platform.
             println!("platform {platform}: {reason}; the installer installs nothing");
             eprintln!(
                 "note: platforms with a Cluster API provider: AWS, GCP, Azure, PowerVS, VSphere, OpenStack, BareMetal"
             );
-            return Ok(ExitCode::SUCCESS);
+            Ok(None)
         }
         Desired::WaitingForPlatform => bail!("--platform must not be empty"),
-    };
-    let infra: Vec<&str> = wants
-        .providers
-        .iter()
-        .filter(|w| w.required && w.provider_type == ProviderType::Infrastructure)
-        .map(|w| w.name.as_str())
-        .collect();
-    let infra = infra.join(", ");
+    }
+}
 
-    let Some(selection) = select(&args, &sources, &wants) else {
-        return Ok(ExitCode::from(exit::FAILED));
-    };
-    let (plans, mut errors) = plan_all(&args.namespace, &ctx, &sources, &selection);
-    // As the installer does: a second source of one provider is refused, naming the one kept.
-    errors.extend(selection.refused.iter().map(|r| {
-        format!(
-            "{}: provider {} ({}) is already provided by {}; remove one of the two",
-            describe_source(&args.namespace, &r.target.source.id),
-            r.target.source.name,
-            r.target.source.provider_type.label(),
-            describe_source(&args.namespace, &r.kept)
-        )
-    }));
-    let out = match args.output {
-        Output::Text => text(&args.platform, &infra, &args.namespace, &plans),
-        Output::Yaml => yaml(&plans)?,
-    };
-    print!("{out}");
+/// Prints the errors of `providers` providers and the unusable profiles; the exit code they mean.
+fn report_errors(
+    errors: &[String],
+    providers: usize,
+    profile_problems: &[impl std::fmt::Display],
+) -> ExitCode {
     if !errors.is_empty() {
-        for e in &errors {
+        for e in errors {
             eprintln!("error: {e}");
         }
         eprintln!(
-            "error: {} of {} provider(s) cannot be rendered",
-            errors.len(),
-            selection.targets.len() + selection.refused.len()
+            "error: {} of {providers} provider(s) cannot be rendered",
+            errors.len()
         );
     }
     // A profile whose provider cannot be told is an error of the release, whatever the platform.
-    for problem in &sources.profiles.problems {
+    for problem in profile_problems {
         eprintln!("error: unusable profile: {problem}");
     }
-    if !errors.is_empty() || !sources.profiles.problems.is_empty() {
-        return Ok(ExitCode::from(exit::FAILED));
+    if !errors.is_empty() || !profile_problems.is_empty() {
+        return ExitCode::from(exit::FAILED);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// The sources the platform selects; notes for the others; `None` (after printing the error) when a
