@@ -18,7 +18,9 @@ use prometheus_client::registry::Registry;
 
 mod policy_args;
 mod render_cmd;
+mod rollback_cmd;
 mod status_cmd;
+mod status_providers;
 
 /// The installer's Lease: only its holder reconciles.
 pub(crate) const LEASE_NAME: &str = "capi-installer-leader";
@@ -42,6 +44,8 @@ enum Command {
     Render(render_cmd::RenderArgs),
     /// Show what is installed: providers, versions, state, objects ready, and the ClusterOperator.
     Status(status_cmd::StatusArgs),
+    /// Roll a provider back to an earlier revision (kept until its source's content changes).
+    Rollback(rollback_cmd::RollbackArgs),
 }
 
 #[derive(clap::Args)]
@@ -101,6 +105,10 @@ async fn main() -> ExitCode {
         Command::Run(args) => finish(run(*args).await.map(|()| ExitCode::SUCCESS), exit::ERROR),
         Command::Render(args) => finish(render_cmd::main(args), exit::ERROR),
         Command::Status(args) => finish(status_cmd::main(args).await, exit::ERROR),
+        Command::Rollback(args) => finish(
+            rollback_cmd::main(args).await.map(|()| ExitCode::SUCCESS),
+            exit::ERROR,
+        ),
     }
 }
 

@@ -77,12 +77,20 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
         .await
         .with_context(|| format!("reading ClusterOperator {CLUSTER_OPERATOR}"))?;
 
-    let desired = desired::desired(infra.as_ref().and_then(|i| i.data.get("status")), &[]);
+    let status = infra.as_ref().and_then(|i| i.data.get("status"));
+    let requests = crate::status_providers::requests(&client).await?;
+    let requested: Vec<_> = requests.iter().map(|(r, _)| r.clone()).collect();
+    let extra = desired::requests(desired::platform_provider(status), &requested).install;
+    let desired = desired::desired(status, &extra);
     let mut out = platform_line(&desired);
     if let Desired::Install(wants) = &desired {
         out.push('\n');
         out.push_str(&providers(&client, &args.namespace, wants).await?);
     }
+    out.push('\n');
+    out.push_str(&crate::status_providers::requests_table(&requests));
+    out.push('\n');
+    out.push_str(&crate::status_providers::revisions(&client, &args.namespace).await?);
     out.push('\n');
     out.push_str(&operator(co.as_ref()));
     out.push('\n');
@@ -511,7 +519,7 @@ fn last_error(record: &ProviderRecord) -> String {
 }
 
 /// Left-aligned columns; the last column is not padded.
-fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+pub(crate) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (i, cell) in row.iter().enumerate() {

@@ -4,9 +4,9 @@
 //! uninstalls that provider. The installer reads the objects here (untrusted input: every problem names
 //! the object and the field) and writes only their `status` and its finalizer.
 
-use kube::ResourceExt;
-use kube::api::{ApiResource, DynamicObject};
-use serde_json::Value;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
 
 pub const GROUP: &str = "installer.cluster-api.openshift.io";
 pub const VERSION: &str = "v1alpha1";
@@ -67,6 +67,46 @@ pub fn read(obj: &DynamicObject) -> Request {
         generation: obj.metadata.generation,
         name,
         problem,
+    }
+}
+
+/// Adds or removes [`FINALIZER`] with a merge patch carrying the resourceVersion read (a concurrent
+/// change makes it fail, to be retried on the next reconcile), only when that changes the object. A
+/// deleted object is not an error.
+pub async fn set_finalizer(
+    client: &Client,
+    obj: &DynamicObject,
+    present: bool,
+) -> Result<(), kube::Error> {
+    let mut finalizers: Vec<String> = obj.finalizers().to_vec();
+    let has = finalizers.iter().any(|f| f == FINALIZER);
+    if has == present {
+        return Ok(());
+    }
+    if present {
+        finalizers.push(FINALIZER.to_string());
+    } else {
+        finalizers.retain(|f| f != FINALIZER);
+    }
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": obj.resource_version(),
+    }});
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource());
+    match api
+        .patch(
+            &obj.name_any(),
+            &PatchParams {
+                field_manager: Some(crate::config::FIELD_MANAGER.into()),
+                ..Default::default()
+            },
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

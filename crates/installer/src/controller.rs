@@ -4,16 +4,21 @@
 //! `Infrastructure/cluster` object, a provider source, or any object the installer applied (drift or
 //! deletion). A reconcile is:
 //!
-//! 1. [`desired`]: the providers the platform needs (pure);
+//! 1. [`desired`]: the providers the platform and the `InfrastructureProvider` objects need, and the
+//!    providers to uninstall (pure);
 //! 2. [`source::select`]: the available sources that provide them (pure, from watch caches);
 //! 3. per provider, in order, [`Reconciler::reconcile`] → [`Outcome`] (see [`crate::reconcile`]);
-//! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, and each provider's
-//!    record; written only when they differ from what is stored.
+//!    then each uninstall ([`Reconciler::uninstall`]);
+//! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, each provider's record
+//!    and each `InfrastructureProvider`'s status; written only when they differ from what is stored.
 //!
 //! Nothing is written when nothing changed: unchanged objects are recognized from the cache, the
 //! inventory, records and status are compared before writing, and Events are only sent for real
 //! changes.
 
+mod requests;
+
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,17 +29,21 @@ use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tokio::sync::Notify;
 
+use crate::api;
 use crate::config::{INVENTORY_CONFIGMAP, InstallerConfig, ProfilesConfig};
 use crate::desired::{self, Desired, Wanted, Wants};
 use crate::error::ProviderError;
 use crate::history::History;
 use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
+use crate::optional_watch::OptionalKind;
 use crate::outcome::{Outcome, ProviderState, blocked_by};
 use crate::reconcile::{Reconciler, Round};
-use crate::report::{self, Unselected};
+use crate::report::{self, Observed, Unselected};
+use crate::revision;
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, configmap};
+use crate::unmanaged::{self, Unmanaged, UnmanagedError};
 
 /// A watch that failed (it is retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +86,8 @@ impl Next {
         match &outcome.state {
             ProviderState::Installed | ProviderState::Blocked { .. } => Next::Idle,
             ProviderState::Progressing { .. } => Next::Poll(Duration::from_secs(5)),
+            // A rollback holds until the source's content changes: its watch says when.
+            ProviderState::Failed { error, .. } if error.waits_for_change() => Next::Idle,
             ProviderState::Failed { attempts, .. } => Next::Retry(History::retry_delay(*attempts)),
         }
     }
@@ -89,6 +100,11 @@ pub struct Installer {
     infrastructure: reflector::Store<DynamicObject>,
     configmaps: reflector::Store<ConfigMap>,
     inventory: reflector::Store<ConfigMap>,
+    revisions: reflector::Store<ConfigMap>,
+    /// The `InfrastructureProvider` objects (extra providers, uninstalls).
+    infrastructure_providers: OptionalKind,
+    /// `ClusterAPI/cluster` (unmanaged CRDs).
+    cluster_api: OptionalKind,
     /// Every kind of provider source; a new kind is one more catalog.
     catalogs: Vec<Box<dyn SourceCatalog>>,
     metrics: Arc<Metrics>,
@@ -132,22 +148,41 @@ impl Installer {
         .reflect(writer);
         let infrastructure_watch = spawn_trigger("Infrastructure cluster", stream, wake.clone());
 
-        let (configmaps, writer) = reflector::store();
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
-        let stream = watcher(api, watcher::Config::default().labels(configmap::SELECTOR))
-            .default_backoff()
-            .reflect(writer);
-        let configmaps_watch = spawn_trigger("transport ConfigMaps", stream, wake.clone());
+        let watch_configmaps = |what, selector: watcher::Config| {
+            let (store, writer) = reflector::store();
+            let api: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
+            let stream = watcher(api, selector).default_backoff().reflect(writer);
+            (store, spawn_trigger(what, stream, wake.clone()))
+        };
+        let (configmaps, configmaps_watch) = watch_configmaps(
+            "transport ConfigMaps",
+            watcher::Config::default().labels(configmap::SELECTOR),
+        );
         // The inventory is watched too: deleted or edited, it is repaired at once.
-        let (inventory, writer) = reflector::store();
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
-        let stream = watcher(
-            api,
+        let (inventory, inventory_watch) = watch_configmaps(
+            "the inventory ConfigMap",
             watcher::Config::default().fields(&format!("metadata.name={INVENTORY_CONFIGMAP}")),
-        )
-        .default_backoff()
-        .reflect(writer);
-        let inventory_watch = spawn_trigger("the inventory ConfigMap", stream, wake.clone());
+        );
+        // The revisions too: `capi-installer rollback` writes its request there.
+        let (revisions, revisions_watch) = watch_configmaps(
+            "the revisions ConfigMaps",
+            watcher::Config::default().labels(revision::LABEL),
+        );
+        let (infrastructure_providers, providers_watch) = OptionalKind::start(
+            client.clone(),
+            &api::resource(),
+            watcher::Config::default(),
+            "InfrastructureProviders",
+            wake.clone(),
+        );
+        let (cluster_api, cluster_api_watch) = OptionalKind::start(
+            client.clone(),
+            &unmanaged::cluster_api_resource(),
+            watcher::Config::default()
+                .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
+            "ClusterAPI cluster",
+            wake.clone(),
+        );
         let mut catalogs: Vec<Box<dyn SourceCatalog>> =
             vec![Box::new(configmap::ConfigMapCatalog {
                 store: configmaps.clone(),
@@ -163,17 +198,28 @@ impl Installer {
                 config.clone(),
                 metrics.clone(),
                 inventory.clone(),
+                revisions.clone(),
             ),
             client,
             config,
             infrastructure,
             configmaps,
             inventory,
+            revisions,
+            infrastructure_providers,
+            cluster_api,
             catalogs,
             metrics,
             wake,
             logged: Mutex::default(),
-            watches: vec![infrastructure_watch, configmaps_watch, inventory_watch],
+            watches: vec![
+                infrastructure_watch,
+                configmaps_watch,
+                inventory_watch,
+                revisions_watch,
+                providers_watch,
+                cluster_api_watch,
+            ],
         })
     }
 
@@ -200,7 +246,10 @@ impl Installer {
             tokio::join!(
                 self.infrastructure.wait_until_ready(),
                 self.configmaps.wait_until_ready(),
-                self.inventory.wait_until_ready()
+                self.inventory.wait_until_ready(),
+                self.revisions.wait_until_ready(),
+                self.infrastructure_providers.wait_known(),
+                self.cluster_api.wait_known()
             )
         };
         tokio::select! {
@@ -232,19 +281,67 @@ impl Installer {
             "cluster",
             infrastructure_resource(),
         ));
-        let desired = desired::desired(infra.as_ref().and_then(|i| i.data.get("status")), &[]);
+        let status = infra.as_ref().and_then(|i| i.data.get("status"));
+        let objects = self.infrastructure_providers.objects().unwrap_or_default();
+        let requested: Vec<api::Request> = objects.iter().map(|o| api::read(o)).collect();
+        let requests = desired::requests(desired::platform_provider(status), &requested);
+        let desired = desired::desired(status, &requests.install);
+        let unmanaged = self.unmanaged();
         self.reconciler.inventories().repair().await;
         let (missing, outcomes, unselected) = match &desired {
-            Desired::Install(wants) => self.install(wants).await,
+            Desired::Install(wants) => self.install(wants, &unmanaged).await,
             _ => (Vec::new(), Vec::new(), Vec::new()),
         };
+        let removals = self.uninstall(&requests, &unmanaged).await;
+        // A provider being uninstalled is reported as such, not as left behind.
+        let unselected: Vec<Unselected> = unselected
+            .into_iter()
+            .filter(|u| {
+                !requests
+                    .uninstall
+                    .iter()
+                    .any(|r| u.label.as_deref() == Some(r.clusterctl_label.as_str()))
+            })
+            .collect();
         self.log_changes(&desired, &missing, &outcomes);
         self.observe(&desired, &missing, &outcomes, started);
-        let conditions = report::conditions(&desired, &missing, &outcomes, &unselected);
-        let (related, at_release) = match &desired {
+        let extra: BTreeSet<String> = requests
+            .install
+            .iter()
+            .map(|n| capi_manifests::ProviderType::Infrastructure.clusterctl_label(n))
+            .collect();
+        let observed = Observed {
+            desired: &desired,
+            missing: &missing,
+            outcomes: &outcomes,
+            unselected: &unselected,
+            extra: &extra,
+            removals: &removals,
+        };
+        self.finalize(&objects, &requested, &requests, &removals)
+            .await;
+        self.report_providers(&observed, &objects, &requested, &requests)
+            .await;
+        let next = match self.report_operator(&observed).await {
+            Ok(()) => outcomes.iter().map(Next::of).fold(Next::Idle, Next::min),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot write ClusterOperator status; retrying");
+                return Next::Retry(Duration::from_secs(5));
+            }
+        };
+        match removals.iter().all(|r| r.done) {
+            true => next,
+            false => next.min(Next::Poll(Duration::from_secs(5))),
+        }
+    }
+
+    /// The ClusterOperator's status, written when it changed.
+    async fn report_operator(&self, observed: &Observed<'_>) -> Result<(), kube::Error> {
+        let conditions = report::conditions(observed);
+        let (related, at_release) = match observed.desired {
             Desired::Install(_) => (
-                report::related(&self.config.namespace, &outcomes),
-                report::at_release(&missing, &outcomes),
+                report::related(&self.config.namespace, observed.outcomes),
+                report::at_release(observed.missing, observed.outcomes),
             ),
             Desired::Unsupported { .. } => (Vec::new(), true),
             Desired::WaitingForPlatform => (Vec::new(), false),
@@ -254,17 +351,22 @@ impl Installer {
             .release_version
             .as_deref()
             .filter(|_| at_release);
-        if let Err(e) = report::operator::write(&self.client, &conditions, version, &related).await
-        {
-            tracing::warn!(error = %e, "cannot write ClusterOperator status; retrying");
-            return Next::Retry(Duration::from_secs(5));
-        }
-        outcomes.iter().map(Next::of).fold(Next::Idle, Next::min)
+        report::operator::write(&self.client, &conditions, version, &related).await
+    }
+
+    /// The unmanaged CRDs of `ClusterAPI/cluster` (none when the object or its kind does not exist).
+    fn unmanaged(&self) -> Result<Unmanaged, UnmanagedError> {
+        let objects = self.cluster_api.objects().unwrap_or_default();
+        Unmanaged::read(objects.first().map(|o| o.as_ref()))
     }
 
     /// Selects the sources of `wants` and reconciles each provider in order; reports the required
     /// providers without a source and the providers no longer selected.
-    async fn install(&self, wants: &Wants) -> (Vec<Wanted>, Vec<Outcome>, Vec<Unselected>) {
+    async fn install(
+        &self,
+        wants: &Wants,
+        unmanaged: &Result<Unmanaged, UnmanagedError>,
+    ) -> (Vec<Wanted>, Vec<Outcome>, Vec<Unselected>) {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
         self.reconciler.protect_sources(
             candidates
@@ -286,6 +388,7 @@ impl Installer {
         let selection = source::select(&wants.providers, &candidates, &owners);
         let round = Round {
             selected: selection.ids(),
+            unmanaged: unmanaged.clone(),
         };
         let mut outcomes: Vec<Outcome> = Vec::new();
         for target in &selection.targets {
@@ -320,11 +423,16 @@ impl Installer {
             .all()
             .into_iter()
             .filter(|(id, _)| !round.selected.contains(id))
-            .map(|(id, inv)| Unselected {
-                provider: ProviderRecord::read(&inv)
-                    .map(|r| format!("{} ({})", r.provider, r.provider_type)),
-                objects: inv.entries.len(),
-                id,
+            .map(|(id, inv)| {
+                let record = ProviderRecord::read(&inv);
+                Unselected {
+                    provider: record
+                        .as_ref()
+                        .map(|r| format!("{} ({})", r.provider, r.provider_type)),
+                    label: record.map(|r| r.label),
+                    objects: inv.entries.len(),
+                    id,
+                }
             })
             .collect();
         (selection.missing, outcomes, unselected)

@@ -8,7 +8,9 @@ use capi_apply::{ApplyError, InventoryError, ObjectKey, Phase};
 
 use crate::outcome::Pending;
 use crate::prepare::RenderError;
+use crate::revision::RevisionError;
 use crate::source::{SourceError, SourceId};
+use crate::unmanaged::{UnmanagedCrd, UnmanagedError};
 
 /// Every reason the installer writes on the ClusterOperator's conditions. The README's reason table
 /// lists exactly these (a unit test checks it).
@@ -46,6 +48,21 @@ pub enum Reason {
     ProvidersNotSelected,
     /// (CapiInstallerControllerDegraded) same as Degraded=True.
     SyncingFailed,
+    /// `ClusterAPI/cluster` cannot be read: which CRDs are unmanaged is unknown.
+    InvalidClusterAPI,
+    /// A provider needs an unmanaged CRD that is missing or incompatible.
+    UnmanagedCustomResourceDefinition,
+    /// A new revision's Deployments did not become Available in time; the last good one was applied
+    /// again.
+    RevisionRolledBack,
+    /// A rollback asked by hand cannot be done.
+    RollbackNotPossible,
+    /// (InfrastructureProvider) the object cannot be acted on.
+    InvalidInfrastructureProvider,
+    /// (InfrastructureProvider) its provider is being removed.
+    Uninstalling,
+    /// (InfrastructureProvider `Uninstallable`) it names the platform's own provider.
+    PlatformProvider,
 }
 
 impl Reason {
@@ -68,6 +85,13 @@ impl Reason {
         Reason::InstallerDegraded,
         Reason::ProvidersNotSelected,
         Reason::SyncingFailed,
+        Reason::InvalidClusterAPI,
+        Reason::UnmanagedCustomResourceDefinition,
+        Reason::RevisionRolledBack,
+        Reason::RollbackNotPossible,
+        Reason::InvalidInfrastructureProvider,
+        Reason::Uninstalling,
+        Reason::PlatformProvider,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -92,6 +116,13 @@ impl Reason {
             Reason::InstallerDegraded => "InstallerDegraded",
             Reason::ProvidersNotSelected => "ProvidersNotSelected",
             Reason::SyncingFailed => "SyncingFailed",
+            Reason::InvalidClusterAPI => "InvalidClusterAPI",
+            Reason::UnmanagedCustomResourceDefinition => "UnmanagedCustomResourceDefinition",
+            Reason::RevisionRolledBack => "RevisionRolledBack",
+            Reason::RollbackNotPossible => "RollbackNotPossible",
+            Reason::InvalidInfrastructureProvider => "InvalidInfrastructureProvider",
+            Reason::Uninstalling => "Uninstalling",
+            Reason::PlatformProvider => "PlatformProvider",
         }
     }
 }
@@ -140,6 +171,31 @@ pub enum ProviderError {
     /// Objects the new version dropped that could not be deleted (kept in the inventory, retried).
     #[error("cannot prune: {}", .failed.iter().map(|(k, e)| format!("{k}: {e}")).collect::<Vec<_>>().join("; "))]
     Prune { failed: Vec<(ObjectKey, String)> },
+    #[error("{0}")]
+    ClusterApi(#[from] UnmanagedError),
+    #[error("{0}")]
+    Unmanaged(#[from] UnmanagedCrd),
+    /// A request of the reconcile's own (reading an unmanaged CRD, recording revisions) failed.
+    #[error("{what}: {source}")]
+    Request {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// A rollback asked by hand that cannot be done.
+    #[error("rollback: {0}")]
+    Revision(#[from] RevisionError),
+    /// A new revision did not become Available in time and the last good one serves again.
+    #[error(
+        "revision {failed} ({failed_version}) did not become Available: {cause}; rolled back to revision {serving} ({serving_version}); the new content is tried again once it changes"
+    )]
+    RolledBack {
+        failed: u32,
+        failed_version: String,
+        serving: u32,
+        serving_version: String,
+        cause: String,
+    },
 }
 
 fn join<T: fmt::Display>(items: &[T]) -> String {
@@ -182,7 +238,19 @@ impl ProviderError {
             ProviderError::DuplicateSource { .. } => Reason::DuplicateProvider,
             ProviderError::Claimed { .. } => Reason::OwnershipConflict,
             ProviderError::Prune { .. } => Reason::PruneFailed,
+            ProviderError::ClusterApi(_) => Reason::InvalidClusterAPI,
+            ProviderError::Unmanaged(_) => Reason::UnmanagedCustomResourceDefinition,
+            ProviderError::Request { source, .. } => kube_reason(source),
+            ProviderError::Revision(RevisionError::Stored { .. }) => Reason::ApplyFailed,
+            ProviderError::Revision(_) => Reason::RollbackNotPossible,
+            ProviderError::RolledBack { .. } => Reason::RevisionRolledBack,
         }
+    }
+
+    /// A failure that retrying cannot mend, only a change of the input: a rollback holds until the
+    /// source's content changes. It degrades at once and is not retried on a timer.
+    pub fn waits_for_change(&self) -> bool {
+        matches!(self, ProviderError::RolledBack { .. })
     }
 }
 
@@ -300,7 +368,47 @@ mod tests {
                 Reason::CustomResourceDefinitionNotEstablished,
             ),
         ];
-        for (error, reason) in cases {
+        let more = [
+            (
+                ProviderError::ClusterApi(UnmanagedError {
+                    field: "spec".into(),
+                    message: "no".into(),
+                }),
+                Reason::InvalidClusterAPI,
+            ),
+            (
+                ProviderError::Unmanaged(UnmanagedCrd {
+                    name: "a.b.c".into(),
+                    problem: crate::unmanaged::UnmanagedProblem::Missing,
+                }),
+                Reason::UnmanagedCustomResourceDefinition,
+            ),
+            (
+                ProviderError::Request {
+                    what: "reading CustomResourceDefinition a.b.c".into(),
+                    source: api_error(403),
+                },
+                Reason::Forbidden,
+            ),
+            (
+                ProviderError::Revision(RevisionError::NoContent {
+                    source_name: "ConfigMap aws".into(),
+                    revision: 1,
+                }),
+                Reason::RollbackNotPossible,
+            ),
+            (
+                ProviderError::RolledBack {
+                    failed: 3,
+                    failed_version: "v2".into(),
+                    serving: 2,
+                    serving_version: "v1".into(),
+                    cause: "not ready".into(),
+                },
+                Reason::RevisionRolledBack,
+            ),
+        ];
+        for (error, reason) in cases.into_iter().chain(more) {
             assert_eq!(error.reason(), reason, "{error}");
         }
     }

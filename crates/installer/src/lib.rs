@@ -24,6 +24,7 @@ pub mod events;
 pub mod history;
 pub mod inventory;
 pub mod metrics;
+pub mod optional_watch;
 pub mod outcome;
 pub mod platform;
 pub mod policy;

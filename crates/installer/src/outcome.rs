@@ -87,6 +87,9 @@ pub struct Outcome {
     pub rolled_out: Option<String>,
     /// `relatedObjects` entries of its plan: cluster-scoped objects and the CRDs' instance kinds.
     pub related: Vec<Value>,
+    /// The revision applied instead of the source's content because it was rolled back to by hand
+    /// (`capi-installer rollback`): not at the release's content.
+    pub held: Option<u32>,
 }
 
 impl Outcome {
@@ -98,9 +101,21 @@ impl Outcome {
     /// installed).
     pub fn describe_serving(&self) -> String {
         let source = &self.target.source;
-        match (&self.state, &self.rolled_out) {
+        let serving = match (&self.state, &self.rolled_out) {
             (ProviderState::Installed, _) | (_, None) => source.describe(),
             (_, Some(version)) => format!("{} {version}", source.name),
+        };
+        match self.held {
+            Some(n) => format!("{serving} (revision {n}, rolled back by hand)"),
+            None => serving,
+        }
+    }
+
+    /// The reason of a failed provider.
+    pub fn failure_reason(&self) -> Option<crate::error::Reason> {
+        match &self.state {
+            ProviderState::Failed { error, .. } => Some(error.reason()),
+            _ => None,
         }
     }
 

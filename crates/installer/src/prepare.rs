@@ -165,6 +165,33 @@ pub fn render(
 }
 
 impl Rendered {
+    /// Objects rendered earlier (a revision's stored content), as if rendered now; `origin` names
+    /// where they were stored (`revision 2 of ConfigMap aws`).
+    pub fn stored(origin: &str, objects: Vec<Value>) -> Result<Rendered, RenderError> {
+        let mut rendered = Rendered {
+            inputs: Vec::with_capacity(objects.len()),
+            origins: Vec::with_capacity(objects.len()),
+            stripped: Vec::new(),
+        };
+        for (document, value) in objects.into_iter().enumerate() {
+            let structured = Origin {
+                source: origin.to_string(),
+                document,
+            };
+            let object: DynamicObject =
+                serde_json::from_value(value).map_err(|e| RenderError::Object {
+                    origin: structured.to_string(),
+                    object: String::new(),
+                    message: format!("not a Kubernetes object: {e}"),
+                })?;
+            rendered
+                .inputs
+                .push(PlanInput::new(object, structured.to_string()));
+            rendered.origins.push(structured);
+        }
+        Ok(rendered)
+    }
+
     /// The rendered objects as the bundle policy sees them.
     pub fn bundle(&self) -> Vec<BundleObject<'_>> {
         self.inputs
@@ -233,7 +260,17 @@ pub fn prepare(
     ctx: &RenderContext,
     resolver: &KindResolver,
 ) -> Result<Prepared, RenderError> {
-    let rendered = render(payload, target, ctx)?;
+    plan_rendered(render(payload, target, ctx)?, ctx, resolver)
+}
+
+/// The checks and the plan of rendered objects: the bundle policy, the digest and the plan. A
+/// revision applied again (a rollback) goes through the same checks as a fresh render: its stored
+/// content is as untrusted as any ConfigMap of the namespace.
+pub fn plan_rendered(
+    rendered: Rendered,
+    ctx: &RenderContext,
+    resolver: &KindResolver,
+) -> Result<Prepared, RenderError> {
     let policy = policy::check(&rendered.bundle(), &ctx.policy);
     let digest = digest(&rendered.inputs);
     // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such first; the
@@ -245,6 +282,16 @@ pub fn prepare(
         stripped: rendered.stripped,
         digest,
     })
+}
+
+impl Prepared {
+    /// The planned objects, in apply order: what a revision keeps of this version.
+    pub fn content(&self) -> Vec<Value> {
+        self.plan
+            .objects()
+            .map(|o| serde_json::to_value(&o.object).expect("a DynamicObject serializes"))
+            .collect()
+    }
 }
 
 fn digest(inputs: &[PlanInput]) -> String {
@@ -376,5 +423,35 @@ spec: {{failurePolicy: Fail}}
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a release image reference"), "{err}");
+    }
+
+    /// A revision's stored content is checked and planned as a fresh render is: edited to bind
+    /// cluster-admin, a rollback to it applies nothing.
+    #[test]
+    fn stored_content_goes_through_the_policy_and_the_plan_again() {
+        let sa = serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "capa", "namespace": "openshift-cluster-api"}});
+        let binding = serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding", "metadata": {"name": "own-the-cluster"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "capa", "namespace": "openshift-cluster-api"}]});
+        let ctx = ctx(&[]);
+        let resolver = KindResolver::builtin();
+        let ok = Rendered::stored("revision 1 of ConfigMap aws", vec![sa.clone()]).unwrap();
+        let prepared = plan_rendered(ok, &ctx, &resolver).unwrap();
+        assert_eq!(prepared.content(), std::slice::from_ref(&sa));
+        let edited = Rendered::stored("revision 1 of ConfigMap aws", vec![sa, binding]).unwrap();
+        let err = plan_rendered(edited, &ctx, &resolver)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "revision 1 of ConfigMap aws, document 1 (ClusterRoleBinding own-the-cluster)"
+            ),
+            "{err}"
+        );
+        let not_an_object =
+            Rendered::stored("revision 1 of ConfigMap aws", vec![serde_json::json!(7)]);
+        assert!(not_an_object.is_err());
     }
 }

@@ -158,6 +158,14 @@ pub enum RevisionError {
         "{source_name}: the content of revision {revision} is no longer kept; only the last revisions' content is"
     )]
     NoContent { source_name: String, revision: u32 },
+    #[error("no revisions of provider {provider} are recorded (recorded: {known})")]
+    NoProvider { provider: String, known: String },
+    #[error(
+        "provider {provider} has several sources with revisions: {sources}; remove the one that is not selected"
+    )]
+    Ambiguous { provider: String, sources: String },
+    #[error("{source_name}: revision {revision} is the newest; there is nothing to roll back")]
+    Newest { source_name: String, revision: u32 },
     #[error("ConfigMap {configmap}, {key}: {message}")]
     Stored {
         configmap: String,
@@ -311,6 +319,66 @@ impl RevisionLog {
     }
 }
 
+/// The request `capi-installer rollback --provider P --to N` writes, into the ConfigMap of the log
+/// found among `logs` (ConfigMap name, log): revision `to` must be kept, and older than the newest (or
+/// the newest itself while an older one is served instead). Pure.
+pub fn rollback_request<'a>(
+    logs: &'a [(String, RevisionLog)],
+    provider: &str,
+    to: u32,
+    now: &str,
+) -> Result<(&'a str, RollbackRequest), RevisionError> {
+    let found: Vec<&(String, RevisionLog)> = logs
+        .iter()
+        .filter(|(_, l)| l.provider == provider)
+        .collect();
+    let (configmap, log) = match found.as_slice() {
+        [one] => *one,
+        [] => {
+            let mut known: Vec<&str> = logs.iter().map(|(_, l)| l.provider.as_str()).collect();
+            known.sort();
+            return Err(RevisionError::NoProvider {
+                provider: provider.to_string(),
+                known: known.join(", "),
+            });
+        }
+        several => {
+            return Err(RevisionError::Ambiguous {
+                provider: provider.to_string(),
+                sources: several
+                    .iter()
+                    .map(|(_, l)| l.source.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+    };
+    log.servable(to)?;
+    let newest = log.newest().expect("a servable revision exists");
+    if newest.revision == to && log.hold.is_none() {
+        return Err(RevisionError::Newest {
+            source_name: log.source.clone(),
+            revision: to,
+        });
+    }
+    let request = RollbackRequest {
+        to,
+        from: newest.digest.clone(),
+        requested_at: now.to_string(),
+    };
+    Ok((configmap.as_str(), request))
+}
+
+/// Whether the installer has carried out `request`: revision `to` is live, held against the
+/// content it was asked for.
+pub fn carried_out(log: &RevisionLog, request: &RollbackRequest) -> bool {
+    log.current == Some(request.to)
+        && log
+            .hold
+            .as_ref()
+            .is_some_and(|h| h.serving == request.to && h.digest == request.from)
+}
+
 /// Which revisions keep their content: the current one, then the newest `kept`, newest first, as
 /// long as they fit in `budget` bytes together (a revision that does not fit is skipped, an older
 /// smaller one may still fit). Pure.
@@ -409,6 +477,48 @@ impl Stored {
     }
 }
 
+impl Stored {
+    /// [`Stored::decode`] of a ConfigMap.
+    pub fn from_configmap(
+        cm: &k8s_openapi::api::core::v1::ConfigMap,
+    ) -> Result<Self, RevisionError> {
+        let binary: BTreeMap<String, Vec<u8>> = cm
+            .binary_data
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.0.clone()))
+            .collect();
+        Stored::decode(
+            cm.metadata.name.as_deref().unwrap_or_default(),
+            cm.data.as_ref().unwrap_or(&BTreeMap::new()),
+            &binary,
+        )
+    }
+}
+
+/// The objects a rollback to revision `target` applies: its own, except CRDs, which only move forward
+/// (objects may already be stored in a version only the newer CRD serves): the CRDs of `newest` (the
+/// latest revision applied), plus those of `target` that `newest` lacks (still in place: nothing is
+/// pruned before a revision is fully rolled out). Pure.
+pub fn rollback_objects(target: Vec<Value>, newest: &[Value]) -> Vec<Value> {
+    fn crd_name(o: &Value) -> Option<&str> {
+        let api_version = o["apiVersion"].as_str().unwrap_or_default();
+        (o["kind"] == "CustomResourceDefinition"
+            && api_version.starts_with("apiextensions.k8s.io/"))
+        .then(|| o.pointer("/metadata/name").and_then(Value::as_str))
+        .flatten()
+    }
+    let forward: Vec<&Value> = newest.iter().filter(|o| crd_name(o).is_some()).collect();
+    let names: BTreeSet<&str> = forward.iter().filter_map(|o| crd_name(o)).collect();
+    let mut out: Vec<Value> = forward.into_iter().cloned().collect();
+    out.extend(
+        target
+            .into_iter()
+            .filter(|o| crd_name(o).is_none_or(|n| !names.contains(n))),
+    );
+    out
+}
+
 /// The stored form of rendered objects: one JSON document each, compressed.
 pub fn compress(objects: &[Value]) -> Vec<u8> {
     let text = objects
@@ -435,6 +545,8 @@ pub fn decompress(origin: &str, bytes: &[u8]) -> Result<Vec<Value>, String> {
         .map_err(|e| e.to_string())?;
     Ok(documents.into_iter().map(|d| d.value).collect())
 }
+
+pub mod store;
 
 #[cfg(test)]
 mod tests;

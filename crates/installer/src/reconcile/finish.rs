@@ -40,6 +40,7 @@ impl Reconciler {
             serving: false,
             rolled_out: None,
             related,
+            held: None,
         };
         let record = ProviderRecord::next(previous.as_ref(), &outcome, rolled_out, &now());
         outcome.rolled_out = record

@@ -4,6 +4,8 @@
 //! |---|---|---|
 //! | read | the source's payload (from a watch cache, by the caller) and the inventory | 0 (cached) |
 //! | prepare | [`crate::prepare::prepare`]: render, validate, plan — pure | discovery once, again for a new kind |
+//! | unmanaged | [`Reconciler::take_unmanaged`]: CRDs `ClusterAPI/cluster` leaves to others out of the plan, the live ones checked | a GET per unmanaged CRD of the provider (none without) |
+//! | revision | [`Reconciler::revision_step`]: the source's content or, while a rollback holds, a recorded revision; recorded before the first write, marked once rolled out, rolled back when its Deployments time out | 0–2 writes, only when it changes |
 //! | inventory | memory, else the watched ConfigMap, else rebuilt from labelled live objects | 0 (+ a write when rebuilt) |
 //! | ownership | no object of the plan in another provider's inventory | 0 |
 //! | preflight | [`Reconciler::preflight`]: ownership, CRD safety and a server-side dry-run of every object that would be written, before the first write (objects of kinds only the new CRDs define: once those are Established) | 0 when unchanged, else a dry-run PATCH per object |
@@ -26,6 +28,11 @@ mod gate;
 mod inventory;
 mod preflight;
 mod prune;
+mod revisions;
+mod uninstall;
+mod unmanaged;
+
+pub use uninstall::Removal;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -49,13 +56,26 @@ use crate::inventory::Inventories;
 use crate::metrics::Metrics;
 use crate::outcome::{Outcome, ProviderState};
 use crate::prepare::{self, Prepared, RenderContext};
-use crate::report;
+use crate::revision::Stored;
+use crate::revision::store::Revisions;
 use crate::source::{Payload, SourceError, SourceId, Target};
+use crate::unmanaged::{Unmanaged, UnmanagedError};
 
-/// What one reconcile of all providers shares: which sources are selected now.
-#[derive(Clone, Debug, Default)]
+/// What one reconcile of all providers shares: which sources are selected now, and which CRDs are
+/// unmanaged (an unreadable `ClusterAPI/cluster` fails every provider: no CRD may be written then).
+#[derive(Clone, Debug)]
 pub struct Round {
     pub selected: BTreeSet<SourceId>,
+    pub unmanaged: Result<Unmanaged, UnmanagedError>,
+}
+
+impl Default for Round {
+    fn default() -> Self {
+        Round {
+            selected: BTreeSet::new(),
+            unmanaged: Ok(Unmanaged::default()),
+        }
+    }
 }
 
 /// How far an install got, and whether every gate passed (the version is fully rolled out) even when a
@@ -73,6 +93,7 @@ pub struct Reconciler {
     applier: Applier,
     cache: LiveCache,
     inventories: Inventories,
+    revisions: Revisions,
     resolver: tokio::sync::Mutex<Option<KindResolver>>,
     events: Events,
     metrics: Arc<Metrics>,
@@ -82,12 +103,14 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
-    /// `inventory` is a watch of ConfigMap `capi-installer-inventory` (the caller runs it).
+    /// `inventory` is a watch of ConfigMap `capi-installer-inventory`, `revisions` of the revisions
+    /// ConfigMaps (the caller runs them).
     pub fn new(
         client: Client,
         config: InstallerConfig,
         metrics: Arc<Metrics>,
         inventory: reflector::Store<ConfigMap>,
+        revisions: reflector::Store<ConfigMap>,
     ) -> Self {
         // One owner per object: the provider named by `cluster.x-k8s.io/provider`.
         let ownership = OwnershipPolicy::new(OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE)
@@ -108,6 +131,7 @@ impl Reconciler {
             applier: Applier::new(client.clone(), FIELD_MANAGER, ownership),
             cache,
             inventories: Inventories::new(store, inventory, &config.namespace, INVENTORY_CONFIGMAP),
+            revisions: Revisions::new(client.clone(), &config.namespace, revisions),
             resolver: tokio::sync::Mutex::new(None),
             events: Events::new(client.clone(), config.instance.clone(), &config.namespace),
             context: RenderContext {
@@ -157,6 +181,10 @@ impl Reconciler {
         &self.events
     }
 
+    pub fn revisions(&self) -> &Revisions {
+        &self.revisions
+    }
+
     /// Reconciles one provider from its payload (or the error reading it).
     pub async fn reconcile(
         &self,
@@ -168,16 +196,25 @@ impl Reconciler {
             Ok(payload) => self.prepare(target, &payload).await,
             Err(e) => Err(e.into()),
         };
-        match prepared {
-            Ok(prepared) => {
-                let installation = self.install(target, &prepared, round).await;
-                let rolled_out = installation.rolled_out.then_some(prepared.digest.as_str());
-                let related = report::related_objects(&prepared.plan);
-                self.finish(target, installation.result, rolled_out, related)
-                    .await
-            }
-            Err(e) => self.finish(target, Err(e), None, Vec::new()).await,
-        }
+        let prepared = match prepared {
+            Ok(mut p) => self.take_unmanaged(&mut p, round).await.map(|()| p),
+            Err(e) => Err(e),
+        };
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err(e) => return self.finish(target, Err(e), None, Vec::new()).await,
+        };
+        let run = self.revision_step(target, prepared, round).await;
+        let mut outcome = self
+            .finish(
+                &run.target,
+                run.result,
+                run.rolled_out.as_deref(),
+                run.related,
+            )
+            .await;
+        outcome.held = run.held;
+        outcome
     }
 
     /// The outcome of a provider that is not reconciled this time: blocked behind another, or refused
@@ -209,17 +246,29 @@ impl Reconciler {
         Ok(prepared)
     }
 
-    /// Applies a prepared version phase by phase, then prunes what it dropped.
-    async fn install(&self, target: &Target, prepared: &Prepared, round: &Round) -> Installation {
+    /// Applies a prepared version phase by phase, then prunes what it dropped. `revision`, a new
+    /// revision to record, is stored once the version passed every check, right before its first write:
+    /// a version refused whole was never applied, and is not a revision.
+    async fn install(
+        &self,
+        target: &Target,
+        prepared: &Prepared,
+        round: &Round,
+        revision: Option<&mut Stored>,
+    ) -> Installation {
         let mut rolled_out = false;
         let result = async {
             let old = self.inventory(target, prepared, round).await?;
+            let old = self.release_unmanaged(old, round).await?;
             self.check_claims(target, prepared, round)?;
             // No half-applied version: everything the API server can judge now is judged before the
             // first write; objects of kinds only the new CRDs define, once those are Established.
             let served = self.resolver(false).await?;
             let (now, mut later) = prepared.plan.split_by_served(&served);
             self.preflight(target, now).await?;
+            if let Some(stored) = revision {
+                self.save_revisions(target, stored).await?;
+            }
             let new = self.record_intent(target, &old, prepared).await?;
             for phase in &prepared.plan.phases {
                 let fresh = self.apply_phase(target, phase).await?;

@@ -2,6 +2,7 @@
 //! from what the providers' reconciles returned ([`Outcome`]). Pure, except [`operator::write`].
 
 pub mod operator;
+pub mod provider;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use serde_json::{Value, json};
 use crate::desired::{Desired, Wanted};
 use crate::error::{ProviderError, Reason};
 use crate::outcome::{Outcome, ProviderState};
+use crate::reconcile::Removal;
 use crate::source::SourceId;
 
 /// A failure becomes `Degraded=True` only once it persists, never on one transient error.
@@ -44,6 +46,8 @@ pub struct Unselected {
     pub id: SourceId,
     /// `name (type)` from its record, when it has one.
     pub provider: Option<String>,
+    /// Its objects' `cluster.x-k8s.io/provider` value, from its record.
+    pub label: Option<String>,
     pub objects: usize,
 }
 
@@ -58,14 +62,80 @@ pub const OWNED_CONDITIONS: [&str; 6] = [
     "CapiInstallerControllerDegraded",
 ];
 
+/// What one reconcile observed: the input of every status.
+pub struct Observed<'a> {
+    pub desired: &'a Desired,
+    /// Wanted providers without a source.
+    pub missing: &'a [Wanted],
+    pub outcomes: &'a [Outcome],
+    pub unselected: &'a [Unselected],
+    /// The `cluster.x-k8s.io/provider` values of the providers asked for by `InfrastructureProvider`
+    /// objects beyond the platform's: reported everywhere, but they do not decide `Available` (a broken
+    /// extra provider degrades the operator; it does not make Cluster API unavailable for the
+    /// platform).
+    pub extra: &'a BTreeSet<String>,
+    /// Uninstalls in progress.
+    pub removals: &'a [Removal],
+}
+
+impl Observed<'_> {
+    fn needed(&self) -> (Vec<Wanted>, Vec<&Outcome>) {
+        let missing = self
+            .missing
+            .iter()
+            .filter(|w| !self.extra.contains(&w.clusterctl_label))
+            .cloned()
+            .collect();
+        let outcomes = self
+            .outcomes
+            .iter()
+            .filter(|o| !self.extra.contains(&o.target.clusterctl_label))
+            .collect();
+        (missing, outcomes)
+    }
+
+    /// The extra providers, for `Available`'s message: those that serve, and what the others wait for.
+    fn extra_note(&self) -> Option<String> {
+        let extra: Vec<&Outcome> = self
+            .outcomes
+            .iter()
+            .filter(|o| self.extra.contains(&o.target.clusterctl_label))
+            .collect();
+        let serving: Vec<String> = extra
+            .iter()
+            .filter(|o| o.serving)
+            .map(|o| o.describe_serving())
+            .collect();
+        let not_serving: Vec<String> = self
+            .missing
+            .iter()
+            .filter(|w| self.extra.contains(&w.clusterctl_label))
+            .map(|w| format!("{}: no source", w.describe()))
+            .chain(
+                extra
+                    .iter()
+                    .filter(|o| !o.serving)
+                    .map(|o| not_serving_message(o)),
+            )
+            .collect();
+        let mut parts = Vec::new();
+        if !serving.is_empty() {
+            parts.push(format!("requested: {}", serving.join(", ")));
+        }
+        if !not_serving.is_empty() {
+            parts.push(format!(
+                "requested but not serving: {}",
+                not_serving.join("; ")
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 /// The four top-level conditions plus the reference's installer conditions, in a fixed order.
-pub fn conditions(
-    desired: &Desired,
-    missing: &[Wanted],
-    outcomes: &[Outcome],
-    unselected: &[Unselected],
-) -> Vec<Condition> {
-    let (available, progressing, degraded) = match desired {
+pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
+    let all: Vec<&Outcome> = observed.outcomes.iter().collect();
+    let (available, progressing, degraded) = match observed.desired {
         Desired::WaitingForPlatform => {
             let m = "waiting for status.platformStatus.type of Infrastructure cluster".to_string();
             (
@@ -82,13 +152,21 @@ pub fn conditions(
                 condition("Degraded", false, Reason::AsExpected, String::new()),
             )
         }
-        Desired::Install(wants) => (
-            available(&wants.platform, missing, outcomes),
-            progressing(missing, outcomes),
-            degraded(outcomes),
-        ),
+        Desired::Install(wants) => {
+            let (missing, needed) = observed.needed();
+            let mut available = available(&wants.platform, &missing, &needed);
+            if let Some(note) = observed.extra_note() {
+                available.message = format!("{}; {note}", available.message);
+            }
+            (
+                available,
+                progressing(observed.missing, &all),
+                degraded(&all),
+            )
+        }
     };
-    let upgradeable = upgradeable(&degraded, unselected);
+    let progressing = with_removals(progressing, observed.removals);
+    let upgradeable = upgradeable(&degraded, observed.unselected);
     // The reference's own pair, kept for consumers that read them (ref §2.8).
     let installer_available = condition(
         "CapiInstallerControllerAvailable",
@@ -118,6 +196,28 @@ pub fn conditions(
         installer_available,
         installer_degraded,
     ]
+}
+
+/// Uninstalls in progress keep `Progressing` True, each named.
+fn with_removals(progressing: Condition, removals: &[Removal]) -> Condition {
+    let running: Vec<String> = removals
+        .iter()
+        .filter(|r| !r.done)
+        .map(Removal::describe)
+        .collect();
+    if running.is_empty() {
+        return progressing;
+    }
+    let mut parts = vec![];
+    if progressing.status {
+        parts.push(progressing.message);
+    }
+    parts.extend(running);
+    let reason = match progressing.status {
+        true => progressing.reason,
+        false => Reason::Uninstalling,
+    };
+    condition("Progressing", true, reason, parts.join("; "))
 }
 
 fn upgradeable(degraded: &Condition, unselected: &[Unselected]) -> Condition {
@@ -157,7 +257,7 @@ pub fn at_release(missing: &[Wanted], outcomes: &[Outcome]) -> bool {
         && outcomes
             .iter()
             .filter(|o| !duplicate(o))
-            .all(|o| matches!(o.state, ProviderState::Installed))
+            .all(|o| matches!(o.state, ProviderState::Installed) && o.held.is_none())
 }
 
 /// A second source of a provider: reported, but the provider is the other source's.
@@ -171,10 +271,11 @@ fn duplicate(o: &Outcome) -> bool {
     )
 }
 
-/// Whether a failure has lasted long enough to degrade the operator.
+/// Whether a failure has lasted long enough to degrade the operator; a rollback degrades at once (it
+/// follows a whole `--deployment-timeout` of waiting, and holds until the content changes).
 fn persistent(o: &Outcome) -> bool {
-    matches!(o.state, ProviderState::Failed { attempts, failing_for, .. }
-        if attempts >= DEGRADED_AFTER_ATTEMPTS || failing_for >= DEGRADED_AFTER)
+    matches!(&o.state, ProviderState::Failed { attempts, failing_for, error }
+        if *attempts >= DEGRADED_AFTER_ATTEMPTS || *failing_for >= DEGRADED_AFTER || error.waits_for_change())
 }
 
 fn first_failure_reason<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Reason {
@@ -187,8 +288,8 @@ fn first_failure_reason<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> 
         .unwrap_or(Reason::AsExpected)
 }
 
-fn degraded(outcomes: &[Outcome]) -> Condition {
-    let failing: Vec<&Outcome> = outcomes.iter().filter(|o| persistent(o)).collect();
+fn degraded(outcomes: &[&Outcome]) -> Condition {
+    let failing: Vec<&Outcome> = outcomes.iter().copied().filter(|o| persistent(o)).collect();
     if failing.is_empty() {
         return condition("Degraded", false, Reason::AsExpected, String::new());
     }
@@ -206,7 +307,7 @@ fn degraded(outcomes: &[Outcome]) -> Condition {
 }
 
 /// What the installer is waiting for, one entry per provider (and one for missing sources).
-fn waiting(missing: &[Wanted], outcomes: &[Outcome]) -> Vec<String> {
+fn waiting(missing: &[Wanted], outcomes: &[&Outcome]) -> Vec<String> {
     let mut waiting = Vec::new();
     if !missing.is_empty() {
         let names: Vec<String> = missing.iter().map(Wanted::describe).collect();
@@ -236,7 +337,7 @@ fn waiting_reason(missing: &[Wanted]) -> Reason {
     }
 }
 
-fn progressing(missing: &[Wanted], outcomes: &[Outcome]) -> Condition {
+fn progressing(missing: &[Wanted], outcomes: &[&Outcome]) -> Condition {
     let waiting = waiting(missing, outcomes);
     if waiting.is_empty() {
         return condition("Progressing", false, Reason::AsExpected, String::new());
@@ -251,8 +352,8 @@ fn progressing(missing: &[Wanted], outcomes: &[Outcome]) -> Condition {
 
 /// Available: every provider serves a version that was fully rolled out at least once (and no required
 /// one lacks a source). Otherwise False, naming each provider that does not serve and what blocks it.
-fn available(platform: &str, missing: &[Wanted], outcomes: &[Outcome]) -> Condition {
-    let providers: Vec<&Outcome> = outcomes.iter().filter(|o| !duplicate(o)).collect();
+fn available(platform: &str, missing: &[Wanted], outcomes: &[&Outcome]) -> Condition {
+    let providers: Vec<&Outcome> = outcomes.iter().copied().filter(|o| !duplicate(o)).collect();
     if missing.is_empty() && !providers.is_empty() && providers.iter().all(|o| o.serving) {
         let installed: Vec<String> = providers.iter().map(|o| o.describe_serving()).collect();
         return condition(
@@ -274,17 +375,7 @@ fn available(platform: &str, missing: &[Wanted], outcomes: &[Outcome]) -> Condit
             names.join(", ")
         ));
     }
-    for o in &not_serving {
-        let describe = o.target.source.describe();
-        message.push(match (&o.state, o.failure_message()) {
-            (_, Some(failure)) => failure,
-            (ProviderState::Blocked { behind }, _) => format!("{describe}: waiting for {behind}"),
-            (state, _) => match state.waiting_message() {
-                Some(waiting) => format!("{describe}: {waiting}"),
-                None => format!("{describe}: not serving"),
-            },
-        });
-    }
+    message.extend(not_serving.iter().map(|o| not_serving_message(o)));
     let reason = match first_failure_reason(not_serving.iter().copied()) {
         Reason::AsExpected => waiting_reason(missing),
         failure => failure,
@@ -297,10 +388,27 @@ fn available(platform: &str, missing: &[Wanted], outcomes: &[Outcome]) -> Condit
     condition("Available", false, reason, message)
 }
 
-/// `relatedObjects`: the namespace, then every provider's related objects without duplicates.
+/// Why a provider does not serve: its failure, what it waits for, or what blocks it.
+fn not_serving_message(o: &Outcome) -> String {
+    let describe = o.target.source.describe();
+    match (&o.state, o.failure_message()) {
+        (_, Some(failure)) => failure,
+        (ProviderState::Blocked { behind }, _) => format!("{describe}: waiting for {behind}"),
+        (state, _) => match state.waiting_message() {
+            Some(waiting) => format!("{describe}: {waiting}"),
+            None => format!("{describe}: not serving"),
+        },
+    }
+}
+
+/// `relatedObjects`: the namespace and the `InfrastructureProvider` objects, then every provider's
+/// related objects without duplicates.
 pub fn related(namespace: &str, outcomes: &[Outcome]) -> Vec<Value> {
     let mut seen = BTreeSet::new();
-    let mut out = vec![json!({"group": "", "resource": "namespaces", "name": namespace})];
+    let mut out = vec![
+        json!({"group": "", "resource": "namespaces", "name": namespace}),
+        json!({"group": crate::api::GROUP, "resource": crate::api::PLURAL, "name": ""}),
+    ];
     for o in outcomes {
         for r in &o.related {
             if seen.insert(r.to_string()) {
@@ -309,7 +417,7 @@ pub fn related(namespace: &str, outcomes: &[Outcome]) -> Vec<Value> {
         }
     }
     // Sorted as before: the order of providers must not reorder the list between reconciles.
-    out[1..].sort_by_key(|v| v.to_string());
+    out[2..].sort_by_key(|v| v.to_string());
     out
 }
 

@@ -17,10 +17,32 @@ pub fn cluster_operator_status(
     version: Option<&str>,
     related_objects: &[Value],
 ) -> Value {
+    let rendered = render_conditions(conditions, current, now);
+    let mut status = json!({ "conditions": rendered, "relatedObjects": related_objects });
+    // OpenShift reports an operator's version once it has rolled out: the caller passes it only when
+    // every provider is installed at this release; until then the version of the previous report stays.
+    match version {
+        Some(v) => status["versions"] = json!([{ "name": "operator", "version": v }]),
+        None => {
+            if let Some(previous) = current.and_then(|s| s.get("versions")) {
+                status["versions"] = previous.clone();
+            }
+        }
+    }
+    status
+}
+
+/// Conditions as the API writes them, each keeping the `lastTransitionTime` of `current` (a status)
+/// while its status is unchanged.
+pub fn render_conditions(
+    conditions: &[Condition],
+    current: Option<&Value>,
+    now: &str,
+) -> Vec<Value> {
     let current_conditions = current
         .and_then(|s| s.get("conditions"))
         .and_then(Value::as_array);
-    let rendered: Vec<Value> = conditions
+    conditions
         .iter()
         .map(|c| {
             let status = if c.status { "True" } else { "False" };
@@ -40,19 +62,7 @@ pub fn cluster_operator_status(
             }
             condition
         })
-        .collect();
-    let mut status = json!({ "conditions": rendered, "relatedObjects": related_objects });
-    // OpenShift reports an operator's version once it has rolled out: the caller passes it only when
-    // every provider is installed at this release; until then the version of the previous report stays.
-    match version {
-        Some(v) => status["versions"] = json!([{ "name": "operator", "version": v }]),
-        None => {
-            if let Some(previous) = current.and_then(|s| s.get("versions")) {
-                status["versions"] = previous.clone();
-            }
-        }
-    }
-    status
+        .collect()
 }
 
 /// Whether the live status differs from the desired one in what the installer owns — its conditions
@@ -147,7 +157,8 @@ pub async fn write(
     Ok(())
 }
 
-fn now_rfc3339() -> String {
+/// Now, as Kubernetes writes times (RFC 3339, seconds, UTC).
+pub fn now_rfc3339() -> String {
     k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()

@@ -9,6 +9,7 @@ use crate::desired::{Wants, wanted};
 use crate::error::ProviderError;
 use crate::outcome::Pending;
 use crate::prepare::RenderError;
+use crate::reconcile::Removal;
 use crate::source::{ProviderSource, SourceId, Target};
 
 fn outcome(name: &str, state: ProviderState) -> Outcome {
@@ -28,7 +29,25 @@ fn outcome(name: &str, state: ProviderState) -> Outcome {
         serving,
         rolled_out: serving.then(|| "v1.0.0".to_string()),
         related: vec![],
+        held: None,
     }
+}
+
+/// The conditions without extra providers or uninstalls.
+fn conditions(
+    desired: &Desired,
+    missing: &[Wanted],
+    outcomes: &[Outcome],
+    unselected: &[Unselected],
+) -> Vec<Condition> {
+    super::conditions(&Observed {
+        desired,
+        missing,
+        outcomes,
+        unselected,
+        extra: &BTreeSet::new(),
+        removals: &[],
+    })
 }
 
 /// A provider whose earlier version `v0.9.0` was rolled out and still serves.
@@ -246,6 +265,7 @@ fn unselected_providers_make_the_operator_not_upgradeable() {
     let unselected = [Unselected {
         id: SourceId::ConfigMap("gcp".into()),
         provider: Some("gcp (infrastructure)".into()),
+        label: Some("infrastructure-gcp".into()),
         objects: 33,
     }];
     let cs = conditions(
@@ -349,5 +369,265 @@ fn related_objects_start_with_the_namespace_and_have_no_duplicates() {
             )
         })
         .collect();
-    assert_eq!(names, ["namespaces/ns", "a/", "b/"]);
+    assert_eq!(
+        names,
+        ["namespaces/ns", "infrastructureproviders/", "a/", "b/"]
+    );
+}
+
+/// An infrastructure provider's outcome.
+fn infra(name: &str, state: ProviderState) -> Outcome {
+    let mut o = outcome(name, state);
+    o.target.source.provider_type = ProviderType::Infrastructure;
+    o.target.clusterctl_label = format!("infrastructure-{name}");
+    o
+}
+
+fn with_extra(outcomes: &[Outcome], extra: &[&str]) -> Vec<Condition> {
+    let extra: BTreeSet<String> = extra
+        .iter()
+        .map(|n| format!("infrastructure-{n}"))
+        .collect();
+    super::conditions(&Observed {
+        desired: &aws(),
+        missing: &[],
+        outcomes,
+        unselected: &[],
+        extra: &extra,
+        removals: &[],
+    })
+}
+
+#[test]
+fn a_failing_extra_provider_degrades_the_operator_but_leaves_it_available() {
+    let outcomes = [
+        outcome("cluster-api", ProviderState::Installed),
+        infra("aws", ProviderState::Installed),
+        infra("gcp", failed(3, 30)),
+    ];
+    let cs = with_extra(&outcomes, &["gcp"]);
+    let available = get(&cs, "Available");
+    assert!(available.status, "{available:?}");
+    assert!(
+        available
+            .message
+            .contains("requested but not serving: ConfigMap gcp: "),
+        "{available:?}"
+    );
+    assert!(get(&cs, "Degraded").status);
+    assert!(!at_release(&[], &outcomes));
+
+    // The platform's own provider decides, whatever the extra one does.
+    let outcomes = [
+        outcome("cluster-api", ProviderState::Installed),
+        infra("aws", failed(1, 0)),
+        infra("gcp", ProviderState::Installed),
+    ];
+    let available = get(&with_extra(&outcomes, &["gcp"]), "Available").clone();
+    assert!(!available.status);
+    assert!(available.message.contains("ConfigMap aws"), "{available:?}");
+}
+
+#[test]
+fn a_rollback_degrades_at_once_and_a_rollback_by_hand_is_not_at_the_release() {
+    let rolled_back = ProviderState::Failed {
+        error: ProviderError::RolledBack {
+            failed: 3,
+            failed_version: "v2".into(),
+            serving: 2,
+            serving_version: "v1".into(),
+            cause: "not ready after 20s".into(),
+        },
+        attempts: 1,
+        failing_for: Duration::ZERO,
+    };
+    let outcomes = [
+        outcome("cluster-api", ProviderState::Installed),
+        serving_old(infra("aws", rolled_back)),
+    ];
+    let cs = installing(&outcomes);
+    let degraded = get(&cs, "Degraded");
+    assert!(degraded.status);
+    assert_eq!(degraded.reason, Reason::RevisionRolledBack);
+    assert!(degraded.message.contains("revision 3 (v2)"), "{degraded:?}");
+    assert!(
+        get(&cs, "Available").status,
+        "the last good revision serves"
+    );
+
+    let mut held = infra("aws", ProviderState::Installed);
+    held.held = Some(1);
+    let outcomes = [outcome("cluster-api", ProviderState::Installed), held];
+    assert!(!at_release(&[], &outcomes));
+    assert!(
+        get(&installing(&outcomes), "Available")
+            .message
+            .contains("(revision 1, rolled back by hand)")
+    );
+}
+
+#[test]
+fn an_uninstall_keeps_the_operator_progressing() {
+    let outcomes = [
+        outcome("cluster-api", ProviderState::Installed),
+        infra("aws", ProviderState::Installed),
+    ];
+    let removal = Removal {
+        name: "gcp".into(),
+        kept: vec![(
+            "gkeconfigs.infrastructure.cluster.x-k8s.io".into(),
+            "instances of GKEConfig still exist".into(),
+        )],
+        ..Default::default()
+    };
+    let cs = super::conditions(&Observed {
+        desired: &aws(),
+        missing: &[],
+        outcomes: &outcomes,
+        unselected: &[],
+        extra: &BTreeSet::new(),
+        removals: std::slice::from_ref(&removal),
+    });
+    let progressing = get(&cs, "Progressing");
+    assert!(progressing.status);
+    assert_eq!(progressing.reason, Reason::Uninstalling);
+    assert!(
+        progressing.message.contains(
+            "gkeconfigs.infrastructure.cluster.x-k8s.io: instances of GKEConfig still exist"
+        ),
+        "{progressing:?}"
+    );
+}
+
+mod infrastructure_provider {
+    use super::*;
+    use crate::api::Request;
+    use crate::desired::Role;
+    use crate::report::provider::{ProviderView, status};
+
+    fn request(name: &str) -> Request {
+        Request {
+            name: name.into(),
+            deleting: false,
+            delete_crds: false,
+            finalized: true,
+            generation: Some(2),
+            problem: None,
+        }
+    }
+
+    fn view<'a>(
+        request: &'a Request,
+        role: &'a Role,
+        desired: &'a Desired,
+        outcomes: Vec<&'a Outcome>,
+    ) -> ProviderView<'a> {
+        ProviderView {
+            request,
+            role,
+            desired,
+            outcomes,
+            missing: false,
+            removal: None,
+            revision: Some(4),
+        }
+    }
+
+    fn condition<'a>(status: &'a serde_json::Value, t: &str) -> (&'a str, &'a str, &'a str) {
+        let c = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == t)
+            .unwrap();
+        (
+            c["status"].as_str().unwrap(),
+            c["reason"].as_str().unwrap(),
+            c["message"].as_str().unwrap_or_default(),
+        )
+    }
+
+    const NOW: &str = "2026-11-30T18:00:00Z";
+
+    #[test]
+    fn an_extra_provider_reports_its_own_state_version_and_revision() {
+        let r = request("gcp");
+        let desired = aws();
+        let gcp = infra("gcp", ProviderState::Installed);
+        let s = status(&view(&r, &Role::Extra, &desired, vec![&gcp]), None, NOW);
+        assert_eq!(
+            condition(&s, "Available"),
+            ("True", "AsExpected", "installed: gcp v1.0.0")
+        );
+        assert_eq!(condition(&s, "Uninstallable").0, "True");
+        assert_eq!(s["version"], "v1.0.0");
+        assert_eq!(s["revision"], 4);
+        assert_eq!(s["source"], "ConfigMap gcp");
+        assert_eq!(s["observedGeneration"], 2);
+        assert_eq!(s["conditions"][0]["observedGeneration"], 2);
+
+        let broken = infra("gcp", failed(3, 0));
+        let s = status(&view(&r, &Role::Extra, &desired, vec![&broken]), None, NOW);
+        let (available, reason, _) = condition(&s, "Available");
+        assert_eq!((available, reason), ("False", "InvalidProviderManifests"));
+        assert_eq!(condition(&s, "Degraded").0, "True");
+        assert!(s.get("version").is_none(), "nothing serves");
+
+        let mut missing = view(&r, &Role::Extra, &desired, vec![]);
+        missing.missing = true;
+        let s = status(&missing, None, NOW);
+        assert_eq!(condition(&s, "Available").1, "WaitingForProviderConfigMaps");
+    }
+
+    #[test]
+    fn the_platform_s_own_provider_says_it_cannot_be_uninstalled() {
+        let r = request("aws");
+        let desired = aws();
+        let aws_outcome = infra("aws", ProviderState::Installed);
+        let s = status(
+            &view(&r, &Role::Platform, &desired, vec![&aws_outcome]),
+            None,
+            NOW,
+        );
+        let (uninstallable, reason, message) = condition(&s, "Uninstallable");
+        assert_eq!((uninstallable, reason), ("False", "PlatformProvider"));
+        assert!(message.contains("deleting this object does not uninstall it"));
+        assert_eq!(condition(&s, "Available").0, "True");
+    }
+
+    #[test]
+    fn an_invalid_object_and_an_uninstall_say_so() {
+        let mut r = request("cluster-api");
+        r.problem =
+            Some("InfrastructureProvider cluster-api: not an infrastructure provider".into());
+        let role = Role::Invalid(r.problem.clone().unwrap());
+        let desired = aws();
+        let s = status(&view(&r, &role, &desired, vec![]), None, NOW);
+        assert_eq!(condition(&s, "Degraded").1, "InvalidInfrastructureProvider");
+
+        let r = request("gcp");
+        let removal = Removal {
+            name: "gcp".into(),
+            kept: vec![(
+                "gkeconfigs.x".into(),
+                "instances of GKEConfig still exist".into(),
+            )],
+            ..Default::default()
+        };
+        let mut v = view(&r, &Role::Uninstalling, &desired, vec![]);
+        v.removal = Some(&removal);
+        let s = status(&v, None, NOW);
+        assert_eq!(condition(&s, "Progressing").1, "Uninstalling");
+        assert_eq!(
+            s["keptCustomResourceDefinitions"],
+            serde_json::json!(["gkeconfigs.x: instances of GKEConfig still exist"])
+        );
+        // Unchanged: the transition times stay, and nothing differs.
+        let again = status(&v, Some(&s), "2026-11-30T19:00:00Z");
+        assert_eq!(again, s);
+        assert!(!crate::report::provider::differs(Some(&s), &again));
+        let mut moved = again.clone();
+        moved["revision"] = serde_json::json!(5);
+        assert!(crate::report::provider::differs(Some(&s), &moved));
+    }
 }

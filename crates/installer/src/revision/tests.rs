@@ -229,3 +229,89 @@ fn configmap_names_are_dns_subdomains_and_distinct() {
         );
     }
 }
+
+#[test]
+fn a_rollback_request_names_a_kept_older_revision_of_one_source() {
+    let aws = log_with(&["a", "b", "c"]);
+    let mut gcp = log_with(&["x"]);
+    gcp.provider = "gcp".into();
+    gcp.source = "ConfigMap gcp".into();
+    let logs = vec![
+        ("capi-installer-revisions-aws".to_string(), aws.clone()),
+        ("capi-installer-revisions-gcp".to_string(), gcp),
+    ];
+    let (cm, request) = rollback_request(&logs, "aws", 2, T1).unwrap();
+    assert_eq!(cm, "capi-installer-revisions-aws");
+    assert_eq!(
+        request,
+        RollbackRequest {
+            to: 2,
+            from: "c".into(),
+            requested_at: T1.into()
+        }
+    );
+    let refused = |provider: &str, to: u32| {
+        rollback_request(&logs, provider, to, T1)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        refused("azure", 1),
+        "no revisions of provider azure are recorded (recorded: aws, gcp)"
+    );
+    assert_eq!(
+        refused("aws", 3),
+        "ConfigMap aws: revision 3 is the newest; there is nothing to roll back"
+    );
+    assert_eq!(
+        refused("aws", 9),
+        "ConfigMap aws: no revision 9 (known: 1, 2, 3)"
+    );
+    let twice = vec![logs[0].clone(), ("other".to_string(), aws)];
+    assert!(
+        rollback_request(&twice, "aws", 1, T1)
+            .unwrap_err()
+            .to_string()
+            .contains("several sources")
+    );
+
+    let mut log = logs[0].1.clone();
+    assert!(!carried_out(&log, &request));
+    let Ok(Choice::Serve(hold)) = log.choose("c", Some(&request)) else {
+        panic!("served");
+    };
+    log.served(&hold);
+    assert!(carried_out(&log, &request));
+}
+
+#[test]
+fn a_rollback_keeps_the_newest_crds_and_the_target_s_other_objects() {
+    let crd = |name: &str, version: &str| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name}, "spec": {"versions": [{"name": version}]}})
+    };
+    let deployment = |image: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns"}, "spec": {"image": image}})
+    };
+    let old = vec![
+        crd("a.x.io", "v1"),
+        crd("gone.x.io", "v1"),
+        deployment("old"),
+    ];
+    let new = vec![
+        crd("a.x.io", "v2"),
+        crd("added.x.io", "v1"),
+        deployment("new"),
+    ];
+    let objects = rollback_objects(old, &new);
+    assert_eq!(
+        objects,
+        [
+            crd("a.x.io", "v2"),
+            crd("added.x.io", "v1"),
+            crd("gone.x.io", "v1"),
+            deployment("old")
+        ]
+    );
+}

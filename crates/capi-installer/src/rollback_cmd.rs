@@ -1,0 +1,96 @@
+//! `capi-installer rollback --provider P --to N`: asks the running installer to apply revision N of a
+//! provider instead of its source's current content, until that content changes. Writes one key
+//! (`rollback`) of the provider's revisions ConfigMap, then waits until the installer reports it done.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use capi_installer_controller::report::operator::now_rfc3339;
+use capi_installer_controller::revision::{self, RevisionLog, Stored};
+use capi_runtime::parse_duration_arg;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::json;
+
+/// The field manager of the request: the installer never writes that key.
+const FIELD_MANAGER: &str = "capi-installer-rollback";
+
+#[derive(clap::Args)]
+pub struct RollbackArgs {
+    /// Kubeconfig file; default: in-cluster configuration or $KUBECONFIG.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The installer's namespace (where the revisions are recorded).
+    #[arg(long, default_value = "openshift-cluster-api", value_name = "NS")]
+    namespace: String,
+    /// The provider, by name (`cluster-api`, `aws`, ...), as `capi-installer status` lists it.
+    #[arg(long, value_name = "NAME")]
+    provider: String,
+    /// The revision to go back to (`capi-installer status` lists them with their content).
+    #[arg(long, value_name = "N")]
+    to: u32,
+    /// How long to wait for the installer to carry it out (0s: do not wait).
+    #[arg(long, default_value = "5m", value_parser = parse_duration_arg, value_name = "DURATION")]
+    wait: Duration,
+}
+
+pub async fn main(args: RollbackArgs) -> Result<()> {
+    let client = crate::client(args.kubeconfig.as_deref()).await?;
+    let api: Api<ConfigMap> = Api::namespaced(client, &args.namespace);
+    let logs = logs(&api).await?;
+    let now = now_rfc3339();
+    let (configmap, request) = revision::rollback_request(&logs, &args.provider, args.to, &now)?;
+    let patch = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": configmap, "namespace": args.namespace},
+        "data": {revision::KEY_ROLLBACK: serde_json::to_string(&request)?},
+    });
+    api.patch(
+        configmap,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .with_context(|| format!("writing the rollback request into ConfigMap {configmap}"))?;
+    println!(
+        "asked the installer to roll {} back to revision {} (ConfigMap {}/{configmap})",
+        args.provider, args.to, args.namespace
+    );
+    if args.wait.is_zero() {
+        return Ok(());
+    }
+    let deadline = Instant::now() + args.wait;
+    loop {
+        let cm = api.get(configmap).await.context(configmap.to_string())?;
+        let log = Stored::from_configmap(&cm)?.log;
+        if revision::carried_out(&log, &request) {
+            println!("revision {} of {} is live", args.to, args.provider);
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the installer has not rolled {} back to revision {} within {}s (is it running? see `capi-installer status`)",
+                args.provider,
+                args.to,
+                args.wait.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Every revision log in the namespace, by ConfigMap name.
+pub(crate) async fn logs(api: &Api<ConfigMap>) -> Result<Vec<(String, RevisionLog)>> {
+    let list = api
+        .list(&ListParams::default().labels(revision::LABEL))
+        .await
+        .context("listing the revisions ConfigMaps")?;
+    list.items
+        .iter()
+        .map(|cm| {
+            let stored = Stored::from_configmap(cm)?;
+            Ok((cm.metadata.name.clone().unwrap_or_default(), stored.log))
+        })
+        .collect()
+}

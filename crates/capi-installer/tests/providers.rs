@@ -1,0 +1,267 @@
+//! Several infrastructure providers through `InfrastructureProvider` objects (issue 11), with the real
+//! aws and gcp providers of `../shared/fixtures`: one broken provider neither blocks nor hides the
+//! other, and deleting an `InfrastructureProvider` uninstalls its provider, keeping a CRD that still has
+//! an instance (reported) until the instance is gone.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+use support::*;
+
+const MINUTE: Duration = Duration::from_secs(60);
+const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
+const GKECONFIGS: &str = "gkeconfigs.bootstrap.cluster.x-k8s.io";
+
+fn providers(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client.clone(),
+        &ar(
+            "installer.cluster-api.openshift.io",
+            "v1alpha1",
+            "InfrastructureProvider",
+            "infrastructureproviders",
+        ),
+    )
+}
+
+async fn request(client: &Client, name: &str) {
+    let obj = json!({"apiVersion": "installer.cluster-api.openshift.io/v1alpha1",
+        "kind": "InfrastructureProvider", "metadata": {"name": name}});
+    providers(client)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(obj).unwrap(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("InfrastructureProvider {name}: {e}"));
+}
+
+/// A condition of an `InfrastructureProvider`'s status: (status, reason, message).
+fn provider_condition(obj: &DynamicObject, type_: &str) -> Option<(String, String, String)> {
+    let c = obj.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?;
+    let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    Some((text("status"), text("reason"), text("message")))
+}
+
+async fn deployment_exists(client: &Client, name: &str) -> bool {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    api.get_opt(name).await.unwrap().is_some()
+}
+
+async fn crd_exists(client: &Client, name: &str) -> bool {
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ar(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+        ),
+    );
+    api.get_opt(name).await.unwrap().is_some()
+}
+
+fn gkeconfigs(client: &Client) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        NS,
+        &ar(
+            "bootstrap.cluster.x-k8s.io",
+            "v1beta1",
+            "GKEConfig",
+            "gkeconfigs",
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
+    let env = Env::start(true).await;
+    let client = env.admin.clone();
+    set_platform(&client, "AWS").await;
+    if load_payload(&client, &[CORE_CM, AWS_CM, GCP_CM])
+        .await
+        .is_none()
+    {
+        return;
+    }
+    let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../manifests/0000_30_capi-installer_01_infrastructureproviders.crd.yaml");
+    apply_as_release_payload(&client, &read_documents(&crd)).await;
+    // The platform's own provider is broken: a document outside the namespace.
+    let aws = fixture_components(AWS_CM);
+    let stray = "\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: stray, namespace: kube-system}\n";
+    put_components(&client, AWS_CM, &format!("{aws}{stray}")).await;
+    eventually(MINUTE, "the InfrastructureProvider kind served", || async {
+        providers(&client).list(&Default::default()).await.ok()
+    })
+    .await;
+    request(&client, "gcp").await;
+    let _running = Running::start(Env::installer_client(env.cp.admin_config()), config());
+
+    broken_platform_provider(&client).await;
+    put_components(&client, AWS_CM, &aws).await;
+    let s = wait_available(&client, 3 * MINUTE).await;
+    let available = condition(&s, "Available").unwrap();
+    assert!(
+        available.message.contains("aws v") && available.message.contains("gcp v1.11.0"),
+        "{available:?}"
+    );
+    platform_provider_object(&env).await;
+    uninstall(&client).await;
+}
+
+/// gcp installs and is Available while aws (the platform's) is refused; the ClusterOperator says which.
+async fn broken_platform_provider(client: &Client) {
+    let gcp = eventually(
+        3 * MINUTE,
+        "InfrastructureProvider gcp Available",
+        || async {
+            let gcp = providers(client).get("gcp").await.ok()?;
+            let (status, ..) = provider_condition(&gcp, "Available")?;
+            (status == "True").then_some(gcp)
+        },
+    )
+    .await;
+    assert!(deployment_exists(client, "capg-controller-manager").await);
+    assert!(!deployment_exists(client, "capa-controller-manager").await);
+    assert!(
+        gcp.finalizers()
+            .contains(&"installer.cluster-api.openshift.io/uninstall".to_string())
+    );
+    assert_eq!(gcp.data["status"]["version"], "v1.11.0");
+    assert_eq!(gcp.data["status"]["source"], "ConfigMap gcp");
+    assert_eq!(gcp.data["status"]["revision"], 1);
+    let s = co_status(client).await.unwrap();
+    let available = condition(&s, "Available").unwrap();
+    assert_eq!(available.status, "False");
+    assert_eq!(available.reason, "InvalidProviderManifests");
+    assert!(available.message.contains("ConfigMap aws"), "{available:?}");
+}
+
+/// An object naming the platform's provider says it is always installed; deleting it removes nothing.
+async fn platform_provider_object(env: &Env) {
+    let client = &env.admin;
+    request(client, "aws").await;
+    let aws = eventually(MINUTE, "InfrastructureProvider aws reported", || async {
+        let aws = providers(client).get("aws").await.ok()?;
+        provider_condition(&aws, "Uninstallable")
+    })
+    .await;
+    assert_eq!(
+        (aws.0.as_str(), aws.1.as_str()),
+        ("False", "PlatformProvider")
+    );
+    let out = Command::new(BIN)
+        .args(["status", "--kubeconfig"])
+        .arg(env.cp.kubeconfig_path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("InfrastructureProviders:") && text.contains("ConfigMap gcp"),
+        "{text}"
+    );
+    providers(client)
+        .delete("aws", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(MINUTE, "InfrastructureProvider aws released", || async {
+        providers(client)
+            .get_opt("aws")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(deployment_exists(client, "capa-controller-manager").await);
+}
+
+/// Deleting InfrastructureProvider gcp (asking for its CRDs) removes everything of gcp but a CRD
+/// with an instance, which is reported; once the instance is gone the CRD goes and the object too.
+async fn uninstall(client: &Client) {
+    let instance = json!({"apiVersion": "bootstrap.cluster.x-k8s.io/v1beta1", "kind": "GKEConfig",
+        "metadata": {"name": "keep-me", "namespace": NS}, "spec": {}});
+    gkeconfigs(client)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(instance).unwrap(),
+        )
+        .await
+        .expect("a GKEConfig");
+    providers(client)
+        .patch(
+            "gcp",
+            &PatchParams::apply("admin"),
+            &Patch::Apply(
+                json!({"apiVersion": "installer.cluster-api.openshift.io/v1alpha1",
+                "kind": "InfrastructureProvider", "metadata": {"name": "gcp"},
+                "spec": {"deleteCustomResourceDefinitions": true}}),
+            ),
+        )
+        .await
+        .unwrap();
+    providers(client)
+        .delete("gcp", &DeleteParams::default())
+        .await
+        .unwrap();
+    let kept = eventually(2 * MINUTE, "gcp uninstalled but its used CRD", || async {
+        let gcp = providers(client).get("gcp").await.ok()?;
+        let kept = gcp.data["status"]["keptCustomResourceDefinitions"].clone();
+        let gone = !deployment_exists(client, "capg-controller-manager").await
+            && !crd_exists(client, "gcpclusters.infrastructure.cluster.x-k8s.io").await;
+        (gone && kept.is_array()).then_some(kept)
+    })
+    .await;
+    assert_eq!(
+        kept,
+        json!([format!("{GKECONFIGS}: instances of GKEConfig still exist")])
+    );
+    assert!(crd_exists(client, GKECONFIGS).await);
+    let s = co_status(client).await.unwrap();
+    let progressing = condition(&s, "Progressing").unwrap();
+    assert!(
+        progressing.status == "True" && progressing.message.contains("uninstalling gcp"),
+        "{progressing:?}"
+    );
+    assert!(deployment_exists(client, "capa-controller-manager").await);
+
+    gkeconfigs(client)
+        .delete("keep-me", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(2 * MINUTE, "InfrastructureProvider gcp gone", || async {
+        providers(client)
+            .get_opt("gcp")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(!crd_exists(client, GKECONFIGS).await);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let inventory = api.get("capi-installer-inventory").await.unwrap();
+    let keys: Vec<&String> = inventory.data.as_ref().unwrap().keys().collect();
+    assert!(!keys.iter().any(|k| k.contains("gcp")), "{keys:?}");
+    assert!(
+        api.get_opt("capi-installer-revisions-gcp")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let s = wait_available(client, MINUTE).await;
+    let available: Value = json!(condition(&s, "Available").unwrap().message);
+    assert!(!available.to_string().contains("gcp"), "{available}");
+}

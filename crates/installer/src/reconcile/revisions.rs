@@ -1,0 +1,245 @@
+//! The revision step, after prepare: which content to apply — the source's, or a recorded revision
+//! while a rollback holds (see [`crate::revision`]) — recorded before the first write and marked
+//! once fully rolled out. A new revision whose Deployments do not become Available in time is rolled
+//! back to the last good one at once.
+
+use capi_apply::Phase;
+use kube::runtime::events::EventType;
+use serde_json::Value;
+
+use super::{Reconciler, Round};
+use crate::error::ProviderError;
+use crate::outcome::ProviderState;
+use crate::prepare::{self, Prepared, Rendered};
+use crate::report::{self, operator::now_rfc3339};
+use crate::revision::{self, Choice, Hold, Stored};
+use crate::source::Target;
+
+/// What the revision step applied, and how it went.
+pub(super) struct Run {
+    /// The target, with the version of the content applied (a rolled-back revision's).
+    pub target: Target,
+    pub result: Result<ProviderState, ProviderError>,
+    /// The digest of the content applied, when it was fully rolled out.
+    pub rolled_out: Option<String>,
+    pub related: Vec<Value>,
+    /// The revision served instead of the source's content, by hand.
+    pub held: Option<u32>,
+}
+
+impl Run {
+    fn failed(target: &Target, error: ProviderError, related: Vec<Value>) -> Run {
+        Run {
+            target: target.clone(),
+            result: Err(error),
+            rolled_out: None,
+            related,
+            held: None,
+        }
+    }
+}
+
+impl Reconciler {
+    pub(super) async fn revision_step(
+        &self,
+        target: &Target,
+        prepared: Prepared,
+        round: &Round,
+    ) -> Run {
+        let id = &target.source.id;
+        let mut stored = self
+            .revisions
+            .load(id, &id.to_string(), &target.source.name);
+        match stored.log.choose(&prepared.digest, stored.request.as_ref()) {
+            Ok(Choice::Source) => self.roll_forward(target, prepared, stored, round).await,
+            Ok(Choice::Serve(hold)) => self.serve(target, &mut stored, hold, round).await,
+            Err(e) => Run::failed(target, e.into(), report::related_objects(&prepared.plan)),
+        }
+    }
+
+    /// Applies the source's content as a revision (a new one when its content is new).
+    async fn roll_forward(
+        &self,
+        target: &Target,
+        prepared: Prepared,
+        mut stored: Stored,
+        round: &Round,
+    ) -> Run {
+        let id = &target.source.id;
+        let related = report::related_objects(&prepared.plan);
+        let now = now_rfc3339();
+        let version = target.source.version.as_deref();
+        let n = stored.log.begin(&prepared.digest, version, &now);
+        stored
+            .contents
+            .entry(n)
+            .or_insert_with(|| revision::compress(&prepared.content()));
+        // Recorded before the first write (by `install`), as the inventory: a revision that was applied
+        // is always recorded.
+        let installation = self
+            .install(target, &prepared, round, Some(&mut stored))
+            .await;
+        if installation.rolled_out {
+            stored.log.rolled_out(n, &now);
+            if let Err(e) = self.save_revisions(target, &mut stored).await {
+                tracing::warn!(source = %id, error = %e, "cannot record the rolled-out revision");
+            }
+        }
+        let timed_out = matches!(
+            &installation.result,
+            Err(ProviderError::GateTimeout {
+                phase: Phase::Workloads,
+                ..
+            })
+        );
+        if timed_out {
+            let cause = installation
+                .result
+                .as_ref()
+                .err()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            if let Some(hold) = stored.log.failed(n, &cause, &now) {
+                if let Err(e) = self.save_revisions(target, &mut stored).await {
+                    return Run::failed(target, e, related);
+                }
+                self.rolling_back(target, &hold, &cause).await;
+                return self.serve(target, &mut stored, hold, round).await;
+            }
+        }
+        Run {
+            target: target.clone(),
+            result: installation.result,
+            rolled_out: installation.rolled_out.then_some(prepared.digest),
+            related,
+            held: None,
+        }
+    }
+
+    /// Applies revision `hold.serving` instead of the source's content.
+    async fn serve(&self, target: &Target, stored: &mut Stored, hold: Hold, round: &Round) -> Run {
+        let revision = stored.log.get(hold.serving).cloned();
+        let mut served = target.clone();
+        served.source.version = revision.as_ref().and_then(|r| r.version.clone());
+        let replay = match self.replay(target, stored, &hold, round).await {
+            Ok(replay) => replay,
+            Err(e) => return Run::failed(target, e, Vec::new()),
+        };
+        let installation = self.install(&served, &replay, round, None).await;
+        if installation.rolled_out {
+            stored.log.served(&hold);
+            if let Err(e) = self.save_revisions(target, stored).await {
+                tracing::warn!(source = %target.source.id, error = %e, "cannot record the rollback");
+            }
+        }
+        let version = |n: Option<u32>| {
+            n.and_then(|n| stored.log.get(n))
+                .and_then(|r| r.version.clone())
+                .unwrap_or_else(|| "no version label".into())
+        };
+        let result = match (installation.result, hold.failed) {
+            (Ok(ProviderState::Installed), Some(failed)) => Err(ProviderError::RolledBack {
+                failed,
+                failed_version: version(Some(failed)),
+                serving: hold.serving,
+                serving_version: version(Some(hold.serving)),
+                cause: stored
+                    .log
+                    .get(failed)
+                    .and_then(|r| r.message.clone())
+                    .unwrap_or_default(),
+            }),
+            (result, _) => result,
+        };
+        Run {
+            target: served,
+            result,
+            rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
+            related: report::related_objects(&replay.plan),
+            held: hold.failed.is_none().then_some(hold.serving),
+        }
+    }
+
+    /// The plan of a rollback: the revision's objects, with the newest revision's CRDs (see
+    /// [`revision::rollback_objects`]), through the same checks as a fresh render.
+    async fn replay(
+        &self,
+        target: &Target,
+        stored: &Stored,
+        hold: &Hold,
+        round: &Round,
+    ) -> Result<Prepared, ProviderError> {
+        let id = &target.source.id;
+        let read = |n: u32| -> Result<Vec<Value>, ProviderError> {
+            stored.log.servable(n)?;
+            let bytes =
+                stored
+                    .contents
+                    .get(&n)
+                    .ok_or_else(|| revision::RevisionError::NoContent {
+                        source_name: id.to_string(),
+                        revision: n,
+                    })?;
+            let origin = format!("revision {n} of {id}");
+            revision::decompress(&origin, bytes).map_err(|message| {
+                ProviderError::Revision(revision::RevisionError::Stored {
+                    configmap: revision::configmap_name(id),
+                    key: revision::content_key(n),
+                    message,
+                })
+            })
+        };
+        let newest = stored.log.newest().map_or(hold.serving, |r| r.revision);
+        let newest_objects = if newest == hold.serving {
+            Vec::new()
+        } else {
+            read(newest)?
+        };
+        let objects = revision::rollback_objects(read(hold.serving)?, &newest_objects);
+        let origin = format!("revision {} of {id}", hold.serving);
+        let resolver = self.resolver(false).await?;
+        let mut replay = prepare::plan_rendered(
+            Rendered::stored(&origin, objects)?,
+            &self.context(),
+            &resolver,
+        )?;
+        self.take_unmanaged(&mut replay, round).await?;
+        Ok(replay)
+    }
+
+    pub(super) async fn save_revisions(
+        &self,
+        target: &Target,
+        stored: &mut Stored,
+    ) -> Result<(), ProviderError> {
+        let id = &target.source.id;
+        self.revisions
+            .save(id, stored)
+            .await
+            .map_err(|source| ProviderError::Request {
+                what: format!(
+                    "recording the revisions of {id} in ConfigMap {}",
+                    revision::configmap_name(id)
+                ),
+                source,
+            })
+    }
+
+    async fn rolling_back(&self, target: &Target, hold: &Hold, cause: &str) {
+        let id = &target.source.id;
+        let failed = hold.failed.unwrap_or_default();
+        tracing::warn!(source = %id, failed, to = hold.serving, %cause, "rolling back");
+        self.events
+            .publish(
+                EventType::Warning,
+                "RevisionRolledBack",
+                "Rollback",
+                Some(self.events.source_reference(id)),
+                format!(
+                    "{id}: revision {failed} did not become Available ({cause}); applying revision {} again",
+                    hold.serving
+                ),
+            )
+            .await;
+    }
+}

@@ -1,0 +1,244 @@
+//! The `status` of each `InfrastructureProvider`: its provider's conditions and version, built from
+//! the same outcomes as the ClusterOperator's (pure), written on the status subresource with the
+//! installer's field manager only when it differs from the live one.
+
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use super::{Condition, condition, degraded, not_serving_message, progressing};
+use crate::api::{self, Request};
+use crate::config::FIELD_MANAGER;
+use crate::desired::{Desired, Role};
+use crate::error::Reason;
+use crate::outcome::Outcome;
+use crate::reconcile::Removal;
+
+/// What one object's status is made of.
+pub struct ProviderView<'a> {
+    pub request: &'a Request,
+    pub role: &'a Role,
+    pub desired: &'a Desired,
+    /// The outcomes of its provider's sources (the provider and its companion).
+    pub outcomes: Vec<&'a Outcome>,
+    /// No source provides it.
+    pub missing: bool,
+    /// Its uninstall, while it runs.
+    pub removal: Option<&'a Removal>,
+    /// The revision of its provider that is live and was fully rolled out.
+    pub revision: Option<u32>,
+}
+
+/// The condition types of an `InfrastructureProvider`, in order.
+pub const CONDITIONS: [&str; 4] = ["Available", "Progressing", "Degraded", "Uninstallable"];
+
+/// The conditions of one object.
+pub fn conditions(view: &ProviderView<'_>) -> Vec<Condition> {
+    let name = &view.request.name;
+    let [available, progressing, degraded] = match (view.role, view.desired) {
+        (Role::Invalid(problem), _) => [
+            condition(
+                "Available",
+                false,
+                Reason::InvalidInfrastructureProvider,
+                problem.clone(),
+            ),
+            condition("Progressing", false, Reason::AsExpected, String::new()),
+            condition(
+                "Degraded",
+                true,
+                Reason::InvalidInfrastructureProvider,
+                problem.clone(),
+            ),
+        ],
+        (Role::Uninstalling, _) => removing(view.removal),
+        (_, Desired::WaitingForPlatform) => {
+            let m = format!("{name} is installed once Infrastructure cluster reports its platform");
+            [
+                condition("Available", false, Reason::WaitingForPlatform, m.clone()),
+                condition("Progressing", true, Reason::WaitingForPlatform, m),
+                condition("Degraded", false, Reason::AsExpected, String::new()),
+            ]
+        }
+        (_, Desired::Unsupported { platform, .. }) => {
+            let m = format!(
+                "not installed: Cluster API is not installed on platform {platform}, extra providers included"
+            );
+            [
+                condition("Available", false, Reason::PlatformNotSupported, m),
+                condition("Progressing", false, Reason::AsExpected, String::new()),
+                condition("Degraded", false, Reason::AsExpected, String::new()),
+            ]
+        }
+        (_, Desired::Install(_)) if view.missing => {
+            let m = format!(
+                "waiting for a transport ConfigMap (or profile) of provider {name} (infrastructure) in the installer's namespace"
+            );
+            [
+                condition(
+                    "Available",
+                    false,
+                    Reason::WaitingForProviderConfigMaps,
+                    m.clone(),
+                ),
+                condition("Progressing", true, Reason::WaitingForProviderConfigMaps, m),
+                condition("Degraded", false, Reason::AsExpected, String::new()),
+            ]
+        }
+        (_, Desired::Install(_)) => [
+            available(&view.outcomes),
+            progressing(&[], &view.outcomes),
+            degraded(&view.outcomes),
+        ],
+    };
+    let uninstallable = match view.role {
+        Role::Platform => condition(
+            "Uninstallable",
+            false,
+            Reason::PlatformProvider,
+            format!(
+                "{name} is the platform's infrastructure provider (Infrastructure cluster): it is always installed, and deleting this object does not uninstall it"
+            ),
+        ),
+        _ => condition("Uninstallable", true, Reason::AsExpected, String::new()),
+    };
+    vec![available, progressing, degraded, uninstallable]
+}
+
+fn available(outcomes: &[&Outcome]) -> Condition {
+    if !outcomes.is_empty() && outcomes.iter().all(|o| o.serving) {
+        let serving: Vec<String> = outcomes.iter().map(|o| o.describe_serving()).collect();
+        return condition(
+            "Available",
+            true,
+            Reason::AsExpected,
+            format!("installed: {}", serving.join(", ")),
+        );
+    }
+    let not_serving: Vec<&&Outcome> = outcomes.iter().filter(|o| !o.serving).collect();
+    let reason = not_serving
+        .iter()
+        .find_map(|o| o.failure_reason())
+        .unwrap_or(Reason::Installing);
+    let message: Vec<String> = not_serving.iter().map(|o| not_serving_message(o)).collect();
+    condition("Available", false, reason, message.join("; "))
+}
+
+fn removing(removal: Option<&Removal>) -> [Condition; 3] {
+    let Some(r) = removal else {
+        let m = "uninstalling".to_string();
+        return [
+            condition("Available", false, Reason::Uninstalling, m.clone()),
+            condition("Progressing", true, Reason::Uninstalling, m),
+            condition("Degraded", false, Reason::AsExpected, String::new()),
+        ];
+    };
+    let message = r.describe();
+    let degraded = match r.failed.is_empty() {
+        true => condition("Degraded", false, Reason::AsExpected, String::new()),
+        false => condition("Degraded", true, Reason::PruneFailed, message.clone()),
+    };
+    [
+        condition("Available", false, Reason::Uninstalling, message.clone()),
+        condition("Progressing", true, Reason::Uninstalling, message),
+        degraded,
+    ]
+}
+
+/// The version its provider serves: of the provider's own source (not the companion's).
+fn version(view: &ProviderView<'_>) -> Option<String> {
+    let own = view
+        .outcomes
+        .iter()
+        .find(|o| o.target.source.name == view.request.name)?;
+    match (&own.state, own.serving) {
+        (crate::outcome::ProviderState::Installed, _) => own.target.source.version.clone(),
+        (_, true) => own.rolled_out.clone(),
+        _ => None,
+    }
+}
+
+/// The whole `status`, keeping `lastTransitionTime` of every condition whose status did not change.
+pub fn status(view: &ProviderView<'_>, current: Option<&Value>, now: &str) -> Value {
+    let conditions = super::operator::render_conditions(&conditions(view), current, now);
+    let generation = view.request.generation;
+    let conditions: Vec<Value> = conditions
+        .into_iter()
+        .map(|mut c| {
+            if let Some(g) = generation {
+                c["observedGeneration"] = json!(g);
+            }
+            c
+        })
+        .collect();
+    let source = view
+        .outcomes
+        .iter()
+        .find(|o| o.target.source.name == view.request.name)
+        .map(|o| o.id().to_string());
+    let mut status = json!({"conditions": conditions});
+    let fields = [
+        ("observedGeneration", generation.map(|g| json!(g))),
+        ("source", source.map(Value::String)),
+        ("version", version(view).map(Value::String)),
+        ("revision", view.revision.map(|n| json!(n))),
+        (
+            "keptCustomResourceDefinitions",
+            view.removal
+                .filter(|r| !r.kept.is_empty())
+                .map(|r| json!(r.kept_lines())),
+        ),
+    ];
+    for (key, value) in fields {
+        if let Some(v) = value {
+            status[key] = v;
+        }
+    }
+    status
+}
+
+/// Whether the live status differs from the desired one, timestamps aside (the installer is the only
+/// writer of this status, so all of it is compared).
+pub fn differs(current: Option<&Value>, desired: &Value) -> bool {
+    fn strip(v: &Value) -> Value {
+        let mut v = v.clone();
+        for c in v
+            .get_mut("conditions")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(m) = c.as_object_mut() {
+                m.remove("lastTransitionTime");
+            }
+        }
+        v
+    }
+    current.is_none_or(|c| strip(c) != strip(desired))
+}
+
+/// Writes `status` on `InfrastructureProvider/name` when it differs from `current` (ignoring
+/// timestamps). A missing object (deleted meanwhile) is not an error.
+pub async fn write(
+    client: &Client,
+    name: &str,
+    current: Option<&Value>,
+    status: &Value,
+) -> Result<bool, kube::Error> {
+    if !differs(current, status) {
+        return Ok(false);
+    }
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &api::resource());
+    let body = json!({
+        "apiVersion": format!("{}/{}", api::GROUP, api::VERSION),
+        "kind": api::KIND,
+        "metadata": {"name": name},
+        "status": status,
+    });
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match api.patch_status(name, &params, &Patch::Apply(&body)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
