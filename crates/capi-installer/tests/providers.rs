@@ -1,7 +1,8 @@
 //! Several infrastructure providers through `InfrastructureProvider` objects (issue 11), with the real
 //! aws and gcp providers of `../shared/fixtures`: one broken provider neither blocks nor hides the
 //! other, and deleting an `InfrastructureProvider` uninstalls its provider, keeping a CRD that still has
-//! an instance (reported) until the instance is gone.
+//! an instance (reported) until the instance is gone. The installer runs as its own ServiceAccount under
+//! the shipped RBAC: nothing of this may be denied.
 
 mod support;
 
@@ -107,7 +108,19 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     })
     .await;
     request(&client, "gcp").await;
-    let _running = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    let rbac = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../manifests/0000_30_capi-installer_03_rbac.yaml");
+    apply_as_release_payload(&client, &read_documents(&rbac)).await;
+    let kubeconfig = env
+        .cp
+        .service_account_kubeconfig(NS, "capi-installer")
+        .await
+        .unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+    let sa = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let _running = Running::start(Env::installer_client(sa), config());
 
     broken_platform_provider(&client).await;
     put_components(&client, AWS_CM, &aws).await;
@@ -119,6 +132,14 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     );
     platform_provider_object(&env).await;
     uninstall(&client).await;
+    let ua = capi_installer_controller::user_agent();
+    let denied: Vec<String> = env
+        .audit()
+        .iter()
+        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
+        .map(describe)
+        .collect();
+    assert!(denied.is_empty(), "denied to the installer: {denied:?}");
 }
 
 /// gcp installs and is Available while aws (the platform's) is refused; the ClusterOperator says which.
