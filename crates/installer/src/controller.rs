@@ -137,16 +137,7 @@ impl Installer {
     /// Sets up the watches; nothing is written until [`Installer::run`].
     pub fn new(client: Client, config: InstallerConfig, metrics: Arc<Metrics>) -> Arc<Self> {
         let wake = Arc::new(Notify::new());
-        let writer = reflector::store::Writer::new(infrastructure_resource());
-        let infrastructure = writer.as_reader();
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &infrastructure_resource());
-        let stream = watcher(
-            api,
-            watcher::Config::default().fields("metadata.name=cluster"),
-        )
-        .default_backoff()
-        .reflect(writer);
-        let infrastructure_watch = spawn_trigger("Infrastructure cluster", stream, wake.clone());
+        let (infrastructure, infrastructure_watch) = watch_infrastructure(&client, &wake);
 
         let watch_configmaps = |what, selector: watcher::Config| {
             let (store, writer) = reflector::store();
@@ -183,14 +174,7 @@ impl Installer {
             "ClusterAPI cluster",
             wake.clone(),
         );
-        let mut catalogs: Vec<Box<dyn SourceCatalog>> =
-            vec![Box::new(configmap::ConfigMapCatalog {
-                store: configmaps.clone(),
-                namespace: config.namespace.clone(),
-            })];
-        if let Some(profiles) = &config.profiles {
-            catalogs.push(Box::new(read_profiles(profiles)));
-        }
+        let catalogs = catalogs(&config, &configmaps);
 
         Arc::new(Installer {
             reconciler: Reconciler::new(
@@ -503,6 +487,41 @@ impl Installer {
         }
         *logged = lines;
     }
+}
+
+/// `Infrastructure/cluster`, watched by name.
+fn watch_infrastructure(
+    client: &Client,
+    wake: &Arc<Notify>,
+) -> (reflector::Store<DynamicObject>, tokio::task::JoinHandle<()>) {
+    let writer = reflector::store::Writer::new(infrastructure_resource());
+    let store = writer.as_reader();
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &infrastructure_resource());
+    let stream = watcher(
+        api,
+        watcher::Config::default().fields("metadata.name=cluster"),
+    )
+    .default_backoff()
+    .reflect(writer);
+    (
+        store,
+        spawn_trigger("Infrastructure cluster", stream, wake.clone()),
+    )
+}
+
+/// Every kind of provider source: the transport ConfigMaps, and the profiles when configured.
+fn catalogs(
+    config: &InstallerConfig,
+    configmaps: &reflector::Store<ConfigMap>,
+) -> Vec<Box<dyn SourceCatalog>> {
+    let mut catalogs: Vec<Box<dyn SourceCatalog>> = vec![Box::new(configmap::ConfigMapCatalog {
+        store: configmaps.clone(),
+        namespace: config.namespace.clone(),
+    })];
+    if let Some(profiles) = &config.profiles {
+        catalogs.push(Box::new(read_profiles(profiles)));
+    }
+    catalogs
 }
 
 /// Reads the profiles once (image volumes do not change under a running pod) and logs what cannot be
