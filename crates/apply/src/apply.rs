@@ -11,6 +11,8 @@ use crate::drift::{self, desired_hash, normalize, projection_hash};
 use crate::key::ObjectKey;
 use crate::plan::{PlannedObject, PlannedPhase};
 use crate::prune::crd_has_instances;
+use crate::slim;
+use crate::watch::{LiveCache, Lookup};
 
 /// Default annotation carrying the hash of the desired object.
 pub const DEFAULT_HASH_ANNOTATION: &str = "capi-installer.openshift.io/desired-hash";
@@ -213,12 +215,15 @@ impl ApplyError {
     }
 }
 
-/// What we remember about our last apply of an object.
+/// What we remember about our last apply of an object (or the first full read that found it
+/// unchanged).
 #[derive(Debug, Clone)]
 struct Applied {
     hash: String,
     resource_version: Option<String>,
     projection: String,
+    /// [`drift::managed_digest`] of the object then: what a slim cached copy is compared with.
+    managed: Option<String>,
 }
 
 /// Whether `live` still shows what our own last apply (`rec`) of the same desired object left: the
@@ -239,13 +244,29 @@ fn unchanged_since(
 }
 
 impl Applied {
-    fn after(desired: &DynamicObject, after: &DynamicObject, hash_annotation: &str) -> Self {
+    /// The record of `after`, a full object (an apply's answer or a read).
+    fn after(
+        desired: &DynamicObject,
+        after: &DynamicObject,
+        hash_annotation: &str,
+        field_manager: &str,
+    ) -> Self {
         Applied {
             hash: desired_hash(desired, hash_annotation),
             resource_version: after.metadata.resource_version.clone(),
             projection: projection_hash(desired, after),
+            managed: drift::managed_digest(after, field_manager),
         }
     }
+}
+
+/// What [`Applier::verdict`] can tell about an object of ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Unchanged,
+    Changed,
+    /// A slim copy and no record to compare it with (e.g. after a restart): read the object.
+    Unknown,
 }
 
 /// What [`Applier::decide`] found.
@@ -277,6 +298,8 @@ pub struct Applier {
     ownership: OwnershipPolicy,
     hash_annotation: String,
     applied: Mutex<HashMap<ObjectKey, Applied>>,
+    /// Answers for objects the caller has no copy of ([`Applier::with_cache`]).
+    cache: Option<LiveCache>,
 }
 
 impl Applier {
@@ -291,12 +314,27 @@ impl Applier {
             ownership,
             hash_annotation: DEFAULT_HASH_ANNOTATION.to_owned(),
             applied: Mutex::new(HashMap::new()),
+            cache: None,
         }
     }
 
     pub fn with_hash_annotation(mut self, key: impl Into<String>) -> Self {
         self.hash_annotation = key.into();
         self
+    }
+
+    /// Reads live objects the caller does not pass from `cache` (built for this applier, see
+    /// [`LiveCache::new`]): an object its synced watch does not have does not exist, and is created
+    /// without a GET; one it has without our label goes through the ownership decision on its slim
+    /// copy. Only when the cache cannot tell (kind not watched yet, not synced, or an object we wrote
+    /// moments ago that the watch has not shown yet) is the object read.
+    pub fn with_cache(mut self, cache: LiveCache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    pub fn hash_annotation(&self) -> &str {
+        &self.hash_annotation
     }
 
     pub fn field_manager(&self) -> &str {
@@ -316,25 +354,84 @@ impl Applier {
         stamp(&planned.object, &self.ownership, &self.hash_annotation)
     }
 
-    /// Whether `apply` would write (pure apart from the in-memory record).
+    /// Whether `apply` would write, given a full live object (pure apart from the in-memory record).
     pub fn needs_apply(&self, planned: &PlannedObject, live: Option<&DynamicObject>) -> bool {
         let desired = self.desired(planned);
-        self.needs_apply_stamped(&planned.key, &desired, live)
+        match live {
+            None => true,
+            Some(live) => self.verdict(&planned.key, &desired, live) != Verdict::Unchanged,
+        }
     }
 
-    fn needs_apply_stamped(
-        &self,
-        key: &ObjectKey,
-        desired: &DynamicObject,
-        live: Option<&DynamicObject>,
-    ) -> bool {
-        let Some(live) = live else { return true };
-        if !drift::needs_apply(desired, Some(live), &self.hash_annotation) {
-            return false;
+    /// Whether `live`, an object of ours, still shows what we would apply.
+    ///
+    /// From the record of our own last apply: the same resourceVersion, or the same digest of the fields
+    /// we own ([`drift::managed_digest`]; a slim cached copy carries it). Without a record, a full object
+    /// is judged by the hash annotation and the subset test (and remembered when unchanged); a slim copy
+    /// cannot be, and is [`Verdict::Unknown`].
+    fn verdict(&self, key: &ObjectKey, desired: &DynamicObject, live: &DynamicObject) -> Verdict {
+        let slim = slim::is_slim(live);
+        {
+            let applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
+            let rec = applied.get(key);
+            let current = rec.filter(|r| r.hash == desired_hash(desired, &self.hash_annotation));
+            if let Some(rec) = current {
+                let same_version = rec.resource_version.is_some()
+                    && rec.resource_version == live.metadata.resource_version;
+                let digest = if slim {
+                    slim::slim_digest(live).map(str::to_owned)
+                } else {
+                    drift::managed_digest(live, &self.field_manager)
+                };
+                if same_version || (rec.managed.is_some() && rec.managed == digest) {
+                    return Verdict::Unchanged;
+                }
+            }
+            if slim {
+                // A record of another desired object, or our fields moved since our apply: write.
+                return if rec.is_some() {
+                    Verdict::Changed
+                } else {
+                    Verdict::Unknown
+                };
+            }
+            if unchanged_since(current, desired, live, &self.hash_annotation) {
+                return Verdict::Unchanged;
+            }
         }
-        let applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
-        !(self.ownership.owns(live)
-            && unchanged_since(applied.get(key), desired, live, &self.hash_annotation))
+        if drift::needs_apply(desired, Some(live), &self.hash_annotation) {
+            return Verdict::Changed;
+        }
+        self.remember(key, desired, live);
+        Verdict::Unchanged
+    }
+
+    fn remember(&self, key: &ObjectKey, desired: &DynamicObject, after: &DynamicObject) {
+        self.applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                key.clone(),
+                Applied::after(desired, after, &self.hash_annotation, &self.field_manager),
+            );
+    }
+
+    fn remembers(&self, key: &ObjectKey) -> bool {
+        self.applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(key)
+    }
+
+    /// GETs the live object (full, with managedFields).
+    async fn read(&self, planned: &PlannedObject) -> Result<Option<DynamicObject>, ApplyError> {
+        api_for(&self.client, &planned.resource, &planned.key)
+            .get_opt(&planned.key.name)
+            .await
+            .map_err(|source| ApplyError::Api {
+                key: planned.key.clone(),
+                source,
+            })
     }
 
     /// Applies one object. `live` is the cached live object, if the caller has one; `None` makes the
@@ -364,13 +461,7 @@ impl Applier {
                 key: key.clone(),
                 source,
             })?;
-        self.applied
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                key.clone(),
-                Applied::after(&desired, &after, &self.hash_annotation),
-            );
+        self.remember(key, &desired, &after);
         tracing::debug!(object = %key, ?action, "applied");
         Ok(ApplyOutcome {
             key: key.clone(),
@@ -489,7 +580,8 @@ impl Applier {
         errors
     }
 
-    /// What to do with `planned`: nothing, or write it (and why). GETs the object on a cache miss.
+    /// What to do with `planned`: nothing, or write it (and why). Reads the object only when neither
+    /// the caller nor the cache can tell (see [`Applier::with_cache`]).
     async fn decide(
         &self,
         planned: &PlannedObject,
@@ -497,54 +589,60 @@ impl Applier {
         live: Option<&DynamicObject>,
     ) -> Result<Decision, ApplyError> {
         let key = &planned.key;
-        if let Some(live) = live
-            && !self.needs_apply_stamped(key, desired, Some(live))
-        {
-            return Ok(Decision::Unchanged(live.clone()));
-        }
-        let live = match live {
-            Some(l) => Some(l.clone()),
-            None => api_for(&self.client, &planned.resource, key)
-                .get_opt(&key.name)
-                .await
-                .map_err(|source| ApplyError::Api {
-                    key: key.clone(),
-                    source,
-                })?,
+        let lookup = match (live, &self.cache) {
+            (Some(_), _) | (None, None) => Lookup::Unknown,
+            (None, Some(cache)) => cache.lookup(key),
         };
-        let Some(existing) = &live else {
-            return Ok(Decision::Write {
-                action: ApplyAction::Created,
-                live,
-            });
+        let mut live = match (live, lookup) {
+            (Some(l), _) => Some(l.clone()),
+            (None, Lookup::Ours(o) | Lookup::NotOurs(o)) => Some((*o).clone()),
+            // Our own write may not have reached the watch yet: only trust the absence of what we never
+            // wrote.
+            (None, Lookup::Absent) if !self.remembers(key) => None,
+            (None, _) => self.read(planned).await?,
         };
-        if existing.metadata.deletion_timestamp.is_some() {
-            return Err(ApplyError::Terminating { key: key.clone() });
-        }
-        let action = match self.ownership.check(existing, &self.field_manager) {
-            Ownership::Foreign { managers } => {
-                return Err(ApplyError::Conflict {
-                    key: key.clone(),
-                    managers,
+        let mut read = false;
+        loop {
+            let Some(existing) = &live else {
+                return Ok(Decision::Write {
+                    action: ApplyAction::Created,
+                    live,
                 });
+            };
+            if existing.metadata.deletion_timestamp.is_some() {
+                return Err(ApplyError::Terminating { key: key.clone() });
             }
-            Ownership::Adoptable => ApplyAction::Adopted,
-            Ownership::Owned => {
-                if let Some(owner) = self.ownership.owner_of(existing)
-                    && self.ownership.owner_of(desired) != Some(owner)
-                {
-                    return Err(ApplyError::OwnedByOther {
+            let action = match self.ownership.check(existing, &self.field_manager) {
+                Ownership::Foreign { managers } => {
+                    return Err(ApplyError::Conflict {
                         key: key.clone(),
-                        owner: owner.to_string(),
+                        managers,
                     });
                 }
-                if !self.needs_apply_stamped(key, desired, Some(existing)) {
-                    return Ok(Decision::Unchanged(existing.clone()));
+                Ownership::Adoptable => ApplyAction::Adopted,
+                Ownership::Owned => {
+                    if let Some(owner) = self.ownership.owner_of(existing)
+                        && self.ownership.owner_of(desired) != Some(owner)
+                    {
+                        return Err(ApplyError::OwnedByOther {
+                            key: key.clone(),
+                            owner: owner.to_string(),
+                        });
+                    }
+                    match self.verdict(key, desired, existing) {
+                        Verdict::Unchanged => return Ok(Decision::Unchanged(existing.clone())),
+                        Verdict::Changed => ApplyAction::Configured,
+                        Verdict::Unknown if !read => {
+                            read = true;
+                            live = self.read(planned).await?;
+                            continue;
+                        }
+                        Verdict::Unknown => ApplyAction::Configured,
+                    }
                 }
-                ApplyAction::Configured
-            }
-        };
-        Ok(Decision::Write { action, live })
+            };
+            return Ok(Decision::Write { action, live });
+        }
     }
 
     /// The server-side apply request (force, as our field manager), optionally as a dry-run.
@@ -666,7 +764,7 @@ mod tests {
             drift::needs_apply(&desired, Some(&after), HASH),
             "the subset test alone would re-apply"
         );
-        let rec = Applied::after(&desired, &after, HASH);
+        let rec = Applied::after(&desired, &after, HASH, "us");
 
         assert!(
             unchanged_since(Some(&rec), &desired, &after, HASH),

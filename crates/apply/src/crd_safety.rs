@@ -45,6 +45,44 @@ impl fmt::Display for CrdProblem {
     }
 }
 
+/// The fields of a CRD that CRD safety and the instance check of prune read, besides each version's
+/// name, `served` and `storage` ([`versions_of`]): what the watch cache keeps of a CRD
+/// ([`crate::slim`]), schemas left out.
+pub fn reads(group: &str, kind: &str) -> &'static [&'static str] {
+    match (group, kind) {
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => &[
+            "/spec/group",
+            "/spec/names/kind",
+            "/spec/names/plural",
+            "/spec/scope",
+            "/status/storedVersions",
+        ],
+        _ => &[],
+    }
+}
+
+/// A CRD's `spec.versions` with only `name`, `served` and `storage` of each (no schema); `None` for
+/// other kinds.
+pub fn versions_of(group: &str, kind: &str, data: &Value) -> Option<Value> {
+    if reads(group, kind).is_empty() {
+        return None;
+    }
+    let versions = data.pointer("/spec/versions")?.as_array()?;
+    Some(Value::Array(
+        versions
+            .iter()
+            .map(|v| {
+                let keep = ["name", "served", "storage"];
+                Value::Object(
+                    keep.iter()
+                        .filter_map(|k| Some((k.to_string(), v.get(*k)?.clone())))
+                        .collect(),
+                )
+            })
+            .collect(),
+    ))
+}
+
 fn versions(crd: &DynamicObject) -> impl Iterator<Item = &Value> {
     crd.data
         .pointer("/spec/versions")

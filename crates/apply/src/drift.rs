@@ -244,6 +244,96 @@ pub fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String 
     hash_value(&project(&normalize(desired), &live))
 }
 
+/// The part of `live` that a `managedFields` entry's `fieldsV1` set names, in the set's own shape:
+/// `f:<field>` a map field, `k:<keys>` the list item whose key fields match, `v:<value>` whether a set
+/// holds the value, `i:<n>` the n-th item; a leaf (`{}`) is the whole value, `.` alone the existence of
+/// the item. A field that is gone projects to `null`, so removing what a manager owns changes the
+/// projection as much as changing it.
+pub fn project_fields(fields: &Value, live: &Value) -> Value {
+    let Some(fields) = fields.as_object() else {
+        return live.clone();
+    };
+    if fields.is_empty() {
+        return live.clone();
+    }
+    if fields.keys().all(|k| k == ".") {
+        return Value::Bool(!live.is_null());
+    }
+    let null = Value::Null;
+    let mut out = Map::new();
+    for (path, sub) in fields {
+        let projected = if let Some(name) = path.strip_prefix("f:") {
+            project_fields(sub, live.get(name).unwrap_or(&null))
+        } else if let Some(keys) = path.strip_prefix("k:") {
+            let keys: Value = serde_json::from_str(keys).unwrap_or(Value::Null);
+            let item = live.as_array().and_then(|items| {
+                items.iter().find(|item| {
+                    keys.as_object().is_some_and(|k| {
+                        k.iter().all(|(field, want)| item.get(field) == Some(want))
+                    })
+                })
+            });
+            project_fields(sub, item.unwrap_or(&null))
+        } else if let Some(value) = path.strip_prefix("v:") {
+            let value: Value = serde_json::from_str(value).unwrap_or(Value::Null);
+            Value::Bool(live.as_array().is_some_and(|a| a.contains(&value)))
+        } else if let Some(index) = path.strip_prefix("i:") {
+            let item = index
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| live.as_array().and_then(|a| a.get(i)));
+            project_fields(sub, item.unwrap_or(&null))
+        } else {
+            // "." beside children: the children say more.
+            continue;
+        };
+        out.insert(path.clone(), projected);
+    }
+    Value::Object(out)
+}
+
+/// The sha256 of `live` projected onto the fields that `field_manager` owns through server-side apply
+/// (its `Apply` entries of the main resource, not of `status`), as the API server tracks them; `None`
+/// when it owns nothing there or `managedFields` were dropped.
+///
+/// This is what "nobody touched our fields" means without keeping the object: another manager that
+/// changes one of our fields takes it over (it leaves our set, and the projection changes), a removed
+/// field projects to `null`, and fields of other managers, defaults and `status` are not part of it.
+pub fn managed_digest(live: &DynamicObject, field_manager: &str) -> Option<String> {
+    let mut merged: Option<Map<String, Value>> = None;
+    for entry in live.metadata.managed_fields.iter().flatten() {
+        let ours = entry.manager.as_deref() == Some(field_manager)
+            && entry.operation.as_deref() == Some("Apply")
+            && entry.subresource.as_deref().unwrap_or("").is_empty()
+            && entry.fields_type.as_deref() == Some("FieldsV1");
+        if let (true, Some(fields)) = (ours, &entry.fields_v1) {
+            merge_fields(merged.get_or_insert_with(Map::new), &fields.0);
+        }
+    }
+    let fields = Value::Object(merged?);
+    let mut value = serde_json::to_value(live).unwrap_or(Value::Null);
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    Some(hash_value(&project_fields(&fields, &value)))
+}
+
+/// Union of two fieldsV1 sets (a manager may hold one Apply entry per apiVersion).
+fn merge_fields(into: &mut Map<String, Value>, from: &Value) {
+    let Some(from) = from.as_object() else { return };
+    for (k, v) in from {
+        // A leaf (`{}`) owns the whole value: it absorbs children from the other set.
+        let leaf = |v: &Value| v.as_object().is_some_and(Map::is_empty);
+        match into.get_mut(k) {
+            Some(existing) if leaf(existing) => {}
+            Some(Value::Object(existing)) if !leaf(v) => merge_fields(existing, v),
+            _ => {
+                into.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
 /// Pure part of the steady-state test: `false` (nothing to do) iff `live` exists, carries the same
 /// desired-hash annotation as `desired`, and `desired` is a semantic subset of it.
 ///

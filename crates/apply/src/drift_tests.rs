@@ -391,3 +391,91 @@ fn status_writers_do_not_make_an_object_foreign() {
         Ownership::Foreign { .. }
     ));
 }
+
+/// A Deployment as the API server returns it after our apply: our fields (an arg list, a keyed
+/// container, a label) in our `Apply` entry, `replicas` and a finalizer set owned by others.
+fn managed_deployment(edit: impl FnOnce(&mut serde_json::Value)) -> kube::api::DynamicObject {
+    let mut v = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {
+            "name": "d", "namespace": "ns", "resourceVersion": "5",
+            "labels": {"managed-by": "us", "team": "x"},
+            "finalizers": ["a", "b"],
+            "managedFields": [
+                {"manager": "us", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {
+                    "f:metadata": {"f:labels": {"f:managed-by": {}}, "f:finalizers": {"v:\"a\"": {}}},
+                    "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                        "k:{\"name\":\"c\"}": {".": {}, "f:name": {}, "f:args": {}}}}}}}},
+                {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}},
+                {"manager": "hpa", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+            ]
+        },
+        "spec": {"replicas": 1, "template": {"spec": {"containers": [
+            {"name": "c", "image": "i", "args": ["--a"]}]}}},
+        "status": {"replicas": 1}
+    });
+    edit(&mut v);
+    serde_json::from_value(v).unwrap()
+}
+
+type Edit = fn(&mut serde_json::Value);
+
+#[test]
+fn the_managed_digest_changes_with_our_fields_only() {
+    use crate::drift::managed_digest;
+    let digest = |edit: Edit| managed_digest(&managed_deployment(edit), "us");
+    let base = digest(|_| {});
+    assert!(base.is_some());
+    let same: [(&str, Edit); 5] = [
+        ("another manager's field", |v| {
+            v["spec"]["replicas"] = json!(3)
+        }),
+        ("status", |v| v["status"]["replicas"] = json!(0)),
+        ("resourceVersion", |v| {
+            v["metadata"]["resourceVersion"] = json!("9")
+        }),
+        ("a label we do not own", |v| {
+            v["metadata"]["labels"]["team"] = json!("y")
+        }),
+        ("a field of our container we do not own", |v| {
+            v["spec"]["template"]["spec"]["containers"][0]["image"] = json!("j")
+        }),
+    ];
+    for (what, edit) in same {
+        assert_eq!(digest(edit), base, "{what} is not ours");
+    }
+    let different: [(&str, Edit); 5] = [
+        ("our arg list", |v| {
+            v["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["--b"])
+        }),
+        ("our container removed", |v| {
+            v["spec"]["template"]["spec"]["containers"] = json!([{"name": "other"}])
+        }),
+        ("our label removed", |v| {
+            v["metadata"]["labels"]
+                .as_object_mut()
+                .unwrap()
+                .remove("managed-by");
+        }),
+        ("our set value removed", |v| {
+            v["metadata"]["finalizers"] = json!(["b"])
+        }),
+        ("a field taken over (it left our set)", |v| {
+            let fields = &mut v["metadata"]["managedFields"][0]["fieldsV1"];
+            fields["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]
+                .as_object_mut()
+                .unwrap()
+                .remove("f:args");
+        }),
+    ];
+    for (what, edit) in different {
+        assert_ne!(digest(edit), base, "{what}");
+    }
+    assert_eq!(
+        managed_digest(&managed_deployment(|_| {}), "nobody"),
+        None,
+        "a manager without fields has no digest"
+    );
+}

@@ -8,9 +8,9 @@
 //! |---|---|---|
 //! | resolve kinds | [`KindResolver::discover`] (+ CRDs in the set) | discovery |
 //! | plan | [`plan()`] → [`Plan`] of [`PlannedPhase`]s | none (pure) |
-//! | observe | [`LiveCache`] (label-filtered watches) | list + watch |
+//! | observe | [`LiveCache`]: a watch per kind, slim copies ([`slim`]) of ours and others' objects | one watch per kind (streaming list) |
 //! | check | [`Applier::dry_run_all`]: ownership, [CRD safety](crd_safety), server-side dry-run; objects of kinds only the plan's CRDs define ([`Plan::split_by_served`]) once those are Established | 0 when unchanged, else dry-run PATCH (+ a list when a CRD stops serving a version) |
-//! | apply | [`Applier::apply`] / [`Applier::apply_phase`] → [`ApplyOutcome`] | 0 when unchanged, else SSA PATCH |
+//! | apply | [`Applier::apply`] / [`Applier::apply_phase`] → [`ApplyOutcome`] | 0 when unchanged, else SSA PATCH (no read first: [`Applier::with_cache`]) |
 //! | gate | [`wait_ready`] with [`readiness()`] per kind | GET per poll |
 //! | record | [`Inventory`] in a ConfigMap via [`InventoryStore`] | write only on change |
 //! | prune | [`Inventory::stale`] → [`prune()`] → [`PruneReport`] | GET + DELETE per stale object |
@@ -45,12 +45,14 @@
 //! The applier stamps an annotation (default [`DEFAULT_HASH_ANNOTATION`]) with the sha256 of the
 //! normalized desired object. An object is left alone, without any request, when the live object
 //! carries the same hash and the desired object is a semantic subset of it ([`needs_apply`]), or
-//! when the live object still shows the resourceVersion or the same projection onto our fields that
-//! our own last apply left. The subset test knows quantities (`0.1` = `100m`); the memory absorbs
-//! the rest of the API server's normalization (e.g. `readOnly: false` dropped as omitempty), which
-//! the subset test must not guess (for other fields absent means true). That memory is in-process:
-//! after a restart such an object is applied once more (a no-op PATCH) and remembered from then on.
-//! Objects missing from the cache cost one GET.
+//! when the live object still shows the resourceVersion, or the same fields owned by our field
+//! manager ([`drift::managed_digest`]), that our own last apply left. The subset test knows quantities
+//! (`0.1` = `100m`); the memory absorbs the rest of the API server's normalization (e.g.
+//! `readOnly: false` dropped as omitempty), which the subset test must not guess (for other fields
+//! absent means true). The watch cache keeps only slim copies (the digest of our fields, not the
+//! fields), which the memory answers for; that memory is in-process: after a restart each object is
+//! read once (a GET) and judged by the hash and the subset test, an object the server normalized is
+//! applied once more (a no-op PATCH), and both are remembered from then on.
 //!
 //! # Identity and errors
 //! [`ObjectKey`] is group, kind, namespace and name; the version is carried but not compared, so a
@@ -65,8 +67,10 @@
 //!    field manager in its managedFields is in [`OwnershipPolicy::adoptable_managers`] (or is our own
 //!    field manager), or it carries the adopt annotation with value `"true"`.
 //! 3. Otherwise apply fails with [`ApplyError::Conflict`] naming the managers, and writes nothing.
-//! 4. Because the cache only sees labelled objects, an object missing from the cache is read with a
-//!    GET before any write: a cache miss never turns into a silent take-over.
+//! 4. The cache sees every object of a watched kind, ours or not: one it has without our label goes
+//!    through rule 2 on its slim copy, one its synced watch does not have does not exist. When it
+//!    cannot tell (kind not watched or not synced yet, or our own write not seen yet), the object is
+//!    read with a GET before any write: a cache miss never turns into a silent take-over.
 //! 5. Prune deletes only objects that still carry the label, with a UID precondition; a CRD with
 //!    instances is never deleted (reported and retried).
 //!
@@ -84,6 +88,7 @@ pub mod plan;
 pub mod prune;
 pub mod readiness;
 pub mod resolve;
+pub mod slim;
 pub mod wait;
 pub mod watch;
 
@@ -100,7 +105,7 @@ pub use prune::{KeepReason, PruneReport, PruneTarget, prune};
 pub use readiness::{Readiness, readiness};
 pub use resolve::{KindResolver, ResolvedKind};
 pub use wait::{WaitError, WaitTarget, wait_ready};
-pub use watch::{LiveCache, Namespaces};
+pub use watch::{LiveCache, Lookup, Namespaces};
 
 #[cfg(test)]
 pub(crate) mod testutil {

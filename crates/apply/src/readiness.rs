@@ -85,6 +85,47 @@ pub fn readiness(group: &str, kind: &str, obj: &DynamicObject) -> Readiness {
     }
 }
 
+/// Every field [`readiness`] reads for `group`/`kind` besides `metadata` (JSON pointers): what the
+/// watch cache keeps of an object for it ([`crate::slim`]). A new rule that reads a field adds it here,
+/// or the cache's copy answers differently (the tests check each case on both).
+pub fn reads(group: &str, kind: &str) -> &'static [&'static str] {
+    const GENERIC: [&str; 2] = ["/status/observedGeneration", "/status/conditions"];
+    match (group, kind) {
+        ("apps", "Deployment") => &[
+            "/status/observedGeneration",
+            "/status/conditions",
+            "/spec/replicas",
+            "/spec/progressDeadlineSeconds",
+            "/status/replicas",
+            "/status/updatedReplicas",
+            "/status/readyReplicas",
+            "/status/availableReplicas",
+        ],
+        ("apps", "StatefulSet") => &[
+            "/status/observedGeneration",
+            "/status/conditions",
+            "/spec/replicas",
+            "/spec/updateStrategy",
+            "/status/replicas",
+            "/status/readyReplicas",
+            "/status/currentReplicas",
+            "/status/updatedReplicas",
+            "/status/currentRevision",
+            "/status/updateRevision",
+        ],
+        ("apps", "DaemonSet") => &[
+            "/status/observedGeneration",
+            "/status/conditions",
+            "/status/desiredNumberScheduled",
+            "/status/currentNumberScheduled",
+            "/status/updatedNumberScheduled",
+            "/status/numberReady",
+            "/status/numberAvailable",
+        ],
+        _ => &GENERIC,
+    }
+}
+
 struct Conditions<'a>(Option<&'a Vec<Value>>);
 
 struct Condition<'a>(&'a Value);

@@ -1,4 +1,5 @@
 use crate::readiness::{Readiness, readiness};
+use crate::slim::Slimmer;
 use crate::testutil::obj;
 
 fn current() -> Readiness {
@@ -11,10 +12,23 @@ fn failed(m: &str) -> Readiness {
     Readiness::Failed(m.into())
 }
 
+/// Checks each case on the object and on the watch cache's slim copy of it: the cache keeps every
+/// field readiness reads.
 fn check(group: &str, kind: &str, cases: &[(&str, &str, Readiness)]) {
+    let slimmer = Slimmer {
+        field_manager: "us".into(),
+        annotations: Vec::new(),
+    };
     for (name, yaml, want) in cases {
-        let o = obj(&format!("apiVersion: x/v1\nkind: {kind}\n{yaml}"));
+        let api_version = if group.is_empty() {
+            "v1".to_owned()
+        } else {
+            format!("{group}/v1")
+        };
+        let o = obj(&format!("apiVersion: {api_version}\nkind: {kind}\n{yaml}"));
         assert_eq!(&readiness(group, kind, &o), want, "{kind}: {name}");
+        let slim = slimmer.slim(&o);
+        assert_eq!(&readiness(group, kind, &slim), want, "{kind}: {name}, slim");
     }
 }
 

@@ -1,24 +1,53 @@
-//! Live state for drift detection: label-filtered watches of every kind we apply.
+//! Live state for drift detection, readiness and the decision before a write: one watch per kind we
+//! apply (per namespace for namespaced kinds), each a kube-runtime reflector store of slim copies.
+//!
+//! Every object of a watched kind is seen, ours or not, so the cache can answer "absent" and "exists,
+//! not ours" without a request: a cold install reads nothing before it writes (the applier used to GET
+//! every object the label-filtered cache did not have). What is kept of each object is its slim copy
+//! ([`crate::slim`]): a few hundred bytes instead of a whole CRD with its schema and `managedFields`.
+//!
+//! The initial state comes as a streaming list (`sendInitialEvents`, one watch request, objects one at
+//! a time, so a cluster's hundreds of CRDs are never one response in memory); an API server without
+//! the feature gets paged lists of [`FALLBACK_PAGE_SIZE`] objects instead.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
+use crate::apply::{Applier, OwnershipPolicy};
 use crate::key::{ObjectKey, key_of};
+use crate::slim::Slimmer;
+
+/// Objects per list request when the API server cannot stream the initial state.
+pub const FALLBACK_PAGE_SIZE: u32 = 50;
 
 /// Which namespaces namespaced kinds are watched in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Namespaces {
     All,
     Only(Vec<String>),
+}
+
+/// What the cache knows about an object.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// It exists and carries our ownership label (the slim copy).
+    Ours(Arc<DynamicObject>),
+    /// It exists without our label (the slim copy: labels, adopt annotation, field managers).
+    NotOurs(Arc<DynamicObject>),
+    /// Its kind is watched there, the watch has listed, and it does not exist.
+    Absent,
+    /// Its kind is not watched there (yet), or the watch has not listed yet.
+    Unknown,
 }
 
 /// One watch: a kind (group, kind) in one namespace, or cluster-wide.
@@ -29,54 +58,85 @@ struct Scope {
     namespace: Option<String>,
 }
 
-type Store = HashMap<ObjectKey, Arc<DynamicObject>>;
-
-/// A running watch and whether it has completed its initial list.
-type WatchTask = (JoinHandle<()>, watch::Receiver<bool>);
-
-#[derive(Default)]
-struct Shared {
-    stores: RwLock<HashMap<Scope, Store>>,
+struct Watched {
+    resource: ApiResource,
+    store: Store<DynamicObject>,
+    /// Whether the watch has completed its initial list.
+    synced: watch::Receiver<bool>,
+    task: JoinHandle<()>,
 }
 
-/// Label-filtered watches (list+watch, with kube-runtime's default backoff on errors) of every kind
-/// the caller asks for, kept in memory.
-///
-/// The cache only sees objects that carry the ownership label: exactly what we may repair, and the
-/// reason [`crate::Applier::apply`] GETs an object the cache does not have instead of assuming it
-/// is absent. `managedFields` are dropped from cached objects (memory; the applier needs them only for
-/// objects that are not ours yet, which it reads itself).
-///
-/// Every added, modified or deleted object is announced on the [`LiveCache::subscribe`] channel by
-/// key, so a controller can reconcile within moments of a drift or a deletion.
-pub struct LiveCache {
+struct Inner {
     client: Client,
-    selector: String,
     namespaces: Namespaces,
-    shared: Arc<Shared>,
+    ownership: OwnershipPolicy,
+    slimmer: Slimmer,
     changes: broadcast::Sender<ObjectKey>,
-    tasks: std::sync::Mutex<HashMap<Scope, WatchTask>>,
+    scopes: std::sync::Mutex<HashMap<Scope, Watched>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Ok(scopes) = self.scopes.lock() {
+            for watched in scopes.values() {
+                watched.task.abort();
+            }
+        }
+    }
+}
+
+/// Watches (list+watch, with kube-runtime's default backoff on errors) of every kind the caller asks
+/// for, kept in memory as slim copies. A cheap handle: clones share the watches.
+///
+/// [`LiveCache::get`] answers only for objects that carry the ownership label: exactly what we may
+/// repair. [`LiveCache::lookup`] also tells an absent object from one that exists and is not ours,
+/// which is what the applier needs before a write.
+///
+/// Every added, modified or deleted object of ours (or one that stops being ours, or is marked for
+/// adoption) is announced on the [`LiveCache::subscribe`] channel by key, so a controller can reconcile
+/// within moments of a drift or a deletion. Other objects' changes are not announced: the cluster's
+/// CRDs and RBAC change all the time for reasons that are none of ours.
+#[derive(Clone)]
+pub struct LiveCache {
+    inner: Arc<Inner>,
 }
 
 impl LiveCache {
-    /// `label_selector` is usually [`crate::OwnershipPolicy::selector`].
-    pub fn new(client: Client, label_selector: impl Into<String>, namespaces: Namespaces) -> Self {
+    /// A cache for `applier`: its ownership label says what is ours, its field manager whose fields the
+    /// drift digest covers, and its annotations (desired hash, adopt) are kept.
+    pub fn new(client: Client, applier: &Applier, namespaces: Namespaces) -> Self {
         let (changes, _) = broadcast::channel(1024);
+        let ownership = applier.ownership().clone();
         LiveCache {
-            client,
-            selector: label_selector.into(),
-            namespaces,
-            shared: Arc::default(),
-            changes,
-            tasks: Default::default(),
+            inner: Arc::new(Inner {
+                client,
+                namespaces,
+                slimmer: Slimmer {
+                    field_manager: applier.field_manager().to_owned(),
+                    annotations: vec![
+                        applier.hash_annotation().to_owned(),
+                        ownership.adopt_annotation.clone(),
+                    ],
+                },
+                ownership,
+                changes,
+                scopes: Default::default(),
+            }),
         }
     }
 
-    /// Change notifications: the key of every object that was added, modified or deleted. A
+    fn scopes(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, Watched>> {
+        self.inner
+            .scopes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Change notifications: the key of every object of ours that was added, modified or deleted. A
     /// receiver that falls behind gets `RecvError::Lagged`, which should be read as "something
     /// changed": reconcile everything.
     pub fn subscribe(&self) -> broadcast::Receiver<ObjectKey> {
-        self.changes.subscribe()
+        self.inner.changes.subscribe()
     }
 
     /// Starts watching `resource` (idempotent). Namespaced kinds are watched in the configured
@@ -86,101 +146,112 @@ impl LiveCache {
     /// that the watch only fails and backs off (up to kube-runtime's maximum delay), which delays
     /// the first sync.
     pub fn ensure_watched(&self, resource: &ApiResource, namespaced: bool) {
-        let scopes: Vec<Option<String>> = match (&self.namespaces, namespaced) {
+        let namespaces: Vec<Option<String>> = match (&self.inner.namespaces, namespaced) {
             (Namespaces::Only(list), true) => list.iter().cloned().map(Some).collect(),
             _ => vec![None],
         };
-        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        for namespace in scopes {
+        let mut scopes = self.scopes();
+        for namespace in namespaces {
             let scope = Scope {
                 group: resource.group.clone(),
                 kind: resource.kind.clone(),
                 namespace,
             };
-            if tasks.contains_key(&scope) {
+            if scopes.contains_key(&scope) {
                 continue;
             }
             let api: Api<DynamicObject> = match &scope.namespace {
-                Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
-                None => Api::all_with(self.client.clone(), resource),
+                Some(ns) => Api::namespaced_with(self.inner.client.clone(), ns, resource),
+                None => Api::all_with(self.inner.client.clone(), resource),
             };
-            let (synced_tx, synced_rx) = watch::channel(false);
+            let writer = Writer::new(resource.clone());
+            let store = writer.as_reader();
+            let (synced_tx, synced) = watch::channel(false);
             let task = tokio::spawn(run_watch(
                 api,
-                watcher::Config::default().labels(&self.selector),
+                writer,
                 resource.clone(),
-                scope.clone(),
-                self.shared.clone(),
-                self.changes.clone(),
+                self.inner.slimmer.clone(),
+                self.inner.ownership.clone(),
+                self.inner.changes.clone(),
                 synced_tx,
             ));
-            tasks.insert(scope, (task, synced_rx));
+            scopes.insert(
+                scope,
+                Watched {
+                    resource: resource.clone(),
+                    store,
+                    synced,
+                    task,
+                },
+            );
         }
     }
 
     /// Stops watching `resource` and forgets its objects (e.g. after its CRD was pruned, whose watch
     /// would otherwise fail and back off forever).
     pub fn unwatch(&self, resource: &ApiResource) {
-        let same = |s: &Scope| s.group == resource.group && s.kind == resource.kind;
-        self.tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|scope, (task, _)| {
-                if same(scope) {
-                    task.abort();
-                }
-                !same(scope)
-            });
-        self.shared
-            .stores
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|scope, _| !same(scope));
+        self.scopes().retain(|scope, watched| {
+            let same = scope.group == resource.group && scope.kind == resource.kind;
+            if same {
+                watched.task.abort();
+            }
+            !same
+        });
     }
 
-    /// The cached live object, if any.
+    /// What the cache knows about `key`.
+    pub fn lookup(&self, key: &ObjectKey) -> Lookup {
+        let scopes = self.scopes();
+        let watched = scopes.iter().find(|(s, _)| {
+            s.group == key.group
+                && s.kind == key.kind
+                && (s.namespace.is_none() || s.namespace == key.namespace)
+        });
+        let Some((_, watched)) = watched else {
+            return Lookup::Unknown;
+        };
+        if !*watched.synced.borrow() {
+            return Lookup::Unknown;
+        }
+        let mut reference = ObjectRef::new_with(&key.name, watched.resource.clone());
+        if let Some(ns) = &key.namespace {
+            reference = reference.within(ns);
+        }
+        match watched.store.get(&reference) {
+            Some(obj) if self.inner.ownership.owns(&obj) => Lookup::Ours(obj),
+            Some(obj) => Lookup::NotOurs(obj),
+            None => Lookup::Absent,
+        }
+    }
+
+    /// The cached (slim) live object, if it exists and is ours.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
-        let stores = self
-            .shared
-            .stores
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        stores
-            .iter()
-            .filter(|(s, _)| {
-                s.group == key.group
-                    && s.kind == key.kind
-                    && (s.namespace.is_none() || s.namespace == key.namespace)
-            })
-            .find_map(|(_, store)| store.get(key).cloned())
+        match self.lookup(key) {
+            Lookup::Ours(obj) => Some(obj),
+            _ => None,
+        }
     }
 
-    /// Every cached object of `group`/`kind`, in all watched namespaces.
+    /// Every cached object of ours of `group`/`kind` (slim copies), in all watched namespaces.
     pub fn objects(&self, group: &str, kind: &str) -> Vec<Arc<DynamicObject>> {
-        let stores = self
-            .shared
-            .stores
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        stores
+        self.scopes()
             .iter()
             .filter(|(s, _)| s.group == group && s.kind == kind)
-            .flat_map(|(_, store)| store.values().cloned())
+            .flat_map(|(_, w)| w.store.state())
+            .filter(|o| self.inner.ownership.owns(o))
             .collect()
     }
 
     /// Whether every watch started so far has completed its initial list.
     pub fn is_synced(&self) -> bool {
-        let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        tasks.values().all(|(_, rx)| *rx.borrow())
+        self.scopes().values().all(|w| *w.synced.borrow())
     }
 
     /// Waits until [`Self::is_synced`], at most `timeout`; returns whether it is.
     pub async fn wait_synced(&self, timeout: Duration) -> bool {
-        let receivers: Vec<watch::Receiver<bool>> = {
-            let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-            tasks.values().map(|(_, rx)| rx.clone()).collect()
-        };
+        let receivers: Vec<watch::Receiver<bool>> =
+            self.scopes().values().map(|w| w.synced.clone()).collect();
         let all = async {
             for mut rx in receivers {
                 if rx.wait_for(|synced| *synced).await.is_err() {
@@ -192,14 +263,18 @@ impl LiveCache {
         tokio::time::timeout(timeout, all).await.unwrap_or(false)
     }
 
-    /// Number of cached objects (all kinds).
+    /// Number of cached objects of ours (all kinds).
     pub fn len(&self) -> usize {
-        let stores = self
-            .shared
-            .stores
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        stores.values().map(HashMap::len).sum()
+        self.scopes()
+            .values()
+            .map(|w| {
+                w.store
+                    .state()
+                    .iter()
+                    .filter(|o| self.inner.ownership.owns(o))
+                    .count()
+            })
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -207,112 +282,140 @@ impl LiveCache {
     }
 }
 
-impl Drop for LiveCache {
-    fn drop(&mut self) {
-        if let Ok(tasks) = self.tasks.lock() {
-            for (task, _) in tasks.values() {
-                task.abort();
-            }
-        }
+/// What a watch remembers of an object to decide whether its change is worth announcing.
+#[derive(Clone, PartialEq, Eq)]
+struct Seen {
+    resource_version: Option<String>,
+    /// Ours, or marked for adoption: its changes may change what we do.
+    relevant: bool,
+}
+
+fn seen(obj: &DynamicObject, ownership: &OwnershipPolicy) -> Seen {
+    let adopt = obj
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(&ownership.adopt_annotation))
+        .is_some_and(|v| v == "true");
+    Seen {
+        resource_version: obj.metadata.resource_version.clone(),
+        relevant: ownership.owns(obj) || adopt,
     }
 }
 
-fn cache_form(
-    mut obj: DynamicObject,
-    resource: &ApiResource,
-) -> Option<(ObjectKey, Arc<DynamicObject>)> {
-    obj.metadata.managed_fields = None;
-    // Items of a list of built-in kinds come without apiVersion/kind (the list carries them).
+/// The slim copy, with apiVersion/kind filled in (items of a list of built-in kinds come without
+/// them; the list carries them).
+fn cache_form(obj: &mut DynamicObject, resource: &ApiResource, slimmer: &Slimmer) {
     if obj.types.as_ref().is_none_or(|t| t.kind.is_empty()) {
         obj.types = Some(kube::api::TypeMeta {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
         });
     }
-    let key = key_of(&obj)?;
-    Some((key, Arc::new(obj)))
+    *obj = slimmer.slim(obj);
+}
+
+/// Whether `error` says that the API server does not support streaming lists (the `WatchList`
+/// feature is off): the request is refused as invalid.
+fn streaming_unsupported(error: &watcher::Error) -> bool {
+    let code = match error {
+        watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code,
+        watcher::Error::WatchError(s) => s.code,
+        _ => return false,
+    };
+    matches!(code, 400 | 422)
 }
 
 async fn run_watch(
     api: Api<DynamicObject>,
-    config: watcher::Config,
+    mut writer: Writer<DynamicObject>,
     resource: ApiResource,
-    scope: Scope,
-    shared: Arc<Shared>,
+    slimmer: Slimmer,
+    ownership: OwnershipPolicy,
     changes: broadcast::Sender<ObjectKey>,
     synced: watch::Sender<bool>,
 ) {
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-    let mut buffer: Option<Store> = None;
-    while let Some(event) = stream.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                // The backoff wraps the stream; it resumes (re-lists if needed) on its own.
-                tracing::warn!(group = %scope.group, kind = %scope.kind, error = %e, "watch error");
-                continue;
-            }
+    let store = writer.as_reader();
+    let mut streaming = true;
+    'restart: loop {
+        let config = if streaming {
+            watcher::Config::default().streaming_lists()
+        } else {
+            watcher::Config::default().page_size(FALLBACK_PAGE_SIZE)
         };
-        match event {
-            Event::Init => buffer = Some(Store::new()),
-            Event::InitApply(obj) => {
-                if let Some((key, obj)) = cache_form(obj, &resource) {
-                    buffer.get_or_insert_with(Store::new).insert(key, obj);
+        let mut stream = watcher::watcher(api.clone(), config)
+            .default_backoff()
+            .modify(|obj| cache_form(obj, &resource, &slimmer))
+            .boxed();
+        let mut listing: HashMap<ObjectKey, Seen> = HashMap::new();
+        let mut any_event = false;
+        while let Some(event) = stream.next().await {
+            let event = match event {
+                Ok(e) => e,
+                Err(e) if streaming && !any_event && streaming_unsupported(&e) => {
+                    tracing::info!(kind = %resource.kind, error = %e,
+                        "the API server cannot stream lists; listing in pages");
+                    streaming = false;
+                    continue 'restart;
+                }
+                Err(e) => {
+                    // The backoff wraps the stream; it resumes (re-lists if needed) on its own.
+                    tracing::warn!(group = %resource.group, kind = %resource.kind, error = %e, "watch error");
+                    continue;
+                }
+            };
+            any_event = true;
+            let mut announce = Vec::new();
+            match &event {
+                Event::Init => listing.clear(),
+                Event::InitApply(obj) => {
+                    if let Some(key) = key_of(obj) {
+                        listing.insert(key, seen(obj, &ownership));
+                    }
+                }
+                Event::InitDone => {
+                    // A relist (after the watch fell too far behind) replaces the whole store: announce
+                    // what changed in between, deletions included.
+                    let before: HashMap<ObjectKey, Seen> = store
+                        .state()
+                        .iter()
+                        .filter_map(|o| Some((key_of(o)?, seen(o, &ownership))))
+                        .collect();
+                    for (key, now) in &listing {
+                        let was = before.get(key);
+                        if (now.relevant || was.is_some_and(|w| w.relevant)) && was != Some(now) {
+                            announce.push(key.clone());
+                        }
+                    }
+                    for (key, was) in &before {
+                        if was.relevant && !listing.contains_key(key) {
+                            announce.push(key.clone());
+                        }
+                    }
+                    listing.clear();
+                }
+                Event::Apply(obj) | Event::Delete(obj) => {
+                    if let Some(key) = key_of(obj) {
+                        let mut reference = ObjectRef::new_with(&key.name, resource.clone());
+                        if let Some(ns) = &key.namespace {
+                            reference = reference.within(ns);
+                        }
+                        let was = store.get(&reference).map(|o| seen(&o, &ownership));
+                        if seen(obj, &ownership).relevant || was.is_some_and(|w| w.relevant) {
+                            announce.push(key);
+                        }
+                    }
                 }
             }
-            Event::InitDone => {
-                let fresh = buffer.take().unwrap_or_default();
-                let changed: Vec<ObjectKey> = {
-                    let mut stores = shared
-                        .stores
-                        .write()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    let old = stores.insert(scope.clone(), fresh).unwrap_or_default();
-                    let new = &stores[&scope];
-                    let keys: HashSet<&ObjectKey> = old.keys().chain(new.keys()).collect();
-                    keys.into_iter()
-                        .filter(|k| {
-                            let (a, b) = (old.get(*k), new.get(*k));
-                            match (a, b) {
-                                (Some(a), Some(b)) => {
-                                    a.metadata.resource_version != b.metadata.resource_version
-                                }
-                                _ => true,
-                            }
-                        })
-                        .cloned()
-                        .collect()
-                };
-                for key in changed {
-                    let _ = changes.send(key);
-                }
+            writer.apply_watcher_event(&event);
+            if matches!(event, Event::InitDone) {
                 let _ = synced.send(true);
             }
-            Event::Apply(obj) => {
-                if let Some((key, obj)) = cache_form(obj, &resource) {
-                    shared
-                        .stores
-                        .write()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .entry(scope.clone())
-                        .or_default()
-                        .insert(key.clone(), obj);
-                    let _ = changes.send(key);
-                }
-            }
-            Event::Delete(obj) => {
-                if let Some((key, _)) = cache_form(obj, &resource) {
-                    if let Some(store) = shared
-                        .stores
-                        .write()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .get_mut(&scope)
-                    {
-                        store.remove(&key);
-                    }
-                    let _ = changes.send(key);
-                }
+            for key in announce {
+                let _ = changes.send(key);
             }
         }
+        return;
     }
 }

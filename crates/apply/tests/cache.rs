@@ -1,11 +1,11 @@
-//! LiveCache against a real kube-apiserver: label filter, namespace restriction, change
-//! notifications for updates and deletions.
+//! LiveCache against a real kube-apiserver: ours and not ours, absent and unknown, namespace
+//! restriction, slim copies, change notifications for updates and deletions.
 
 mod common;
 
 use std::time::Duration;
 
-use capi_apply::{LiveCache, Namespaces, ObjectKey};
+use capi_apply::{LiveCache, Lookup, Namespaces, ObjectKey};
 use common::*;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use tokio::sync::broadcast;
@@ -83,7 +83,7 @@ async fn cache_sees_only_labelled_objects_in_its_namespaces_and_announces_change
 
     let cache = LiveCache::new(
         client.clone(),
-        policy().selector(),
+        &applier(&client),
         Namespaces::Only(vec!["watched".into()]),
     );
     let mut changes = cache.subscribe();
@@ -104,9 +104,15 @@ async fn cache_sees_only_labelled_objects_in_its_namespaces_and_announces_change
     );
     let cached = cache.get(&ours).expect("labelled, in a watched namespace");
     assert!(
-        cached.metadata.managed_fields.is_none(),
-        "managedFields are not kept"
+        cached
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|e| e.fields_v1.is_none() && e.manager.is_some()),
+        "field managers are kept, their field sets are not"
     );
+    assert!(capi_apply::slim::is_slim(&cached));
     assert_eq!(cached.types.as_ref().unwrap().kind, "ConfigMap");
     assert!(
         cache
@@ -114,6 +120,24 @@ async fn cache_sees_only_labelled_objects_in_its_namespaces_and_announces_change
             .is_none(),
         "not labelled"
     );
+    // What the applier asks before a write, answered without a request.
+    assert!(matches!(
+        cache.lookup(&key("ConfigMap", Some("watched"), "theirs")),
+        Lookup::NotOurs(_)
+    ));
+    assert!(matches!(cache.lookup(&ours), Lookup::Ours(_)));
+    assert!(matches!(
+        cache.lookup(&key("ConfigMap", Some("watched"), "missing")),
+        Lookup::Absent
+    ));
+    assert!(matches!(
+        cache.lookup(&key("ConfigMap", Some("elsewhere"), "ours")),
+        Lookup::Unknown
+    ));
+    assert!(matches!(
+        cache.lookup(&key("Secret", Some("watched"), "ours")),
+        Lookup::Unknown
+    ));
     assert!(
         cache
             .get(&key("ConfigMap", Some("elsewhere"), "ours"))
@@ -126,7 +150,7 @@ async fn cache_sees_only_labelled_objects_in_its_namespaces_and_announces_change
 
     // An update is announced and visible.
     let cm_api: Api<DynamicObject> = Api::namespaced_with(admin.clone(), "watched", &config_maps);
-    cm_api
+    let updated = cm_api
         .patch(
             "ours",
             &PatchParams::default(),
@@ -135,7 +159,12 @@ async fn cache_sees_only_labelled_objects_in_its_namespaces_and_announces_change
         .await
         .unwrap();
     assert!(next_change_for(&mut changes, &ours).await);
-    assert_eq!(cache.get(&ours).unwrap().data["data"]["k"], "v");
+    let cached = cache.get(&ours).unwrap();
+    assert_eq!(
+        cached.metadata.resource_version,
+        updated.metadata.resource_version
+    );
+    assert!(cached.data.get("data").is_none(), "the body is not kept");
 
     // Labelling an object brings it in; a deletion takes it out, announced.
     let theirs = key("ConfigMap", Some("watched"), "theirs");

@@ -211,8 +211,9 @@ async fn apply_steady_state_drift_and_prune() {
         describe(&writes)
     );
 
-    // --- After a restart (a new applier, no memory of its last apply): only the object whose
-    // value the server dropped (`readOnly: false`) is written again, once.
+    // --- After a restart (a new applier, no memory of its last apply): the cache's slim copies cannot
+    // be compared with anything, so each object is read once (a GET); only the object whose value the
+    // server dropped (`readOnly: false`) is written again, once.
     let restarted = common::applier(&client);
     let mark = cp.audit_events().unwrap().len();
     let mut rewritten = Vec::new();
@@ -229,6 +230,14 @@ async fn apply_steady_state_drift_and_prune() {
     assert_eq!(rewritten, ["Deployment apply-test/manager"]);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(our_writes(&cp, mark).len(), 1);
+    let reads = cp
+        .audit_events()
+        .unwrap()
+        .into_iter()
+        .skip(mark)
+        .filter(|e| e.user_agent.as_deref() == Some(UA) && e.verb == "get")
+        .count();
+    assert_eq!(reads, plan.objects().count(), "one read per object");
     settle(&cache, &plan).await;
 
     // --- caBundle written by another field manager survives our re-apply.
@@ -243,7 +252,7 @@ async fn apply_steady_state_drift_and_prune() {
         "metadata": {"name": "apply-test-webhook"},
         "webhooks": [{"name": "widgets.example.io", "clientConfig": {"caBundle": "Zm9vYmFy"}}]
     });
-    vwc_api
+    let injected = vwc_api
         .patch(
             "apply-test-webhook",
             &PatchParams::apply("service-ca").force(),
@@ -257,10 +266,10 @@ async fn apply_steady_state_drift_and_prune() {
     let cached = eventually(Duration::from_secs(5), || {
         cache
             .get(&vwc.key)
-            .filter(|o| o.data.to_string().contains("Zm9vYmFy"))
+            .filter(|o| o.metadata.resource_version == injected.metadata.resource_version)
     })
     .await
-    .expect("cache sees the caBundle");
+    .expect("cache sees the caBundle's write");
     let out = applier
         .apply(&changed, Some(&cached))
         .await
@@ -272,12 +281,30 @@ async fn apply_steady_state_drift_and_prune() {
         "Zm9vYmFy"
     );
     assert_eq!(after.metadata.labels.as_ref().unwrap()["tier"], "admission");
-    // And the unchanged desired object is still Unchanged against the live one with a caBundle:
-    // the caBundle is not ours and does not count as drift.
+    // And when service-ca rotates the caBundle after our apply, the unchanged desired object is still
+    // Unchanged against the cache's copy: the caBundle is not ours and does not count as drift.
+    let ca = serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "apply-test-webhook"},
+        "webhooks": [{"name": "widgets.example.io", "clientConfig": {"caBundle": "cm90YXRlZA=="}}]
+    });
+    let rotated = vwc_api
+        .patch(
+            "apply-test-webhook",
+            &PatchParams::apply("service-ca").force(),
+            &Patch::Apply(&ca),
+        )
+        .await
+        .expect("service-ca rotates the caBundle");
+    assert_ne!(
+        rotated.metadata.resource_version,
+        after.metadata.resource_version
+    );
     let live_now = eventually(Duration::from_secs(5), || {
         cache
             .get(&vwc.key)
-            .filter(|o| o.metadata.resource_version == after.metadata.resource_version)
+            .filter(|o| o.metadata.resource_version == rotated.metadata.resource_version)
     })
     .await
     .unwrap();
@@ -287,7 +314,7 @@ async fn apply_steady_state_drift_and_prune() {
     let cm = plan.objects().find(|o| o.key.kind == "ConfigMap").unwrap();
     let cm_api = api(&client, cm);
     let mut changes = cache.subscribe();
-    cm_api
+    let intruded = cm_api
         .patch(
             "settings",
             &PatchParams { field_manager: Some("intruder".into()), ..Default::default() },
@@ -296,8 +323,13 @@ async fn apply_steady_state_drift_and_prune() {
         .await
         .unwrap();
     wait_for_change(&mut changes, &cm.key).await;
-    let drifted = cache.get(&cm.key).expect("still cached");
-    assert_eq!(drifted.data["data"]["level"], "debug");
+    let drifted = eventually(Duration::from_secs(5), || {
+        cache
+            .get(&cm.key)
+            .filter(|o| o.metadata.resource_version == intruded.metadata.resource_version)
+    })
+    .await
+    .expect("still cached");
     assert!(applier.needs_apply(cm, Some(&drifted)));
     let out = applier.apply(cm, Some(&drifted)).await.unwrap();
     assert_eq!(out.action, ApplyAction::Configured);

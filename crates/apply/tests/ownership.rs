@@ -132,3 +132,128 @@ async fn conflict_adoption_and_cache_misses() {
         ApplyAction::Unchanged
     );
 }
+
+/// The same decisions from a synced cache, without a single read: an absent object is created, one
+/// made by an adoptable manager adopted, a foreign one refused, from the cache's slim copies. Once the
+/// watch has shown our writes, a second pass sends nothing at all.
+#[tokio::test]
+async fn a_cache_answers_before_each_write_without_a_request() {
+    const NS: &str = "own-cache";
+    let cp = control_plane(false).await;
+    let admin = cp.admin_client().await.unwrap();
+    let client = engine_client(&cp);
+    let desired = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n{}",
+        ["helm-made", "cvo-made", "fresh"]
+            .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {NS}}}\ndata: {{owner: installer}}\n"))
+            .join("---\n")
+    );
+    let plan = plan_of(&client, &desired).await;
+    let ns: DynamicObject = serde_saphyr::from_str(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n"
+    ))
+    .unwrap();
+    Api::<DynamicObject>::all_with(admin.clone(), &plan.objects().next().unwrap().resource)
+        .create(
+            &PostParams {
+                field_manager: Some("cluster-version-operator".into()),
+                ..Default::default()
+            },
+            &ns,
+        )
+        .await
+        .unwrap();
+    let cms: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), NS, &plan.objects().nth(1).unwrap().resource);
+    for (name, manager) in [
+        ("helm-made", "helm"),
+        ("cvo-made", "cluster-version-operator"),
+    ] {
+        let params = PostParams {
+            field_manager: Some(manager.into()),
+            ..Default::default()
+        };
+        let mut cm = config_map(name, "");
+        cm.metadata.namespace = Some(NS.into());
+        cms.create(&params, &cm).await.unwrap();
+    }
+
+    let uncached = applier(&client);
+    let cache = cache_for(&client, &plan);
+    assert!(cache.wait_synced(std::time::Duration::from_secs(10)).await);
+    let applier = uncached.with_cache(cache.clone());
+    let requests = |mark: usize| -> Vec<String> {
+        cp.audit_events()
+            .unwrap()
+            .into_iter()
+            .skip(mark)
+            .filter(|e| {
+                e.user_agent.as_deref() == Some(UA) && !matches!(e.verb.as_str(), "watch" | "list")
+            })
+            .map(|e| {
+                let name = e.object_ref.and_then(|o| o.name).unwrap_or_default();
+                format!("{} {name}", e.verb)
+            })
+            .collect()
+    };
+
+    let mark = cp.audit_events().unwrap().len();
+    let mut results = std::collections::BTreeMap::new();
+    for phase in &plan.phases {
+        let out = applier
+            .apply_phase(phase, |_| None::<std::sync::Arc<DynamicObject>>)
+            .await;
+        for o in out.outcomes {
+            results.insert(o.key.name.clone(), Ok(o.action));
+        }
+        for e in out.errors {
+            results.insert(e.key().name.clone(), Err(e.to_string()));
+        }
+    }
+    assert_eq!(results[NS], Ok(ApplyAction::Adopted), "{results:?}");
+    assert_eq!(results["cvo-made"], Ok(ApplyAction::Adopted));
+    assert_eq!(results["fresh"], Ok(ApplyAction::Created));
+    assert!(
+        results["helm-made"]
+            .as_ref()
+            .is_err_and(|e| e.contains("managed by [helm]")),
+        "{results:?}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(
+        requests(mark),
+        ["patch own-cache", "patch cvo-made", "patch fresh"],
+        "no read before a write"
+    );
+
+    // Once the watch shows our writes: nothing to do, nothing sent.
+    let settled = eventually(std::time::Duration::from_secs(10), || {
+        ["cvo-made", "fresh"]
+            .iter()
+            .all(|n| {
+                cache
+                    .get(&capi_apply::ObjectKey::new(
+                        "",
+                        "v1",
+                        "ConfigMap",
+                        Some(NS),
+                        *n,
+                    ))
+                    .is_some()
+            })
+            .then_some(())
+    })
+    .await;
+    assert!(settled.is_some(), "the cache shows our writes");
+    let mark = cp.audit_events().unwrap().len();
+    for o in plan.objects().filter(|o| o.key.name != "helm-made") {
+        assert_eq!(
+            applier.apply(o, None).await.unwrap().action,
+            ApplyAction::Unchanged,
+            "{}",
+            o.key
+        );
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(requests(mark), Vec::<String>::new());
+}

@@ -54,7 +54,7 @@ pub async fn plan_of(client: &Client, yaml: &str) -> Plan {
 }
 
 pub fn cache_for(client: &Client, plan: &Plan) -> LiveCache {
-    let cache = LiveCache::new(client.clone(), policy().selector(), Namespaces::All);
+    let cache = LiveCache::new(client.clone(), &applier(client), Namespaces::All);
     for (r, namespaced) in plan.resources() {
         cache.ensure_watched(&r, namespaced);
     }

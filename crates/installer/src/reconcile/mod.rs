@@ -116,9 +116,10 @@ impl Reconciler {
         let ownership = OwnershipPolicy::new(OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE)
             .adoptable(config.adoptable_managers.clone())
             .owner_label(LABEL_CLUSTERCTL_PROVIDER);
+        let applier = Applier::new(client.clone(), FIELD_MANAGER, ownership);
         let cache = LiveCache::new(
             client.clone(),
-            ownership.selector(),
+            &applier,
             Namespaces::Only(vec![config.namespace.clone()]),
         );
         let store = InventoryStore::new(
@@ -128,7 +129,7 @@ impl Reconciler {
             FIELD_MANAGER,
         );
         Reconciler {
-            applier: Applier::new(client.clone(), FIELD_MANAGER, ownership),
+            applier: applier.with_cache(cache.clone()),
             cache,
             inventories: Inventories::new(store, inventory, &config.namespace, INVENTORY_CONFIGMAP),
             revisions: Revisions::new(client.clone(), &config.namespace, revisions),
