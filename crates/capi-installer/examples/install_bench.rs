@@ -1,22 +1,29 @@
-//! The installer benchmarks of issue 4: measured here, never asserted in tests.
+//! The installer's benchmarks (issues 4 and 13): measured here, never asserted in tests.
 //!
 //! ```text
 //! cargo run --release -p capi-installer --example install_bench -- [RUNS] [IDLE_SECONDS]
 //! ```
 //!
-//! Every run gets a fresh control plane with workloads (KWOK), `Infrastructure/cluster` with platform
-//! AWS and the release payload (core CRD manifest, core and aws transport ConfigMaps), set up as the
-//! integration tests do. Then, RUNS times each (default 3):
+//! Each run (default 3) uses two fresh control planes with workloads (KWOK), each with
+//! `Infrastructure/cluster` on platform AWS and the release payload (core CRD manifest, core and aws
+//! transport ConfigMaps), set up as the integration tests do:
 //!
-//! 1. **installer**: the installer in this process, with the installer's user agent. From its start until
-//!    the last write of a rendered object (audit log) and until `ClusterOperator/cluster-api` reports
-//!    Available=True, Progressing=False; its requests during the install and during IDLE_SECONDS (default
-//!    60) after that, by verb.
+//! 1. **installer**: the release binary `capi-installer run` (built first, outside the measurement), the
+//!    whole sequence on one control plane:
+//!    - *cold install*: from the process start until the last write of a rendered object (audit log),
+//!      and until `ClusterOperator/cluster-api` reports Available=True, Progressing=False; its requests
+//!      until then, by verb and resource (matched by its user agent); VmRSS and VmHWM from /proc then;
+//!    - *idle*: its requests during IDLE_SECONDS (default 60) after that, and VmRSS and VmHWM at the end;
+//!    - *ConfigMap edit → applied*: the aws ConfigMap is replaced by an upgrade (a RoleBinding dropped,
+//!      `--v=4` added to the Deployment); from that write until the installer's last write of the change
+//!      (the Deployment patched, the RoleBinding deleted; audit log);
+//!    - *drift → repaired*: the aws Deployment is deleted; from the delete until the installer's write
+//!      that creates it again (audit log);
 //! 2. **kubectl**: `kubectl apply --server-side` of the same rendered objects (CRDs first, wait for
-//!    Established, then the rest), until applied and until every Deployment is Available. kubectl does not
-//!    order webhooks after the Deployments; the installer does, so it waits where kubectl does not.
-//! 3. **process**: the release binary `capi-installer run` (built first, outside the measurement), until
-//!    Available, then its VmRSS and VmHWM from /proc; killed afterwards.
+//!    Established, then the rest), until applied and until every Deployment is Available; then the
+//!    rendered upgrade, applied the same way (one `kubectl apply` of both files), until it returns.
+//!    kubectl does not order webhooks after the Deployments (the installer does, so it waits where
+//!    kubectl does not), does not prune what the upgrade dropped, and nothing repairs drift.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -27,10 +34,11 @@ use anyhow::{Context, Result, bail};
 use capi_installer_controller::desired::{self, Desired};
 use capi_installer_controller::prepare::{self, RenderContext};
 use capi_installer_controller::source::{self, SourceId, configmap};
-use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
+use capi_installer_controller::user_agent;
 use control_plane::AuditEvent;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
 use kube::discovery::{Discovery, Scope};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -43,7 +51,7 @@ const CONFIGMAPS: [&str; 2] = [
     "transport-configmaps/0000_30_cluster-api_04_cm.infrastructure-aws.yaml",
 ];
 const READY_TIMEOUT: Duration = Duration::from_secs(600);
-/// How often readiness is polled (by the admin client, so it does not count as installer traffic).
+/// How often state is polled (by the admin client, so it does not count as installer traffic).
 const POLL: Duration = Duration::from_millis(100);
 
 #[tokio::main]
@@ -70,34 +78,32 @@ async fn main() -> Result<()> {
     // Outside every measurement: the Go binaries, the installer binary, the rendered objects.
     let bin_dir = control_plane::bin_dir()?;
     let installer_bin = build_installer_binary()?;
-    let rendered = render_objects()?;
+    let upgrade = support::aws_upgrade(false);
+    let rendered = render_objects(None)?;
+    let upgraded = render_objects(Some(&upgrade.components))?;
     println!(
         "machine: {} cores, load average at start {}",
         cores(),
         loadavg()
     );
-    println!("rendered objects (core + aws): {}", rendered.len());
+    println!(
+        "rendered objects (core + aws): {}, after the upgrade: {}",
+        rendered.len(),
+        upgraded.len()
+    );
 
     let mut installer = Vec::new();
-    for run in 1..=runs {
-        let r = installer_run(&rendered, idle).await?;
-        println!("installer run {run}: {r:?}");
-        installer.push(r);
-    }
     let mut kubectl = Vec::new();
     for run in 1..=runs {
-        let r = kubectl_run(&rendered, &bin_dir).await?;
+        let r = installer_run(&installer_bin, &rendered, &upgrade, idle).await?;
+        println!("installer run {run}: {r:?}");
+        installer.push(r);
+        let r = kubectl_run(&rendered, &upgraded, &bin_dir).await?;
         println!("kubectl run {run}: {r:?}");
         kubectl.push(r);
     }
-    let mut process = Vec::new();
-    for run in 1..=runs {
-        let r = process_run(&installer_bin).await?;
-        println!("process run {run}: {r:?}");
-        process.push(r);
-    }
     println!();
-    print_tables(runs, idle, rendered.len(), &installer, &kubectl, &process);
+    print_tables(runs, idle, rendered.len(), &installer, &kubectl);
     println!("\nload average at end {}", loadavg());
     Ok(())
 }
@@ -108,7 +114,7 @@ async fn main() -> Result<()> {
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::{Env, ar, images, read_documents};
+use support::{AWS_CM, Env, Upgrade, ar, images, read_documents};
 
 /// A fresh control plane with workloads, AWS and the release payload, before any installer runs.
 async fn fresh_env() -> Result<Env> {
@@ -125,12 +131,6 @@ async fn fresh_env() -> Result<Env> {
 
 fn fixture(relative: &str) -> Result<PathBuf> {
     support::fixture(relative).with_context(|| format!("fixture {relative}"))
-}
-
-/// A client of `config` that sends the installer's user agent, so that the audit log tells its
-/// requests apart.
-fn installer_client(config: kube::Config) -> Result<Client> {
-    Ok(Env::installer_client(config))
 }
 
 /// Available=True and Progressing=False on `ClusterOperator/cluster-api`.
@@ -160,10 +160,22 @@ async fn operator_ready(client: &Client) -> bool {
 }
 
 async fn wait_operator_ready(client: &Client) -> Result<()> {
+    wait_for("ClusterOperator cluster-api Available", || async {
+        operator_ready(client).await
+    })
+    .await
+}
+
+/// Polls `check` every [`POLL`] until it holds, at most [`READY_TIMEOUT`].
+async fn wait_for<F, Fut>(what: &str, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     let deadline = Instant::now() + READY_TIMEOUT;
-    while !operator_ready(client).await {
+    while !check().await {
         if Instant::now() > deadline {
-            bail!("ClusterOperator cluster-api not Available after {READY_TIMEOUT:?}");
+            bail!("{what}: not after {READY_TIMEOUT:?}");
         }
         tokio::time::sleep(POLL).await;
     }
@@ -173,15 +185,25 @@ async fn wait_operator_ready(client: &Client) -> Result<()> {
 // ---------------------------------------------------------------------------------------------------
 // Rendering, with the library, as the installer does
 
-/// The objects the installer applies for AWS, rendered from the fixtures' transport ConfigMaps.
-fn render_objects() -> Result<Vec<Value>> {
-    let docs: Vec<Value> = CONFIGMAPS
+/// The objects the installer applies for AWS, rendered from the fixtures' transport ConfigMaps (with
+/// `aws_components` instead of the aws ConfigMap's, for an upgrade).
+fn render_objects(aws_components: Option<&str>) -> Result<Vec<Value>> {
+    let mut docs: Vec<Value> = CONFIGMAPS
         .iter()
         .map(|rel| Ok(read_documents(&fixture(rel)?)))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .flatten()
         .collect();
+    if let Some(components) = aws_components {
+        let aws = docs
+            .iter_mut()
+            .find(|d| d["metadata"]["name"] == "aws")
+            .context("the aws ConfigMap")?;
+        let mut content = capi_manifests::TransportConfigMap::decode(aws)?.content;
+        content.components = components.to_string();
+        *aws = content.encode()?;
+    }
     let typed: Vec<ConfigMap> = docs
         .iter()
         .map(|d| serde_json::from_value(d.clone()))
@@ -193,7 +215,6 @@ fn render_objects() -> Result<Vec<Value>> {
     let ctx = RenderContext {
         namespace: NS.into(),
         images: images(),
-        substitutions: Default::default(),
         ..Default::default()
     };
     let mut objects = Vec::new();
@@ -318,91 +339,150 @@ impl Requests {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// 1 + 3: the installer in this process
+// 1: the installer, the release binary, one sequence on one control plane
 
 #[derive(Debug)]
 struct InstallerRun {
     load: String,
-    /// Start until the last write of a rendered object.
+    /// Process start until the last write of a rendered object.
     applied: Duration,
-    /// Start until the ClusterOperator reports Available=True, Progressing=False.
+    /// Process start until the ClusterOperator reports Available=True, Progressing=False.
     ready: Duration,
     /// Rendered objects the installer wrote at least once, of all rendered.
     objects_written: usize,
     install: Requests,
-    idle: Requests,
-    idle_requests: Vec<String>,
+    /// Reads until ready by verb and resource.
+    install_reads: Requests,
     /// Writes until ready by verb and resource.
     install_writes: Requests,
+    /// (VmRSS, VmHWM) in KiB once Available.
+    memory_ready: (u64, u64),
+    idle: Requests,
+    idle_requests: Vec<String>,
+    /// (VmRSS, VmHWM) in KiB at the end of the idle time.
+    memory_idle: (u64, u64),
+    /// The ConfigMap write until the installer's last write of the change.
+    edit_applied: Duration,
+    edit_writes: Vec<String>,
+    /// The Deployment's deletion until the installer's write that creates it again.
+    drift_repaired: Duration,
+    /// (VmRSS, VmHWM) in KiB at the end of the sequence.
+    memory_end: (u64, u64),
 }
 
-/// The installer on a runtime of its own: the installer spawns its watches as tasks that outlive the
-/// `run` future, and only dropping their runtime ends them before the next control plane starts.
-struct InstallerThread {
-    stop: tokio::sync::oneshot::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
+/// `capi-installer run` against `env`, killed when dropped.
+fn start_installer(bin: &Path, env: &Env, dir: &Path) -> Result<tokio::process::Child> {
+    let images_json = dir.join("images.json");
+    std::fs::write(&images_json, serde_json::to_string(&images())?)?;
+    let log = dir.join("installer.log");
+    tokio::process::Command::new(bin)
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(env.cp.kubeconfig_path())
+        .arg("--images-json")
+        .arg(&images_json)
+        .args([
+            "--http-addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .arg("--leader-elect=false")
+        .env("RELEASE_VERSION", RELEASE_VERSION)
+        .env("RUST_LOG", "info,kube=warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting capi-installer run")
 }
 
-impl InstallerThread {
-    fn start(config: kube::Config, installer: InstallerConfig) -> InstallerThread {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime");
-            runtime.block_on(async move {
-                let client = installer_client(config).expect("installer client");
-                let installer = Installer::new(
-                    client,
-                    installer,
-                    std::sync::Arc::new(Metrics::unregistered()),
-                );
-                installer
-                    .run(async {
-                        let _ = stopped.await;
-                    })
-                    .await;
-            });
-            runtime.shutdown_timeout(Duration::from_secs(5));
-        });
-        InstallerThread { stop, thread }
-    }
-
-    /// Graceful stop (the current reconcile finishes), then every task of the installer is dropped.
-    fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.thread.join();
-    }
-}
-
-async fn installer_run(rendered: &[Value], idle: Duration) -> Result<InstallerRun> {
+async fn installer_run(
+    bin: &Path,
+    rendered: &[Value],
+    upgrade: &Upgrade,
+    idle: Duration,
+) -> Result<InstallerRun> {
     let env = fresh_env().await?;
     let load = loadavg();
-    let config = InstallerConfig {
-        images: images(),
-        release_version: Some(RELEASE_VERSION.into()),
-        deployment_timeout: Duration::from_secs(300),
-        resync: Duration::from_secs(600),
-        ..Default::default()
-    };
+    let dir = tempfile::tempdir()?;
+    let ua = user_agent();
+    let ours = |a: &str| a == ua;
 
+    // Cold install.
     let start = micros_now();
-    let installer = InstallerThread::start(env.cp.admin_config(), config);
-    let waited = wait_operator_ready(&env.admin).await;
+    let mut child = start_installer(bin, &env, dir.path())?;
+    let pid = child.id().context("pid of capi-installer")?;
+    let fail = |e: anyhow::Error| {
+        let text = std::fs::read_to_string(dir.path().join("installer.log")).unwrap_or_default();
+        e.context(format!("installer log:\n{text}"))
+    };
+    wait_operator_ready(&env.admin).await.map_err(fail)?;
     let ready_at = micros_now();
-    if let Err(e) = waited {
-        installer.stop();
-        return Err(e);
-    }
+    let memory_ready = proc_status(pid)?;
+
+    // Idle.
     tokio::time::sleep(idle).await;
     let idle_end = micros_now();
-    installer.stop();
+    let memory_idle = proc_status(pid)?;
+
+    // ConfigMap edit → applied.
+    let deployments: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
+    let rolebindings = support::api_for(
+        &env.admin,
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        Some(NS),
+    )
+    .await;
+    let edit_at = micros_now();
+    support::put_components(&env.admin, AWS_CM, &upgrade.components).await;
+    wait_for("the upgrade applied", || async {
+        let args = deployments
+            .get(&upgrade.deployment)
+            .await
+            .ok()
+            .and_then(|d| d.spec?.template.spec?.containers[0].args.clone())
+            .unwrap_or_default();
+        let pruned = rolebindings
+            .get_opt(&upgrade.dropped_rolebinding)
+            .await
+            .is_ok_and(|r| r.is_none());
+        args.contains(&"--v=4".to_string()) && pruned
+    })
+    .await
+    .map_err(fail)?;
+    wait_operator_ready(&env.admin).await.map_err(fail)?;
+    let edit_end = micros_now();
+
+    // Drift → repaired.
+    let old_uid = deployments
+        .get(&upgrade.deployment)
+        .await?
+        .metadata
+        .uid
+        .unwrap_or_default();
+    let drift_at = micros_now();
+    deployments
+        .delete(&upgrade.deployment, &DeleteParams::default())
+        .await?;
+    wait_for("the deleted Deployment recreated", || async {
+        deployments
+            .get_opt(&upgrade.deployment)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|d| d.metadata.uid.as_deref() != Some(old_uid.as_str()))
+    })
+    .await
+    .map_err(fail)?;
+    wait_operator_ready(&env.admin).await.map_err(fail)?;
+    let memory_end = proc_status(pid)?;
+    let _ = child.kill().await;
 
     let keys = audit_keys(&env.admin, rendered).await?;
     let events = env.cp.audit_events()?;
-    let ua = user_agent();
-    let ours = |a: &str| a == ua;
     let mut written = BTreeSet::new();
     let mut last_write = start;
     for e in events.iter().filter(|e| {
@@ -419,38 +499,109 @@ async fn installer_run(rendered: &[Value], idle: Duration) -> Result<InstallerRu
             last_write = last_write.max(at(e));
         }
     }
-    let idle_requests = events
-        .iter()
-        .filter(|e| {
-            e.user_agent.as_deref() == Some(ua.as_str()) && (ready_at..idle_end).contains(&at(e))
+    let install = Requests(requests_by_verb(&events, ours, start, ready_at));
+    let idle_verbs = Requests(requests_by_verb(&events, ours, ready_at, idle_end));
+    let ua = ua.as_str();
+    let events = &events;
+    let installer_events = |from: i64, to: i64| {
+        events
+            .iter()
+            .filter(move |e| e.user_agent.as_deref() == Some(ua) && (from..to).contains(&at(e)))
+    };
+    let idle_requests = installer_events(ready_at, idle_end).map(describe).collect();
+    let by_resource = |from: i64, to: i64, writes: bool| {
+        let mut seen = BTreeSet::new();
+        let mut out = BTreeMap::new();
+        for e in installer_events(from, to) {
+            if e.is_write() == writes && seen.insert(e.audit_id.clone()) {
+                *out.entry(what(e)).or_insert(0) += 1;
+            }
+        }
+        Requests(out)
+    };
+    // The change's writes: the objects of the upgrade (not Events, status, records).
+    let is_change = |e: &&AuditEvent| {
+        e.object_ref.as_ref().is_some_and(|o| {
+            o.subresource.is_none()
+                && matches!(o.resource.as_str(), "deployments" | "rolebindings")
+                && [&upgrade.deployment, &upgrade.dropped_rolebinding]
+                    .iter()
+                    .any(|n| o.name.as_deref() == Some(n.as_str()))
         })
-        .map(describe)
+    };
+    let edit_writes: Vec<&AuditEvent> = installer_events(edit_at, edit_end)
+        .filter(|e| e.is_write())
+        .filter(is_change)
         .collect();
-    let mut install_writes = BTreeMap::new();
-    for e in events.iter().filter(|e| {
-        e.is_write()
-            && e.user_agent.as_deref() == Some(ua.as_str())
-            && (start..ready_at).contains(&at(e))
-    }) {
-        let o = e.object_ref.clone().unwrap_or_default();
-        let what = format!(
-            "{} {}{}",
-            e.verb,
-            o.resource,
-            o.subresource.map(|s| format!("/{s}")).unwrap_or_default()
-        );
-        *install_writes.entry(what).or_insert(0) += 1;
-    }
+    let edit_last = edit_writes
+        .iter()
+        .map(|e| at(e))
+        .max()
+        .context("no write of the upgrade")?;
+    let edit_written = events
+        .iter()
+        .find(|e| {
+            (edit_at..edit_end).contains(&at(e))
+                && e.is_write()
+                && e.object_ref
+                    .as_ref()
+                    .is_some_and(|o| o.resource == "configmaps" && o.name.as_deref() == Some("aws"))
+        })
+        .map(at)
+        .context("the ConfigMap write in the audit log")?;
+    let deleted = events
+        .iter()
+        .find(|e| {
+            at(e) >= drift_at
+                && e.verb == "delete"
+                && e.object_ref.as_ref().is_some_and(|o| {
+                    o.resource == "deployments" && o.name.as_deref() == Some(&upgrade.deployment)
+                })
+        })
+        .map(at)
+        .context("the Deployment's deletion in the audit log")?;
+    let repaired = installer_events(deleted, i64::MAX)
+        .find(|e| {
+            e.is_write()
+                && e.object_ref.as_ref().is_some_and(|o| {
+                    o.resource == "deployments"
+                        && o.subresource.is_none()
+                        && o.name.as_deref() == Some(&upgrade.deployment)
+                })
+        })
+        .map(at)
+        .context("the installer's repair in the audit log")?;
     Ok(InstallerRun {
         load,
         applied: since(start, last_write),
         ready: since(start, ready_at),
         objects_written: written.len(),
-        install: Requests(requests_by_verb(&events, ours, start, ready_at)),
-        idle: Requests(requests_by_verb(&events, ours, ready_at, idle_end)),
+        install,
+        install_reads: by_resource(start, ready_at, false),
+        install_writes: by_resource(start, ready_at, true),
+        memory_ready,
+        idle: idle_verbs,
         idle_requests,
-        install_writes: Requests(install_writes),
+        memory_idle,
+        edit_applied: since(edit_written, edit_last),
+        edit_writes: edit_writes.into_iter().map(describe).collect(),
+        drift_repaired: since(deleted, repaired),
+        memory_end,
     })
+}
+
+/// `verb resource[/subresource]`.
+fn what(e: &AuditEvent) -> String {
+    let o = e.object_ref.clone().unwrap_or_default();
+    if o.resource.is_empty() {
+        return format!("{} {}", e.verb, e.request_uri);
+    }
+    format!(
+        "{} {}{}",
+        e.verb,
+        o.resource,
+        o.subresource.map(|s| format!("/{s}")).unwrap_or_default()
+    )
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -464,9 +615,12 @@ struct KubectlRun {
     /// Start until `kubectl wait --for=condition=Available deployment --all` returned.
     ready: Duration,
     requests: Requests,
+    /// `kubectl apply` of the upgrade, until it returned.
+    upgrade_applied: Duration,
+    upgrade_requests: Requests,
 }
 
-async fn kubectl_run(rendered: &[Value], bin_dir: &Path) -> Result<KubectlRun> {
+async fn kubectl_run(rendered: &[Value], upgraded: &[Value], bin_dir: &Path) -> Result<KubectlRun> {
     let env = fresh_env().await?;
     let load = loadavg();
     let dir = tempfile::tempdir()?;
@@ -492,7 +646,7 @@ async fn kubectl_run(rendered: &[Value], bin_dir: &Path) -> Result<KubectlRun> {
     };
 
     let start = micros_now();
-    kubectl.apply(&crds).await?;
+    kubectl.apply(&[&crds]).await?;
     kubectl
         .run(&[
             "wait",
@@ -502,7 +656,7 @@ async fn kubectl_run(rendered: &[Value], bin_dir: &Path) -> Result<KubectlRun> {
             "--timeout=300s",
         ])
         .await?;
-    kubectl.apply(&rest).await?;
+    kubectl.apply(&[&rest]).await?;
     let applied_at = micros_now();
     kubectl
         .run(&[
@@ -516,16 +670,31 @@ async fn kubectl_run(rendered: &[Value], bin_dir: &Path) -> Result<KubectlRun> {
         ])
         .await?;
     let ready_at = micros_now();
+
+    let crds2 = write(
+        "crds2.yaml",
+        upgraded.iter().filter(|o| is_crd(o)).collect(),
+    )?;
+    let rest2 = write(
+        "rest2.yaml",
+        upgraded.iter().filter(|o| !is_crd(o)).collect(),
+    )?;
+    let upgrade_start = micros_now();
+    kubectl.apply(&[&crds2, &rest2]).await?;
+    let upgrade_end = micros_now();
     let events = env.cp.audit_events()?;
+    let kubectl_agent = |a: &str| a.starts_with("kubectl");
     Ok(KubectlRun {
         load,
         applied: since(start, applied_at),
         ready: since(start, ready_at),
-        requests: Requests(requests_by_verb(
+        requests: Requests(requests_by_verb(&events, kubectl_agent, start, ready_at)),
+        upgrade_applied: since(upgrade_start, upgrade_end),
+        upgrade_requests: Requests(requests_by_verb(
             &events,
-            |a| a.starts_with("kubectl"),
-            start,
-            ready_at,
+            kubectl_agent,
+            upgrade_start,
+            upgrade_end + 1,
         )),
     })
 }
@@ -560,33 +729,25 @@ impl Kubectl {
         Ok(())
     }
 
-    async fn apply(&self, file: &Path) -> Result<()> {
-        let file = file.display().to_string();
-        self.run(&[
+    async fn apply(&self, files: &[&Path]) -> Result<()> {
+        let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        let mut args = vec![
             "apply",
             "--server-side",
             "--field-manager=bench",
             // The payload's CRDs belong to cluster-version-operator; the installer adopts them (its
             // adoptable managers), kubectl has to force to do the same.
             "--force-conflicts",
-            "-f",
-            &file,
-        ])
-        .await
+        ];
+        for f in &files {
+            args.extend(["-f", f.as_str()]);
+        }
+        self.run(&args).await
     }
 }
 
 // ---------------------------------------------------------------------------------------------------
-// 4: the release binary, for its memory
-
-#[derive(Debug)]
-struct ProcessRun {
-    load: String,
-    /// Process start until the ClusterOperator reports Available=True, Progressing=False.
-    ready: Duration,
-    rss_kib: u64,
-    hwm_kib: u64,
-}
+// The release binary
 
 /// `cargo build --release` of the binary (a no-op when fresh), into the target folder of this example.
 fn build_installer_binary() -> Result<PathBuf> {
@@ -616,54 +777,6 @@ fn build_installer_binary() -> Result<PathBuf> {
         bail!("{} is missing after the build", bin.display());
     }
     Ok(bin)
-}
-
-async fn process_run(bin: &Path) -> Result<ProcessRun> {
-    let env = fresh_env().await?;
-    let load = loadavg();
-    let dir = tempfile::tempdir()?;
-    let images_json = dir.path().join("images.json");
-    std::fs::write(&images_json, serde_json::to_string(&images())?)?;
-    let log = dir.path().join("installer.log");
-
-    let start = Instant::now();
-    let mut child = tokio::process::Command::new(bin)
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(env.cp.kubeconfig_path())
-        .arg("--images-json")
-        .arg(&images_json)
-        .args([
-            "--http-addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ])
-        .arg("--leader-elect=false")
-        .env("RELEASE_VERSION", RELEASE_VERSION)
-        .env("RUST_LOG", "info,kube=warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting capi-installer run")?;
-    let pid = child.id().context("pid of capi-installer")?;
-    let waited = wait_operator_ready(&env.admin).await;
-    let ready = start.elapsed();
-    let memory = proc_status(pid);
-    let _ = child.kill().await;
-    if let Err(e) = waited {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        bail!("{e}\ninstaller log:\n{text}");
-    }
-    let (rss_kib, hwm_kib) = memory?;
-    Ok(ProcessRun {
-        load,
-        ready,
-        rss_kib,
-        hwm_kib,
-    })
 }
 
 /// (VmRSS, VmHWM) in KiB.
@@ -725,84 +838,98 @@ fn print_tables(
     rendered: usize,
     installer: &[InstallerRun],
     kubectl: &[KubectlRun],
-    process: &[ProcessRun],
 ) {
     let col = |f: &dyn Fn(&InstallerRun) -> usize| installer.iter().map(f).collect::<Vec<_>>();
+    let kcol = |f: &dyn Fn(&KubectlRun) -> usize| kubectl.iter().map(f).collect::<Vec<_>>();
+    let dur = |f: &dyn Fn(&InstallerRun) -> Duration| stat(installer.iter().map(f).collect(), secs);
+    let kdur = |f: &dyn Fn(&KubectlRun) -> Duration| stat(kubectl.iter().map(f).collect(), secs);
+    let mem = |f: &dyn Fn(&InstallerRun) -> u64| stat(installer.iter().map(f).collect(), mib);
     println!(
-        "median (min–max) of {runs} runs, each on a fresh control plane with KWOK, platform AWS\n"
+        "median (min–max) of {runs} runs; each run: a fresh control plane with KWOK and platform AWS for \
+         the installer's whole sequence, another for kubectl's\n"
     );
-    println!("| measure | installer (in-process) | kubectl apply --server-side |");
+    println!("| measure | `capi-installer run` | `kubectl apply --server-side` |");
     println!("|---|---|---|");
     println!(
-        "| start → every object applied | {} | {} |",
-        stat(installer.iter().map(|r| r.applied).collect(), secs),
-        stat(kubectl.iter().map(|r| r.applied).collect(), secs)
+        "| cold install: start → every object applied | {} | {} |",
+        dur(&|r| r.applied),
+        kdur(&|r| r.applied)
     );
     println!(
-        "| start → ready (ClusterOperator Available / Deployments Available) | {} | {} |",
-        stat(installer.iter().map(|r| r.ready).collect(), secs),
-        stat(kubectl.iter().map(|r| r.ready).collect(), secs)
+        "| cold install: start → ready (ClusterOperator Available / Deployments Available) | {} | {} |",
+        dur(&|r| r.ready),
+        kdur(&|r| r.ready)
     );
     println!(
-        "| requests until ready: reads | {} | {} |",
+        "| cold install: requests until ready, reads | {} | {} |",
         stat(col(&|r| r.install.reads()), count),
-        stat(kubectl.iter().map(|r| r.requests.reads()).collect(), count)
+        stat(kcol(&|r| r.requests.reads()), count)
     );
     println!(
-        "| requests until ready: writes | {} | {} |",
+        "| cold install: requests until ready, writes | {} | {} |",
         stat(col(&|r| r.install.writes()), count),
-        stat(kubectl.iter().map(|r| r.requests.writes()).collect(), count)
+        stat(kcol(&|r| r.requests.writes()), count)
     );
     println!(
-        "| rendered objects written (of {rendered}) | {} | all (one apply per object) |",
+        "| cold install: rendered objects written (of {rendered}) | {} | all (one apply per object) |",
         stat(col(&|r| r.objects_written), count)
     );
     println!(
-        "| requests in the {} s after ready: reads | {} | – |",
+        "| idle {} s after ready: reads | {} | – (not running) |",
         idle.as_secs(),
         stat(col(&|r| r.idle.reads()), count)
     );
     println!(
-        "| requests in the {} s after ready: writes | {} | – |",
+        "| idle {} s after ready: writes | {} | – |",
         idle.as_secs(),
         stat(col(&|r| r.idle.writes()), count)
     );
-    println!();
-    println!("| `capi-installer run` (release binary) | value |");
-    println!("|---|---|");
     println!(
-        "| process start → ClusterOperator Available | {} |",
-        stat(process.iter().map(|r| r.ready).collect(), secs)
+        "| ConfigMap edit → applied (aws upgrade: an argument, a RoleBinding dropped) | {} | {} (`kubectl apply` of the upgrade; does not prune) |",
+        dur(&|r| r.edit_applied),
+        kdur(&|r| r.upgrade_applied)
     );
     println!(
-        "| VmRSS once Available | {} |",
-        stat(process.iter().map(|r| r.rss_kib).collect(), mib)
+        "| drift → repaired (aws Deployment deleted) | {} | – (nothing watches) |",
+        dur(&|r| r.drift_repaired)
     );
     println!(
-        "| VmHWM (peak RSS) once Available | {} |",
-        stat(process.iter().map(|r| r.hwm_kib).collect(), mib)
+        "| VmRSS once Available | {} | – |",
+        mem(&|r| r.memory_ready.0)
+    );
+    println!(
+        "| VmRSS after the idle time | {} | – |",
+        mem(&|r| r.memory_idle.0)
+    );
+    println!(
+        "| VmRSS after the edit and the repair | {} | – |",
+        mem(&|r| r.memory_end.0)
+    );
+    println!(
+        "| VmHWM (peak RSS) at the end | {} | – |",
+        mem(&|r| r.memory_end.1)
     );
     println!();
     println!("per run:");
     for (i, r) in installer.iter().enumerate() {
         println!(
-            "- installer {}: load {}; until ready {} (writes: {}); idle: {}",
+            "- installer {}: load {}; until ready {}; reads: {}; writes: {}; idle: {}; edit: {}",
             i + 1,
             r.load,
             r.install.verbs(),
+            r.install_reads.verbs(),
             r.install_writes.verbs(),
-            r.idle_requests.join("; ")
+            r.idle_requests.join("; "),
+            r.edit_writes.join("; ")
         );
     }
     for (i, r) in kubectl.iter().enumerate() {
         println!(
-            "- kubectl {}: load {}; until ready {}",
+            "- kubectl {}: load {}; until ready {}; upgrade {}",
             i + 1,
             r.load,
-            r.requests.verbs()
+            r.requests.verbs(),
+            r.upgrade_requests.verbs()
         );
-    }
-    for (i, r) in process.iter().enumerate() {
-        println!("- process {}: load {}", i + 1, r.load);
     }
 }

@@ -8,9 +8,10 @@ use std::time::Duration;
 use capi_manifests::ObjectKey;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
 
 /// Every object of the ConfigMaps exists, carries the ownership label and is managed by the installer's
@@ -111,6 +112,108 @@ async fn assert_admission_after_workloads(env: &Env, objects: &[ObjectKey]) {
     assert!(checked > 0, "the ConfigMap has admission objects");
 }
 
+/// The REST resource (plural) of the kinds the fixtures ship, as the audit log names them.
+fn plural(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    match lower.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{lower}s"),
+    }
+}
+
+/// When the installer first wrote each of `objects` (audit log), in their order.
+fn first_writes(env: &Env, objects: &[&ObjectKey]) -> Vec<MicroTime> {
+    let writes = installer_writes(&env.audit(), None);
+    objects
+        .iter()
+        .map(|id| {
+            writes
+                .iter()
+                .find(|e| {
+                    e.object_ref.as_ref().is_some_and(|o| {
+                        o.name.as_deref() == Some(id.name.as_str())
+                            && o.api_group == id.group
+                            && o.resource == plural(&id.kind)
+                            && o.subresource.is_none()
+                    })
+                })
+                .unwrap_or_else(|| panic!("no write of {id} in the audit log"))
+                .stage_timestamp
+                .clone()
+        })
+        .collect()
+}
+
+/// The order a cold install keeps while it overlaps the providers (SPEC §4), from the audit log: the
+/// aws CRDs are written before core's Deployments (every provider's CRDs together), the aws base
+/// objects before core's webhooks and policies (while core's Deployments roll out), and the aws
+/// Deployments only once core has completed: after its Deployments were Available and its webhooks
+/// and policies were written.
+async fn assert_overlap_keeps_the_order(env: &Env, core: &[ObjectKey], aws: &[ObjectKey]) {
+    let of = |objects: &'static [&'static str], set: &[ObjectKey]| -> Vec<ObjectKey> {
+        set.iter()
+            .filter(|o| objects.contains(&o.kind.as_str()))
+            .cloned()
+            .collect()
+    };
+    const CRDS: &[&str] = &["CustomResourceDefinition"];
+    const BASE: &[&str] = &[
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Service",
+    ];
+    const WORKLOADS: &[&str] = &["Deployment"];
+    const ADMISSION: &[&str] = &[
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ];
+    let times = |objects: Vec<ObjectKey>| -> Vec<MicroTime> {
+        assert!(!objects.is_empty());
+        first_writes(env, &objects.iter().collect::<Vec<_>>())
+    };
+    let (aws_crds, aws_base, aws_deployments) = (
+        times(of(CRDS, aws)),
+        times(of(BASE, aws)),
+        times(of(WORKLOADS, aws)),
+    );
+    let (core_deployments, core_admission) =
+        (times(of(WORKLOADS, core)), times(of(ADMISSION, core)));
+    let first = |t: &[MicroTime]| t.iter().map(|m| m.0).min().unwrap();
+    let last = |t: &[MicroTime]| t.iter().map(|m| m.0).max().unwrap();
+    assert!(
+        last(&aws_crds) < first(&core_deployments),
+        "every aws CRD is written before core's Deployments"
+    );
+    assert!(
+        last(&aws_base) < first(&core_admission),
+        "the aws base objects are written while core's Deployments roll out"
+    );
+    assert!(
+        first(&aws_deployments) > last(&core_admission),
+        "no aws Deployment before core completed (its webhooks and policies written)"
+    );
+    let mut core_available = String::new();
+    for id in core.iter().filter(|o| o.kind == "Deployment") {
+        let api: Api<Deployment> =
+            Api::namespaced(env.admin.clone(), id.namespace.as_deref().unwrap());
+        let d = api.get(&id.name).await.unwrap();
+        core_available =
+            core_available.max(available_since(&d).expect("core Deployment Available"));
+    }
+    let aws_written = first(&aws_deployments)
+        .strftime("%Y-%m-%dT%H:%M:%S")
+        .to_string();
+    assert!(
+        aws_written >= core_available,
+        "aws Deployment written at {aws_written}, core's Deployments Available at {core_available}"
+    );
+}
+
 async fn assert_reported_available(client: &Client, expect_related: &[&str]) {
     let status = wait_available(client, Duration::from_secs(240)).await;
     assert_eq!(status["versions"][0]["name"], "operator");
@@ -172,6 +275,7 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     assert_all_installed(&env.admin, &aws).await;
     assert_admission_after_workloads(&env, &core).await;
     assert_admission_after_workloads(&env, &aws).await;
+    assert_overlap_keeps_the_order(&env, &core, &aws).await;
     let images = images();
     let capa: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
     let capa_name = aws
@@ -271,45 +375,12 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
 
     // 6 and 5. Upgrade through an edit of the aws ConfigMap: one object dropped, one Deployment argument
     // changed. The change is applied, the dropped object pruned, nothing else written.
-    let components = fixture_components(AWS_CM);
-    let docs: Vec<&str> = components.split("\n---\n").collect();
-    let dropped_index = docs
-        .iter()
-        .position(|d| d.contains("kind: RoleBinding"))
-        .expect("aws has a RoleBinding");
-    let dropped: Value = capi_manifests::yaml::parse_documents("doc", docs[dropped_index])
-        .unwrap()
-        .remove(0)
-        .value;
-    let dropped_name = dropped["metadata"]["name"].as_str().unwrap().to_string();
-    let mut kept: Vec<String> = Vec::new();
-    for (i, doc) in docs.iter().enumerate() {
-        if i == dropped_index {
-            continue;
-        }
-        if doc.contains("kind: Deployment") {
-            let mut v = capi_manifests::yaml::parse_documents("doc", doc)
-                .unwrap()
-                .remove(0)
-                .value;
-            let args = v
-                .pointer_mut("/spec/template/spec/containers/0/args")
-                .and_then(Value::as_array_mut)
-                .unwrap();
-            args.push(json!("--v=4"));
-            kept.push(
-                capi_manifests::yaml::to_yaml("doc", &v)
-                    .unwrap()
-                    .trim_end()
-                    .to_string(),
-            );
-        } else {
-            kept.push(doc.to_string());
-        }
-    }
+    let upgrade = aws_upgrade(false);
+    let dropped_name = upgrade.dropped_rolebinding.clone();
+    assert_eq!(upgrade.deployment, capa_name);
     let before_edit = env.audit().last().unwrap().stage_timestamp.0.to_string();
     let edited_at = std::time::Instant::now();
-    put_components(&env.admin, AWS_CM, &kept.join("\n---\n")).await;
+    put_components(&env.admin, AWS_CM, &upgrade.components).await;
     eventually(
         Duration::from_secs(5),
         "the edited argument applied (within 5 s)",

@@ -639,3 +639,80 @@ pub async fn operator_events(client: &Client) -> Vec<(String, String, String)> {
         })
         .collect()
 }
+
+/// An upgrade of the aws provider, as a new release would ship it: one RoleBinding dropped, `--v=4`
+/// added to the Deployment's first container, and (when asked) a new served version `v1beta3` of one
+/// CRD (a copy of its storage version's schema, not stored).
+pub struct Upgrade {
+    pub components: String,
+    pub dropped_rolebinding: String,
+    pub deployment: String,
+    /// The CRD that got the new version, when asked for.
+    pub crd: Option<String>,
+}
+
+pub fn aws_upgrade(new_crd_version: bool) -> Upgrade {
+    let components = fixture_components(AWS_CM);
+    let docs: Vec<&str> = components.split("\n---\n").collect();
+    let dropped_index = docs
+        .iter()
+        .position(|d| d.contains("kind: RoleBinding"))
+        .expect("aws has a RoleBinding");
+    let parse = |doc: &str| {
+        capi_manifests::yaml::parse_documents("doc", doc)
+            .unwrap()
+            .remove(0)
+            .value
+    };
+    let to_yaml = |v: &Value| {
+        capi_manifests::yaml::to_yaml("doc", v)
+            .unwrap()
+            .trim_end()
+            .to_string()
+    };
+    let dropped_rolebinding = parse(docs[dropped_index])["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (mut deployment, mut crd) = (String::new(), None);
+    let mut kept: Vec<String> = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if i == dropped_index {
+            continue;
+        }
+        if doc.contains("kind: Deployment") {
+            let mut v = parse(doc);
+            deployment = v["metadata"]["name"].as_str().unwrap().to_string();
+            v.pointer_mut("/spec/template/spec/containers/0/args")
+                .and_then(Value::as_array_mut)
+                .unwrap()
+                .push(json!("--v=4"));
+            kept.push(to_yaml(&v));
+        } else if new_crd_version && crd.is_none() && doc.contains("kind: CustomResourceDefinition")
+        {
+            let mut v = parse(doc);
+            let versions = v
+                .pointer_mut("/spec/versions")
+                .and_then(Value::as_array_mut)
+                .unwrap();
+            let mut added = versions
+                .iter()
+                .find(|v| v["storage"] == true)
+                .unwrap()
+                .clone();
+            added["name"] = json!("v1beta3");
+            added["storage"] = json!(false);
+            versions.push(added);
+            crd = Some(v["metadata"]["name"].as_str().unwrap().to_string());
+            kept.push(to_yaml(&v));
+        } else {
+            kept.push(doc.to_string());
+        }
+    }
+    Upgrade {
+        components: kept.join("\n---\n"),
+        dropped_rolebinding,
+        deployment,
+        crd,
+    }
+}
