@@ -3,6 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, PoisonError};
 
+use futures::StreamExt;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 
@@ -298,8 +299,20 @@ pub struct Applier {
     ownership: OwnershipPolicy,
     hash_annotation: String,
     applied: Mutex<HashMap<ObjectKey, Applied>>,
+    /// The dry-runs that passed: (desired hash, live resourceVersion) per object.
+    passed: Mutex<HashMap<ObjectKey, (String, Option<String>)>>,
     /// Answers for objects the caller has no copy of ([`Applier::with_cache`]).
     cache: Option<LiveCache>,
+}
+
+/// What [`Applier::preview`] found: the write apply would make, the live object it would replace,
+/// and the object the API server answered the dry-run with (`None` when nothing would be written, or
+/// the dry-run could not be asked yet: an admission policy binding whose policy is missing).
+#[derive(Debug, Clone)]
+pub struct Preview {
+    pub action: ApplyAction,
+    pub live: Option<DynamicObject>,
+    pub after: Option<DynamicObject>,
 }
 
 impl Applier {
@@ -314,6 +327,7 @@ impl Applier {
             ownership,
             hash_annotation: DEFAULT_HASH_ANNOTATION.to_owned(),
             applied: Mutex::new(HashMap::new()),
+            passed: Mutex::new(HashMap::new()),
             cache: None,
         }
     }
@@ -474,18 +488,60 @@ impl Applier {
     /// decision, for a CRD the [CRD safety](crate::crd_safety) rules against the live CRD, then a
     /// server-side dry-run of the exact request (admission, validation and RBAC escalation checks
     /// included). An object that would not be written costs no request beyond the GET of a cache
-    /// miss. Returns what apply would do.
+    /// miss, and neither does one whose same request passed against the same live object before (a
+    /// reconcile that waits for a gate checks the rest of its version again). Returns what apply would
+    /// do.
     pub async fn dry_run(
         &self,
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
     ) -> Result<ApplyAction, ApplyError> {
+        self.check(planned, live, true).await.map(|p| p.action)
+    }
+
+    /// [`Applier::dry_run`] that always asks the API server and returns its answer: what the object
+    /// would look like after the write, beside the live object it would replace.
+    pub async fn preview(
+        &self,
+        planned: &PlannedObject,
+        live: Option<&DynamicObject>,
+    ) -> Result<Preview, ApplyError> {
+        self.check(planned, live, false).await
+    }
+
+    async fn check(
+        &self,
+        planned: &PlannedObject,
+        live: Option<&DynamicObject>,
+        remembered: bool,
+    ) -> Result<Preview, ApplyError> {
         let key = &planned.key;
         let desired = self.desired(planned);
         let (action, live) = match self.decide(planned, &desired, live).await? {
-            Decision::Unchanged(_) => return Ok(ApplyAction::Unchanged),
+            Decision::Unchanged(live) => {
+                return Ok(Preview {
+                    action: ApplyAction::Unchanged,
+                    live: Some(live),
+                    after: None,
+                });
+            }
             Decision::Write { action, live } => (action, live),
         };
+        let attempt = (
+            desired_hash(&desired, &self.hash_annotation),
+            live.as_ref()
+                .and_then(|l| l.metadata.resource_version.clone()),
+        );
+        let passed = |memo: &HashMap<ObjectKey, (String, Option<String>)>| {
+            memo.get(key).is_some_and(|p| *p == attempt)
+        };
+        if remembered && passed(&self.passed.lock().unwrap_or_else(PoisonError::into_inner)) {
+            return Ok(Preview {
+                action,
+                live,
+                after: None,
+            });
+        }
         if let Some(live) = &live
             && key.group == "apiextensions.k8s.io"
             && key.kind == "CustomResourceDefinition"
@@ -510,15 +566,28 @@ impl Applier {
             }
         }
         if self.policy_missing(planned).await? {
-            return Ok(action);
+            return Ok(Preview {
+                action,
+                live,
+                after: None,
+            });
         }
-        self.patch(planned, &desired, true)
+        let after = self
+            .patch(planned, &desired, true)
             .await
             .map_err(|source| ApplyError::DryRun {
                 key: key.clone(),
                 source,
             })?;
-        Ok(action)
+        self.passed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.clone(), attempt);
+        Ok(Preview {
+            action,
+            live,
+            after: Some(after),
+        })
     }
 
     /// Whether `planned` is an admission policy binding whose policy does not exist yet. The API
@@ -552,6 +621,18 @@ impl Applier {
             kind: policy_kind.0.into(),
             plural: policy_kind.1.into(),
         };
+        let policy_key = ObjectKey::new(
+            &key.group,
+            &planned.resource.version,
+            policy_kind.0,
+            None,
+            name,
+        );
+        match self.cache.as_ref().map(|c| c.lookup(&policy_key)) {
+            Some(Lookup::Ours(_) | Lookup::NotOurs(_)) => return Ok(false),
+            Some(Lookup::Absent) if !self.remembers(&policy_key) => return Ok(true),
+            _ => {}
+        }
         let policy = Api::<DynamicObject>::all_with(self.client.clone(), &resource)
             .get_opt(name)
             .await
@@ -563,19 +644,31 @@ impl Applier {
     }
 
     /// [`Applier::dry_run`] for every object, continuing past failures: every object that would fail
-    /// is named, and the caller writes nothing when any would.
+    /// is named, and the caller writes nothing when any would. Objects of one kind are checked
+    /// concurrently ([`CONCURRENCY`]), kinds in the given order.
     pub async fn dry_run_all<'a, I, F, L>(&self, objects: I, live: F) -> Vec<ApplyError>
     where
         I: IntoIterator<Item = &'a PlannedObject>,
         F: Fn(&ObjectKey) -> Option<L>,
         L: std::ops::Deref<Target = DynamicObject>,
     {
+        let objects: Vec<&PlannedObject> = objects.into_iter().collect();
         let mut errors = Vec::new();
-        for planned in objects {
-            let cached = live(&planned.key);
-            if let Err(e) = self.dry_run(planned, cached.as_deref()).await {
-                errors.push(e);
-            }
+        for kind in objects.chunk_by(|a, b| same_kind(&a.key, &b.key)) {
+            // The futures are made first: a stream over a closure that borrows is not `Send` for every
+            // lifetime, and the installer's reconcile future must be.
+            let checks: Vec<_> = kind
+                .iter()
+                .map(|planned| {
+                    let cached = live(&planned.key);
+                    async move { self.dry_run(planned, cached.as_deref()).await }
+                })
+                .collect();
+            let results: Vec<_> = futures::stream::iter(checks)
+                .buffered(CONCURRENCY)
+                .collect()
+                .await;
+            errors.extend(results.into_iter().filter_map(Result::err));
         }
         errors
     }
@@ -662,19 +755,33 @@ impl Applier {
             .await
     }
 
-    /// Applies every object of a phase in order, continuing past failures (each failure names its
-    /// object). `live` looks objects up in the caller's cache.
+    /// Applies every object of a phase, continuing past failures (each failure names its object).
+    /// Kinds go in the phase's order (a Namespace before what it holds); the objects of one kind are
+    /// applied concurrently ([`CONCURRENCY`]), as nothing orders them. `live` looks objects up in the
+    /// caller's cache.
     pub async fn apply_phase<F, L>(&self, phase: &PlannedPhase, live: F) -> PhaseOutcome
     where
         F: Fn(&ObjectKey) -> Option<L>,
         L: std::ops::Deref<Target = DynamicObject>,
     {
         let mut out = PhaseOutcome::default();
-        for planned in &phase.objects {
-            let cached = live(&planned.key);
-            match self.apply(planned, cached.as_deref()).await {
-                Ok(o) => out.outcomes.push(o),
-                Err(e) => out.errors.push(e),
+        for kind in phase.objects.chunk_by(|a, b| same_kind(&a.key, &b.key)) {
+            let writes: Vec<_> = kind
+                .iter()
+                .map(|planned| {
+                    let cached = live(&planned.key);
+                    async move { self.apply(planned, cached.as_deref()).await }
+                })
+                .collect();
+            let results: Vec<_> = futures::stream::iter(writes)
+                .buffered(CONCURRENCY)
+                .collect()
+                .await;
+            for result in results {
+                match result {
+                    Ok(o) => out.outcomes.push(o),
+                    Err(e) => out.errors.push(e),
+                }
             }
         }
         out
@@ -687,6 +794,14 @@ impl Applier {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(key);
     }
+}
+
+/// How many requests for objects of one kind the applier has in flight at once: a cold install's
+/// dozens of CRDs are the API server's work, not a queue behind one connection.
+pub const CONCURRENCY: usize = 8;
+
+fn same_kind(a: &ObjectKey, b: &ObjectKey) -> bool {
+    a.group == b.group && a.kind == b.kind
 }
 
 /// `obj` normalized (see [`drift::normalize`]) with the ownership label and desired-hash annotation set.

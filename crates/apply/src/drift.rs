@@ -300,8 +300,19 @@ pub fn project_fields(fields: &Value, live: &Value) -> Value {
 /// changes one of our fields takes it over (it leaves our set, and the projection changes), a removed
 /// field projects to `null`, and fields of other managers, defaults and `status` are not part of it.
 pub fn managed_digest(live: &DynamicObject, field_manager: &str) -> Option<String> {
+    let fields = managed_fields(live, field_manager)?;
+    let mut value = serde_json::to_value(live).unwrap_or(Value::Null);
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    Some(hash_value(&project_fields(&fields, &value)))
+}
+
+/// The fieldsV1 set that `field_manager` owns through server-side apply on the main resource (its
+/// `Apply` entries, merged); `None` when it has none.
+pub(crate) fn managed_fields(obj: &DynamicObject, field_manager: &str) -> Option<Value> {
     let mut merged: Option<Map<String, Value>> = None;
-    for entry in live.metadata.managed_fields.iter().flatten() {
+    for entry in obj.metadata.managed_fields.iter().flatten() {
         let ours = entry.manager.as_deref() == Some(field_manager)
             && entry.operation.as_deref() == Some("Apply")
             && entry.subresource.as_deref().unwrap_or("").is_empty()
@@ -310,16 +321,11 @@ pub fn managed_digest(live: &DynamicObject, field_manager: &str) -> Option<Strin
             merge_fields(merged.get_or_insert_with(Map::new), &fields.0);
         }
     }
-    let fields = Value::Object(merged?);
-    let mut value = serde_json::to_value(live).unwrap_or(Value::Null);
-    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    Some(hash_value(&project_fields(&fields, &value)))
+    merged.map(Value::Object)
 }
 
 /// Union of two fieldsV1 sets (a manager may hold one Apply entry per apiVersion).
-fn merge_fields(into: &mut Map<String, Value>, from: &Value) {
+pub(crate) fn merge_fields(into: &mut Map<String, Value>, from: &Value) {
     let Some(from) = from.as_object() else { return };
     for (k, v) in from {
         // A leaf (`{}`) owns the whole value: it absorbs children from the other set.

@@ -39,7 +39,9 @@
 //! ConfigMaps, Secrets, Services, every other kind) → Workloads (Deployments, StatefulSets,
 //! DaemonSets; gate: kstatus Current, bounded by a timeout) → Admission (webhook configurations and
 //! admission policies, last, so no webhook is registered before the Deployment serving it is
-//! Available). Inside a phase a fixed kind order (Flux's), then group, kind, namespace, name.
+//! Available). Inside a phase a fixed kind order (Flux's), then group, kind, namespace, name; the
+//! objects of one kind are sent concurrently (up to [`CONCURRENCY`] at once), kinds one after the
+//! other (a Namespace exists before what it holds).
 //!
 //! # Zero writes in steady state
 //! The applier stamps an annotation (default [`DEFAULT_HASH_ANNOTATION`]) with the sha256 of the
@@ -80,6 +82,7 @@
 //! desired object, and server-side apply keeps the other manager's value.
 
 pub mod apply;
+pub mod changes;
 pub mod crd_safety;
 pub mod drift;
 pub mod inventory;
@@ -93,15 +96,16 @@ pub mod wait;
 pub mod watch;
 
 pub use apply::{
-    Applier, ApplyAction, ApplyError, ApplyOutcome, DEFAULT_ADOPT_ANNOTATION,
-    DEFAULT_HASH_ANNOTATION, Ownership, OwnershipPolicy, PhaseOutcome,
+    Applier, ApplyAction, ApplyError, ApplyOutcome, CONCURRENCY, DEFAULT_ADOPT_ANNOTATION,
+    DEFAULT_HASH_ANNOTATION, Ownership, OwnershipPolicy, PhaseOutcome, Preview,
 };
+pub use changes::{FieldChange, managed_changes};
 pub use crd_safety::{CrdProblem, check_crd_change};
 pub use drift::needs_apply;
 pub use inventory::{Inventory, InventoryError, InventoryStore};
 pub use key::{ObjectKey, key_of};
 pub use plan::{Phase, Plan, PlanError, PlanErrors, PlanInput, PlannedObject, PlannedPhase, plan};
-pub use prune::{KeepReason, PruneReport, PruneTarget, prune};
+pub use prune::{KeepReason, PruneReport, PruneTarget, prune, prune_dry_run};
 pub use readiness::{Readiness, readiness};
 pub use resolve::{KindResolver, ResolvedKind};
 pub use wait::{WaitError, WaitTarget, wait_ready};

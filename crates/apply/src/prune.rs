@@ -87,6 +87,27 @@ pub async fn prune(
     ownership: &OwnershipPolicy,
     owner: Option<&str>,
 ) -> PruneReport {
+    prune_as(client, stale, ownership, owner, false).await
+}
+
+/// What [`prune`] would do, with the same decisions and server-side dry-run deletes: nothing is
+/// deleted.
+pub async fn prune_dry_run(
+    client: &Client,
+    stale: Vec<PruneTarget>,
+    ownership: &OwnershipPolicy,
+    owner: Option<&str>,
+) -> PruneReport {
+    prune_as(client, stale, ownership, owner, true).await
+}
+
+async fn prune_as(
+    client: &Client,
+    stale: Vec<PruneTarget>,
+    ownership: &OwnershipPolicy,
+    owner: Option<&str>,
+    dry_run: bool,
+) -> PruneReport {
     let mut stale = stale;
     stale.sort_by(|a, b| {
         b.phase
@@ -100,7 +121,8 @@ pub async fn prune(
             report.deleted.push(key);
             continue;
         };
-        match prune_one(client, &key, &resource, ownership, owner).await {
+        match prune_one(client, &key, &resource, ownership, owner, dry_run).await {
+            Ok(None) if dry_run => report.deleted.push(key),
             Ok(None) => {
                 tracing::info!(object = %key, "pruned");
                 report.deleted.push(key);
@@ -124,6 +146,7 @@ async fn prune_one(
     resource: &ApiResource,
     ownership: &OwnershipPolicy,
     owner: Option<&str>,
+    dry_run: bool,
 ) -> Result<Option<KeepReason>, kube::Error> {
     let api = api_for(client, resource, key);
     let Some(live) = api.get_opt(&key.name).await? else {
@@ -151,10 +174,16 @@ async fn prune_one(
             uid: live.metadata.uid.clone(),
             resource_version: None,
         }),
+        dry_run,
         ..Default::default()
     };
-    match api.delete(&key.name, &params).await {
-        Ok(_) => Ok(None),
+    let deleted = if dry_run {
+        dry_run_delete(client, resource, key, &params).await
+    } else {
+        api.delete(&key.name, &params).await.map(|_| ())
+    };
+    match deleted {
+        Ok(()) => Ok(None),
         Err(e) if is_status(&e, 404) => Ok(None),
         Err(e) if is_status(&e, 409) => Ok(Some(KeepReason::Replaced)),
         Err(e) => Err(e),
@@ -202,6 +231,29 @@ pub(crate) async fn crd_has_instances(
         Err(e) if is_status(&e, 404) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// A DELETE with `dryRun=All` in the query as well as in the body: kube sends it in the body only,
+/// which an audit log at Metadata level cannot tell from a real delete.
+async fn dry_run_delete(
+    client: &Client,
+    resource: &ApiResource,
+    key: &ObjectKey,
+    params: &DeleteParams,
+) -> Result<(), kube::Error> {
+    use kube::Resource;
+    let url = DynamicObject::url_path(resource, key.namespace.as_deref());
+    let mut request = kube::core::Request::new(url)
+        .delete(&key.name, params)
+        .map_err(kube::Error::BuildRequest)?;
+    let uri: http::Uri =
+        format!("{}dryRun=All", request.uri())
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| {
+                kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e.into()))
+            })?;
+    *request.uri_mut() = uri;
+    client.request_text(request).await.map(|_| ())
 }
 
 fn is_status(e: &kube::Error, code: u16) -> bool {
