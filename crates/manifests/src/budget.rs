@@ -91,14 +91,15 @@ pub struct BudgetExceeded {
 
 impl Budget {
     /// The most heap that decoding and parsing one input under this budget takes at its peak: a few
-    /// copies of the text (compressed payload, decompressed text growing by doubling, the document
-    /// being parsed, the parsed scalars), at most 320 bytes per node of the parsed documents (the
-    /// worst measured is 281, for deeply nested one-entry maps; a list of numbers is 59), and the zstd
-    /// window. The fuzz targets (`crates/manifests/tests/fuzz.rs`) fail when any input takes more of
-    /// the Rust heap (the zstd window is allocated by libzstd, which enforces its limit itself).
+    /// copies of the text (compressed payload, the decompressed text's buffer, the document being
+    /// parsed, the parsed scalars) and at most 320 bytes per node of the parsed documents (the worst
+    /// measured is 281, for deeply nested one-entry maps; a list of numbers is 59). The fuzz targets
+    /// (`crates/manifests/tests/fuzz.rs`) fail when any input takes more. A zstd frame's window is not
+    /// part of it: the decoder never allocates one (see [`crate::transport::decompress_zstd`]); its
+    /// context (about 100 KiB, libzstd's own) is in the fixed part.
     pub fn memory_bound(&self) -> usize {
-        (1usize << self.zstd_window_log_max())
-            .saturating_add(self.max_bytes.saturating_mul(6))
+        self.max_bytes
+            .saturating_mul(6)
             .saturating_add(
                 self.max_nodes
                     .saturating_add(self.max_alias_nodes)
@@ -116,16 +117,6 @@ impl Budget {
             });
         }
         Ok(())
-    }
-
-    /// The largest zstd window (log2 bytes) a decoder may allocate: a frame can declare a window of up
-    /// to 2 GiB, which the decoder would allocate before producing a byte. The floor is the 8 MiB window
-    /// that zstd's high levels write (every real compressed bundle declares it; the decoder allocates the
-    /// smaller of the window and the frame's declared content size); above it, the window follows
-    /// `max_bytes`, since output larger than that is refused anyway.
-    pub fn zstd_window_log_max(&self) -> u32 {
-        let bytes = self.max_bytes.max(2);
-        (usize::BITS - (bytes - 1).leading_zeros()).clamp(23, 31)
     }
 
     /// serde-saphyr options that never refuse what [`Meter`] admitted (the meter is the authority;
@@ -471,17 +462,5 @@ mod tests {
             meter(small(), &["a: *undefined\n"]),
             Err(MeterError::Syntax(_))
         ));
-    }
-
-    #[test]
-    fn window_log_follows_max_bytes() {
-        assert_eq!(Budget::default().zstd_window_log_max(), 23);
-        let b = |max_bytes| Budget {
-            max_bytes,
-            ..Budget::default()
-        };
-        assert_eq!(b(1).zstd_window_log_max(), 23);
-        assert_eq!(b((1 << 24) + 1).zstd_window_log_max(), 25);
-        assert_eq!(b(usize::MAX).zstd_window_log_max(), 31);
     }
 }

@@ -370,15 +370,32 @@ pub enum Decompress {
     Corrupt(String),
 }
 
-/// Decompresses one or more zstd frames, refusing output over `budget.max_bytes` and frames whose
-/// window would exceed it.
+/// Decompresses one or more zstd frames, refusing output over `budget.max_bytes`.
+///
+/// In one shot, into a buffer of the budget's size: the buffer is the decoder's history, so the
+/// frame's window is never allocated (8 MiB for what manifests-gen and the reference generator write,
+/// which a streaming decoder allocated for every read of a ConfigMap: most of the installer's peak
+/// heap). What a frame declares costs nothing; the memory is the budget's whatever it says. The
+/// buffer's untouched pages cost nothing either; it is shrunk to the output.
 pub fn decompress_zstd(data: &[u8], budget: &Budget) -> Result<Vec<u8>, Decompress> {
-    let mut decoder = zstd::stream::read::Decoder::new(data)
-        .map_err(|e| Decompress::Corrupt(format!("zstd: {e}")))?;
-    decoder
-        .window_log_max(budget.zstd_window_log_max())
-        .map_err(|e| Decompress::Corrupt(format!("zstd: {e}")))?;
-    read_limited(decoder, budget, "zstd")
+    let capacity = budget.max_bytes.saturating_add(1);
+    let mut out = zstd::bulk::Decompressor::new()
+        .and_then(|mut d| d.decompress(data, capacity))
+        .map_err(|e| {
+            if e.to_string().contains("too small") {
+                Decompress::Exceeded(BudgetExceeded {
+                    limit: Limit::Bytes,
+                    max: budget.max_bytes,
+                })
+            } else {
+                Decompress::Corrupt(format!("corrupt zstd data: {e}"))
+            }
+        })?;
+    budget
+        .check_bytes(out.len())
+        .map_err(Decompress::Exceeded)?;
+    out.shrink_to_fit();
+    Ok(out)
 }
 
 pub fn decompress_gzip(data: &[u8], budget: &Budget) -> Result<Vec<u8>, Decompress> {
@@ -390,17 +407,7 @@ fn read_limited(r: impl Read, budget: &Budget, what: &str) -> Result<Vec<u8>, De
     let n = r
         .take(budget.max_bytes as u64 + 1)
         .read_to_end(&mut out)
-        .map_err(|e| {
-            // zstd reports a frame whose window is over `window_log_max` as an I/O error.
-            if e.to_string().contains("Frame requires too much memory") {
-                Decompress::Exceeded(BudgetExceeded {
-                    limit: Limit::Bytes,
-                    max: budget.max_bytes,
-                })
-            } else {
-                Decompress::Corrupt(format!("corrupt {what} data: {e}"))
-            }
-        })?;
+        .map_err(|e| Decompress::Corrupt(format!("corrupt {what} data: {e}")))?;
     budget.check_bytes(n).map_err(Decompress::Exceeded)?;
     Ok(out)
 }
