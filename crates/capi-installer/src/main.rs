@@ -16,6 +16,7 @@ use capi_runtime::report::{exit, finish};
 use clap::{Parser, Subcommand};
 use prometheus_client::registry::Registry;
 
+mod diff_cmd;
 mod policy_args;
 mod render_cmd;
 mod rollback_cmd;
@@ -46,6 +47,9 @@ enum Command {
     Status(status_cmd::StatusArgs),
     /// Roll a provider back to an earlier revision (kept until its source's content changes).
     Rollback(rollback_cmd::RollbackArgs),
+    /// Show what the installer would change for new transport ConfigMaps, without writing: objects
+    /// created, changed (field by field), pruned, and what it would refuse. Exit 0: no change; 1: changes.
+    Diff(diff_cmd::DiffArgs),
 }
 
 #[derive(clap::Args)]
@@ -109,6 +113,7 @@ async fn main() -> ExitCode {
             rollback_cmd::main(args).await.map(|()| ExitCode::SUCCESS),
             exit::ERROR,
         ),
+        Command::Diff(args) => finish(diff_cmd::main(args).await, exit::ERROR),
     }
 }
 

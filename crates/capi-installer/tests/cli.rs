@@ -466,7 +466,7 @@ fn installer(args: &[&str]) -> Output {
 /// on the next, more indented line).
 #[test]
 fn every_flag_has_help_text() {
-    for command in ["run", "render", "status"] {
+    for command in ["run", "render", "status", "diff"] {
         let out = installer(&[command, "--help"]);
         assert!(out.status.success(), "{}", stderr(&out));
         let help = stdout(&out);
@@ -594,7 +594,51 @@ fn errors_are_one_line_with_exit_codes_for_scripts() {
             2,
             "error: ",
         ),
+        // `diff`: 0 and 1 are its answers (tests/diff.rs); it cannot run without its inputs or the
+        // cluster.
+        (vec!["diff", "--images-json", images], 2, "error: "),
+        (
+            vec![
+                "diff",
+                "/nonexistent/aws.yaml",
+                "--images-json",
+                images,
+                "--kubeconfig",
+                kubeconfig,
+            ],
+            2,
+            "error: reading /nonexistent/aws.yaml: ",
+        ),
+        (
+            vec![
+                "diff",
+                images,
+                "--images-json",
+                images,
+                "--kubeconfig",
+                kubeconfig,
+            ],
+            2,
+            "error: ",
+        ),
     ];
+    let aws = fixtures().map(|d| d.join("0000_30_cluster-api_04_cm.infrastructure-aws.yaml"));
+    let aws = aws.as_ref().map(|p| p.to_str().unwrap().to_string());
+    let mut cases = cases;
+    if let Some(aws) = &aws {
+        cases.push((
+            vec![
+                "diff",
+                aws.as_str(),
+                "--images-json",
+                images,
+                "--kubeconfig",
+                kubeconfig,
+            ],
+            2,
+            "error: reading Infrastructure cluster: ",
+        ));
+    }
     for (args, code, prefix) in cases {
         let out = installer(&args);
         let err = stderr(&out);

@@ -17,6 +17,15 @@ pub const OWNERSHIP_LABEL_VALUE: &str = "capi-installer";
 pub const INVENTORY_CONFIGMAP: &str = "capi-installer-inventory";
 pub const CLUSTER_OPERATOR: &str = "cluster-api";
 
+/// What "ours" means for the installer's apply engine: the ownership label, the managers whose
+/// objects may be adopted, and one owner per object (the provider named by
+/// `cluster.x-k8s.io/provider`). A reconcile and `diff` decide alike.
+pub fn ownership(adoptable_managers: &[String]) -> capi_apply::OwnershipPolicy {
+    capi_apply::OwnershipPolicy::new(OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE)
+        .adoptable(adoptable_managers.iter().cloned())
+        .owner_label(capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER)
+}
+
 /// The user agent of every request: the audit log tells the installer's writes apart by it.
 pub fn user_agent() -> String {
     format!("capi-installer/{}", env!("CARGO_PKG_VERSION"))

@@ -19,6 +19,7 @@ pub mod api;
 pub mod config;
 pub mod controller;
 pub mod desired;
+pub mod diff;
 pub mod error;
 pub mod events;
 pub mod history;

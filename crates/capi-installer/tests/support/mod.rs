@@ -416,11 +416,7 @@ pub fn fixture_configmap(file: &str) -> Value {
 /// Replaces a transport ConfigMap's components in place (an edit, as a new release payload would apply
 /// it), encoded as manifests-gen would (zstd when large), keeping labels and metadata.
 pub async fn put_components(client: &Client, file: &str, components: &str) {
-    let mut content = capi_manifests::TransportConfigMap::decode(&fixture_configmap(file))
-        .unwrap()
-        .content;
-    content.components = components.to_string();
-    let cm = content.encode().expect("edited ConfigMap encodes");
+    let cm = with_components(file, components);
     let name = cm["metadata"]["name"].as_str().unwrap().to_string();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     api.patch(
@@ -430,6 +426,15 @@ pub async fn put_components(client: &Client, file: &str, components: &str) {
     )
     .await
     .expect("ConfigMap applies");
+}
+
+/// A fixture transport ConfigMap with other components, encoded as manifests-gen would.
+pub fn with_components(file: &str, components: &str) -> Value {
+    let mut content = capi_manifests::TransportConfigMap::decode(&fixture_configmap(file))
+        .unwrap()
+        .content;
+    content.components = components.to_string();
+    content.encode().expect("edited ConfigMap encodes")
 }
 
 /// The decoded components text of a fixture transport ConfigMap.

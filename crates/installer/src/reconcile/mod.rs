@@ -38,17 +38,13 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use capi_apply::{
-    Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, ObjectKey,
-    OwnershipPolicy, Phase,
+    Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, ObjectKey, Phase,
 };
-use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::runtime::reflector;
 
-use crate::config::{
-    FIELD_MANAGER, INVENTORY_CONFIGMAP, InstallerConfig, OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE,
-};
+use crate::config::{FIELD_MANAGER, INVENTORY_CONFIGMAP, InstallerConfig};
 use crate::error::ProviderError;
 use crate::events::Events;
 use crate::history::History;
@@ -113,9 +109,7 @@ impl Reconciler {
         revisions: reflector::Store<ConfigMap>,
     ) -> Self {
         // One owner per object: the provider named by `cluster.x-k8s.io/provider`.
-        let ownership = OwnershipPolicy::new(OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE)
-            .adoptable(config.adoptable_managers.clone())
-            .owner_label(LABEL_CLUSTERCTL_PROVIDER);
+        let ownership = crate::config::ownership(&config.adoptable_managers);
         let applier = Applier::new(client.clone(), FIELD_MANAGER, ownership);
         let cache = LiveCache::new(
             client.clone(),

@@ -1,0 +1,121 @@
+//! `capi-installer diff`: what the installer would change in a cluster for a new release's transport
+//! ConfigMaps, without writing anything ([`capi_installer_controller::diff`]).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use capi_installer_controller::diff::{self, DiffConfig};
+use capi_manifests::transport::LABEL_NAME;
+use capi_runtime::args::KubeArgs;
+use capi_runtime::report::exit;
+use serde_json::Value;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Output {
+    /// One line per object that would change, its fields below it.
+    Text,
+    /// The same as one JSON document, for CI.
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    /// Transport ConfigMap files, or folders of release manifests (their transport ConfigMaps are
+    /// taken, other documents skipped). Each replaces the cluster's ConfigMap of the same name.
+    #[arg(value_name = "PATH", required = true)]
+    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    kube: KubeArgs,
+    /// JSON object of release image references: key → image.
+    #[arg(long, value_name = "PATH")]
+    images_json: PathBuf,
+    /// YAML or JSON map of variables for `${VAR}` substitution.
+    #[arg(long, value_name = "PATH")]
+    substitutions: Option<PathBuf>,
+    /// The namespace of the transport ConfigMaps and of every namespaced provider object.
+    #[arg(long, default_value = "openshift-cluster-api", value_name = "NS")]
+    namespace: String,
+    /// Field managers whose objects may be adopted (repeatable), as for `run`.
+    #[arg(
+        long = "adopt-from-manager",
+        default_value = "cluster-version-operator",
+        value_name = "MANAGER"
+    )]
+    adopt_from_managers: Vec<String>,
+    #[command(flatten)]
+    policy: crate::policy_args::PolicyArgs,
+    /// `text` for people, `json` for CI.
+    #[arg(long, value_enum, default_value = "text")]
+    output: Output,
+}
+
+/// Exit code 0 when nothing would change, 1 when something would (or would be refused); errors
+/// (2) otherwise.
+pub async fn main(args: DiffArgs) -> Result<ExitCode> {
+    let images = crate::read_map(&args.images_json, "images file")?;
+    let substitutions = match &args.substitutions {
+        Some(path) => crate::read_map(path, "substitutions file")?,
+        None => Default::default(),
+    };
+    let mut given = Vec::new();
+    for path in &args.paths {
+        given.extend(read_configmaps(path)?);
+    }
+    let config = DiffConfig {
+        policy: args.policy.config(&args.namespace),
+        namespace: args.namespace,
+        images,
+        substitutions,
+        adoptable_managers: args.adopt_from_managers,
+    };
+    let client = crate::client(args.kube.kubeconfig.as_deref()).await?;
+    let report = diff::diff(&client, &config, given).await?;
+    match args.output {
+        Output::Text => print!("{}", report.text()),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+    }
+    Ok(ExitCode::from(if report.differs() {
+        exit::FAILED
+    } else {
+        exit::OK
+    }))
+}
+
+/// The transport ConfigMaps (labelled with a provider name) of a file, or of every `*.yaml`/`*.yml`
+/// file of a folder.
+fn read_configmaps(path: &Path) -> Result<Vec<Value>> {
+    let files = if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("reading folder {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        files.sort();
+        files
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        for doc in capi_manifests::yaml::parse_documents(&file.display().to_string(), &text)? {
+            let v = doc.value;
+            let transport = v.get("apiVersion").and_then(Value::as_str) == Some("v1")
+                && v.get("kind").and_then(Value::as_str) == Some("ConfigMap")
+                && v.pointer("/metadata/labels")
+                    .and_then(|l| l.get(LABEL_NAME))
+                    .is_some();
+            if transport {
+                out.push(v);
+            } else if !path.is_dir() {
+                eprintln!("note: {}: not a transport ConfigMap, skipped", doc.location);
+            }
+        }
+    }
+    if out.is_empty() {
+        anyhow::bail!("{}: no transport ConfigMap", path.display());
+    }
+    Ok(out)
+}

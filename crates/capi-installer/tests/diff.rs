@@ -1,0 +1,202 @@
+//! `capi-installer diff` against a real control plane with core and aws installed: the release as
+//! installed changes nothing (exit 0); an upgrade of aws (a changed argument, a dropped RoleBinding, a
+//! new CRD version) shows exactly those changes, field by field, and writes nothing (audit log; exit
+//! 1); a bundle the policy refuses is named with its rule.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use capi_installer_controller::user_agent;
+use serde_json::{Value, json};
+use support::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
+
+fn diff(env: &Env, dir: &Path, configmap: &Value, extra: &[&str]) -> Output {
+    let file = dir.join("configmap.yaml");
+    std::fs::write(&file, serde_json::to_string(configmap).unwrap()).unwrap();
+    let images_json = dir.join("images.json");
+    std::fs::write(&images_json, serde_json::to_string(&images()).unwrap()).unwrap();
+    Command::new(BIN)
+        .arg("diff")
+        .arg(&file)
+        .arg("--kubeconfig")
+        .arg(env.cp.kubeconfig_path())
+        .arg("--images-json")
+        .arg(&images_json)
+        .args(extra)
+        .output()
+        .expect("capi-installer runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
+    require_fixture!("transport-configmaps");
+    let env = Env::start(true).await;
+    set_platform(&env.admin, "AWS").await;
+    load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
+    let installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    wait_available(&env.admin, Duration::from_secs(240)).await;
+    // From here on, the installer's user agent is the diff's alone.
+    installer.stop().await;
+    let dir = tempfile::tempdir().unwrap();
+
+    // 1. The release as installed: nothing would change.
+    let out = diff(&env, dir.path(), &fixture_configmap(AWS_CM), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("nothing would change"),
+        "{}",
+        text(&out)
+    );
+
+    // 2. The upgrade: exactly its three changes, and no write.
+    let upgrade = aws_upgrade(true);
+    let crd = upgrade.crd.clone().unwrap();
+    let upgraded = with_components(AWS_CM, &upgrade.components);
+    let mark = env.audit().len();
+    let out = diff(&env, dir.path(), &upgraded, &["--output", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let providers = report["providers"].as_array().unwrap();
+    let provider = |name: &str| {
+        providers
+            .iter()
+            .find(|p| p["provider"] == name)
+            .unwrap_or_else(|| panic!("{name} in {report}"))
+    };
+    assert_eq!(provider("cluster-api")["objects"], json!([]), "{report}");
+    let aws = provider("aws");
+    assert!(aws.get("refused").is_none(), "{aws}");
+    let objects: Vec<(String, String)> = aws["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["object"].as_str().unwrap().to_string(),
+                o["change"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let deployment = format!("Deployment {NS}/{}", upgrade.deployment);
+    let crd_key = format!("CustomResourceDefinition {crd}");
+    let rolebinding = format!("RoleBinding {NS}/{}", upgrade.dropped_rolebinding);
+    let mut expected = vec![
+        (crd_key.clone(), "changed".to_string()),
+        (deployment.clone(), "changed".to_string()),
+        (rolebinding, "pruned".to_string()),
+    ];
+    expected.sort();
+    let mut seen = objects.clone();
+    seen.sort();
+    assert_eq!(seen, expected, "{aws}");
+    let fields = |object: &str| -> Vec<Value> {
+        aws["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["object"] == object)
+            .unwrap()["fields"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let args = fields(&deployment);
+    assert_eq!(args.len(), 1, "{args:?}");
+    let path = args[0]["path"].as_str().unwrap();
+    assert!(
+        path.starts_with("spec.template.spec.containers[name=") && path.ends_with("].args"),
+        "{path}"
+    );
+    let after = args[0]["after"].as_array().unwrap();
+    assert_eq!(after.last().unwrap(), "--v=4");
+    assert_eq!(
+        args[0]["before"].as_array().unwrap().as_slice(),
+        &after[..after.len() - 1]
+    );
+    let versions = fields(&crd_key);
+    assert_eq!(versions.len(), 1, "{versions:?}");
+    assert_eq!(versions[0]["path"], "spec.versions[name=v1beta3]");
+    assert!(versions[0].get("before").is_none_or(Value::is_null));
+    assert_eq!(versions[0]["after"]["served"], true);
+    // Nothing written: dry-runs only (the API server's answers are what the fields come from).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let audit = env.audit();
+    let writes = installer_writes(&audit[mark..], None);
+    assert!(
+        writes.is_empty(),
+        "{:?}",
+        writes.iter().map(describe).collect::<Vec<_>>()
+    );
+    let dry_runs = audit[mark..]
+        .iter()
+        .filter(|e| e.user_agent.as_deref() == Some(user_agent().as_str()) && e.is_dry_run())
+        .count();
+    assert!(dry_runs >= 3, "the dry-runs of the changes and the prune");
+
+    // The same as text: one line per object, the fields below.
+    let out = diff(&env, dir.path(), &upgraded, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("~ {deployment} changed")),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("~ {crd_key} changed")), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "- RoleBinding {NS}/{} pruned",
+            upgrade.dropped_rolebinding
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("spec.versions[name=v1beta3]: (absent) -> {"),
+        "{stdout}"
+    );
+
+    // 3. A bundle the policy refuses: named with its rule, nothing else of it listed.
+    let hostile = format!(
+        "{}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: capa-everything}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}}\nsubjects: [{{kind: ServiceAccount, name: capa-controller-manager, namespace: {NS}}}]",
+        upgrade.components
+    );
+    let out = diff(
+        &env,
+        dir.path(),
+        &with_components(AWS_CM, &hostile),
+        &["--output", "json"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aws = report["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["provider"] == "aws")
+        .unwrap()
+        .clone();
+    let refused = aws["refused"].as_array().expect("refused");
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("capa-everything")),
+        "{aws}"
+    );
+    assert_eq!(
+        aws["objects"],
+        json!([]),
+        "a refused version changes nothing"
+    );
+}

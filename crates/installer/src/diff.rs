@@ -1,0 +1,465 @@
+//! What the installer would change in a cluster, without writing anything: `capi-installer diff`.
+//!
+//! The same steps as a reconcile ([`crate::reconcile`]), stopped before the first write: the platform
+//! and the providers it needs ([`desired`]), their sources ([`source::select`]: the transport
+//! ConfigMaps of the cluster, replaced or completed by the ones given), then per provider
+//! [`prepare::prepare`] (render, bundle policy, plan), the apply engine's own decision and server-side
+//! dry-run for every object ([`Applier::preview`]) and for prune ([`capi_apply::prune_dry_run`]).
+//! A provider the installer would refuse (a policy violation, an unsafe CRD change, an object the API
+//! server rejects or that is not ours) is reported with why, and nothing else of it.
+//!
+//! Requests: discovery, a GET per object (there is no watch cache), a dry-run PATCH per object that
+//! would be written, a GET and a dry-run DELETE per object that would be pruned. Dry-runs are not
+//! writes: the audit log shows none.
+
+use std::fmt::Write as _;
+
+use capi_apply::{
+    Applier, ApplyAction, ApplyError, FieldChange, Inventory, InventoryStore, KeepReason,
+    KindResolver, ObjectKey, PlannedObject,
+};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+use kube::api::{Api, DynamicObject, ListParams};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
+use crate::desired::{self, Desired};
+use crate::policy::PolicyConfig;
+use crate::prepare::{self, RenderContext, RenderError};
+use crate::source::{self, Target, configmap};
+
+/// What the diff needs of the installer's settings.
+#[derive(Debug, Clone)]
+pub struct DiffConfig {
+    pub namespace: String,
+    pub images: crate::render::Images,
+    pub substitutions: std::collections::BTreeMap<String, String>,
+    pub adoptable_managers: Vec<String>,
+    pub policy: PolicyConfig,
+}
+
+/// Why there is no diff at all.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    #[error("reading {what}: {source}")]
+    Read {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{0}")]
+    Input(String),
+}
+
+/// How an object would change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    Created,
+    Changed,
+    /// Taken over from an adoptable manager (its fields may change too).
+    Adopted,
+    Pruned,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ObjectDiff {
+    /// `Kind namespace/name`.
+    pub object: String,
+    pub change: Change,
+    /// For `changed` and `adopted`: the fields the apply would set, change or remove (only those the
+    /// installer owns; the desired-hash annotation left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldChange>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderDiff {
+    /// `ConfigMap openshift-cluster-api/aws`.
+    pub source: String,
+    pub provider: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub objects: Vec<ObjectDiff>,
+    /// Why the installer would refuse this version (it would then change nothing of this provider):
+    /// bundle policy violations, unsafe CRD changes, objects the API server rejects or that are not
+    /// the installer's, a payload that cannot be rendered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// `Installing`, or why nothing is installed (`waiting for the platform`, an unsupported platform).
+    pub platform: String,
+    pub providers: Vec<ProviderDiff>,
+    /// Providers the platform needs that no source provides.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+}
+
+impl Report {
+    /// Whether the installer would change anything (or refuse something, or miss a provider).
+    pub fn differs(&self) -> bool {
+        !self.missing.is_empty()
+            || self
+                .providers
+                .iter()
+                .any(|p| !p.objects.is_empty() || !p.refused.is_empty())
+    }
+
+    /// The report for people: one line per object, its fields below it.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "platform: {}", self.platform);
+        for m in &self.missing {
+            let _ = writeln!(out, "missing: {m}");
+        }
+        for p in &self.providers {
+            let version = p.version.as_deref().unwrap_or("no version label");
+            let _ = writeln!(out, "{} ({} {version})", p.source, p.provider);
+            if p.objects.is_empty() && p.refused.is_empty() {
+                let _ = writeln!(out, "  no change");
+            }
+            for r in &p.refused {
+                let _ = writeln!(out, "  ! refused: {r}");
+            }
+            for o in &p.objects {
+                let mark = match o.change {
+                    Change::Created => '+',
+                    Change::Changed | Change::Adopted => '~',
+                    Change::Pruned => '-',
+                };
+                let change = format!("{:?}", o.change).to_lowercase();
+                let note = o
+                    .note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "  {mark} {} {change}{note}", o.object);
+                for f in &o.fields {
+                    let _ = writeln!(
+                        out,
+                        "      {}: {} -> {}",
+                        f.path,
+                        short(f.before.as_ref()),
+                        short(f.after.as_ref())
+                    );
+                }
+            }
+        }
+        if !self.differs() {
+            let _ = writeln!(out, "nothing would change");
+        }
+        out
+    }
+}
+
+/// A value on one line, cut at 160 characters.
+fn short(v: Option<&Value>) -> String {
+    let Some(v) = v else {
+        return "(absent)".into();
+    };
+    let text = v.to_string();
+    match text.char_indices().nth(160) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}
+
+/// What the installer would do for `given` transport ConfigMaps (JSON, as read from files): each
+/// replaces the cluster's ConfigMap of the same name; the cluster's other transport ConfigMaps stay.
+pub async fn diff(
+    client: &Client,
+    config: &DiffConfig,
+    given: Vec<Value>,
+) -> Result<Report, DiffError> {
+    let read = |what: &str| {
+        let what = what.to_owned();
+        move |source| DiffError::Read { what, source }
+    };
+    let infra: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &crate::controller::infrastructure_resource(),
+    );
+    let infra = infra
+        .get_opt("cluster")
+        .await
+        .map_err(read("Infrastructure cluster"))?;
+    let wants = match desired::desired(infra.as_ref().and_then(|i| i.data.get("status")), &[]) {
+        Desired::Install(wants) => wants,
+        other => {
+            return Ok(Report {
+                platform: format!("{other:?}"),
+                providers: Vec::new(),
+                missing: Vec::new(),
+            });
+        }
+    };
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
+    let mut configmaps: Vec<Value> = Vec::new();
+    for cm in cms
+        .list(&ListParams::default().labels(configmap::SELECTOR))
+        .await
+        .map_err(read("transport ConfigMaps"))?
+    {
+        configmaps.push(serde_json::to_value(cm).map_err(|e| DiffError::Input(e.to_string()))?);
+    }
+    for cm in given {
+        let name = cm.pointer("/metadata/name").cloned();
+        configmaps.retain(|c| c.pointer("/metadata/name") != name.as_ref());
+        configmaps.push(cm);
+    }
+    let mut candidates = Vec::new();
+    for cm in &configmaps {
+        let typed: ConfigMap =
+            serde_json::from_value(cm.clone()).map_err(|e| DiffError::Input(e.to_string()))?;
+        candidates.extend(configmap::candidate(&typed));
+    }
+    let store = InventoryStore::new(
+        client.clone(),
+        &config.namespace,
+        INVENTORY_CONFIGMAP,
+        FIELD_MANAGER,
+    );
+    // As a reconcile: of two sources of one provider, the one that owns objects is kept.
+    let mut owners = std::collections::BTreeSet::new();
+    for c in &candidates {
+        let inventory = store
+            .load(&c.id.inventory_key())
+            .await
+            .map_err(|e| DiffError::Input(format!("{}: inventory: {e}", c.id)))?;
+        if !inventory.entries.is_empty() {
+            owners.insert(c.id.clone());
+        }
+    }
+    let selection = source::select(&wants.providers, &candidates, &owners);
+
+    // As a reconcile: the transport ConfigMaps present are protected from every bundle.
+    let mut policy = config.policy.clone();
+    for cm in &configmaps {
+        if let Some(name) = cm.pointer("/metadata/name").and_then(Value::as_str) {
+            policy.protected = policy.protected.with(ObjectKey::new(
+                "",
+                "v1",
+                "ConfigMap",
+                Some(&config.namespace),
+                name,
+            ));
+        }
+    }
+    let ctx = RenderContext {
+        namespace: config.namespace.clone(),
+        images: config.images.clone(),
+        substitutions: config.substitutions.clone(),
+        policy,
+    };
+    let applier = Applier::new(
+        client.clone(),
+        FIELD_MANAGER,
+        crate::config::ownership(&config.adoptable_managers),
+    );
+    let mut resolver = KindResolver::discover(client)
+        .await
+        .map_err(read("the API server's kinds"))?;
+
+    let mut providers = Vec::new();
+    for target in &selection.targets {
+        let cm = target.source.id.configmap().and_then(|name| {
+            configmaps
+                .iter()
+                .find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+        });
+        let mut report = ProviderDiff {
+            source: target.source.id.to_string(),
+            provider: target.source.name.clone(),
+            version: target.source.version.clone(),
+            objects: Vec::new(),
+            refused: Vec::new(),
+        };
+        let prepared = match cm.map(configmap::payload) {
+            Some(Ok(payload)) => prepare::prepare(&payload, target, &ctx, &resolver),
+            Some(Err(e)) => {
+                report.refused.push(e.to_string());
+                providers.push(report);
+                continue;
+            }
+            None => {
+                report
+                    .refused
+                    .push("only transport ConfigMaps can be compared".into());
+                providers.push(report);
+                continue;
+            }
+        };
+        match prepared {
+            Ok(prepared) => {
+                // Later providers may use the kinds of earlier ones, as a reconcile finds them served.
+                for o in prepared
+                    .plan
+                    .objects()
+                    .filter(|o| o.key.kind == "CustomResourceDefinition")
+                {
+                    let _ = resolver.insert_crd(&o.object);
+                }
+                compare(
+                    client,
+                    &applier,
+                    &store,
+                    &resolver,
+                    target,
+                    &prepared,
+                    &mut report,
+                )
+                .await?;
+            }
+            Err(RenderError::Policy(violations)) => {
+                report
+                    .refused
+                    .extend(violations.0.iter().map(ToString::to_string));
+            }
+            Err(e) => report.refused.push(e.to_string()),
+        }
+        providers.push(report);
+    }
+    Ok(Report {
+        platform: format!("{:?}", wants.platform),
+        providers,
+        missing: selection.missing.iter().map(|w| w.describe()).collect(),
+    })
+}
+
+/// Every object of a prepared version against the cluster, and what its prune would delete.
+async fn compare(
+    client: &Client,
+    applier: &Applier,
+    store: &InventoryStore,
+    resolver: &KindResolver,
+    target: &Target,
+    prepared: &prepare::Prepared,
+    report: &mut ProviderDiff,
+) -> Result<(), DiffError> {
+    let served = KindResolver::discover(client)
+        .await
+        .map_err(|source| DiffError::Read {
+            what: "the API server's kinds".into(),
+            source,
+        })?;
+    let (now, later) = prepared.plan.split_by_served(&served);
+    for planned in now {
+        match applier.preview(planned, None).await {
+            Ok(preview) => report
+                .objects
+                .extend(object_diff(applier, planned, preview)),
+            Err(e) => report.refused.push(refusal(&e)),
+        }
+    }
+    for planned in later {
+        report.objects.push(ObjectDiff {
+            object: planned.key.to_string(),
+            change: Change::Created,
+            fields: Vec::new(),
+            note: Some("its kind comes with a new CRD: checked once that is Established".into()),
+        });
+    }
+    if !report.refused.is_empty() {
+        // Refused whole: nothing of this version would be written, so nothing would be pruned.
+        report.objects.clear();
+        return Ok(());
+    }
+    let old = store
+        .load(&target.source.id.inventory_key())
+        .await
+        .map_err(|e| DiffError::Input(format!("{}: inventory: {e}", target.source.id)))?;
+    let new = Inventory::from_plan(target.source.id.inventory_key(), &prepared.plan);
+    let pruned = capi_apply::prune_dry_run(
+        client,
+        old.prune_targets(&new, resolver),
+        applier.ownership(),
+        Some(&target.clusterctl_label),
+    )
+    .await;
+    for key in pruned.deleted {
+        report.objects.push(ObjectDiff {
+            object: key.to_string(),
+            change: Change::Pruned,
+            fields: Vec::new(),
+            note: None,
+        });
+    }
+    for (key, reason) in pruned.kept {
+        if matches!(reason, KeepReason::NotOwned) {
+            continue;
+        }
+        report.objects.push(ObjectDiff {
+            object: key.to_string(),
+            change: Change::Pruned,
+            fields: Vec::new(),
+            note: Some(format!("kept for now: {reason}")),
+        });
+    }
+    Ok(())
+}
+
+fn object_diff(
+    applier: &Applier,
+    planned: &PlannedObject,
+    preview: capi_apply::Preview,
+) -> Option<ObjectDiff> {
+    let change = match preview.action {
+        ApplyAction::Unchanged => return None,
+        ApplyAction::Created => Change::Created,
+        ApplyAction::Configured => Change::Changed,
+        ApplyAction::Adopted => Change::Adopted,
+    };
+    let hash = format!(
+        "metadata.annotations[{}]",
+        Value::String(applier.hash_annotation().to_owned())
+    );
+    let (fields, note) = match (&preview.after, change) {
+        (_, Change::Created) => (Vec::new(), None),
+        (Some(after), _) => (
+            capi_apply::managed_changes(preview.live.as_ref(), after, applier.field_manager())
+                .into_iter()
+                .filter(|f| f.path != hash)
+                .collect(),
+            None,
+        ),
+        (None, _) => (
+            Vec::new(),
+            Some("not dry-run yet: its admission policy comes first".into()),
+        ),
+    };
+    if change == Change::Changed && fields.is_empty() && note.is_none() {
+        // Only the desired-hash annotation would change (e.g. a field the API server normalizes):
+        // the apply writes, the object stays the same.
+        return Some(ObjectDiff {
+            object: planned.key.to_string(),
+            change,
+            fields,
+            note: Some("re-applied, no field changes".into()),
+        });
+    }
+    Some(ObjectDiff {
+        object: planned.key.to_string(),
+        change,
+        fields,
+        note,
+    })
+}
+
+/// Why the installer would refuse a version because of this object, as its status would say.
+fn refusal(e: &ApplyError) -> String {
+    match e {
+        ApplyError::UnsafeCrdChange { .. } => format!("CRD safety: {e}"),
+        ApplyError::DryRun { .. } => format!("the API server refuses it: {e}"),
+        ApplyError::Conflict { .. }
+        | ApplyError::OwnedByOther { .. }
+        | ApplyError::Terminating { .. } => e.to_string(),
+        ApplyError::Api { .. } => format!("cannot check: {e}"),
+    }
+}
