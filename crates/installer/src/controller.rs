@@ -22,6 +22,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use capi_apply::Phase;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
@@ -38,7 +39,7 @@ use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
 use crate::optional_watch::OptionalKind;
 use crate::outcome::{Outcome, ProviderState, blocked_by};
-use crate::reconcile::{Reconciler, Round};
+use crate::reconcile::{Hold, Reconciler, Round};
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
 use crate::source::profile::ProfileCatalog;
@@ -381,10 +382,26 @@ impl Installer {
         let round = Round {
             selected: selection.ids(),
             unmanaged: unmanaged.clone(),
+            hold: None,
         };
         let mut outcomes: Vec<Outcome> = Vec::new();
         for target in &selection.targets {
             let outcome = match blocked_by(&outcomes, &selection.missing, target) {
+                // While what it waits for rolls out (core's Deployments), a provider applies what needs
+                // nothing of it, its CRDs and base objects, to shorten a cold install (SPEC §4); its
+                // Deployments and admission objects wait. Behind a missing or failing provider it waits
+                // whole.
+                Some(behind) if rolling_out(&outcomes, &behind) => {
+                    let ahead = Round {
+                        hold: Some(Hold {
+                            before: Phase::Workloads,
+                            behind,
+                        }),
+                        ..round.clone()
+                    };
+                    let payload = self.load(&target.source.id);
+                    self.reconciler.reconcile(target, payload, &ahead).await
+                }
                 Some(behind) => {
                     let blocked = ProviderState::Blocked { behind };
                     self.reconciler.hold(target, Ok(blocked)).await
@@ -553,6 +570,14 @@ fn read_profiles(config: &ProfilesConfig) -> ProfileCatalog {
         tracing::info!(source = %source.id, provider = %source.describe(), path = %profile.manifests_path.display(), "profile");
     }
     catalog
+}
+
+/// Whether the provider `id` (as [`blocked_by`] names it) is on its way: progressing, not failing or
+/// missing.
+fn rolling_out(outcomes: &[Outcome], id: &str) -> bool {
+    outcomes
+        .iter()
+        .any(|o| o.id().to_string() == id && matches!(o.state, ProviderState::Progressing { .. }))
 }
 
 /// Hands the heap pages that a reconcile freed back to the system. A reconcile renders every

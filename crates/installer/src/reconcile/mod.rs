@@ -63,6 +63,8 @@ use crate::unmanaged::{Unmanaged, UnmanagedError};
 pub struct Round {
     pub selected: BTreeSet<SourceId>,
     pub unmanaged: Result<Unmanaged, UnmanagedError>,
+    /// For a provider that waits for another: how far it may go meanwhile.
+    pub hold: Option<Hold>,
 }
 
 impl Default for Round {
@@ -70,8 +72,18 @@ impl Default for Round {
         Round {
             selected: BTreeSet::new(),
             unmanaged: Ok(Unmanaged::default()),
+            hold: None,
         }
     }
+}
+
+/// How far a provider may go while one it depends on rolls out: the phases before `before` need
+/// nothing of it (an infrastructure provider's CRDs and base objects while core's Deployments roll
+/// out, SPEC §4); at `before` the provider stops, `Blocked` behind `behind`.
+#[derive(Clone, Debug)]
+pub struct Hold {
+    pub before: Phase,
+    pub behind: String,
 }
 
 /// How far an install got, and whether every gate passed (the version is fully rolled out) even when a
@@ -266,6 +278,11 @@ impl Reconciler {
             }
             let new = self.record_intent(target, &old, prepared).await?;
             for phase in &prepared.plan.phases {
+                if let Some(hold) = round.hold.as_ref().filter(|h| phase.phase >= h.before) {
+                    return Ok(ProviderState::Blocked {
+                        behind: hold.behind.clone(),
+                    });
+                }
                 let fresh = self.apply_phase(target, phase).await?;
                 if let Some(pending) = self.gate(target, &prepared.digest, phase, &fresh)? {
                     return Ok(ProviderState::Progressing {
