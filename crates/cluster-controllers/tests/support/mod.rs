@@ -297,9 +297,8 @@ pub fn transport_without_webhooks(file: &str) -> Value {
     without_webhooks_example::without_webhooks(file, &cm).expect("fixture re-encodes")
 }
 
-/// How long a CRD may take to become Established or to be gone. Generous: deleting a CRD makes the API
-/// server delete its instances first, and with several control planes on two loaded cores that took
-/// over a minute (a 60 s deadline failed there).
+/// How long a CRD may take to become Established. Generous: with several control planes on two loaded
+/// cores, a CRD's names and storage take a while to settle.
 const CRD_DEADLINE: Duration = Duration::from_secs(240);
 
 /// Applies CRDs (as the installer would) and waits until each is Established.
@@ -330,29 +329,6 @@ pub async fn install_crds(client: &Client, crds: Vec<Value>) {
 /// The CRDs of a provider's transport ConfigMap, installed.
 pub async fn install_provider_crds(client: &Client, file: &str) {
     install_crds(client, crds_of_transport(file)).await;
-}
-
-/// Deletes the CRDs of a provider's transport ConfigMap and waits until they are gone.
-pub async fn uninstall_provider_crds(client: &Client, file: &str) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let names: Vec<String> = crds_of_transport(file)
-        .iter()
-        .map(|c| c["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
-    for name in &names {
-        api.delete(name, &Default::default()).await.unwrap();
-    }
-    for name in &names {
-        tokio::time::timeout(
-            CRD_DEADLINE,
-            await_condition(api.clone(), name, |o: Option<&CustomResourceDefinition>| {
-                o.is_none()
-            }),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("CRD {name} deleted"))
-        .unwrap();
-    }
 }
 
 /// The Machine API CRDs (Machine, MachineSet, ControlPlaneMachineSet).
