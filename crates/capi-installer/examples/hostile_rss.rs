@@ -12,25 +12,25 @@
 //! process's VmHWM (peak RSS) is read from /proc and the process is killed. The good ConfigMap is put
 //! back before the next case.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
-use support::{AWS_CM, CORE_CM, Env, NS, co_status, fixture_configmap, images};
+use test_support::bench::{proc_status, release_binary, wait_until};
+use test_support::{AWS_CM, CORE_CM, Env, NS, co_status, fixture_configmap, images, settled};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 /// How long the installer may take to report a case (it reacts to a ConfigMap change within seconds).
 const REPORTED: Duration = Duration::from_secs(60);
+/// How often the ClusterOperator is polled.
+const POLL: Duration = Duration::from_millis(200);
 
 struct Case {
     name: &'static str,
@@ -43,10 +43,10 @@ struct Case {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let bin = build_installer_binary()?;
+    let bin = release_binary("capi-installer", "capi-installer")?;
     let env = Env::start(true).await;
-    support::set_platform(&env.admin, "AWS").await;
-    support::load_payload(&env.admin, &[CORE_CM, AWS_CM])
+    test_support::set_platform(&env.admin, "AWS").await;
+    test_support::load_payload(&env.admin, &[CORE_CM, AWS_CM])
         .await
         .context("fixtures")?;
     let good = fixture_configmap(AWS_CM);
@@ -208,8 +208,7 @@ async fn available(client: &Client) -> bool {
     let Some(status) = co_status(client).await else {
         return false;
     };
-    let is = |t: &str, v: &str| support::condition(&status, t).is_some_and(|c| c.status == v);
-    is("Available", "True") && is("Progressing", "False") && is("Degraded", "False")
+    settled(&status)
 }
 
 /// (VmHWM once Available, VmHWM once the case is reported), in KiB.
@@ -234,14 +233,14 @@ async fn run_case(bin: &Path, env: &Env, case: &Case) -> Result<(u64, u64)> {
         .context("starting capi-installer run")?;
     let pid = child.id().context("pid")?;
     let result = async {
-        wait(TIMEOUT, "Available", || available(&env.admin)).await?;
-        let before = vm_hwm(pid)?;
+        wait_until(TIMEOUT, POLL, "Available", || available(&env.admin)).await?;
+        let before = proc_status(pid)?.1;
         put(&env.admin, &case.configmap).await?;
-        wait(REPORTED, case.expect, || async {
+        wait_until(REPORTED, POLL, case.expect, || async {
             messages(&env.admin).await.contains(case.expect)
         })
         .await?;
-        Ok::<_, anyhow::Error>((before, vm_hwm(pid)?))
+        Ok::<_, anyhow::Error>((before, proc_status(pid)?.1))
     }
     .await;
     let _ = child.kill().await;
@@ -254,53 +253,4 @@ async fn run_case(bin: &Path, env: &Env, case: &Case) -> Result<(u64, u64)> {
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         )
     })
-}
-
-async fn wait<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    while !check().await {
-        if Instant::now() > deadline {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Ok(())
-}
-
-fn vm_hwm(pid: u32) -> Result<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .context("VmHWM")
-}
-
-/// `cargo build --release` of the binary (a no-op when fresh), next to this example.
-fn build_installer_binary() -> Result<PathBuf> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "capi-installer",
-            "--bin",
-            "capi-installer",
-        ])
-        .status()
-        .context("cargo build")?;
-    if !status.success() {
-        bail!("cargo build of capi-installer: {status}");
-    }
-    let exe = std::env::current_exe()?;
-    Ok(exe
-        .parent()
-        .and_then(Path::parent)
-        .context("folder of this example")?
-        .join("capi-installer"))
 }

@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use capi_installer_controller::desired::{self, Desired};
@@ -77,8 +77,8 @@ async fn main() -> Result<()> {
     }
     // Outside every measurement: the Go binaries, the installer binary, the rendered objects.
     let bin_dir = control_plane::bin_dir()?;
-    let installer_bin = build_installer_binary()?;
-    let upgrade = support::aws_upgrade(false);
+    let installer_bin = release_binary("capi-installer", "capi-installer")?;
+    let upgrade = test_support::aws_upgrade(false);
     let rendered = render_objects(None)?;
     let upgraded = render_objects(Some(&upgrade.components))?;
     println!(
@@ -109,18 +109,16 @@ async fn main() -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Setup: the integration tests' own (tests/support/mod.rs)
+// Setup: the integration tests' own (crate test-support)
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
-use support::{AWS_CM, Env, Upgrade, ar, images, read_documents};
+use test_support::bench::{proc_status, release_binary};
+use test_support::{AWS_CM, Env, Upgrade, ar, images, read_documents};
 
 /// A fresh control plane with workloads, AWS and the release payload, before any installer runs.
 async fn fresh_env() -> Result<Env> {
     let env = Env::start(true).await;
-    support::set_platform(&env.admin, "AWS").await;
-    support::load_payload(
+    test_support::set_platform(&env.admin, "AWS").await;
+    test_support::load_payload(
         &env.admin,
         &CONFIGMAPS.map(|c| c.trim_start_matches("transport-configmaps/")),
     )
@@ -130,7 +128,7 @@ async fn fresh_env() -> Result<Env> {
 }
 
 fn fixture(relative: &str) -> Result<PathBuf> {
-    support::fixture(relative).with_context(|| format!("fixture {relative}"))
+    test_support::fixture(relative).with_context(|| format!("fixture {relative}"))
 }
 
 /// Available=True and Progressing=False on `ClusterOperator/cluster-api`.
@@ -167,19 +165,12 @@ async fn wait_operator_ready(client: &Client) -> Result<()> {
 }
 
 /// Polls `check` every [`POLL`] until it holds, at most [`READY_TIMEOUT`].
-async fn wait_for<F, Fut>(what: &str, mut check: F) -> Result<()>
+async fn wait_for<F, Fut>(what: &str, check: F) -> Result<()>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + READY_TIMEOUT;
-    while !check().await {
-        if Instant::now() > deadline {
-            bail!("{what}: not after {READY_TIMEOUT:?}");
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    Ok(())
+    test_support::bench::wait_until(READY_TIMEOUT, POLL, what, check).await
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -429,7 +420,7 @@ async fn installer_run(
 
     // ConfigMap edit → applied.
     let deployments: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
-    let rolebindings = support::api_for(
+    let rolebindings = test_support::api_for(
         &env.admin,
         "rbac.authorization.k8s.io/v1",
         "RoleBinding",
@@ -437,7 +428,7 @@ async fn installer_run(
     )
     .await;
     let edit_at = micros_now();
-    support::put_components(&env.admin, AWS_CM, &upgrade.components).await;
+    test_support::put_components(&env.admin, AWS_CM, &upgrade.components).await;
     wait_for("the upgrade applied", || async {
         let args = deployments
             .get(&upgrade.deployment)
@@ -748,49 +739,6 @@ impl Kubectl {
 
 // ---------------------------------------------------------------------------------------------------
 // The release binary
-
-/// `cargo build --release` of the binary (a no-op when fresh), into the target folder of this example.
-fn build_installer_binary() -> Result<PathBuf> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "capi-installer",
-            "--bin",
-            "capi-installer",
-        ])
-        .status()
-        .context("running cargo build")?;
-    if !status.success() {
-        bail!("cargo build of the capi-installer binary: {status}");
-    }
-    // <target>/release/examples/install_bench → <target>/release/capi-installer
-    let exe = std::env::current_exe()?;
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .context("folder of this example")?
-        .join("capi-installer");
-    if !bin.exists() {
-        bail!("{} is missing after the build", bin.display());
-    }
-    Ok(bin)
-}
-
-/// (VmRSS, VmHWM) in KiB.
-fn proc_status(pid: u32) -> Result<(u64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| -> Result<u64> {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .with_context(|| format!("{name} in /proc/{pid}/status"))
-    };
-    Ok((field("VmRSS:")?, field("VmHWM:")?))
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Report

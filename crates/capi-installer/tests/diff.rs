@@ -3,15 +3,13 @@
 //! new CRD version) shows exactly those changes, field by field, and writes nothing (audit log; exit
 //! 1); a bundle the policy refuses is named with its rule.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use capi_installer_controller::user_agent;
 use serde_json::{Value, json};
-use support::*;
+use test_support::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
 
@@ -46,7 +44,7 @@ async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
     let env = Env::start(true).await;
     set_platform(&env.admin, "AWS").await;
     load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    let installer = Running::start(installer_client(env.cp.admin_config()), config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
     // From here on, the installer's user agent is the diff's alone.
     installer.stop().await;

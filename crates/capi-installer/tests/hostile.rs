@@ -4,15 +4,13 @@
 //! the rule with a specific reason, and putting the good ConfigMap back converges again. One control
 //! plane and one installer for all cases: they run one after another and each ends where it started.
 
-mod support;
-
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::{Value, json};
-use support::*;
+use test_support::*;
 
 /// One hostile variant of the aws bundle and what the ClusterOperator must say about it.
 struct Hostile {
@@ -34,11 +32,10 @@ fn aws_objects() -> Vec<Value> {
 
 /// The aws ConfigMap with `objects` as its components, encoded as manifests-gen would.
 fn aws_with(objects: &[Value]) -> Value {
-    let mut content = capi_manifests::TransportConfigMap::decode(&fixture_configmap(AWS_CM))
-        .unwrap()
-        .content;
-    content.components = capi_manifests::yaml::to_multi_yaml(objects).unwrap();
-    content.encode().unwrap()
+    with_components(
+        AWS_CM,
+        &capi_manifests::yaml::to_multi_yaml(objects).unwrap(),
+    )
 }
 
 fn plus(extra: &str) -> Value {
@@ -64,13 +61,11 @@ fn hostile_bundles() -> Vec<Hostile> {
         let refs = vec![format!("*l{}", i - 1); 9].join(", ");
         bomb.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
     }
-    let mut alias_bomb = capi_manifests::TransportConfigMap::decode(&fixture_configmap(AWS_CM))
-        .unwrap()
-        .content;
-    if !alias_bomb.components.ends_with('\n') {
-        alias_bomb.components.push('\n');
+    let mut alias_bomb = fixture_components(AWS_CM);
+    if !alias_bomb.ends_with('\n') {
+        alias_bomb.push('\n');
     }
-    alias_bomb.components.push_str(&format!(
+    alias_bomb.push_str(&format!(
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: bomb, namespace: openshift-cluster-api}}\n{bomb}"
     ));
     vec![
@@ -151,7 +146,7 @@ fn hostile_bundles() -> Vec<Hostile> {
         },
         Hostile {
             what: "an alias bomb",
-            configmap: alias_bomb.encode().unwrap(),
+            configmap: with_components(AWS_CM, &alias_bomb),
             reason: "InvalidProviderManifests",
             expect: &[
                 "openshift-cluster-api/aws",
@@ -160,17 +155,6 @@ fn hostile_bundles() -> Vec<Hostile> {
             ],
         },
     ]
-}
-
-async fn put(client: &Client, cm: &Value) {
-    let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), NS);
-    api.patch(
-        "aws",
-        &PatchParams::apply("cluster-version-operator").force(),
-        &Patch::Apply(cm),
-    )
-    .await
-    .unwrap();
 }
 
 /// (uid, generation) of every Deployment in the namespace.
@@ -200,7 +184,7 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
     let env = Env::start(true).await;
     set_platform(&env.admin, "AWS").await;
     load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
     let running = deployments(&env.admin).await;
     assert_eq!(running.len(), 2, "core and aws: {running:?}");
@@ -220,7 +204,7 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
 
     for hostile in hostile_bundles() {
         let mark = env.audit().len();
-        put(&env.admin, &hostile.configmap).await;
+        put_configmap(&env.admin, &hostile.configmap).await;
         // A failure that persists degrades the operator, with the reason and every violation.
         let degraded = eventually(Duration::from_secs(120), hostile.what, || async {
             let s = co_status(&env.admin).await?;
@@ -281,7 +265,7 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
         );
 
         // The good bundle converges again, without a restart.
-        put(&env.admin, &fixture_configmap(AWS_CM)).await;
+        put_configmap(&env.admin, &fixture_configmap(AWS_CM)).await;
         wait_available(&env.admin, Duration::from_secs(120)).await;
     }
 }

@@ -1,24 +1,21 @@
 //! What the installer does with platforms it does not support and with bad provider input
 //! (issue 4, scenarios 2 and 7).
 
-mod support;
-
 use std::time::Duration;
 
 use base64::Engine;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use support::*;
+use test_support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsupported_platforms_install_nothing() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
     load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
 
     // Before the platform is known: waiting, not available.
     let waiting = eventually(Duration::from_secs(30), "WaitingForPlatform", || async {
@@ -61,7 +58,7 @@ async fn unsupported_platforms_install_nothing() {
         None,
     )
     .await;
-    assert!(managed(&env.admin, &crds).await.is_empty());
+    assert!(managed(&crds).await.is_empty());
     let writes: Vec<String> = installer_writes(&env.audit(), None)
         .iter()
         .map(describe)
@@ -75,14 +72,6 @@ struct Bad {
     what: &'static str,
     configmap: Value,
     expect: &'static [&'static str],
-}
-
-fn with_components(components: &str) -> Value {
-    let mut content = capi_manifests::TransportConfigMap::decode(&fixture_configmap(AWS_CM))
-        .unwrap()
-        .content;
-    content.components = components.to_string();
-    content.encode().unwrap()
 }
 
 fn bad_inputs() -> Vec<Bad> {
@@ -123,14 +112,17 @@ fn bad_inputs() -> Vec<Bad> {
         },
         Bad {
             what: "invalid YAML document",
-            configmap: with_components(&format!("{good}\n---\nkind: [unclosed\n")),
+            configmap: with_components(AWS_CM, &format!("{good}\n---\nkind: [unclosed\n")),
             expect: &["openshift-cluster-api/aws", "invalid YAML", "document"],
         },
         Bad {
             what: "kind without CRD",
-            configmap: with_components(&format!(
-                "{good}\n---\napiVersion: widgets.example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: openshift-cluster-api\n"
-            )),
+            configmap: with_components(
+                AWS_CM,
+                &format!(
+                    "{good}\n---\napiVersion: widgets.example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: openshift-cluster-api\n"
+                ),
+            ),
             expect: &[
                 "openshift-cluster-api/aws",
                 "Widget openshift-cluster-api/w",
@@ -139,9 +131,12 @@ fn bad_inputs() -> Vec<Bad> {
         },
         Bad {
             what: "object in another namespace",
-            configmap: with_components(&format!(
-                "{good}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: default\n"
-            )),
+            configmap: with_components(
+                AWS_CM,
+                &format!(
+                    "{good}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: default\n"
+                ),
+            ),
             expect: &[
                 "openshift-cluster-api/aws",
                 "ConfigMap default/elsewhere",
@@ -150,12 +145,12 @@ fn bad_inputs() -> Vec<Bad> {
         },
         Bad {
             what: "duplicate objects",
-            configmap: with_components(&format!("{good}\n---\n{first_doc}")),
+            configmap: with_components(AWS_CM, &format!("{good}\n---\n{first_doc}")),
             expect: &["openshift-cluster-api/aws", "appears twice"],
         },
         Bad {
             what: "missing image key",
-            configmap: with_components(&missing_image),
+            configmap: with_components(AWS_CM, &missing_image),
             expect: &[
                 "openshift-cluster-api/aws",
                 "Deployment openshift-cluster-api/",
@@ -163,17 +158,6 @@ fn bad_inputs() -> Vec<Bad> {
             ],
         },
     ]
-}
-
-async fn put(client: &Client, cm: &Value) {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    api.patch(
-        "aws",
-        &PatchParams::apply("cluster-version-operator").force(),
-        &Patch::Apply(cm),
-    )
-    .await
-    .unwrap();
 }
 
 async fn aws_objects(client: &Client) -> Vec<String> {
@@ -214,8 +198,8 @@ async fn bad_provider_input_applies_nothing_and_recovers_when_fixed() {
     set_platform(&env.admin, "AWS").await;
     load_payload(&env.admin, &[CORE_CM]).await.unwrap();
     let variants = bad_inputs();
-    put(&env.admin, &variants[0].configmap).await;
-    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    put_configmap(&env.admin, &variants[0].configmap).await;
+    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
 
     // Core installs although aws is bad.
     let core_deployment = fixture_objects(CORE_CM)
@@ -236,7 +220,7 @@ async fn bad_provider_input_applies_nothing_and_recovers_when_fixed() {
 
     for (i, bad) in variants.iter().enumerate() {
         if i > 0 {
-            put(&env.admin, &bad.configmap).await;
+            put_configmap(&env.admin, &bad.configmap).await;
         }
         let status = eventually(Duration::from_secs(30), bad.what, || async {
             let s = co_status(&env.admin).await?;
@@ -285,7 +269,7 @@ async fn bad_provider_input_applies_nothing_and_recovers_when_fixed() {
     assert_eq!(d.metadata.uid.as_ref(), Some(&core_uid));
 
     // Fixing the input recovers without a restart.
-    put(&env.admin, &fixture_configmap(AWS_CM)).await;
+    put_configmap(&env.admin, &fixture_configmap(AWS_CM)).await;
     wait_available(&env.admin, Duration::from_secs(180)).await;
     assert!(!aws_objects(&env.admin).await.is_empty());
 }

@@ -1,7 +1,5 @@
 //! Installing the real providers on a real control plane (issue 4, scenarios 1, 3, 4, 5, 6).
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -12,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
-use support::*;
+use test_support::*;
 
 /// Every object of the ConfigMaps exists, carries the ownership label and is managed by the installer's
 /// field manager through server-side apply.
@@ -256,7 +254,7 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     let env = Env::start(true).await;
     set_platform(&env.admin, "AWS").await;
     load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
 
     // 1. Fresh install.
     assert_reported_available(
@@ -302,9 +300,9 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
 
     // 4. Steady state: a minute without changes costs no write.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let quiet_from = env.audit().last().unwrap().stage_timestamp.0.to_string();
+    let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
     tokio::time::sleep(Duration::from_secs(60)).await;
-    let writes = installer_writes(&env.audit(), Some(&quiet_from));
+    let writes = installer_writes(&env.audit(), Some(quiet_from));
     assert!(
         writes.is_empty(),
         "writes in steady state: {:?}",
@@ -378,7 +376,7 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     let upgrade = aws_upgrade(false);
     let dropped_name = upgrade.dropped_rolebinding.clone();
     assert_eq!(upgrade.deployment, capa_name);
-    let before_edit = env.audit().last().unwrap().stage_timestamp.0.to_string();
+    let before_edit = env.audit().last().unwrap().stage_timestamp.0;
     let edited_at = std::time::Instant::now();
     put_components(&env.admin, AWS_CM, &upgrade.components).await;
     eventually(
@@ -414,7 +412,7 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     .await;
     wait_available(&env.admin, Duration::from_secs(120)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let writes = installer_writes(&env.audit(), Some(&before_edit));
+    let writes = installer_writes(&env.audit(), Some(before_edit));
     let mut by_target: BTreeMap<String, usize> = BTreeMap::new();
     for w in &writes {
         let o = w.object_ref.clone().unwrap_or_default();
@@ -487,7 +485,7 @@ async fn gcp_fresh_install() {
     load_payload(&env.admin, &[CORE_CM, GCP_CM, AWS_CM])
         .await
         .unwrap();
-    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
     assert_reported_available(
         &env.admin,
         &["apiextensions.k8s.io/customresourcedefinitions/gcpclusters.infrastructure.cluster.x-k8s.io"],

@@ -2,8 +2,6 @@
 //! `../shared/fixtures/profiles`, laid out as the reference mounts provider images, installed on a
 //! real control plane; and `render --profiles-dir` offline.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -15,7 +13,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::{Client, ResourceExt};
-use support::*;
+use test_support::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
 
@@ -70,14 +68,14 @@ async fn core_and_aws_from_profiles_reach_available() {
         return;
     };
     let env = Env::start(true).await;
-    ensure_namespace(&env.admin).await;
+    ensure_namespace(&env.admin, NS).await;
     set_platform(&env.admin, "AWS").await;
     let mut config = config();
     config.profiles = Some(ProfilesConfig {
         dir,
         profile: "default".into(),
     });
-    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config);
+    let _installer = Running::start(installer_client(env.cp.admin_config()), config);
 
     let status = wait_available(&env.admin, Duration::from_secs(300)).await;
     let available = condition(&status, "Available").unwrap();
@@ -155,9 +153,9 @@ async fn core_and_aws_from_profiles_reach_available() {
     // Steady state: nothing of the newer generation's manifests fights the API server (a field
     // it defaults or drops would show as a write every reconcile).
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let quiet_from = env.audit().last().unwrap().stage_timestamp.0.to_string();
+    let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
     tokio::time::sleep(Duration::from_secs(20)).await;
-    let writes = installer_writes(&env.audit(), Some(&quiet_from));
+    let writes = installer_writes(&env.audit(), Some(quiet_from));
     assert!(
         writes.is_empty(),
         "writes in steady state: {:?}",
@@ -315,7 +313,7 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
         dir,
         profile: "default".into(),
     });
-    let _installer = Running::start(Env::installer_client(env.cp.admin_config()), config);
+    let _installer = Running::start(installer_client(env.cp.admin_config()), config);
 
     let inventory: Api<ConfigMap> = Api::namespaced(env.admin.clone(), NS);
     let stored = |cm: &ConfigMap, key: &str| -> Option<(usize, ProviderRecord)> {

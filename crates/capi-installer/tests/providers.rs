@@ -4,8 +4,6 @@
 //! an instance (reported) until the instance is gone. The installer runs as its own ServiceAccount under
 //! the shipped RBAC: nothing of this may be denied.
 
-mod support;
-
 use std::process::Command;
 use std::time::Duration;
 
@@ -14,7 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use support::*;
+use test_support::*;
 
 const MINUTE: Duration = Duration::from_secs(60);
 const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
@@ -120,7 +118,7 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     let sa = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();
-    let _running = Running::start(Env::installer_client(sa), config());
+    let _running = Running::start(installer_client(sa), config());
 
     broken_platform_provider(&client).await;
     put_components(&client, AWS_CM, &aws).await;

@@ -1,8 +1,6 @@
 //! The installer under its own least-privilege RBAC, and killed in the middle of an install
 //! (issue 4, scenarios 8 and 9).
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,7 +9,7 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
-use support::*;
+use test_support::*;
 
 fn rbac_manifest() -> Vec<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -36,7 +34,7 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     let sa_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
         .unwrap();
-    let _installer = Running::start(Env::installer_client(sa_config), config());
+    let _installer = Running::start(installer_client(sa_config), config());
 
     wait_available(&env.admin, Duration::from_secs(240)).await;
     let ua = capi_installer_controller::user_agent();
@@ -166,7 +164,7 @@ async fn killed_during_install_converges_after_restart() {
     let env = Env::start(true).await;
     set_platform(&env.admin, "AWS").await;
     load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let installer = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    let installer = Running::start(installer_client(env.cp.admin_config()), config());
 
     // Kill it once the core CRD phase is done (a core CRD is Established) and before it finishes.
     let crds = api_for(
@@ -199,7 +197,7 @@ async fn killed_during_install_converges_after_restart() {
         "the install was already complete when killed; the test proves nothing"
     );
 
-    let _restarted = Running::start(Env::installer_client(env.cp.admin_config()), config());
+    let _restarted = Running::start(installer_client(env.cp.admin_config()), config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
 
     // No orphan: what carries the ownership label is exactly what the ConfigMaps hold, and the inventory

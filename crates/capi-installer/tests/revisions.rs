@@ -4,8 +4,6 @@
 //! becomes Available is rolled back to the last good revision, and `capi-installer rollback` does it
 //! by hand. One control plane for both: the rollbacks run on the provider whose CRD is unmanaged.
 
-mod support;
-
 use std::process::Command;
 use std::time::Duration;
 
@@ -15,7 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use support::*;
+use test_support::*;
 
 const MINUTE: Duration = Duration::from_secs(60);
 const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
@@ -141,7 +139,7 @@ fn cli(env: &Env, args: &[&str]) -> std::process::Output {
 async fn unmanaged_crds_are_left_alone_and_failed_upgrades_roll_back() {
     let env = Env::start(true).await;
     set_platform(&env.admin, "AWS").await;
-    ensure_namespace(&env.admin).await;
+    ensure_namespace(&env.admin, NS).await;
     let client = env.admin.clone();
     put_foreign_crd(&client, true).await;
     set_unmanaged(&client, &["capattests.test.cluster.x-k8s.io"]).await;
@@ -151,7 +149,7 @@ async fn unmanaged_crds_are_left_alone_and_failed_upgrades_roll_back() {
         deployment_timeout: Duration::from_secs(20),
         ..short_config()
     };
-    let _running = Running::start(Env::installer_client(env.cp.admin_config()), config);
+    let _running = Running::start(installer_client(env.cp.admin_config()), config);
     wait_available(&client, 3 * MINUTE).await;
 
     unmanaged_crds(&env).await;

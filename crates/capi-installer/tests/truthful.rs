@@ -3,8 +3,6 @@
 //! installer remembers survives a restart. Small synthetic providers and short timeouts keep each test
 //! short; each test has its own control plane (the ClusterOperator is a singleton).
 
-mod support;
-
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -13,7 +11,7 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use support::*;
+use test_support::*;
 
 const RELEASE_NEXT: &str = "4.22.0-test";
 const MINUTE: Duration = Duration::from_secs(60);
@@ -29,12 +27,12 @@ fn aws() -> Tiny<'static> {
 async fn start(with_workloads: bool) -> Env {
     let env = Env::start(with_workloads).await;
     set_platform(&env.admin, "AWS").await;
-    ensure_namespace(&env.admin).await;
+    ensure_namespace(&env.admin, NS).await;
     env
 }
 
 fn installer(env: &Env, config: capi_installer_controller::InstallerConfig) -> Running {
-    Running::start(Env::installer_client(env.cp.admin_config()), config)
+    Running::start(installer_client(env.cp.admin_config()), config)
 }
 
 async fn deployment(client: &Client, name: &str) -> Option<Deployment> {
@@ -81,7 +79,7 @@ fn attempt(message: &str) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn available_and_versions_follow_what_was_rolled_out() {
     let env = start(true).await;
-    let client = || Env::installer_client(env.cp.admin_config());
+    let client = || installer_client(env.cp.admin_config());
     aws().put(&env.admin).await;
     let running = Running::start(client(), short_config());
 
@@ -201,7 +199,7 @@ async fn available_and_versions_follow_what_was_rolled_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_object_belongs_to_one_provider() {
     let env = start(true).await;
-    let client = || Env::installer_client(env.cp.admin_config());
+    let client = || installer_client(env.cp.admin_config());
     core().put(&env.admin).await;
     let mut greedy = aws();
     greedy.extra = vec![format!(
@@ -255,7 +253,7 @@ async fn each_object_belongs_to_one_provider() {
     wait_available(&env.admin, 2 * MINUTE).await;
 
     // A second ConfigMap of the same provider: refused, naming both; the first keeps its objects.
-    let quiet_from = env.audit().last().unwrap().stage_timestamp.0.to_string();
+    let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
     let mut copy = aws();
     copy.arg = Some("--v=4");
     put_configmap(&env.admin, &copy.configmap("aws-copy")).await;
@@ -273,7 +271,7 @@ async fn each_object_belongs_to_one_provider() {
     );
     let status = co_status(&env.admin).await.unwrap();
     assert!(is(&status, "Available", "True"), "aws itself serves");
-    let deployment_writes: Vec<String> = installer_writes(&env.audit(), Some(&quiet_from))
+    let deployment_writes: Vec<String> = installer_writes(&env.audit(), Some(quiet_from))
         .iter()
         .map(describe)
         .filter(|w| w.contains("deployments"))
@@ -472,7 +470,7 @@ async fn failure_history_survives_a_restart() {
     let mut bad = core();
     bad.image = "registry.ci.openshift.org/openshift:does-not-exist";
     bad.put(&env.admin).await;
-    let client = || Env::installer_client(env.cp.admin_config());
+    let client = || installer_client(env.cp.admin_config());
     let running = Running::start(client(), short_config());
     let degraded = eventually(2 * MINUTE, "Degraded", || async {
         let s = co_status(&env.admin).await?;
@@ -515,7 +513,7 @@ async fn failure_history_survives_a_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_inventory_is_watched_and_repaired() {
     let env = start(true).await;
-    let client = || Env::installer_client(env.cp.admin_config());
+    let client = || installer_client(env.cp.admin_config());
     core().put(&env.admin).await;
     aws().put(&env.admin).await;
     let running = Running::start(client(), short_config());
@@ -662,14 +660,14 @@ async fn the_inventory_is_watched_and_repaired() {
         )
         .await
         .unwrap();
-    let quiet_from = env.audit().last().unwrap().stage_timestamp.0.to_string();
+    let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
     // A change of a watched source makes the installer reconcile (and compare its status) at once.
     let touch = json!({"metadata": {"annotations": {"test.capi-installer/touched": "yes"}}});
     cms.patch("aws", &PatchParams::default(), &Patch::Merge(&touch))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let writes: Vec<String> = installer_writes(&env.audit(), Some(&quiet_from))
+    let writes: Vec<String> = installer_writes(&env.audit(), Some(quiet_from))
         .iter()
         .map(describe)
         .collect();

@@ -457,14 +457,25 @@ impl ControlPlane {
         Ok(path)
     }
 
+    /// The client configuration of that ServiceAccount (see
+    /// [`ControlPlane::service_account_kubeconfig`]); like [`ControlPlane::admin_config`], it sends no
+    /// User-Agent unless one is pushed onto `headers`.
+    pub async fn service_account_config(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<kube::Config, Error> {
+        let path = self.service_account_kubeconfig(namespace, name).await?;
+        config_from_kubeconfig(&path).await
+    }
+
     /// A client authenticated as that ServiceAccount (see [`ControlPlane::service_account_kubeconfig`]).
     pub async fn service_account_client(
         &self,
         namespace: &str,
         name: &str,
     ) -> Result<kube::Client, Error> {
-        let path = self.service_account_kubeconfig(namespace, name).await?;
-        let config = config_from_kubeconfig(&path).await?;
+        let config = self.service_account_config(namespace, name).await?;
         kube::Client::try_from(config).map_err(kube_err(format!(
             "client for ServiceAccount {namespace}/{name}"
         )))

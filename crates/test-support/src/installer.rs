@@ -1,0 +1,66 @@
+//! The installer run in this process, as the integration tests run it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
+use control_plane::AuditEvent;
+use kube::Client;
+
+use crate::{InProcess, RELEASE_VERSION, Timestamp, images, requests_of, with_user_agent, writes};
+
+/// A client of `config` that sends the installer's user agent.
+pub fn installer_client(config: kube::Config) -> Client {
+    with_user_agent(config, &user_agent())
+}
+
+/// Writes made by the installer (its user agent), optionally only those after `after`.
+pub fn installer_writes(events: &[AuditEvent], after: Option<Timestamp>) -> Vec<AuditEvent> {
+    writes(&requests_of(events, &user_agent(), after))
+}
+
+/// The release images, the test release version, a Deployment timeout of 2 minutes.
+pub fn config() -> InstallerConfig {
+    InstallerConfig {
+        images: images(),
+        release_version: Some(RELEASE_VERSION.into()),
+        deployment_timeout: Duration::from_secs(120),
+        resync: Duration::from_secs(600),
+        ..Default::default()
+    }
+}
+
+/// A configuration with short timeouts, for tests that wait for them.
+pub fn short_config() -> InstallerConfig {
+    InstallerConfig {
+        deployment_timeout: Duration::from_secs(5),
+        crd_timeout: Duration::from_secs(20),
+        ..config()
+    }
+}
+
+/// An installer running in this process; stops when dropped (like a killed process: mid-flight work is
+/// abandoned, nothing is cleaned up).
+pub struct Running {
+    process: InProcess,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Running {
+    pub fn start(client: Client, config: InstallerConfig) -> Running {
+        let metrics = Arc::new(Metrics::unregistered());
+        let installer = Installer::new(client, config, metrics.clone());
+        Running {
+            process: InProcess::spawn(|stop| installer.run(stop)),
+            metrics,
+        }
+    }
+
+    /// Abandons the installer at once, wherever it is.
+    pub fn kill(self) {}
+
+    /// Graceful stop: finishes the current reconcile.
+    pub async fn stop(self) {
+        self.process.stop(Duration::from_secs(60)).await;
+    }
+}

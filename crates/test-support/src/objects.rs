@@ -1,0 +1,240 @@
+//! Objects on the control plane: server-side apply as the manager that would write them, kinds found
+//! by discovery, the release payload's manifests and this repository's own (`manifests/`).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    ValidationDirective,
+};
+use kube::discovery::{Discovery, Scope};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+/// The field manager of the release payload: what the cluster-version operator applies.
+pub const CVO: &str = "cluster-version-operator";
+
+pub fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+pub fn namespaced(client: &Client, ns: &str, r: &ApiResource) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, r)
+}
+
+pub fn secrets(client: &Client, ns: &str) -> Api<DynamicObject> {
+    namespaced(client, ns, &ar("", "v1", "Secret", "secrets"))
+}
+
+/// Server-side apply as `manager` (force), namespaced when the object says so.
+pub async fn apply(client: &Client, r: &ApiResource, obj: &Value, manager: &str) -> DynamicObject {
+    let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+    let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, r),
+        None => Api::all_with(client.clone(), r),
+    };
+    api.patch(
+        &name,
+        &PatchParams::apply(manager).force(),
+        &Patch::Apply(obj),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("applying {} {name}: {e}", r.kind))
+}
+
+/// Namespace `ns`, as the release payload creates it.
+pub async fn ensure_namespace(client: &Client, ns: &str) {
+    apply(
+        client,
+        &ar("", "v1", "Namespace", "namespaces"),
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        CVO,
+    )
+    .await;
+}
+
+/// Every document of a YAML file.
+pub fn read_documents(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{} readable: {e}", path.display()));
+    capi_manifests::yaml::parse_documents(&path.display().to_string(), &text)
+        .unwrap_or_else(|e| panic!("{} parses: {e}", path.display()))
+        .into_iter()
+        .map(|d| d.value)
+        .collect()
+}
+
+/// Applies manifests as the release payload (CVO) would: server-side, forced, kinds found by discovery.
+pub async fn apply_as_release_payload(client: &Client, docs: &[Value]) {
+    apply_documents(client, docs, &PatchParams::apply(CVO).force()).await;
+}
+
+/// Applies each document with `params`, its kind found by discovery; returns `Kind name` of each.
+async fn apply_documents(client: &Client, docs: &[Value], params: &PatchParams) -> Vec<String> {
+    let discovery = Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .expect("discovery");
+    let mut applied = Vec::new();
+    for doc in docs {
+        let obj: DynamicObject = serde_json::from_value(doc.clone()).unwrap();
+        let gvk = GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
+        let (resource, caps) = discovery
+            .resolve_gvk(&gvk)
+            .unwrap_or_else(|| panic!("{} is not served", gvk.kind));
+        let api: Api<DynamicObject> = match (caps.scope, obj.namespace()) {
+            (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), &ns, &resource),
+            _ => Api::all_with(client.clone(), &resource),
+        };
+        api.patch(&obj.name_any(), params, &Patch::Apply(doc))
+            .await
+            .unwrap_or_else(|e| panic!("applying {} {}: {e}", gvk.kind, obj.name_any()));
+        applied.push(format!("{} {}", gvk.kind, obj.name_any()));
+    }
+    applied
+}
+
+/// This repository's `manifests/` folder.
+pub fn manifests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests")
+}
+
+/// The documents of `manifests/` whose file names start with `prefix`, in file name order (the
+/// cluster-version operator's order).
+pub fn repo_manifests(prefix: &str) -> Vec<Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(manifests_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".yaml"))
+        })
+        .collect();
+    files.sort();
+    files.iter().flat_map(|f| read_documents(f)).collect()
+}
+
+/// Applies the manifests of `manifests/` whose file names start with `prefix` as the release payload
+/// would, with strict field validation: an unknown or misspelt field fails the test instead of being
+/// dropped. Namespaces they use but do not declare (owned by other components on a real cluster, such
+/// as `openshift-machine-api`) are created first; cluster monitoring's kinds are skipped (its CRDs are
+/// not on the test control plane; `tests/manifests.rs` checks the ServiceMonitors field by field).
+/// Returns `Kind name` of each object applied.
+pub async fn apply_release_manifests(client: &Client, prefix: &str) -> Vec<String> {
+    let docs: Vec<Value> = repo_manifests(prefix)
+        .into_iter()
+        .filter(|d| {
+            !d["apiVersion"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("monitoring.coreos.com/"))
+        })
+        .collect();
+    let declared: BTreeSet<&str> = docs
+        .iter()
+        .filter(|d| d["kind"] == "Namespace")
+        .filter_map(|d| d["metadata"]["name"].as_str())
+        .collect();
+    let used: BTreeSet<&str> = docs
+        .iter()
+        .filter_map(|d| d["metadata"]["namespace"].as_str())
+        .collect();
+    for ns in used.difference(&declared) {
+        ensure_namespace(client, ns).await;
+    }
+    let mut params = PatchParams::apply(CVO).force();
+    params.field_validation = Some(ValidationDirective::Strict);
+    apply_documents(client, &docs, &params).await
+}
+
+/// The API of a kind, found by discovery.
+pub async fn api_for(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    let discovery = Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .unwrap();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (resource, _) = discovery
+        .resolve_gvk(&gvk)
+        .unwrap_or_else(|| panic!("{api_version} {kind} served"));
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    }
+}
+
+/// Names of the objects of `api` that carry the installer's ownership label.
+pub async fn managed(api: &Api<DynamicObject>) -> Vec<String> {
+    api.list(&ListParams::default().labels("app.kubernetes.io/managed-by=capi-installer"))
+        .await
+        .map(|l| l.items.iter().map(|o| o.name_any()).collect())
+        .unwrap_or_default()
+}
+
+/// How long a CRD may take to become Established or to be gone. Generous: deleting a CRD makes the API
+/// server delete its instances first, and with several control planes on two loaded cores that took
+/// over a minute (a 60 s deadline failed there).
+pub const CRD_DEADLINE: std::time::Duration = std::time::Duration::from_secs(240);
+
+/// Applies CRDs as the installer would (its field manager) and waits until each is Established.
+pub async fn install_crds(client: &Client, crds: Vec<Value>) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for mut crd in crds {
+        if let Some(m) = crd.as_object_mut() {
+            m.remove("status");
+        }
+        let name = crd["metadata"]["name"].as_str().unwrap().to_string();
+        api.patch(
+            &name,
+            &PatchParams::apply("capi-installer").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying CRD {name}: {e}"));
+        tokio::time::timeout(
+            CRD_DEADLINE,
+            await_condition(api.clone(), &name, conditions::is_crd_established()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("CRD {name} Established"))
+        .unwrap();
+    }
+}
+
+/// Deletes the CRDs named and waits until they are gone.
+pub async fn delete_crds(client: &Client, names: &[String]) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for name in names {
+        api.delete(name, &Default::default()).await.unwrap();
+    }
+    for name in names {
+        tokio::time::timeout(
+            CRD_DEADLINE,
+            await_condition(api.clone(), name, |o: Option<&CustomResourceDefinition>| {
+                o.is_none()
+            }),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("CRD {name} deleted"))
+        .unwrap();
+    }
+}
