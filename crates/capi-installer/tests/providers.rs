@@ -109,15 +109,7 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     let rbac = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../manifests/0000_30_capi-installer_03_rbac.yaml");
     apply_as_release_payload(&client, &read_documents(&rbac)).await;
-    let kubeconfig = env
-        .cp
-        .service_account_kubeconfig(NS, "capi-installer")
-        .await
-        .unwrap();
-    let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let sa = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
+    let sa = env.service_account_config(NS, "capi-installer").await;
     let _running = Running::start(installer_client(sa), config());
 
     broken_platform_provider(&client).await;

@@ -25,15 +25,7 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
     let rbac = rbac_manifest();
     apply_as_release_payload(&env.admin, &rbac).await;
-    let sa_kubeconfig = env
-        .cp
-        .service_account_kubeconfig(NS, "capi-installer")
-        .await
-        .unwrap();
-    let kc = kube::config::Kubeconfig::read_from(&sa_kubeconfig).unwrap();
-    let sa_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
+    let sa_config = env.service_account_config(NS, "capi-installer").await;
     let _installer = Running::start(installer_client(sa_config), config());
 
     wait_available(&env.admin, Duration::from_secs(240)).await;

@@ -190,9 +190,8 @@ pub async fn managed(api: &Api<DynamicObject>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// How long a CRD may take to become Established or to be gone. Generous: deleting a CRD makes the API
-/// server delete its instances first, and with several control planes on two loaded cores that took
-/// over a minute (a 60 s deadline failed there).
+/// How long a CRD may take to become Established. Generous: with several control planes on two loaded
+/// cores, a CRD's names and storage take a while to settle.
 pub const CRD_DEADLINE: std::time::Duration = std::time::Duration::from_secs(240);
 
 /// Applies CRDs as the installer would (its field manager) and waits until each is Established.
@@ -216,25 +215,6 @@ pub async fn install_crds(client: &Client, crds: Vec<Value>) {
         )
         .await
         .unwrap_or_else(|_| panic!("CRD {name} Established"))
-        .unwrap();
-    }
-}
-
-/// Deletes the CRDs named and waits until they are gone.
-pub async fn delete_crds(client: &Client, names: &[String]) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for name in names {
-        api.delete(name, &Default::default()).await.unwrap();
-    }
-    for name in names {
-        tokio::time::timeout(
-            CRD_DEADLINE,
-            await_condition(api.clone(), name, |o: Option<&CustomResourceDefinition>| {
-                o.is_none()
-            }),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("CRD {name} deleted"))
         .unwrap();
     }
 }

@@ -10,9 +10,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::{
-    CVO, NS, apply_as_release_payload, delete_crds, ensure_namespace, install_crds, read_documents,
-};
+use crate::{CVO, NS, apply_as_release_payload, ensure_namespace, install_crds, read_documents};
 
 pub const CORE_CM: &str = "0000_30_cluster-api_04_cm.core-cluster-api.yaml";
 /// The core CRD manifest, which the release payload applies itself.
@@ -70,15 +68,6 @@ pub fn crds_of_transport(file: &str) -> Vec<Value> {
 /// The CRDs of a provider's transport ConfigMap, installed (as the installer would) and Established.
 pub async fn install_provider_crds(client: &Client, file: &str) {
     install_crds(client, crds_of_transport(file)).await;
-}
-
-/// Deletes the CRDs of a provider's transport ConfigMap and waits until they are gone.
-pub async fn uninstall_provider_crds(client: &Client, file: &str) {
-    let names: Vec<String> = crds_of_transport(file)
-        .iter()
-        .map(|c| c["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
-    delete_crds(client, &names).await;
 }
 
 /// What the release payload applies before the installer runs: the namespace, the core CRD manifest
