@@ -71,7 +71,7 @@ async fn issues_a_working_kubeconfig_rotates_its_token_and_repairs_it() {
     let secrets = secrets(&env.admin, NS);
     assert!(secrets.get_opt(SECRET).await.unwrap().is_none());
 
-    apply_as_release_payload(&env.admin, &manifests("0000_31_capi-controllers")).await;
+    apply_as_release_payload(&env.admin, &repo_manifests("0000_31_capi-controllers")).await;
     wait_condition(&env.admin, AVAILABLE, "True", "AsExpected", T).await;
     let secret = secrets.get(SECRET).await.unwrap();
     assert_eq!(secret.data["type"], "cluster.x-k8s.io/secret");

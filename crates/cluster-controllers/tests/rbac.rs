@@ -55,18 +55,10 @@ async fn the_controllers_work_under_their_shipped_rbac_and_cannot_escalate() {
         "machine-config-operator",
     )
     .await;
-    apply_as_release_payload(&env.admin, &manifests("0000_31_capi-controllers")).await;
+    apply_as_release_payload(&env.admin, &repo_manifests("0000_31_capi-controllers")).await;
 
-    let kubeconfig = env
-        .cp
-        .service_account_kubeconfig(NS, "capi-controllers")
-        .await
-        .unwrap();
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let sa_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    let client = with_user_agent(sa_config);
+    let sa_config = env.service_account_config(NS, "capi-controllers").await;
+    let client = controllers_client(sa_config);
     let _running = Running::start(client.clone(), env.config(&ControllerKind::ALL));
 
     for kind in ControllerKind::ALL {

@@ -5,12 +5,11 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use capi_cluster_controllers::ControllerKind;
-use capi_installer_controller::{Installer, InstallerConfig, Metrics};
+use capi_installer_controller::InstallerConfig;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use support::*;
@@ -62,16 +61,11 @@ async fn installer_and_controllers_write_nothing_in_steady_state() {
         "machine-config-operator",
     )
     .await;
-    apply_as_release_payload(&env.admin, &manifests("0000_31_capi-controllers")).await;
+    apply_as_release_payload(&env.admin, &repo_manifests("0000_31_capi-controllers")).await;
 
     // The installer (its user agent) and the controllers (their ServiceAccount and user agent).
-    let mut installer_config = env.cp.admin_config();
-    installer_config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_str(&capi_installer_controller::user_agent()).unwrap(),
-    ));
-    let installer = Installer::new(
-        kube::Client::try_from(installer_config).unwrap(),
+    let installer = test_support::Running::start(
+        installer_client(env.cp.admin_config()),
         InstallerConfig {
             images: [
                 (
@@ -94,22 +88,12 @@ async fn installer_and_controllers_write_nothing_in_steady_state() {
             deployment_timeout: Duration::from_secs(180),
             ..Default::default()
         },
-        Arc::new(Metrics::unregistered()),
     );
-    let (stop_installer, stopped) = tokio::sync::oneshot::channel::<()>();
-    let installer = tokio::spawn(installer.run(async {
-        let _ = stopped.await;
-    }));
-    let kubeconfig = env
-        .cp
-        .service_account_kubeconfig(NS, "capi-controllers")
-        .await
-        .unwrap();
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let sa_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    let controllers = Running::start(with_user_agent(sa_config), env.config(&ControllerKind::ALL));
+    let sa_config = env.service_account_config(NS, "capi-controllers").await;
+    let controllers = Running::start(
+        controllers_client(sa_config),
+        env.config(&ControllerKind::ALL),
+    );
 
     // Installed, and every controller done: the ClusterOperator holds both writers' conditions.
     wait_condition(&env.admin, "Available", "True", "AsExpected", T).await;
@@ -207,16 +191,11 @@ async fn installer_and_controllers_write_nothing_in_steady_state() {
     // find everything in place, now and on later wake-ups.
     controllers.stop().await;
     let mark = audit_mark(&env);
-    let kubeconfig = env
-        .cp
-        .service_account_kubeconfig(NS, "capi-controllers")
-        .await
-        .unwrap();
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let sa_config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    let restarted = Running::start(with_user_agent(sa_config), env.config(&ControllerKind::ALL));
+    let sa_config = env.service_account_config(NS, "capi-controllers").await;
+    let restarted = Running::start(
+        controllers_client(sa_config),
+        env.config(&ControllerKind::ALL),
+    );
     let reconciled = |n: u64| {
         let metrics = restarted.metrics.clone();
         move || {
@@ -265,6 +244,5 @@ async fn installer_and_controllers_write_nothing_in_steady_state() {
     );
 
     restarted.stop().await;
-    let _ = stop_installer.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(30), installer).await;
+    installer.stop().await;
 }
