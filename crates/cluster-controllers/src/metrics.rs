@@ -4,7 +4,6 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -28,7 +27,11 @@ impl Metrics {
     /// Creates the metrics and registers them (and build info) in `registry`.
     pub fn register(registry: &mut Registry) -> Self {
         let m = Metrics::unregistered();
-        let r = registry.sub_registry_with_prefix("capi_controllers");
+        let r = capi_runtime::metrics::component(
+            registry,
+            "capi_controllers",
+            env!("CARGO_PKG_VERSION"),
+        );
         r.register(
             "reconciles",
             "Reconciles by controller and result (error: the reconcile failed and is retried)",
@@ -43,14 +46,6 @@ impl Metrics {
             "status_writes",
             "Writes of the controller's conditions on ClusterOperator cluster-api",
             m.status_writes.clone(),
-        );
-        r.register(
-            "build",
-            "The binary's version",
-            Info::new(vec![(
-                "version".to_string(),
-                env!("CARGO_PKG_VERSION").to_string(),
-            )]),
         );
         m
     }
@@ -106,5 +101,47 @@ impl Metrics {
                 controller: controller.into(),
             })
             .get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `# TYPE` lines of the exposition: every series name and kind the controllers export.
+    #[test]
+    fn series_names_and_kinds() {
+        let mut registry = Registry::default();
+        let m = Metrics::register(&mut registry);
+        m.reconciled("kubeconfig", true);
+        m.wrote("kubeconfig");
+        m.wrote_status("kubeconfig");
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let mut types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+        types.sort();
+        assert_eq!(
+            types,
+            [
+                "# TYPE capi_controllers_build info",
+                "# TYPE capi_controllers_objects_written counter",
+                "# TYPE capi_controllers_reconciles counter",
+                "# TYPE capi_controllers_status_writes counter",
+            ]
+        );
+        let version = env!("CARGO_PKG_VERSION");
+        assert!(
+            text.contains(&format!(
+                "capi_controllers_build_info{{version=\"{version}\"}} 1\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "capi_controllers_reconciles_total{controller=\"kubeconfig\",result=\"success\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(m.reconciles_of("kubeconfig"), 1);
     }
 }

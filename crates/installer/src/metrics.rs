@@ -10,7 +10,6 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -58,7 +57,8 @@ impl Metrics {
             errors: Family::default(),
             last_success: Gauge::default(),
         };
-        let r = registry.sub_registry_with_prefix("capi_installer");
+        let r =
+            capi_runtime::metrics::component(registry, "capi_installer", env!("CARGO_PKG_VERSION"));
         r.register(
             "reconciles",
             "Reconciles by result (success or error)",
@@ -93,14 +93,6 @@ impl Metrics {
             "last_success_timestamp_seconds",
             "Unix time of the last reconcile that found every provider installed",
             m.last_success.clone(),
-        );
-        r.register(
-            "build",
-            "Build information",
-            Info::new(vec![(
-                "version".to_string(),
-                env!("CARGO_PKG_VERSION").to_string(),
-            )]),
         );
         m
     }
@@ -158,5 +150,51 @@ impl Metrics {
     /// For tests: the value of `last_success_timestamp_seconds`.
     pub fn last_success(&self) -> f64 {
         self.last_success.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `# TYPE` lines of the exposition: every series name and kind the installer exports.
+    #[test]
+    fn series_names_and_kinds() {
+        let mut registry = Registry::default();
+        let m = Metrics::register(&mut registry);
+        m.observe_reconcile("success", Duration::from_millis(5));
+        m.observe_phase(Phase::Base, Duration::from_millis(5));
+        m.count_applied(ApplyAction::Created);
+        m.count_pruned();
+        m.count_error("ApplyFailed");
+        m.mark_success();
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let mut types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+        types.sort();
+        assert_eq!(
+            types,
+            [
+                "# TYPE capi_installer_build info",
+                "# TYPE capi_installer_errors counter",
+                "# TYPE capi_installer_last_success_timestamp_seconds gauge",
+                "# TYPE capi_installer_objects_applied counter",
+                "# TYPE capi_installer_objects_pruned counter",
+                "# TYPE capi_installer_phase_duration_seconds histogram",
+                "# TYPE capi_installer_reconcile_duration_seconds histogram",
+                "# TYPE capi_installer_reconciles counter",
+            ]
+        );
+        let version = env!("CARGO_PKG_VERSION");
+        assert!(
+            text.contains(&format!(
+                "capi_installer_build_info{{version=\"{version}\"}} 1\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("capi_installer_reconciles_total{result=\"success\"} 1\n"),
+            "{text}"
+        );
     }
 }

@@ -10,6 +10,7 @@
 //! | [`leader`] | leader election on a Lease, each request bounded by the renew deadline |
 //! | [`http`] | /healthz and /readyz (HTTP); /metrics (HTTPS, authenticated and authorized callers only) |
 //! | [`auth`] | TokenReview + SubjectAccessReview of /metrics callers (the kube-rbac-proxy pattern) |
+//! | [`metrics`] | a component's series: its prefix and its build info (feature `metrics`, in `process`) |
 //! | [`tls`] | the serving certificate from files, re-read when rotated; self-signed where none is given |
 //! | [`process`] | logging, the kube client with the binary's user agent, the shutdown signal |
 //! | [`run`] | campaign → run the controller while holding the lease → release on SIGTERM, exit 1 on loss |
@@ -55,6 +56,8 @@ pub mod auth;
 pub mod http;
 #[cfg(feature = "process")]
 pub mod leader;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 #[cfg(feature = "process")]
 pub mod process;
 #[cfg(feature = "process")]
