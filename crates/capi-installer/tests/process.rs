@@ -5,397 +5,72 @@
 //! result back with `capi-installer status`. The other tests: a leader that loses its Lease or whose
 //! renewals hang exits; who may read /metrics (401, 403, 200) and certificate rotation.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use control_plane::{AuditEvent, ControlPlane, ControlPlaneOptions};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, ValidationDirective};
+use kube::api::Api;
 use serde_json::{Value, json};
+use test_support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
-const NS: &str = "openshift-cluster-api";
 const LEASE: &str = "capi-installer-leader";
-const RELEASE_VERSION: &str = "4.21.0-process-test";
 
-/// One `capi-installer run` child. Killed (SIGKILL) when dropped, so a failing test leaves nothing behind;
-/// its log is printed then, to show why.
-struct Replica {
-    name: String,
-    child: Child,
-    http: SocketAddr,
-    metrics: SocketAddr,
-    log: PathBuf,
+/// `capi-installer run` as replica `name`, with the images of `images`, a Deployment timeout of 3
+/// minutes, the test release version and [`LEADER_TIMINGS`].
+fn replica(name: &str, kubeconfig: &Path, images: &Path, dir: &Path) -> Replica {
+    replica_with(name, kubeconfig, images, dir, &LEADER_TIMINGS)
 }
 
-/// Short leader election timings for tests (the defaults are OpenShift's 137s / 107s / 26s).
-const LEADER_TIMINGS: [&str; 6] = [
-    "--leader-elect-lease-duration",
-    "15s",
-    "--leader-elect-renew-deadline",
-    "10s",
-    "--leader-elect-retry-period",
-    "2s",
-];
-
-impl Replica {
-    fn start(name: &str, kubeconfig: &Path, images: &Path, dir: &Path) -> Replica {
-        Replica::start_with(name, kubeconfig, images, dir, &LEADER_TIMINGS)
-    }
-
-    /// With `extra` flags instead of [`LEADER_TIMINGS`].
-    fn start_with(
-        name: &str,
-        kubeconfig: &Path,
-        images: &Path,
-        dir: &Path,
-        extra: &[&str],
-    ) -> Replica {
-        let http = free_port();
-        let metrics = free_port();
-        let log = dir.join(format!("{name}.log"));
-        let tls = ServingCert::in_dir(dir);
-        let child = Command::new(BIN)
-            .args(["run", "--kubeconfig"])
-            .arg(kubeconfig)
-            .arg("--images-json")
-            .arg(images)
-            .args([
-                "--instance",
-                name,
-                "--http-addr",
-                &http.to_string(),
-                "--metrics-addr",
-                &metrics.to_string(),
-                "--deployment-timeout",
-                "3m",
-            ])
-            .arg("--metrics-cert-file")
-            .arg(&tls.cert)
-            .arg("--metrics-key-file")
-            .arg(&tls.key)
-            .args(extra)
-            .env("RELEASE_VERSION", RELEASE_VERSION)
-            .env("RUST_LOG", "info,kube=warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("capi-installer starts");
-        Replica {
-            name: name.to_string(),
-            child,
-            http,
-            metrics,
-            log,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let log = self.log();
-            let tail: Vec<&str> = log.lines().rev().take(60).collect();
-            eprintln!("---- log of replica {} (last lines) ----", self.name);
-            for line in tail.iter().rev() {
-                eprintln!("{line}");
-            }
-        }
-    }
-}
-
-fn free_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap()
-}
-
-/// A plain HTTP/1.1 GET: (status code, body). `None` when nothing listens yet.
-async fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.ok()?;
-    let response = String::from_utf8_lossy(&response);
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((status, body))
-}
-
-async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
-fn config_api(client: &Client, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let ar = ApiResource {
-        group: "config.openshift.io".into(),
-        version: "v1".into(),
-        api_version: "config.openshift.io/v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    };
-    Api::all_with(client.clone(), &ar)
-}
-
-/// `Infrastructure/cluster` with platform AWS, as the OpenShift installer leaves it.
-async fn set_platform_aws(client: &Client) {
-    let api = config_api(client, "Infrastructure", "infrastructures");
-    let pp = PatchParams::apply("openshift-installer").force();
-    let obj = json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-        "metadata": {"name": "cluster"}, "spec": {"platformSpec": {"type": "AWS"}}});
-    api.patch("cluster", &pp, &Patch::Apply(&obj))
-        .await
-        .expect("Infrastructure applies");
-    let status = json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-        "metadata": {"name": "cluster"},
-        "status": {"platform": "AWS", "platformStatus": {"type": "AWS"}, "infrastructureName": "process-test",
-            "apiServerURL": "https://api.test:6443", "apiServerInternalURI": "https://api-int.test:6443",
-            "controlPlaneTopology": "HighlyAvailable", "infrastructureTopology": "HighlyAvailable",
-            "cpuPartitioning": "None", "etcdDiscoveryDomain": ""}});
-    api.patch_status("cluster", &pp, &Patch::Apply(&status))
-        .await
-        .expect("Infrastructure status applies");
-}
-
-fn documents(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    capi_manifests::yaml::parse_documents(&path.display().to_string(), &text)
-        .unwrap()
-        .into_iter()
-        .map(|d| d.value)
-        .collect()
-}
-
-/// What the release payload does before the installer runs: the core CRD manifest and the transport
-/// ConfigMaps, applied server-side as `cluster-version-operator`.
-async fn load_payload(client: &Client, fixtures: &Path) {
-    let cvo = PatchParams::apply("cluster-version-operator").force();
-    let crds: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ApiResource {
-            group: "apiextensions.k8s.io".into(),
-            version: "v1".into(),
-            api_version: "apiextensions.k8s.io/v1".into(),
-            kind: "CustomResourceDefinition".into(),
-            plural: "customresourcedefinitions".into(),
-        },
-    );
-    for crd in documents(&fixtures.join("0000_30_cluster-api_04_crd.core-cluster-api.yaml")) {
-        let name = crd["metadata"]["name"].as_str().unwrap().to_string();
-        crds.patch(&name, &cvo, &Patch::Apply(&crd))
-            .await
-            .unwrap_or_else(|e| panic!("CRD {name}: {e}"));
-    }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
-    namespaces
-        .patch(NS, &cvo, &Patch::Apply(&ns))
-        .await
-        .expect("namespace applies");
-    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    for file in [
-        "0000_30_cluster-api_04_cm.core-cluster-api.yaml",
-        "0000_30_cluster-api_04_cm.infrastructure-aws.yaml",
-    ] {
-        for cm in documents(&fixtures.join(file)) {
-            let name = cm["metadata"]["name"].as_str().unwrap().to_string();
-            configmaps
-                .patch(&name, &cvo, &Patch::Apply(&cm))
-                .await
-                .unwrap_or_else(|e| panic!("ConfigMap {name}: {e}"));
-        }
-    }
-}
-
-/// Applies this repository's `manifests/0000_*.yaml` as the release payload would, with strict field
-/// validation: an unknown or misspelt field fails the test. Returns `Kind name` of each object.
-async fn apply_release_manifests(client: &Client) -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("0000_") && name.ends_with(".yaml")
-        })
-        .collect();
-    files.sort();
-    let discovery = kube::discovery::Discovery::new(client.clone())
-        .run_aggregated()
-        .await
-        .unwrap();
-    // Namespaces that other components own on a real cluster (openshift-machine-api, for a Role the
-    // controllers pod needs there) exist before the release manifests are applied.
-    let mut declared = std::collections::BTreeSet::new();
-    let mut referenced = std::collections::BTreeSet::new();
-    for file in &files {
-        for doc in documents(file) {
-            if doc["kind"] == "Namespace" {
-                declared.insert(doc["metadata"]["name"].as_str().unwrap().to_string());
-            } else if let Some(ns) = doc["metadata"]["namespace"].as_str() {
-                referenced.insert(ns.to_string());
-            }
-        }
-    }
-    for ns in referenced.difference(&declared) {
-        create_namespace(client, ns).await;
-    }
-    let mut pp = PatchParams::apply("cluster-version-operator").force();
-    pp.field_validation = Some(ValidationDirective::Strict);
-    let mut applied = Vec::new();
-    for file in files {
-        for doc in documents(&file) {
-            let obj: DynamicObject = serde_json::from_value(doc.clone()).unwrap();
-            let types = obj.types.clone().unwrap();
-            // Cluster monitoring's CRDs are not on the test control plane; tests/manifests.rs checks
-            // the ServiceMonitor's fields instead.
-            if types.api_version.starts_with("monitoring.coreos.com/") {
-                continue;
-            }
-            let gvk = kube::api::GroupVersionKind::try_from(&types).unwrap();
-            let (resource, caps) = discovery
-                .resolve_gvk(&gvk)
-                .unwrap_or_else(|| panic!("{}: {} is not served", file.display(), types.kind));
-            let name = obj.metadata.name.clone().unwrap();
-            let api: Api<DynamicObject> = match (&caps.scope, &obj.metadata.namespace) {
-                (kube::discovery::Scope::Namespaced, Some(ns)) => {
-                    Api::namespaced_with(client.clone(), ns, &resource)
-                }
-                _ => Api::all_with(client.clone(), &resource),
-            };
-            api.patch(&name, &pp, &Patch::Apply(&doc))
-                .await
-                .unwrap_or_else(|e| panic!("{}: {} {name}: {e}", file.display(), types.kind));
-            applied.push(format!("{} {name}", types.kind));
-        }
-    }
-    applied
+/// With `extra` flags instead of [`LEADER_TIMINGS`].
+fn replica_with(
+    name: &str,
+    kubeconfig: &Path,
+    images: &Path,
+    dir: &Path,
+    extra: &[&str],
+) -> Replica {
+    let mut run = Command::new(BIN);
+    run.arg("run")
+        .arg("--images-json")
+        .arg(images)
+        .args(["--deployment-timeout", "3m"])
+        .args(extra)
+        .env("RELEASE_VERSION", RELEASE_VERSION);
+    Replica::start(run, name, kubeconfig, dir)
 }
 
 async fn holder(client: &Client) -> Option<String> {
-    holder_in(client, NS).await
+    lease_holder(client, NS, LEASE).await
 }
 
 async fn holder_in(client: &Client, namespace: &str) -> Option<String> {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
-    leases
-        .get_opt(LEASE)
-        .await
-        .ok()
-        .flatten()
-        .and_then(|l| l.spec)
-        .and_then(|s| s.holder_identity)
-        .filter(|h| !h.is_empty())
+    lease_holder(client, namespace, LEASE).await
 }
 
-fn condition(status: &Value, type_: &str) -> Option<(String, String)> {
-    status["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or_default().to_string(),
-                c["reason"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-}
-
-async fn cluster_operator_status(client: &Client) -> Option<Value> {
-    let api = config_api(client, "ClusterOperator", "clusteroperators");
-    api.get_opt("cluster-api")
-        .await
-        .ok()
-        .flatten()
-        .and_then(|co| co.data.get("status").cloned())
-}
-
-async fn wait_available(client: &Client, timeout: Duration) -> Value {
+/// Waits until the ClusterOperator is Available=True and Degraded=False (Progressing may be either).
+async fn available_not_degraded(client: &Client, timeout: Duration) -> Value {
     eventually(
         timeout,
         "ClusterOperator cluster-api Available=True, Degraded=False",
         || async {
-            let s = cluster_operator_status(client).await?;
-            let available = condition(&s, "Available")?.0 == "True";
-            let degraded = condition(&s, "Degraded")?.0 == "True";
+            let s = co_status(client).await?;
+            let available = condition(&s, "Available")?.status == "True";
+            let degraded = condition(&s, "Degraded")?.status == "True";
             (available && !degraded).then_some(s)
         },
     )
     .await
 }
 
-/// Sample lines of /metrics by series name (labels cut off).
-fn samples(metrics: &str) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in metrics
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-    {
-        let name = line.split(['{', ' ']).next().unwrap().to_string();
-        out.entry(name).or_default().push(line.to_string());
-    }
-    out
-}
-
-fn images_file(dir: &Path) -> PathBuf {
-    let images: BTreeMap<&str, &str> = BTreeMap::from([
-        (
-            "cluster-capi-controllers",
-            "quay.io/openshift/ocp-v4.0-art-dev@sha256:c0c0",
-        ),
-        (
-            "aws-cluster-api-controllers",
-            "quay.io/openshift/ocp-v4.0-art-dev@sha256:a0a0",
-        ),
-        (
-            "kube-rbac-proxy",
-            "quay.io/openshift/ocp-v4.0-art-dev@sha256:b0b0",
-        ),
-    ]);
-    let path = dir.join("images.json");
-    std::fs::write(&path, serde_json::to_string(&images).unwrap()).unwrap();
-    path
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease() {
-    let Some(fixtures) = control_plane::shared_fixture("transport-configmaps") else {
-        return;
-    };
+    require_fixture!("transport-configmaps");
     let cp = ControlPlane::start(ControlPlaneOptions {
         with_workloads: true,
         ..Default::default()
@@ -403,9 +78,9 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
     .await
     .expect("control plane starts");
     let admin = cp.admin_client().await.unwrap();
-    set_platform_aws(&admin).await;
+    set_platform(&admin, "AWS").await;
     // The installer's own release manifests are accepted by the API server as they are.
-    let applied = apply_release_manifests(&admin).await;
+    let applied = apply_release_manifests(&admin, "0000_").await;
     for expected in [
         "Namespace openshift-cluster-api",
         "ServiceAccount capi-installer",
@@ -418,7 +93,7 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
             "{expected} not in manifests/: {applied:?}"
         );
     }
-    load_payload(&admin, &fixtures).await;
+    load_payload(&admin, &[CORE_CM, AWS_CM]).await.unwrap();
 
     let tmp = tempfile::tempdir().unwrap();
     let images = images_file(tmp.path());
@@ -428,14 +103,14 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
         .await
         .expect("ServiceAccount kubeconfig");
     let mut replicas = vec![
-        Replica::start("replica-a", &kubeconfig, &images, tmp.path()),
-        Replica::start("replica-b", &kubeconfig, &images, tmp.path()),
+        replica("replica-a", &kubeconfig, &images, tmp.path()),
+        replica("replica-b", &kubeconfig, &images, tmp.path()),
     ];
 
     // One of them leads; the leader installs both providers.
     let first = eventually(Duration::from_secs(30), "a leader", || holder(&admin)).await;
     let started = Instant::now();
-    let status = wait_available(&admin, Duration::from_secs(240)).await;
+    let status = available_not_degraded(&admin, Duration::from_secs(240)).await;
     eprintln!("installed by {first} in {:?}", started.elapsed());
     let versions = &status["versions"][0];
     assert_eq!(versions["version"], RELEASE_VERSION, "{status}");
@@ -449,11 +124,17 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
     let (leader, standby) = (&replicas[leader_at], &replicas[1 - leader_at]);
 
     // Health and metrics of the leader: liveness, readiness, and every documented series with samples.
-    assert_eq!(get(leader.http, "/healthz").await.map(|r| r.0), Some(200));
-    assert_eq!(get(leader.http, "/readyz").await.map(|r| r.0), Some(200));
+    assert_eq!(
+        http_get(leader.http, "/healthz").await.map(|r| r.0),
+        Some(200)
+    );
+    assert_eq!(
+        http_get(leader.http, "/readyz").await.map(|r| r.0),
+        Some(200)
+    );
     // A standby is ready too (documented: it stands by, having reached the API server).
     let standby_ready = eventually(Duration::from_secs(10), "standby /readyz", || async {
-        get(standby.http, "/readyz").await
+        http_get(standby.http, "/readyz").await
     })
     .await;
     assert_eq!(standby_ready.0, 200, "{}", standby_ready.1);
@@ -468,7 +149,10 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
         None,
         "no /metrics on the plain HTTP port"
     );
-    assert_eq!(get(leader.http, "/metrics").await.map(|r| r.0), Some(404));
+    assert_eq!(
+        http_get(leader.http, "/metrics").await.map(|r| r.0),
+        Some(404)
+    );
     let (code, metrics) = eventually(
         Duration::from_secs(30),
         "/metrics for prometheus-k8s",
@@ -476,7 +160,7 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
     )
     .await;
     assert_eq!(code, 200, "{metrics}");
-    let series = samples(&metrics);
+    let series = metric_samples(&metrics);
     for name in [
         "capi_installer_reconciles_total",
         "capi_installer_phase_duration_seconds_bucket",
@@ -522,7 +206,7 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
         .await
         .unwrap();
     assert!(
-        !samples(&standby_metrics).contains_key("capi_installer_reconciles_total"),
+        !metric_samples(&standby_metrics).contains_key("capi_installer_reconciles_total"),
         "{standby_metrics}"
     );
 
@@ -584,15 +268,17 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
         "the new leader to reconcile",
         || async {
             let (_, m) = https_get(new_leader.metrics, &ca, "/metrics", Some(&prometheus)).await?;
-            samples(&m)
+            metric_samples(&m)
                 .contains_key("capi_installer_reconciles_total")
                 .then_some(())
         },
     )
     .await;
-    let status = wait_available(&admin, Duration::from_secs(60)).await;
+    let status = available_not_degraded(&admin, Duration::from_secs(60)).await;
     assert_eq!(
-        condition(&status, "Progressing").map(|c| c.0).as_deref(),
+        condition(&status, "Progressing")
+            .map(|c| c.status)
+            .as_deref(),
         Some("False"),
         "{status}"
     );
@@ -634,12 +320,12 @@ async fn a_leader_that_loses_the_lease_exits() {
     let cp = shared_control_plane().await;
     let admin = cp.admin_client().await.unwrap();
     let lease_ns = "lease-taken-over";
-    create_namespace(&admin, lease_ns).await;
+    ensure_namespace(&admin, lease_ns).await;
     let tmp = tempfile::tempdir().unwrap();
     let images = images_file(tmp.path());
     let mut args = LEADER_TIMINGS.to_vec();
     args.extend(["--leader-elect-namespace", lease_ns]);
-    let mut replica = Replica::start_with(
+    let mut replica = replica_with(
         "replica-a",
         &cp.kubeconfig_path(),
         &images,
@@ -651,7 +337,7 @@ async fn a_leader_that_loses_the_lease_exits() {
     })
     .await;
     eventually(Duration::from_secs(10), "/readyz of the leader", || async {
-        (get(replica.http, "/readyz").await?.0 == 200).then_some(())
+        (http_get(replica.http, "/readyz").await?.0 == 200).then_some(())
     })
     .await;
 
@@ -701,7 +387,7 @@ async fn a_leader_whose_renewals_hang_exits_before_the_standby_takes_over() {
     let cp = shared_control_plane().await;
     let admin = cp.admin_client().await.unwrap();
     let lease_ns = "lease-hung";
-    create_namespace(&admin, lease_ns).await;
+    ensure_namespace(&admin, lease_ns).await;
     let tmp = tempfile::tempdir().unwrap();
     let images = images_file(tmp.path());
     // Two identities, so the audit log tells the replicas apart.
@@ -713,11 +399,14 @@ async fn a_leader_whose_renewals_hang_exits_before_the_standby_takes_over() {
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": lease_ns}]});
         apply(
             &admin,
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRoleBinding",
-            "clusterrolebindings",
+            &ar(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRoleBinding",
+                "clusterrolebindings",
+            ),
             &binding,
+            "test",
         )
         .await;
         kubeconfigs.push(cp.service_account_kubeconfig(lease_ns, name).await.unwrap());
@@ -741,13 +430,12 @@ async fn a_leader_whose_renewals_hang_exits_before_the_standby_takes_over() {
         "--leader-elect-retry-period",
         "1s",
     ];
-    let mut leader =
-        Replica::start_with("replica-a", &through_proxy, &images, tmp.path(), &timings);
+    let mut leader = replica_with("replica-a", &through_proxy, &images, tmp.path(), &timings);
     eventually(Duration::from_secs(60), "replica-a to lead", || async {
         (holder_in(&admin, lease_ns).await.as_deref() == Some("replica-a")).then_some(())
     })
     .await;
-    let standby = Replica::start_with("replica-b", &kubeconfigs[1], &images, tmp.path(), &timings);
+    let standby = replica_with("replica-b", &kubeconfigs[1], &images, tmp.path(), &timings);
     eventually(Duration::from_secs(60), "replica-b to stand by", || async {
         standby.log().contains("standing by").then_some(())
     })
@@ -842,14 +530,14 @@ async fn metrics_are_served_over_tls_to_authorized_callers_only() {
     let cp = shared_control_plane().await;
     let admin = cp.admin_client().await.unwrap();
     let ns = "metrics-access";
-    create_namespace(&admin, ns).await;
+    ensure_namespace(&admin, ns).await;
     let tmp = tempfile::tempdir().unwrap();
     let images = images_file(tmp.path());
     let serving = ServingCert::in_dir(tmp.path());
     // An admin runs this replica; the shipped RBAC for the reviews is exercised by the install test.
     let mut args = LEADER_TIMINGS.to_vec();
     args.extend(["--leader-elect-namespace", ns]);
-    let replica = Replica::start_with("metrics", &cp.kubeconfig_path(), &images, tmp.path(), &args);
+    let replica = replica_with("metrics", &cp.kubeconfig_path(), &images, tmp.path(), &args);
 
     // Without a token, with one the API server does not know, with another scheme: 401.
     let (code, body) = eventually(Duration::from_secs(30), "/metrics to answer", || {
@@ -882,11 +570,14 @@ async fn metrics_are_served_over_tls_to_authorized_callers_only() {
         "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]});
     apply(
         &admin,
-        "rbac.authorization.k8s.io",
-        "v1",
-        "ClusterRole",
-        "clusterroles",
+        &ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+        ),
         &role,
+        "test",
     )
     .await;
     let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -895,11 +586,14 @@ async fn metrics_are_served_over_tls_to_authorized_callers_only() {
         "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}]});
     apply(
         &admin,
-        "rbac.authorization.k8s.io",
-        "v1",
-        "ClusterRoleBinding",
-        "clusterrolebindings",
+        &ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+        ),
         &binding,
+        "test",
     )
     .await;
     let (_, metrics) = eventually(
@@ -958,9 +652,9 @@ async fn readyz_is_503_until_the_api_server_is_reached() {
     )
     .unwrap();
     let images = images_file(tmp.path());
-    let replica = Replica::start("replica-a", &kubeconfig, &images, tmp.path());
+    let replica = replica("replica-a", &kubeconfig, &images, tmp.path());
     let (health, _) = eventually(Duration::from_secs(20), "/healthz", || {
-        get(replica.http, "/healthz")
+        http_get(replica.http, "/healthz")
     })
     .await;
     assert_eq!(health, 200);
@@ -976,7 +670,7 @@ async fn readyz_is_503_until_the_api_server_is_reached() {
         },
     )
     .await;
-    let (ready, body) = get(replica.http, "/readyz").await.unwrap();
+    let (ready, body) = http_get(replica.http, "/readyz").await.unwrap();
     assert_eq!(ready, 503, "{body}");
     // /metrics is served (without a token: 401, which needs no API server).
     let ca = ServingCert::in_dir(tmp.path()).ca;
@@ -996,53 +690,6 @@ async fn shared_control_plane() -> &'static ControlPlane {
             .expect("control plane starts")
     })
     .await
-}
-
-async fn create_namespace(client: &Client, name: &str) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-    namespaces
-        .patch(
-            name,
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(&ns),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("Namespace {name}: {e}"));
-}
-
-async fn apply(client: &Client, group: &str, version: &str, kind: &str, plural: &str, obj: &Value) {
-    let ar = ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: if group.is_empty() {
-            version.into()
-        } else {
-            format!("{group}/{version}")
-        },
-        kind: kind.into(),
-        plural: plural.into(),
-    };
-    let name = obj["metadata"]["name"].as_str().unwrap();
-    let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    };
-    api.patch(
-        name,
-        &PatchParams::apply("test").force(),
-        &Patch::Apply(obj),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{kind} {name}: {e}"));
-}
-
-/// The timestamp that starts a text log line (`2026-11-30T17:45:01.123456Z  ERROR ...`).
-fn log_time(line: &str) -> k8s_openapi::jiff::Timestamp {
-    line.split_whitespace()
-        .next()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| panic!("no timestamp at the start of {line:?}"))
 }
 
 /// A TCP proxy to the API server that can be made to stop forwarding: from then on it keeps accepting
@@ -1130,176 +777,4 @@ async fn pump(
             return;
         }
     }
-}
-
-/// A token of ServiceAccount `namespace/name` (both created when missing).
-async fn token(admin: &Client, namespace: &str, name: &str) -> String {
-    create_namespace(admin, namespace).await;
-    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": name, "namespace": namespace}});
-    apply(admin, "", "v1", "ServiceAccount", "serviceaccounts", &sa).await;
-    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(admin.clone(), namespace);
-    let request = k8s_openapi::api::authentication::v1::TokenRequest {
-        spec: k8s_openapi::api::authentication::v1::TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    accounts
-        .create_token_request(name, &Default::default(), &request)
-        .await
-        .unwrap_or_else(|e| panic!("token of {namespace}/{name}: {e}"))
-        .status
-        .map(|s| s.token)
-        .unwrap_or_default()
-}
-
-/// The metrics serving certificate of the replicas started in one folder: a CA and a certificate for
-/// localhost / 127.0.0.1 that it issued, in `<dir>/metrics-tls/` (made by the first caller).
-struct ServingCert {
-    /// The CA certificate (PEM): what a scraper trusts, as Prometheus trusts the service-ca bundle.
-    ca: String,
-    ca_key: String,
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-impl ServingCert {
-    fn in_dir(dir: &Path) -> ServingCert {
-        let tls = dir.join("metrics-tls");
-        let serving = ServingCert {
-            ca: String::new(),
-            ca_key: String::new(),
-            cert: tls.join("tls.crt"),
-            key: tls.join("tls.key"),
-        };
-        if tls.join("ca.crt").exists() {
-            return ServingCert {
-                ca: std::fs::read_to_string(tls.join("ca.crt")).unwrap(),
-                ca_key: std::fs::read_to_string(tls.join("ca.key")).unwrap(),
-                ..serving
-            };
-        }
-        std::fs::create_dir_all(&tls).unwrap();
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let ca = Self::ca_params().self_signed(&ca_key).unwrap();
-        let serving = ServingCert {
-            ca: ca.pem(),
-            ca_key: ca_key.serialize_pem(),
-            ..serving
-        };
-        std::fs::write(tls.join("ca.crt"), &serving.ca).unwrap();
-        std::fs::write(tls.join("ca.key"), &serving.ca_key).unwrap();
-        serving.rotate();
-        serving
-    }
-
-    fn ca_params() -> rcgen::CertificateParams {
-        let mut params = rcgen::CertificateParams::default();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "test-service-ca");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::DigitalSignature,
-        ];
-        params
-    }
-
-    /// Issues a new serving certificate and key and replaces the files as the kubelet updates a
-    /// mounted Secret (each file renamed into place); returns the new certificate (PEM).
-    fn rotate(&self) -> String {
-        let issuer = rcgen::Issuer::new(
-            Self::ca_params(),
-            rcgen::KeyPair::from_pem(&self.ca_key).unwrap(),
-        );
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params =
-            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-                .unwrap();
-        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-        params.use_authority_key_identifier_extension = true;
-        let cert = params.signed_by(&key, &issuer).unwrap().pem();
-        for (path, content) in [(&self.key, key.serialize_pem()), (&self.cert, cert.clone())] {
-            let tmp = path.with_extension("new");
-            std::fs::write(&tmp, content).unwrap();
-            std::fs::rename(&tmp, path).unwrap();
-        }
-        cert
-    }
-
-    fn cert_pem(&self) -> String {
-        std::fs::read_to_string(&self.cert).unwrap()
-    }
-}
-
-fn der(pem: &str) -> Vec<u8> {
-    use rustls::pki_types::pem::PemObject;
-    rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
-        .unwrap()
-        .to_vec()
-}
-
-/// GET over HTTPS, trusting only `ca`, as `localhost`, with a bearer token: (status, body).
-async fn https_get(
-    addr: SocketAddr,
-    ca: &str,
-    path: &str,
-    token: Option<&str>,
-) -> Option<(u16, String)> {
-    let authorization = token.map(|t| format!("Bearer {t}"));
-    https_request(addr, ca, path, authorization.as_deref())
-        .await
-        .map(|(code, body, _)| (code, body))
-}
-
-/// GET over HTTPS with an optional `Authorization` header: (status, body, the server's certificate).
-/// `None` when nothing answers or the TLS handshake fails.
-async fn https_request(
-    addr: SocketAddr,
-    ca: &str,
-    path: &str,
-    authorization: Option<&str>,
-) -> Option<(u16, String, Vec<u8>)> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(der(ca).into()).unwrap();
-    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let mut stream = tokio::time::timeout(Duration::from_secs(10), connector.connect(name, tcp))
-        .await
-        .ok()?
-        .ok()?;
-    let peer = stream.get_ref().1.peer_certificates()?.first()?.to_vec();
-    let mut request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
-    if let Some(value) = authorization {
-        request.push_str(&format!("Authorization: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = Vec::new();
-    // A server may close without TLS close_notify; what arrived is the whole response then.
-    let _ = stream.read_to_end(&mut response).await;
-    let response = String::from_utf8_lossy(&response);
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((status, body, peer))
-}
-
-/// The certificate the server presents.
-async fn served_cert(addr: SocketAddr, ca: &str) -> Option<Vec<u8>> {
-    https_request(addr, ca, "/healthz", None).await.map(|r| r.2)
 }
