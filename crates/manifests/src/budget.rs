@@ -5,12 +5,14 @@
 //! megabyte of it can ask for gigabytes: a zstd frame that inflates without end, a YAML alias bomb
 //! (`a: &a [x, x]`, `b: &b [*a, *a]`, … doubles at every line), a schema nested thousands deep.
 //! Limits per document do not help against a payload that spreads over many documents, so every
-//! limit here is for **all documents of one input together**:
+//! limit here but one is for **all documents of one input together**; the one per document bounds
+//! what a single object costs in the steps that copy it (apply, compare, the watch cache):
 //!
 //! | limit | what it bounds | enforced in |
 //! |---|---|---|
 //! | [`Budget::max_bytes`] | decompressed components; scalar text after alias expansion | [`crate::transport`] decoder, [`crate::yaml`] reader |
 //! | [`Budget::max_nodes`] | YAML nodes (scalars, sequences, mappings) as written | [`crate::yaml`] reader |
+//! | [`Budget::max_object_nodes`] | YAML nodes of one document (one object), aliases expanded | [`crate::yaml`] reader |
 //! | [`Budget::max_alias_nodes`] | nodes that aliases add when expanded | [`crate::yaml`] reader |
 //! | [`Budget::max_depth`] | nesting of sequences and mappings, aliases expanded | [`crate::yaml`] reader |
 //!
@@ -33,6 +35,11 @@ pub struct Budget {
     pub max_bytes: usize,
     /// YAML nodes as written: every scalar (keys included), sequence and mapping.
     pub max_nodes: usize,
+    /// YAML nodes of one document, aliases expanded. The apply steps hold a few copies of one object
+    /// at a time (the object sent, the server's answer, the watch cache's copy): without this limit,
+    /// all of [`Budget::max_nodes`] in one object would be copied each time (~26 MiB per copy for the
+    /// costliest shape).
+    pub max_object_nodes: usize,
     /// Nodes added by expanding aliases.
     pub max_alias_nodes: usize,
     /// Nesting depth of sequences and mappings, aliases expanded.
@@ -50,11 +57,14 @@ impl Default for Budget {
     /// components, 31,914 nodes, depth 25 and no alias at all (kustomize and manifests-gen never
     /// write one). The defaults are three times that (core grew by about half in the last releases),
     /// 2.5 times the depth (schemas grow wider, not much deeper), and a small allowance of aliases for
-    /// hand-written bundles. [`Budget::memory_bound`] of the defaults is 66 MiB.
+    /// hand-written bundles. The largest real object, AWS's `awsmanagedcontrolplanes` CRD, has 6,415
+    /// nodes (core's `clusterclasses` 6,155); one object may have three times that.
+    /// [`Budget::memory_bound`] of the defaults is 66 MiB.
     fn default() -> Self {
         Budget {
             max_bytes: Self::DEFAULT_MAX_BYTES,
             max_nodes: 100_000,
+            max_object_nodes: 20_000,
             max_alias_nodes: 10_000,
             max_depth: 64,
         }
@@ -66,6 +76,7 @@ impl Default for Budget {
 pub enum Limit {
     Bytes,
     Nodes,
+    ObjectNodes,
     AliasNodes,
     Depth,
 }
@@ -73,17 +84,18 @@ pub enum Limit {
 impl Limit {
     fn describe(self) -> &'static str {
         match self {
-            Limit::Bytes => "bytes (components text, aliases expanded)",
-            Limit::Nodes => "YAML nodes",
-            Limit::AliasNodes => "YAML nodes added by aliases",
-            Limit::Depth => "levels of nesting",
+            Limit::Bytes => "bytes (components text, aliases expanded) in all documents together",
+            Limit::Nodes => "YAML nodes in all documents together",
+            Limit::ObjectNodes => "YAML nodes (aliases expanded) in one document",
+            Limit::AliasNodes => "YAML nodes added by aliases in all documents together",
+            Limit::Depth => "levels of nesting in all documents together",
         }
     }
 }
 
 /// An input that does not fit its budget.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("over budget: more than {max} {} in all documents together", .limit.describe())]
+#[error("over budget: more than {max} {}", .limit.describe())]
 pub struct BudgetExceeded {
     pub limit: Limit,
     pub max: usize,
@@ -183,6 +195,8 @@ pub enum MeterError {
 pub struct Meter {
     budget: Budget,
     used: Usage,
+    /// Nodes of the document being metered, aliases expanded.
+    document_nodes: usize,
 }
 
 impl Meter {
@@ -190,6 +204,7 @@ impl Meter {
         Meter {
             budget,
             used: Usage::default(),
+            document_nodes: 0,
         }
     }
 
@@ -205,6 +220,7 @@ impl Meter {
     /// proportion to what aliases would expand to.
     pub fn document(&mut self, text: &str) -> Result<(), MeterError> {
         self.add_bytes(text.len())?;
+        self.document_nodes = 0;
         let options = granit_parser::options! {
             // The parser's own nesting limits are the depth budget: its scanner reads ahead of the
             // events (a flow collection can be scanned whole before its first event), so the
@@ -284,7 +300,17 @@ impl Meter {
 
     fn add_nodes(&mut self, n: usize) -> Result<(), MeterError> {
         self.used.nodes = self.used.nodes.saturating_add(n);
-        self.check(self.used.nodes, self.budget.max_nodes, Limit::Nodes)
+        self.check(self.used.nodes, self.budget.max_nodes, Limit::Nodes)?;
+        self.add_document_nodes(n)
+    }
+
+    fn add_document_nodes(&mut self, n: usize) -> Result<(), MeterError> {
+        self.document_nodes = self.document_nodes.saturating_add(n);
+        self.check(
+            self.document_nodes,
+            self.budget.max_object_nodes,
+            Limit::ObjectNodes,
+        )
     }
 
     fn add_alias(&mut self, cost: Cost) -> Result<(), MeterError> {
@@ -294,6 +320,7 @@ impl Meter {
             self.budget.max_alias_nodes,
             Limit::AliasNodes,
         )?;
+        self.add_document_nodes(cost.nodes)?;
         self.add_bytes(cost.bytes)
     }
 
@@ -336,6 +363,7 @@ mod tests {
         Budget {
             max_bytes: 10_000,
             max_nodes: 100,
+            max_object_nodes: 100,
             max_alias_nodes: 20,
             max_depth: 5,
         }
@@ -386,12 +414,39 @@ mod tests {
         let text = "k: v\n".repeat(300); // 1500 bytes, 601 nodes
         let budget = Budget {
             max_nodes: 10_000,
+            max_object_nodes: 10_000,
             ..small()
         };
         assert!(meter(budget, &[text.as_str(); 6]).is_ok());
         assert_eq!(
             meter(budget, &[text.as_str(); 7]),
             exceeded(Limit::Bytes, 10_000)
+        );
+    }
+
+    #[test]
+    fn one_document_has_a_limit_of_its_own() {
+        let budget = Budget {
+            max_object_nodes: 12,
+            ..small()
+        };
+        let doc = "k: [1, 2, 3, 4, 5, 6, 7, 8]\n"; // 11 nodes
+        // Nine such documents are 99 nodes in all: each fits on its own.
+        assert!(meter(budget, &[doc; 9]).is_ok());
+        assert_eq!(
+            meter(budget, &[doc, "k: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"]),
+            exceeded(Limit::ObjectNodes, 12)
+        );
+        // Nodes that aliases add count for the document that uses them.
+        let aliased = "a: &s [1, 2, 3]\nb: *s\nc: *s\n"; // 7 written + 8 added
+        assert_eq!(meter(budget, &[aliased]), exceeded(Limit::ObjectNodes, 12));
+        assert_eq!(
+            BudgetExceeded {
+                limit: Limit::ObjectNodes,
+                max: 12
+            }
+            .to_string(),
+            "over budget: more than 12 YAML nodes (aliases expanded) in one document"
         );
     }
 

@@ -74,6 +74,7 @@ fn budget() -> Budget {
     Budget {
         max_bytes: 64 * 1024,
         max_nodes: 4_000,
+        max_object_nodes: 4_000,
         max_alias_nodes: 1_000,
         max_depth: 32,
     }
@@ -289,4 +290,52 @@ fn real_core_provider_fits_the_default_budget() {
         memory_bound(&b) as f64 / 1048576.0
     );
     assert!(peak <= memory_bound(&b));
+}
+
+/// Every object of every real bundle (transport ConfigMaps and profiles) fits half the per-object
+/// limit: the limit leaves providers room to grow (the largest, AWS's `awsmanagedcontrolplanes` CRD,
+/// has 6,415 nodes of the 20,000).
+#[test]
+fn real_objects_fit_the_object_limit_with_room() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let dir = fixtures.join("transport-configmaps");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "fixture {} is missing (CI=true)",
+            dir.display()
+        );
+        eprintln!("skipping: fixture {} is missing", dir.display());
+        return;
+    };
+    let mut bundles = Vec::new();
+    for e in entries.flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let cm = capi_manifests::yaml::parse_documents("fixture", &text).unwrap()[0]
+            .value
+            .clone();
+        if cm["kind"] == "ConfigMap" {
+            let decoded = TransportConfigMap::decode(&cm).unwrap();
+            bundles.push((e.path(), decoded.content.components));
+        }
+    }
+    for provider in ["aws", "core"] {
+        let path = fixtures
+            .join("profiles")
+            .join(provider)
+            .join("manifests.yaml");
+        bundles.push((path.clone(), std::fs::read_to_string(&path).unwrap()));
+    }
+    assert!(bundles.len() >= 7, "{bundles:?}");
+    let default = Budget::default();
+    let half = Budget {
+        max_object_nodes: default.max_object_nodes / 2,
+        ..default
+    };
+    for (path, components) in bundles {
+        if let Err(e) = parse_documents_with_budget("real", &components, &half) {
+            panic!("{}: {e}", path.display());
+        }
+    }
 }
