@@ -1,5 +1,6 @@
 //! Server-side apply with ownership safety and zero writes in steady state.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, PoisonError};
 
@@ -8,9 +9,9 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 
 use crate::crd_safety::{self, CrdProblem};
-use crate::drift::{self, desired_hash, normalize, projection_hash};
+use crate::drift::{self, desired_hash, projection_hash};
 use crate::key::ObjectKey;
-use crate::plan::{PlannedObject, PlannedPhase};
+use crate::plan::{Plan, PlannedObject, PlannedPhase};
 use crate::prune::crd_has_instances;
 use crate::slim;
 use crate::watch::{LiveCache, Lookup};
@@ -364,8 +365,36 @@ impl Applier {
     }
 
     /// The object exactly as it will be sent: normalized, ownership label and desired-hash set.
-    pub fn desired(&self, planned: &PlannedObject) -> DynamicObject {
-        stamp(&planned.object, &self.ownership, &self.hash_annotation)
+    /// Borrowed when the planned object already is that (see [`Applier::stamp_plan`]).
+    pub fn desired<'a>(&self, planned: &'a PlannedObject) -> Cow<'a, DynamicObject> {
+        if is_stamped(&planned.object, &self.ownership, &self.hash_annotation) {
+            Cow::Borrowed(&planned.object)
+        } else {
+            Cow::Owned(stamp(
+                &planned.object,
+                &self.ownership,
+                &self.hash_annotation,
+            ))
+        }
+    }
+
+    /// Replaces every object of `plan` by what [`Applier::desired`] makes of it, once: every later
+    /// check, dry-run and apply of the plan then borrows it instead of copying it (the resource budget
+    /// admits objects of ~5 MiB once parsed, and a reconcile would copy each several times).
+    pub fn stamp_plan(&self, plan: &mut Plan) {
+        for planned in plan.phases.iter_mut().flat_map(|p| p.objects.iter_mut()) {
+            if !is_stamped(&planned.object, &self.ownership, &self.hash_annotation) {
+                let object = std::mem::replace(
+                    &mut planned.object,
+                    DynamicObject {
+                        types: None,
+                        metadata: Default::default(),
+                        data: serde_json::Value::Null,
+                    },
+                );
+                planned.object = stamp_owned(object, &self.ownership, &self.hash_annotation);
+            }
+        }
     }
 
     /// Whether `apply` would write, given a full live object (pure apart from the in-memory record).
@@ -745,13 +774,13 @@ impl Applier {
         desired: &DynamicObject,
         dry_run: bool,
     ) -> Result<DynamicObject, kube::Error> {
-        let body = serde_json::to_value(desired).map_err(kube::Error::SerdeError)?;
         let mut params = PatchParams::apply(&self.field_manager).force();
         if dry_run {
             params = params.dry_run();
         }
+        // Serialized straight from the object: a JSON copy of a large object first would double it.
         api_for(&self.client, &planned.resource, &planned.key)
-            .patch(&planned.key.name, &params, &Patch::Apply(&body))
+            .patch(&planned.key.name, &params, &Patch::Apply(desired))
             .await
     }
 
@@ -810,24 +839,47 @@ pub fn stamp(
     ownership: &OwnershipPolicy,
     hash_annotation: &str,
 ) -> DynamicObject {
-    let mut with_label = obj.clone();
-    with_label
-        .metadata
+    stamp_owned(obj.clone(), ownership, hash_annotation)
+}
+
+/// [`stamp`] of an object that is not needed any more: its content is moved, not copied (no
+/// intermediate JSON of the whole object either).
+pub fn stamp_owned(
+    obj: DynamicObject,
+    ownership: &OwnershipPolicy,
+    hash_annotation: &str,
+) -> DynamicObject {
+    let mut obj = drift::into_normalized(obj);
+    obj.metadata
         .labels
         .get_or_insert_with(Default::default)
         .insert(ownership.label_key.clone(), ownership.label_value.clone());
-    let hash = desired_hash(&with_label, hash_annotation);
-    let mut v = normalize(&with_label);
-    let meta = v["metadata"]
-        .as_object_mut()
-        .expect("normalize returns metadata");
-    let ann = meta
-        .entry("annotations")
-        .or_insert_with(|| serde_json::Value::Object(Default::default()));
-    ann.as_object_mut()
-        .expect("annotations is a map")
-        .insert(hash_annotation.to_owned(), serde_json::Value::String(hash));
-    serde_json::from_value(v).expect("a normalized DynamicObject deserializes")
+    let hash = desired_hash(&obj, hash_annotation);
+    obj.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(hash_annotation.to_owned(), hash);
+    obj
+}
+
+/// Whether `obj` is what [`stamp`] makes of it (normalized, labelled, with the hash of its content),
+/// checked without copying its content.
+pub(crate) fn is_stamped(
+    obj: &DynamicObject,
+    ownership: &OwnershipPolicy,
+    hash_annotation: &str,
+) -> bool {
+    let Some(hash) = obj
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(hash_annotation))
+    else {
+        return false;
+    };
+    ownership.owns(obj)
+        && drift::is_normalized(obj)
+        && *hash == drift::desired_hash(obj, hash_annotation)
 }
 
 pub(crate) fn api_for(

@@ -11,20 +11,42 @@
 //!    object's shape right after its own apply ([`projection_hash`]); the same projection later means
 //!    nobody touched our fields.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use capi_object::strip_nulls;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+
+/// An object's top-level fields, sorted by key as the canonical hash wants them. Large fields are
+/// borrowed from the object: hashing and comparing a huge object (the resource budget admits ~100,000
+/// YAML nodes in one, about 26 MiB once parsed) must not copy it several times over.
+pub(crate) type Fields<'a> = BTreeMap<&'a str, Cow<'a, Value>>;
 
 /// The object as we send it and compare it: apiVersion, kind, `metadata.{name,namespace,labels,
 /// annotations}` and every other top-level field except `status` (the engine never writes status; on
 /// kinds with a status subresource the server would drop it anyway), with `null`s removed and a
 /// Secret's `stringData` folded into `data`.
 pub fn normalize(obj: &DynamicObject) -> Value {
-    let mut out = Map::new();
+    Value::Object(
+        normalized_fields(obj)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.into_owned()))
+            .collect(),
+    )
+}
+
+/// [`normalize`] as top-level fields, borrowing every field that has no `null` to remove.
+pub(crate) fn normalized_fields(obj: &DynamicObject) -> Fields<'_> {
+    let mut out = Fields::new();
     if let Some(t) = &obj.types {
-        out.insert("apiVersion".into(), Value::String(t.api_version.clone()));
-        out.insert("kind".into(), Value::String(t.kind.clone()));
+        out.insert(
+            "apiVersion",
+            Cow::Owned(Value::String(t.api_version.clone())),
+        );
+        out.insert("kind", Cow::Owned(Value::String(t.kind.clone())));
     }
     let mut meta = Map::new();
     if let Some(name) = &obj.metadata.name {
@@ -45,7 +67,7 @@ pub fn normalize(obj: &DynamicObject) -> Value {
             meta.insert(field.into(), Value::Object(m));
         }
     }
-    out.insert("metadata".into(), Value::Object(meta));
+    out.insert("metadata", Cow::Owned(Value::Object(meta)));
     let is_secret = obj
         .types
         .as_ref()
@@ -55,27 +77,138 @@ pub fn normalize(obj: &DynamicObject) -> Value {
             if matches!(k.as_str(), "status" | "apiVersion" | "kind" | "metadata") || v.is_null() {
                 continue;
             }
-            out.insert(k.clone(), strip_nulls(v));
+            out.insert(k.as_str(), without_nulls(v));
         }
     }
     if is_secret {
         fold_string_data(&mut out);
     }
-    Value::Object(out)
+    out
+}
+
+/// Whether `obj` is its own [`normalize`]d form, checked without copying its content.
+pub(crate) fn is_normalized(obj: &DynamicObject) -> bool {
+    let meta = &obj.metadata;
+    let normalized_meta = ObjectMeta {
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
+        labels: meta.labels.clone().filter(|m| !m.is_empty()),
+        annotations: meta.annotations.clone().filter(|m| !m.is_empty()),
+        ..ObjectMeta::default()
+    };
+    let is_secret = obj
+        .types
+        .as_ref()
+        .is_some_and(|t| t.api_version == "v1" && t.kind == "Secret");
+    let Value::Object(data) = &obj.data else {
+        return false;
+    };
+    obj.types.is_some()
+        && *meta == normalized_meta
+        && !data.iter().any(|(k, v)| {
+            matches!(k.as_str(), "status" | "apiVersion" | "kind" | "metadata")
+                || (is_secret && k == "stringData")
+                || v.is_null()
+                || has_null_entries(v)
+        })
+}
+
+/// [`strip_nulls`], copying only when there is a `null` to remove.
+fn without_nulls(v: &Value) -> Cow<'_, Value> {
+    if has_null_entries(v) {
+        Cow::Owned(strip_nulls(v))
+    } else {
+        Cow::Borrowed(v)
+    }
+}
+
+/// Whether [`strip_nulls`] would remove anything from `v`.
+fn has_null_entries(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.values().any(|v| v.is_null() || has_null_entries(v)),
+        Value::Array(items) => items.iter().any(has_null_entries),
+        _ => false,
+    }
+}
+
+/// The top-level fields of `obj` as `serde_json::to_value(obj)` has them (type meta, the whole
+/// metadata, then the other fields, which win over the first two on equal keys), without copying the
+/// other fields.
+fn serialized_fields(obj: &DynamicObject) -> Fields<'_> {
+    let mut out = Fields::new();
+    if let Some(t) = &obj.types {
+        out.insert(
+            "apiVersion",
+            Cow::Owned(Value::String(t.api_version.clone())),
+        );
+        out.insert("kind", Cow::Owned(Value::String(t.kind.clone())));
+    }
+    out.insert(
+        "metadata",
+        Cow::Owned(serde_json::to_value(&obj.metadata).expect("ObjectMeta serializes")),
+    );
+    if let Value::Object(data) = &obj.data {
+        out.extend(data.iter().map(|(k, v)| (k.as_str(), Cow::Borrowed(v))));
+    }
+    out
+}
+
+/// The top-level field `key` of `live` as `serde_json::to_value(live)` has it, for comparisons with a
+/// normalized desired object: its metadata only as far as normalized metadata goes (name, namespace,
+/// labels, annotations; managedFields of a large object are large).
+fn live_field<'a>(live: &'a DynamicObject, key: &str) -> Option<Cow<'a, Value>> {
+    if let Some(v) = live.data.as_object().and_then(|d| d.get(key)) {
+        return Some(Cow::Borrowed(v));
+    }
+    let types = live.types.as_ref();
+    match key {
+        "apiVersion" => types.map(|t| Cow::Owned(Value::String(t.api_version.clone()))),
+        "kind" => types.map(|t| Cow::Owned(Value::String(t.kind.clone()))),
+        "metadata" => {
+            let m = &live.metadata;
+            let mut meta = Map::new();
+            let strings = |map: &BTreeMap<String, String>| {
+                Value::Object(
+                    map.iter()
+                        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                        .collect(),
+                )
+            };
+            if let Some(name) = &m.name {
+                meta.insert("name".into(), Value::String(name.clone()));
+            }
+            if let Some(ns) = &m.namespace {
+                meta.insert("namespace".into(), Value::String(ns.clone()));
+            }
+            if let Some(labels) = &m.labels {
+                meta.insert("labels".into(), strings(labels));
+            }
+            if let Some(annotations) = &m.annotations {
+                meta.insert("annotations".into(), strings(annotations));
+            }
+            Some(Cow::Owned(Value::Object(meta)))
+        }
+        _ => None,
+    }
 }
 
 /// A Secret's `stringData` is write-only: the API server folds it into `data` (base64) and never
 /// returns it, so a desired object with `stringData` would never look applied. Fold it the same way
 /// (as Flux does); `stringData` wins over `data` for the same key, as on the server.
-fn fold_string_data(secret: &mut Map<String, Value>) {
-    use base64::Engine;
-    let Some(Value::Object(string_data)) = secret.remove("stringData") else {
+fn fold_string_data(secret: &mut Fields<'_>) {
+    let Some(string_data) = secret.remove("stringData") else {
         return;
     };
     let data = secret
         .entry("data")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(data) = data {
+        .or_insert_with(|| Cow::Owned(Value::Object(Map::new())));
+    fold_into(data.to_mut(), string_data.into_owned());
+}
+
+/// `stringData` (when a map) into `data` (when a map), base64-encoded.
+fn fold_into(data: &mut Value, string_data: Value) {
+    use base64::Engine;
+    if let (Value::Object(data), Value::Object(string_data)) = (data, string_data) {
         for (k, v) in string_data {
             if let Value::String(text) = v {
                 let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
@@ -85,13 +218,105 @@ fn fold_string_data(secret: &mut Map<String, Value>) {
     }
 }
 
+/// [`normalize`] of an object that is not needed any more, in place: its content is moved, not copied.
+pub(crate) fn into_normalized(obj: DynamicObject) -> DynamicObject {
+    let DynamicObject {
+        types,
+        metadata,
+        data,
+    } = obj;
+    let is_secret = types
+        .as_ref()
+        .is_some_and(|t| t.api_version == "v1" && t.kind == "Secret");
+    let mut data = match data {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    data.retain(|k, v| {
+        !matches!(k.as_str(), "status" | "apiVersion" | "kind" | "metadata") && !v.is_null()
+    });
+    data.values_mut().for_each(strip_nulls_in_place);
+    if is_secret && let Some(string_data) = data.remove("stringData") {
+        let target = data
+            .entry("data")
+            .or_insert_with(|| Value::Object(Map::new()));
+        fold_into(target, string_data);
+    }
+    DynamicObject {
+        types,
+        metadata: ObjectMeta {
+            name: metadata.name,
+            namespace: metadata.namespace.filter(|ns| !ns.is_empty()),
+            labels: metadata.labels.filter(|m| !m.is_empty()),
+            annotations: metadata.annotations.filter(|m| !m.is_empty()),
+            ..ObjectMeta::default()
+        },
+        data: Value::Object(data),
+    }
+}
+
+/// [`strip_nulls`] in place.
+fn strip_nulls_in_place(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(strip_nulls_in_place);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nulls_in_place),
+        _ => {}
+    }
+}
+
 /// sha256 (hex) of a value serialized canonically (object keys sorted), so the hash does not depend
 /// on map order or on serde_json's `preserve_order` feature.
 pub fn hash_value(v: &Value) -> String {
     let mut hasher = Sha256::new();
     write_canonical(v, &mut hasher);
-    let digest = hasher.finalize();
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    hex(hasher)
+}
+
+/// [`hash_value`] of top-level fields taken as one JSON object.
+pub(crate) fn hash_fields(fields: &Fields<'_>) -> String {
+    let mut hasher = Sha256::new();
+    write_fields(fields, &mut hasher);
+    hex(hasher)
+}
+
+/// [`hash_value`] of the array of `objects` as `serde_json::to_value` has them, without building that
+/// array (a copy of every object).
+pub fn hash_objects<'a>(objects: impl IntoIterator<Item = &'a DynamicObject>) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"[");
+    for obj in objects {
+        write_fields(&serialized_fields(obj), &mut hasher);
+        hasher.update(b",");
+    }
+    hasher.update(b"]");
+    hex(hasher)
+}
+
+fn hex(hasher: Sha256) -> String {
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Writes sorted fields as [`write_canonical`] writes an object.
+fn write_fields(fields: &Fields<'_>, h: &mut Sha256) {
+    h.update(b"{");
+    for (k, v) in fields {
+        write_key(k, h);
+        write_canonical(v, h);
+        h.update(b",");
+    }
+    h.update(b"}");
+}
+
+fn write_key(k: &str, h: &mut Sha256) {
+    h.update(Value::String(k.to_owned()).to_string().as_bytes());
+    h.update(b":");
 }
 
 fn write_canonical(v: &Value, h: &mut Sha256) {
@@ -101,8 +326,7 @@ fn write_canonical(v: &Value, h: &mut Sha256) {
             keys.sort();
             h.update(b"{");
             for k in keys {
-                h.update(Value::String(k.clone()).to_string().as_bytes());
-                h.update(b":");
+                write_key(k, h);
                 write_canonical(&m[k], h);
                 h.update(b",");
             }
@@ -122,16 +346,22 @@ fn write_canonical(v: &Value, h: &mut Sha256) {
 
 /// The hash of the normalized desired object, ignoring the hash annotation itself.
 pub fn desired_hash(desired: &DynamicObject, hash_annotation: &str) -> String {
-    let mut v = normalize(desired);
-    if let Some(Value::Object(ann)) = v.pointer_mut("/metadata/annotations") {
-        ann.remove(hash_annotation);
+    let mut fields = normalized_fields(desired);
+    remove_annotation(&mut fields, hash_annotation);
+    hash_fields(&fields)
+}
+
+/// Removes an annotation from normalized fields, and the annotations with it when it was the last.
+pub(crate) fn remove_annotation(fields: &mut Fields<'_>, annotation: &str) {
+    let Some(Value::Object(meta)) = fields.get_mut("metadata").map(Cow::to_mut) else {
+        return;
+    };
+    if let Some(Value::Object(ann)) = meta.get_mut("annotations") {
+        ann.remove(annotation);
         if ann.is_empty() {
-            v["metadata"]
-                .as_object_mut()
-                .map(|m| m.remove("annotations"));
+            meta.remove("annotations");
         }
     }
-    hash_value(&v)
 }
 
 /// True iff every field `desired` sets is present and equal in `live`: maps recursively, lists of the
@@ -238,10 +468,46 @@ pub fn project(desired: &Value, live: &Value) -> Value {
     }
 }
 
-/// Hash of [`project`]`(normalize(desired), live)`.
+/// Hash of [`project`]`(normalize(desired), live)`, without building either.
 pub fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String {
-    let live = serde_json::to_value(live).unwrap_or(Value::Null);
-    hash_value(&project(&normalize(desired), &live))
+    let mut hasher = Sha256::new();
+    hasher.update(b"{");
+    for (k, dv) in &normalized_fields(desired) {
+        write_key(k, &mut hasher);
+        match live_field(live, k) {
+            Some(lv) => write_projection(dv, &lv, &mut hasher),
+            None => write_projection(dv, &Value::Null, &mut hasher),
+        }
+        hasher.update(b",");
+    }
+    hasher.update(b"}");
+    hex(hasher)
+}
+
+/// Writes [`project`]`(desired, live)` as [`write_canonical`] would.
+fn write_projection(desired: &Value, live: &Value, h: &mut Sha256) {
+    match (desired, live) {
+        (Value::Object(d), Value::Object(l)) => {
+            let mut keys: Vec<&String> = d.keys().collect();
+            keys.sort();
+            h.update(b"{");
+            for k in keys {
+                write_key(k, h);
+                write_projection(&d[k], l.get(k).unwrap_or(&Value::Null), h);
+                h.update(b",");
+            }
+            h.update(b"}");
+        }
+        (Value::Array(d), Value::Array(l)) if d.len() == l.len() => {
+            h.update(b"[");
+            for (dv, lv) in d.iter().zip(l) {
+                write_projection(dv, lv, h);
+                h.update(b",");
+            }
+            h.update(b"]");
+        }
+        (_, l) => write_canonical(l, h),
+    }
 }
 
 /// The part of `live` that a `managedFields` entry's `fieldsV1` set names, in the set's own shape:
@@ -363,8 +629,13 @@ pub fn needs_apply(
     if want.is_none() || annotation(live) != want {
         return true;
     }
-    let live = serde_json::to_value(live).unwrap_or(Value::Null);
-    !is_subset(&normalize(desired), &live)
+    // `is_subset(normalize(desired), to_value(live))`, field by field.
+    !normalized_fields(desired)
+        .iter()
+        .all(|(k, dv)| match live_field(live, k) {
+            Some(lv) => is_subset(dv, &lv),
+            None => is_empty_like(dv),
+        })
 }
 
 #[cfg(test)]

@@ -479,3 +479,264 @@ fn the_managed_digest_changes_with_our_fields_only() {
         "a manager without fields has no digest"
     );
 }
+
+/// The first implementations, which built a JSON copy of the whole object at each step: the borrowing
+/// ones must give exactly the same objects, hashes and answers (a changed hash would re-apply every
+/// object of every cluster once; a changed digest would look like a new provider version).
+mod copying {
+    use kube::api::DynamicObject;
+    use serde_json::{Map, Value};
+
+    use capi_object::strip_nulls;
+
+    use crate::apply::OwnershipPolicy;
+    use crate::drift::{hash_value, is_subset, project};
+
+    pub fn normalize(obj: &DynamicObject) -> Value {
+        let mut out = Map::new();
+        if let Some(t) = &obj.types {
+            out.insert("apiVersion".into(), Value::String(t.api_version.clone()));
+            out.insert("kind".into(), Value::String(t.kind.clone()));
+        }
+        let mut meta = Map::new();
+        if let Some(name) = &obj.metadata.name {
+            meta.insert("name".into(), Value::String(name.clone()));
+        }
+        if let Some(ns) = obj.metadata.namespace.as_ref().filter(|ns| !ns.is_empty()) {
+            meta.insert("namespace".into(), Value::String(ns.clone()));
+        }
+        for (field, map) in [
+            ("labels", &obj.metadata.labels),
+            ("annotations", &obj.metadata.annotations),
+        ] {
+            if let Some(map) = map.as_ref().filter(|m| !m.is_empty()) {
+                let m = map
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect();
+                meta.insert(field.into(), Value::Object(m));
+            }
+        }
+        out.insert("metadata".into(), Value::Object(meta));
+        let is_secret = obj
+            .types
+            .as_ref()
+            .is_some_and(|t| t.api_version == "v1" && t.kind == "Secret");
+        if let Value::Object(data) = &obj.data {
+            for (k, v) in data {
+                if matches!(k.as_str(), "status" | "apiVersion" | "kind" | "metadata")
+                    || v.is_null()
+                {
+                    continue;
+                }
+                out.insert(k.clone(), strip_nulls(v));
+            }
+        }
+        if is_secret {
+            fold_string_data(&mut out);
+        }
+        Value::Object(out)
+    }
+
+    /// A Secret's `stringData` is write-only: the API server folds it into `data` (base64) and never
+    /// returns it, so a desired object with `stringData` would never look applied. Fold it the same way
+    /// (as Flux does); `stringData` wins over `data` for the same key, as on the server.
+    fn fold_string_data(secret: &mut Map<String, Value>) {
+        use base64::Engine;
+        let Some(Value::Object(string_data)) = secret.remove("stringData") else {
+            return;
+        };
+        let data = secret
+            .entry("data")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(data) = data {
+            for (k, v) in string_data {
+                if let Value::String(text) = v {
+                    let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+                    data.insert(k, Value::String(encoded));
+                }
+            }
+        }
+    }
+
+    pub fn desired_hash(desired: &DynamicObject, ann: &str) -> String {
+        let mut v = normalize(desired);
+        if let Some(Value::Object(a)) = v.pointer_mut("/metadata/annotations") {
+            a.remove(ann);
+            if a.is_empty() {
+                v["metadata"].as_object_mut().unwrap().remove("annotations");
+            }
+        }
+        hash_value(&v)
+    }
+
+    pub fn stamp(obj: &DynamicObject, policy: &OwnershipPolicy, ann: &str) -> DynamicObject {
+        let mut with_label = obj.clone();
+        with_label
+            .metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(policy.label_key.clone(), policy.label_value.clone());
+        let hash = desired_hash(&with_label, ann);
+        let mut v = normalize(&with_label);
+        let meta = v["metadata"].as_object_mut().unwrap();
+        meta.entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()))
+            .as_object_mut()
+            .unwrap()
+            .insert(ann.into(), Value::String(hash));
+        serde_json::from_value(v).unwrap()
+    }
+
+    pub fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String {
+        hash_value(&project(
+            &normalize(desired),
+            &serde_json::to_value(live).unwrap(),
+        ))
+    }
+
+    pub fn subset(desired: &DynamicObject, live: &DynamicObject) -> bool {
+        is_subset(&normalize(desired), &serde_json::to_value(live).unwrap())
+    }
+
+    pub fn hash_objects(objects: &[DynamicObject]) -> String {
+        hash_value(&Value::Array(
+            objects
+                .iter()
+                .map(|o| serde_json::to_value(o).unwrap())
+                .collect(),
+        ))
+    }
+}
+
+/// `desired` as the API server returns it: server metadata, managedFields, a label of someone else, a
+/// defaulted field, status.
+fn served(desired: &kube::api::DynamicObject) -> kube::api::DynamicObject {
+    let mut v = serde_json::to_value(desired).unwrap();
+    v["metadata"]["uid"] = json!("u-1");
+    v["metadata"]["resourceVersion"] = json!("42");
+    v["metadata"]["managedFields"] = json!([{"manager": "capi-installer", "operation": "Apply"}]);
+    v["metadata"]["labels"]["extra"] = json!("by-someone");
+    v["defaulted"] = json!({"by": "server"});
+    v["status"] = json!({"observedGeneration": 1});
+    serde_json::from_value(v).unwrap()
+}
+
+#[test]
+fn borrowing_steps_equal_the_copying_ones() {
+    let desired = [
+        obj(DEPLOYMENT),
+        obj(
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns, annotations: {}}\ndata: {a: eA==, b: eA==, z: null}\nstringData: {b: hello, c: world}\n",
+        ),
+        obj(
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\nstringData: {c: world}\n",
+        ),
+        obj(
+            "apiVersion: example.io/v1\nkind: Thing\nmetadata: {name: t, namespace: '', labels: {}}\nspec: {a: null, b: [null, {c: null, d: 1}], e: {f: {g: null}}}\nstatus: {ready: true}\nextra: null\n",
+        ),
+        obj("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: ns}\n"),
+        obj(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c, namespace: ns, resourceVersion: '3', annotations: {{{HASH}: stale, keep: 'yes'}}}}\ndata: {{a: '1'}}\n"
+        )),
+    ];
+    let policy = policy();
+    for d in &desired {
+        let name = d.metadata.name.clone().unwrap();
+        assert_eq!(normalize(d), copying::normalize(d), "{name}");
+        assert_eq!(
+            desired_hash(d, HASH),
+            copying::desired_hash(d, HASH),
+            "{name}"
+        );
+        let stamped = stamp(d, &policy, HASH);
+        assert_eq!(
+            serde_json::to_value(&stamped).unwrap(),
+            serde_json::to_value(copying::stamp(d, &policy, HASH)).unwrap(),
+            "{name}"
+        );
+        assert_eq!(stamp(&stamped, &policy, HASH).metadata, stamped.metadata);
+
+        let mut live = [
+            if name == "manager" {
+                live_after_apply(&stamped)
+            } else {
+                served(&stamped)
+            },
+            stamped.clone(),
+            obj("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {a: '2'}\n"),
+        ];
+        // A list item of a built-in kind comes without apiVersion and kind.
+        live[1].types = None;
+        for l in &live {
+            assert_eq!(
+                projection_hash(&stamped, l),
+                copying::projection_hash(&stamped, l),
+                "{name}"
+            );
+            assert_eq!(
+                needs_apply(&stamped, Some(l), HASH),
+                l.metadata.annotations.as_ref().and_then(|a| a.get(HASH))
+                    != stamped.metadata.annotations.as_ref().unwrap().get(HASH)
+                    || !copying::subset(&stamped, l),
+                "{name}"
+            );
+        }
+    }
+    assert_eq!(
+        crate::drift::hash_objects(&desired),
+        copying::hash_objects(&desired)
+    );
+}
+
+/// A stamped object is recognized as such (the applier then borrows it instead of stamping a copy);
+/// anything that stamping would change is not.
+#[test]
+fn stamped_objects_are_recognized_without_a_copy() {
+    use crate::apply::is_stamped;
+    let policy = policy();
+    let stamped_ok = |o: &kube::api::DynamicObject| is_stamped(o, &policy, HASH);
+    for text in [
+        DEPLOYMENT,
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\nstringData: {c: world}\n",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: ns}\n",
+    ] {
+        let o = obj(text);
+        assert!(!stamped_ok(&o), "{text}");
+        let s = stamp(&o, &policy, HASH);
+        assert!(stamped_ok(&s), "{text}");
+    }
+    let s = stamp(&obj(DEPLOYMENT), &policy, HASH);
+    type Change = fn(&mut serde_json::Value);
+    let tampered: [(&str, Change); 7] = [
+        ("status", |v| v["status"] = json!({"replicas": 1})),
+        ("a null", |v| v["spec"]["paused"] = json!(null)),
+        ("a nested null", |v| {
+            v["spec"]["template"]["x"] = json!({"y": null})
+        }),
+        ("content", |v| v["spec"]["replicas"] = json!(2)),
+        ("server metadata", |v| {
+            v["metadata"]["resourceVersion"] = json!("1")
+        }),
+        ("no label", |v| {
+            v["metadata"]["labels"] = json!({"app": "manager"})
+        }),
+        ("empty namespace", |v| {
+            v["metadata"]["namespace"] = json!("")
+        }),
+    ];
+    for (what, change) in tampered {
+        let mut v = serde_json::to_value(&s).unwrap();
+        change(&mut v);
+        let changed: kube::api::DynamicObject = serde_json::from_value(v).unwrap();
+        assert!(!stamped_ok(&changed), "{what}");
+    }
+    let mut secret = serde_json::to_value(stamp(
+        &obj("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {a: eA==}\n"),
+        &policy,
+        HASH,
+    ))
+    .unwrap();
+    secret["stringData"] = json!({"b": "x"});
+    assert!(!stamped_ok(&serde_json::from_value(secret).unwrap()));
+}

@@ -284,22 +284,9 @@ pub fn plan_rendered(
     })
 }
 
-impl Prepared {
-    /// The planned objects, in apply order: what a revision keeps of this version.
-    pub fn content(&self) -> Vec<Value> {
-        self.plan
-            .objects()
-            .map(|o| serde_json::to_value(&o.object).expect("a DynamicObject serializes"))
-            .collect()
-    }
-}
-
+/// The hash of the objects' JSON array, computed without building it (a copy of every object).
 fn digest(inputs: &[PlanInput]) -> String {
-    let objects: Vec<Value> = inputs
-        .iter()
-        .map(|i| serde_json::to_value(&i.object).expect("a DynamicObject serializes"))
-        .collect();
-    capi_apply::drift::hash_value(&Value::Array(objects))
+    capi_apply::drift::hash_objects(inputs.iter().map(|i| &i.object))
 }
 
 #[cfg(test)]
@@ -439,7 +426,12 @@ spec: {{failurePolicy: Fail}}
         let resolver = KindResolver::builtin();
         let ok = Rendered::stored("revision 1 of ConfigMap aws", vec![sa.clone()]).unwrap();
         let prepared = plan_rendered(ok, &ctx, &resolver).unwrap();
-        assert_eq!(prepared.content(), std::slice::from_ref(&sa));
+        let planned: Vec<serde_json::Value> = prepared
+            .plan
+            .objects()
+            .map(|o| serde_json::to_value(&o.object).unwrap())
+            .collect();
+        assert_eq!(planned, std::slice::from_ref(&sa));
         let edited = Rendered::stored("revision 1 of ConfigMap aws", vec![sa, binding]).unwrap();
         let err = plan_rendered(edited, &ctx, &resolver)
             .unwrap_err()

@@ -519,14 +519,18 @@ pub fn rollback_objects(target: Vec<Value>, newest: &[Value]) -> Vec<Value> {
     out
 }
 
-/// The stored form of rendered objects: one JSON document each, compressed.
-pub fn compress(objects: &[Value]) -> Vec<u8> {
-    let text = objects
-        .iter()
-        .map(|o| serde_json::to_string(o).expect("an object serializes"))
-        .collect::<Vec<_>>()
-        .join("\n---\n");
-    capi_manifests::transport::compress_zstd(text.as_bytes()).expect("zstd compresses in memory")
+/// The stored form of rendered objects: one JSON document each, compressed. The objects are written
+/// straight into one text (no JSON value or string per object first: a plan holds up to the resource
+/// budget's ~26 MiB of parsed objects, and a copy of it would double the installer's peak).
+pub fn compress<T: serde::Serialize>(objects: impl IntoIterator<Item = T>) -> Vec<u8> {
+    let mut text = Vec::new();
+    for (i, o) in objects.into_iter().enumerate() {
+        if i > 0 {
+            text.extend_from_slice(b"\n---\n");
+        }
+        serde_json::to_writer(&mut text, &o).expect("an object serializes");
+    }
+    capi_manifests::transport::compress_zstd(&text).expect("zstd compresses in memory")
 }
 
 /// The objects of stored content, read within twice the default resource budget (rendering adds
@@ -534,6 +538,7 @@ pub fn compress(objects: &[Value]) -> Vec<u8> {
 pub fn decompress(origin: &str, bytes: &[u8]) -> Result<Vec<Value>, String> {
     let budget = Budget {
         max_bytes: 2 * Budget::DEFAULT_MAX_BYTES,
+        max_object_nodes: 2 * Budget::default().max_object_nodes,
         ..Budget::default()
     };
     let text = capi_manifests::transport::decompress_zstd(bytes, &budget).map_err(|e| match e {

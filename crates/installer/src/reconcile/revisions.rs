@@ -73,7 +73,11 @@ impl Reconciler {
         stored
             .contents
             .entry(n)
-            .or_insert_with(|| revision::compress(&prepared.content()));
+            .or_insert_with(|| revision::compress(prepared.plan.objects().map(|o| &o.object)));
+        // After the revision keeps the rendered objects: the checks, the dry-run and the apply that
+        // follow borrow the stamped objects instead of stamping a copy of each.
+        let mut prepared = prepared;
+        self.applier.stamp_plan(&mut prepared.plan);
         // Recorded before the first write (by `install`), as the inventory: a revision that was applied
         // is always recorded.
         let installation = self
@@ -121,10 +125,11 @@ impl Reconciler {
         let revision = stored.log.get(hold.serving).cloned();
         let mut served = target.clone();
         served.source.version = revision.as_ref().and_then(|r| r.version.clone());
-        let replay = match self.replay(target, stored, &hold, round).await {
+        let mut replay = match self.replay(target, stored, &hold, round).await {
             Ok(replay) => replay,
             Err(e) => return Run::failed(target, e, Vec::new()),
         };
+        self.applier.stamp_plan(&mut replay.plan);
         let installation = self.install(&served, &replay, round, None).await;
         if installation.rolled_out {
             stored.log.served(&hold);
