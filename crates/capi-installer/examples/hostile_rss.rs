@@ -116,12 +116,23 @@ fn cases(good: &Value) -> Result<Vec<Case>> {
         "[".repeat(200_000),
         "]".repeat(200_000)
     );
-    // Just under the node budget (100,000): one object of deeply nested one-entry maps, the shape that
-    // costs the most memory per node once parsed. The API server refuses it at apply time.
-    let nodes = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: hostile-nodes, namespace: openshift-cluster-api}}\nx:\n{}",
-        "- {a: {b: {c: 1}}}\n".repeat(14_000)
-    );
+    // Nested one-entry maps, the shape that costs the most memory per node once parsed (7 nodes per
+    // item, 13 for the rest of the object). The API server refuses such a ConfigMap at dry-run.
+    let nodes = |name: &str, items: usize| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: openshift-cluster-api}}\nx:\n{}",
+            "- {a: {b: {c: 1}}}\n".repeat(items)
+        )
+    };
+    // Over the per-object limit (20,000 nodes), under the total (100,000): refused by the budget.
+    let one_huge = nodes("hostile-nodes", 14_000);
+    // Just under the per-object limit: 19,613 nodes.
+    let one_dense = nodes("hostile-nodes", 2_800);
+    // Just under the node budget: five such objects, 98,065 nodes.
+    let five_dense = (0..5)
+        .map(|i| nodes(&format!("hostile-nodes-{i}"), 2_800))
+        .collect::<Vec<_>>()
+        .join("---\n");
     // Just under the byte budget (4 MiB): long strings, compressed as manifests-gen would.
     let bytes = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: hostile-bytes, namespace: openshift-cluster-api}}\ndata:\n{}",
@@ -151,10 +162,22 @@ fn cases(good: &Value) -> Result<Vec<Case>> {
             expect: "levels of nesting",
         },
         Case {
-            name: "most nodes accepted",
+            name: "one object over the node limit",
             describe: "98,000 nodes of nested one-entry maps in one object",
-            configmap: with(None, Some(zstd(nodes.as_bytes())?)),
+            configmap: with(None, Some(zstd(one_huge.as_bytes())?)),
+            expect: "in one document",
+        },
+        Case {
+            name: "densest object accepted",
+            describe: "19,613 nodes of nested one-entry maps in one object",
+            configmap: with(None, Some(zstd(one_dense.as_bytes())?)),
             expect: "hostile-nodes",
+        },
+        Case {
+            name: "most nodes accepted",
+            describe: "98,065 nodes of nested one-entry maps in five objects",
+            configmap: with(None, Some(zstd(five_dense.as_bytes())?)),
+            expect: "hostile-nodes-0",
         },
         Case {
             name: "most bytes accepted",
