@@ -17,11 +17,7 @@ const T: Duration = Duration::from_secs(60);
 async fn runs_as_its_service_account_with_its_lease_endpoints_and_user_agent() {
     let env = Env::start(false).await;
     let (cp, admin) = (&env.cp, &env.admin);
-    for ns in [NS, MAPI_NS] {
-        ensure_namespace(admin, ns).await;
-    }
-    create_cluster_operator(admin).await;
-    set_infrastructure(
+    openshift_cluster(
         admin,
         "AWS",
         json!({"aws": {"region": "eu-west-1"}}),

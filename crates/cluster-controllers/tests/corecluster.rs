@@ -16,9 +16,7 @@ const T: Duration = Duration::from_secs(60);
 async fn creates_the_cluster_marks_it_initialized_repairs_it_and_leaves_others_alone() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
-    ensure_namespace(&env.admin, NS).await;
-    create_cluster_operator(&env.admin).await;
-    set_infrastructure(
+    openshift_cluster(
         &env.admin,
         "AWS",
         json!({"aws": {"region": "eu-west-1"}}),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use capi_cluster_controllers::ControllerKind;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
 
 const AVAILABLE: &str = "InfraClusterControllerAvailable";
@@ -27,19 +27,12 @@ fn infra_clusters(
     )
 }
 
-async fn prepare(env: &Env, platform: &str, platform_status: Value, spec: Value) {
-    ensure_namespace(&env.admin, NS).await;
-    ensure_namespace(&env.admin, MAPI_NS).await;
-    create_cluster_operator(&env.admin).await;
-    set_infrastructure(&env.admin, platform, platform_status, spec).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws_waits_for_its_crd_and_source_then_creates_repairs_and_leaves_a_foreign_one_alone() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
-    prepare(
-        &env,
+    openshift_cluster(
+        &env.admin,
         "AWS",
         json!({"aws": {"region": "eu-west-1"}}),
         json!({}),
@@ -204,8 +197,8 @@ async fn aws_waits_for_its_crd_and_source_then_creates_repairs_and_leaves_a_fore
 async fn gcp_infracluster_on_its_real_crds() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
-    prepare(
-        &env,
+    openshift_cluster(
+        &env.admin,
         "GCP",
         json!({"gcp": {"region": "us-east1", "projectID": "demo-project"}}),
         json!({}),
@@ -251,8 +244,8 @@ async fn gcp_infracluster_on_its_real_crds() {
 async fn azure_then_vsphere_infraclusters_on_their_real_crds() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
-    prepare(
-        &env,
+    openshift_cluster(
+        &env.admin,
         "Azure",
         json!({"azure": {"cloudName": "AzurePublicCloud"}}),
         json!({}),

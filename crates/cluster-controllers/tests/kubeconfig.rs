@@ -45,10 +45,7 @@ fn kubeconfig_text(secret: &kube::api::DynamicObject) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issues_a_working_kubeconfig_rotates_its_token_and_repairs_it() {
     let env = Env::start(false).await;
-    ensure_namespace(&env.admin, NS).await;
-    ensure_namespace(&env.admin, MAPI_NS).await;
-    create_cluster_operator(&env.admin).await;
-    set_infrastructure(
+    openshift_cluster(
         &env.admin,
         "AWS",
         json!({"aws": {"region": "eu-west-1"}}),

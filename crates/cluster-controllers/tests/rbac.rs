@@ -7,7 +7,6 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use base64::Engine;
 use capi_cluster_controllers::ControllerKind;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -28,33 +27,16 @@ fn status_code(result: Result<DynamicObject, kube::Error>) -> u16 {
 async fn the_controllers_work_under_their_shipped_rbac_and_cannot_escalate() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
-    ensure_namespace(&env.admin, NS).await;
-    ensure_namespace(&env.admin, MAPI_NS).await;
-    create_cluster_operator(&env.admin).await;
-    set_infrastructure(
+    openshift_cluster(
         &env.admin,
         "AWS",
         json!({"aws": {"region": "eu-west-1"}}),
         json!({}),
     )
     .await;
-    install_machine_api_crds(&env.admin).await;
     install_provider_crds(&env.admin, CORE_CM).await;
     install_provider_crds(&env.admin, AWS_CM).await;
-    create_control_plane_machine(
-        &env.admin,
-        "demo-x7k2p-master-0",
-        json!({"loadBalancers": [{"name": "demo-x7k2p-int", "type": "network"}]}),
-    )
-    .await;
-    apply(
-        &env.admin,
-        &ar("", "v1", "Secret", "secrets"),
-        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "worker-user-data", "namespace": MAPI_NS},
-            "data": {"userData": base64::engine::general_purpose::STANDARD.encode("{}")}}),
-        "machine-config-operator",
-    )
-    .await;
+    aws_machines(&env.admin).await;
     apply_as_release_payload(&env.admin, &repo_manifests("0000_31_capi-controllers")).await;
 
     let sa_config = env.service_account_config(NS, "capi-controllers").await;

@@ -33,10 +33,7 @@ async fn put_source(env: &Env, data: serde_json::Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrors_the_user_data_repairs_it_and_never_empties_it() {
     let env = Env::start(false).await;
-    ensure_namespace(&env.admin, NS).await;
-    ensure_namespace(&env.admin, MAPI_NS).await;
-    create_cluster_operator(&env.admin).await;
-    set_infrastructure(
+    openshift_cluster(
         &env.admin,
         "GCP",
         json!({"gcp": {"region": "us-east1", "projectID": "p"}}),

@@ -7,7 +7,6 @@ mod support;
 
 use std::time::Duration;
 
-use base64::Engine;
 use capi_cluster_controllers::ControllerKind;
 use capi_installer_controller::InstallerConfig;
 use kube::api::{Patch, PatchParams};
@@ -20,10 +19,7 @@ const T: Duration = Duration::from_secs(240);
 async fn installer_and_controllers_write_nothing_in_steady_state() {
     require_fixture!("transport-configmaps");
     let env = Env::start(true).await;
-    ensure_namespace(&env.admin, NS).await;
-    ensure_namespace(&env.admin, MAPI_NS).await;
-    create_cluster_operator(&env.admin).await;
-    set_infrastructure(
+    openshift_cluster(
         &env.admin,
         "AWS",
         json!({"aws": {"region": "eu-west-1"}}),
@@ -44,23 +40,7 @@ async fn installer_and_controllers_write_nothing_in_steady_state() {
         )
         .await;
     }
-    // What the OpenShift installer and the machine-config operator leave: Machine API CRDs, a
-    // control-plane Machine, the worker user data.
-    install_machine_api_crds(&env.admin).await;
-    create_control_plane_machine(
-        &env.admin,
-        "demo-x7k2p-master-0",
-        json!({"loadBalancers": [{"name": "demo-x7k2p-int", "type": "network"}]}),
-    )
-    .await;
-    apply(
-        &env.admin,
-        &ar("", "v1", "Secret", "secrets"),
-        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "worker-user-data", "namespace": MAPI_NS},
-            "data": {"userData": base64::engine::general_purpose::STANDARD.encode("{}")}}),
-        "machine-config-operator",
-    )
-    .await;
+    aws_machines(&env.admin).await;
     apply_as_release_payload(&env.admin, &repo_manifests("0000_31_capi-controllers")).await;
 
     // The installer (its user agent) and the controllers (their ServiceAccount and user agent).

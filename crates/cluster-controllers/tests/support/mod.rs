@@ -7,11 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine;
 use capi_cluster_controllers::kubeconfig::Settings;
 use capi_cluster_controllers::{Config, ControllerKind, Controllers, Metrics, user_agent};
 use control_plane::AuditEvent;
 use kube::Client;
-use serde_json::Value;
+use serde_json::{Value, json};
 pub use test_support::*;
 
 /// The controllers' settings and client for a test control plane.
@@ -69,6 +70,26 @@ impl Running {
     pub async fn stop(self) {
         self.process.stop(Duration::from_secs(30)).await;
     }
+}
+
+/// What the OpenShift installer and the machine-config operator leave on AWS: the Machine API CRDs, a
+/// control-plane Machine behind the internal load balancer, the worker user data.
+pub async fn aws_machines(client: &Client) {
+    install_machine_api_crds(client).await;
+    create_control_plane_machine(
+        client,
+        "demo-x7k2p-master-0",
+        json!({"loadBalancers": [{"name": "demo-x7k2p-int", "type": "network"}]}),
+    )
+    .await;
+    apply(
+        client,
+        &ar("", "v1", "Secret", "secrets"),
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "worker-user-data", "namespace": MAPI_NS},
+            "data": {"userData": base64::engine::general_purpose::STANDARD.encode("{}")}}),
+        "machine-config-operator",
+    )
+    .await;
 }
 
 /// The same code `make demo` runs (see the example's doc for why the webhooks go).
