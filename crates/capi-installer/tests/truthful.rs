@@ -676,3 +676,153 @@ async fn the_inventory_is_watched_and_repaired() {
     assert!(is(&status, "InfraClusterControllerAvailable", "True"));
     assert!(is(&status, "Available", "True"));
 }
+
+/// Issue 8, item 7: nothing is decided before every watch has listed once (on empty stores a healthy
+/// cluster would look like one without a platform or providers). A new process, running as its
+/// ServiceAccount under the shipped RBAC but not yet allowed to list Infrastructures, finds a
+/// ClusterOperator that says Available with a stale message: it writes nothing while that list is
+/// refused; once allowed, it corrects the message without ever dropping Available, and the audit log
+/// shows the initial list of each watch before its first write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_process_writes_no_status_before_its_watches_have_listed() {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+
+    let env = start(true).await;
+    core().put(&env.admin).await;
+    aws().put(&env.admin).await;
+    let running = installer(&env, short_config());
+    let status = wait_available(&env.admin, 2 * MINUTE).await;
+    let installed = condition(&status, "Available").unwrap().message;
+    running.stop().await;
+
+    // The status as the previous process left it, but for a stale Available message.
+    let mut conditions = status["conditions"].clone();
+    for c in conditions.as_array_mut().unwrap() {
+        if c["type"] == "Available" {
+            c["message"] = json!("stale");
+        }
+    }
+    cluster_operators(&env.admin)
+        .patch_status(
+            "cluster-api",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"conditions": conditions}})),
+        )
+        .await
+        .unwrap();
+
+    // The shipped RBAC without the Infrastructure rule: that watch cannot list yet.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../manifests/0000_30_capi-installer_03_rbac.yaml");
+    let mut rbac = read_documents(&path);
+    for doc in &mut rbac {
+        if let Some(rules) = doc.get_mut("rules").and_then(Value::as_array_mut) {
+            rules.retain(|r| !r["resources"].to_string().contains("\"infrastructures\""));
+        }
+    }
+    apply_as_release_payload(&env.admin, &rbac).await;
+    let sa_config = env.service_account_config(NS, "capi-installer").await;
+
+    // Every version of the status from now on (a watch sees each write, not just the latest).
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let watch = {
+        let seen = seen.clone();
+        let config = watcher::Config::default().fields("metadata.name=cluster-api");
+        let stream = watcher(cluster_operators(&env.admin), config).applied_objects();
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while let Some(Ok(co)) = stream.next().await {
+                seen.lock().unwrap().push(co.data["status"].clone());
+            }
+        })
+    };
+    let message = |s: &Value| condition(s, "Available").map(|c| c.message);
+    let saw = |text: &str| {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|s| message(s).as_deref() == Some(text))
+    };
+    eventually(MINUTE, "the watch to see the stale status", || async {
+        saw("stale").then_some(())
+    })
+    .await;
+
+    let mark = audit_mark(&env);
+    let ua = capi_installer_controller::user_agent();
+    let _running = Running::start(installer_client(sa_config), short_config());
+    let refused_lists = |events: &[control_plane::AuditEvent]| {
+        events
+            .iter()
+            .filter(|e| e.verb == "list" && e.response_code == Some(403))
+            .filter(|e| e.request_uri.contains("/infrastructures"))
+            .count()
+    };
+    // Two refusals: the watch has retried, well after a reconcile would have started without the wait.
+    let early = eventually(MINUTE, "the Infrastructure list refused twice", || async {
+        let events = requests_of(&env.audit(), &ua, Some(mark));
+        (refused_lists(&events) >= 2).then_some(events)
+    })
+    .await;
+    let written: Vec<String> = writes(&early).iter().map(describe).collect();
+    assert!(
+        written.is_empty(),
+        "written before the watches listed: {written:?}"
+    );
+
+    let reader = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "test-infrastructure-reader"},
+        "rules": [{"apiGroups": ["config.openshift.io"], "resources": ["infrastructures"],
+            "verbs": ["get", "list", "watch"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "test-infrastructure-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": "test-infrastructure-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "capi-installer", "namespace": NS}]});
+    apply_as_release_payload(&env.admin, &[reader, binding]).await;
+    eventually(2 * MINUTE, "the Available message corrected", || async {
+        saw(&installed).then_some(())
+    })
+    .await;
+    watch.abort();
+
+    let seen = seen.lock().unwrap().clone();
+    for s in &seen {
+        assert!(
+            is(s, "Available", "True") && operator_version(s).as_deref() == Some(RELEASE_VERSION),
+            "a status inconsistent with the installed providers: {s}\nall: {seen:#?}"
+        );
+    }
+    let requests = requests_of(&env.audit(), &ua, Some(mark));
+    let first_write = requests
+        .iter()
+        .position(|e| e.is_write())
+        .expect("the stale message is corrected by a write");
+    // The initial list of each watch, completed before the first write (404: a kind not served, which
+    // the installer then knows; 403 is no list).
+    let listed: Vec<&str> = requests[..first_write]
+        .iter()
+        .filter(|e| e.verb == "list" && matches!(e.response_code, Some(200 | 404)))
+        .map(|e| e.request_uri.as_str())
+        .collect();
+    for (resource, selector) in [
+        ("/infrastructures", ""),
+        ("/configmaps", "labelSelector="),
+        ("/configmaps", "capi-installer-inventory"),
+        ("/infrastructureproviders", ""),
+        ("/clusterapis", ""),
+    ] {
+        assert!(
+            listed.iter().any(|uri| {
+                uri.split('?').next().unwrap().ends_with(resource) && uri.contains(selector)
+            }),
+            "no list of {resource} ({selector}) before the first write, {}: {listed:#?}",
+            describe(&requests[first_write])
+        );
+    }
+    assert!(
+        listed.iter().filter(|u| u.contains("/configmaps")).count() >= 3,
+        "three ConfigMap watches (transport, inventory, revisions): {listed:#?}"
+    );
+}
