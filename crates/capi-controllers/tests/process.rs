@@ -17,13 +17,7 @@ const T: Duration = Duration::from_secs(60);
 async fn runs_as_its_service_account_with_its_lease_endpoints_and_user_agent() {
     let env = Env::start(false).await;
     let (cp, admin) = (&env.cp, &env.admin);
-    openshift_cluster(
-        admin,
-        "AWS",
-        json!({"aws": {"region": "eu-west-1"}}),
-        json!({}),
-    )
-    .await;
+    openshift_on_aws(admin).await;
     apply_release_manifests(admin, "0000_31_capi-controllers").await;
 
     let kubeconfig = cp

@@ -187,14 +187,12 @@ async fn platform_provider_object(env: &Env) {
         .delete("aws", &DeleteParams::default())
         .await
         .unwrap();
-    eventually(MINUTE, "InfrastructureProvider aws released", || async {
-        providers(client)
-            .get_opt("aws")
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
+    wait_gone(
+        &providers(client),
+        "aws",
+        MINUTE,
+        "InfrastructureProvider aws released",
+    )
     .await;
     assert!(deployment_exists(client, "capa-controller-manager").await);
 }
@@ -252,14 +250,12 @@ async fn uninstall(client: &Client) {
         .delete("keep-me", &DeleteParams::default())
         .await
         .unwrap();
-    eventually(2 * MINUTE, "InfrastructureProvider gcp gone", || async {
-        providers(client)
-            .get_opt("gcp")
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
+    wait_gone(
+        &providers(client),
+        "gcp",
+        2 * MINUTE,
+        "InfrastructureProvider gcp gone",
+    )
     .await;
     assert!(!crd_exists(client, GKECONFIGS).await);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);

@@ -16,13 +16,7 @@ const T: Duration = Duration::from_secs(60);
 async fn creates_the_cluster_marks_it_initialized_repairs_it_and_leaves_others_alone() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
-    openshift_cluster(
-        &env.admin,
-        "AWS",
-        json!({"aws": {"region": "eu-west-1"}}),
-        json!({}),
-    )
-    .await;
+    openshift_on_aws(&env.admin).await;
     install_provider_crds(&env.admin, CORE_CM).await;
     install_provider_crds(&env.admin, AWS_CM).await;
     let config = env.config(&[ControllerKind::CoreCluster]);
@@ -162,15 +156,7 @@ async fn creates_the_cluster_marks_it_initialized_repairs_it_and_leaves_others_a
         )
         .await
         .unwrap();
-    eventually(T, "Cluster gone", || async {
-        clusters
-            .get_opt(INFRA_NAME)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    wait_gone(&clusters, INFRA_NAME, T, "Cluster gone").await;
     apply(
         &env.admin,
         &ar("cluster.x-k8s.io", "v1beta2", "Cluster", "clusters"),

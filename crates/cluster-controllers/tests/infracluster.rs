@@ -31,13 +31,7 @@ fn infra_clusters(
 async fn aws_waits_for_its_crd_and_source_then_creates_repairs_and_leaves_a_foreign_one_alone() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
-    openshift_cluster(
-        &env.admin,
-        "AWS",
-        json!({"aws": {"region": "eu-west-1"}}),
-        json!({}),
-    )
-    .await;
+    openshift_on_aws(&env.admin).await;
     install_machine_api_crds(&env.admin).await;
     let config = env.config(&[ControllerKind::InfraCluster]);
     let running = Running::start(env.controllers_admin_client(), config.clone());
@@ -140,14 +134,7 @@ async fn aws_waits_for_its_crd_and_source_then_creates_repairs_and_leaves_a_fore
     aws.delete(INFRA_NAME, &DeleteParams::default())
         .await
         .unwrap();
-    eventually(T, "AWSCluster deleted", || async {
-        aws.get_opt(INFRA_NAME)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    wait_gone(&aws, INFRA_NAME, T, "AWSCluster deleted").await;
     apply(
         &env.admin,
         &ar(

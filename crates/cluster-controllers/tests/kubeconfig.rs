@@ -45,13 +45,7 @@ fn kubeconfig_text(secret: &kube::api::DynamicObject) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issues_a_working_kubeconfig_rotates_its_token_and_repairs_it() {
     let env = Env::start(false).await;
-    openshift_cluster(
-        &env.admin,
-        "AWS",
-        json!({"aws": {"region": "eu-west-1"}}),
-        json!({}),
-    )
-    .await;
+    openshift_on_aws(&env.admin).await;
     let mut config = env.config(&[ControllerKind::Kubeconfig]);
     config.kubeconfig.rotate_after = Duration::from_secs(4);
     config.kubeconfig.token_lifetime = Duration::from_secs(600);
@@ -152,15 +146,7 @@ async fn issues_a_working_kubeconfig_rotates_its_token_and_repairs_it() {
         .delete(SECRET, &DeleteParams::default())
         .await
         .unwrap();
-    eventually(T, "Secret gone", || async {
-        secrets
-            .get_opt(SECRET)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    wait_gone(&secrets, SECRET, T, "Secret gone").await;
     apply(
         &env.admin,
         &ar("", "v1", "Secret", "secrets"),

@@ -27,13 +27,7 @@ fn status_code(result: Result<DynamicObject, kube::Error>) -> u16 {
 async fn the_controllers_work_under_their_shipped_rbac_and_cannot_escalate() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
-    openshift_cluster(
-        &env.admin,
-        "AWS",
-        json!({"aws": {"region": "eu-west-1"}}),
-        json!({}),
-    )
-    .await;
+    openshift_on_aws(&env.admin).await;
     install_provider_crds(&env.admin, CORE_CM).await;
     install_provider_crds(&env.admin, AWS_CM).await;
     aws_machines(&env.admin).await;

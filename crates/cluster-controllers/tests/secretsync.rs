@@ -112,15 +112,7 @@ async fn mirrors_the_user_data_repairs_it_and_never_empties_it() {
         .delete(SECRET, &DeleteParams::default())
         .await
         .unwrap();
-    eventually(T, "copy gone", || async {
-        target
-            .get_opt(SECRET)
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    wait_gone(&target, SECRET, T, "copy gone").await;
     apply(
         &env.admin,
         &ar("", "v1", "Secret", "secrets"),

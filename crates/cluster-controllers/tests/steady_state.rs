@@ -19,13 +19,7 @@ const T: Duration = Duration::from_secs(240);
 async fn installer_and_controllers_write_nothing_in_steady_state() {
     require_fixture!("transport-configmaps");
     let env = Env::start(true).await;
-    openshift_cluster(
-        &env.admin,
-        "AWS",
-        json!({"aws": {"region": "eu-west-1"}}),
-        json!({}),
-    )
-    .await;
+    openshift_on_aws(&env.admin).await;
 
     // The release payload: the core CRD manifest and the transport ConfigMaps.
     let core_crds = fixture(&format!("transport-configmaps/{CORE_CRDS}")).unwrap();

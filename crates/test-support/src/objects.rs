@@ -182,6 +182,19 @@ pub async fn api_for(
     }
 }
 
+/// Waits until object `name` of `api` is gone; panics with `what` after `timeout`.
+pub async fn wait_gone(
+    api: &Api<DynamicObject>,
+    name: &str,
+    timeout: std::time::Duration,
+    what: &str,
+) {
+    crate::eventually(timeout, what, || async {
+        api.get_opt(name).await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
+
 /// Names of the objects of `api` that carry the installer's ownership label.
 pub async fn managed(api: &Api<DynamicObject>) -> Vec<String> {
     api.list(&ListParams::default().labels("app.kubernetes.io/managed-by=capi-installer"))

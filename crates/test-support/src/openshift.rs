@@ -94,6 +94,17 @@ pub async fn openshift_cluster(
     set_infrastructure(client, platform, platform_status, spec).await;
 }
 
+/// [`openshift_cluster`] on AWS in eu-west-1.
+pub async fn openshift_on_aws(client: &Client) {
+    openshift_cluster(
+        client,
+        "AWS",
+        json!({"aws": {"region": "eu-west-1"}}),
+        json!({}),
+    )
+    .await;
+}
+
 /// `Infrastructure/cluster` with nothing but the platform type (and the fields every cluster has).
 pub async fn set_platform(client: &Client, platform: &str) {
     set_infrastructure(client, platform, json!({}), json!({})).await;
