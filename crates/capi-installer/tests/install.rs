@@ -299,10 +299,7 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     }
 
     // 4. Steady state: a minute without changes costs no write.
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
-    tokio::time::sleep(Duration::from_secs(60)).await;
-    let writes = installer_writes(&env.audit(), Some(quiet_from));
+    let writes = installer_writes_over(&env, Duration::from_secs(60)).await;
     assert!(
         writes.is_empty(),
         "writes in steady state: {:?}",

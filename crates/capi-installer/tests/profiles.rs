@@ -152,10 +152,7 @@ async fn core_and_aws_from_profiles_reach_available() {
 
     // Steady state: nothing of the newer generation's manifests fights the API server (a field
     // it defaults or drops would show as a write every reconcile).
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
-    tokio::time::sleep(Duration::from_secs(20)).await;
-    let writes = installer_writes(&env.audit(), Some(quiet_from));
+    let writes = installer_writes_over(&env, Duration::from_secs(20)).await;
     assert!(
         writes.is_empty(),
         "writes in steady state: {:?}",

@@ -7,7 +7,9 @@ use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent}
 use control_plane::AuditEvent;
 use kube::Client;
 
-use crate::{InProcess, RELEASE_VERSION, Timestamp, images, requests_of, with_user_agent, writes};
+use crate::{
+    Env, InProcess, RELEASE_VERSION, Timestamp, images, requests_of, with_user_agent, writes,
+};
 
 /// A client of `config` that sends the installer's user agent.
 pub fn installer_client(config: kube::Config) -> Client {
@@ -17,6 +19,16 @@ pub fn installer_client(config: kube::Config) -> Client {
 /// Writes made by the installer (its user agent), optionally only those after `after`.
 pub fn installer_writes(events: &[AuditEvent], after: Option<Timestamp>) -> Vec<AuditEvent> {
     writes(&requests_of(events, &user_agent(), after))
+}
+
+/// The installer's writes during `quiet`, counted from the last audit event after a 5 s pause (so a
+/// reconcile in flight ends first): in steady state there are none. A fixed wait by nature: it
+/// watches that nothing happens.
+pub async fn installer_writes_over(env: &Env, quiet: Duration) -> Vec<AuditEvent> {
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
+    tokio::time::sleep(quiet).await;
+    installer_writes(&env.audit(), Some(quiet_from))
 }
 
 /// The release images, the test release version, a Deployment timeout of 2 minutes.
