@@ -54,10 +54,24 @@ impl OptionalKind {
                         continue;
                     }
                 };
-                if let Some(now) = now {
-                    tell.send_if_modified(|k| std::mem::replace(k, now) != now);
+                // The watch of a kind that is not served fails and retries for as long as it is not:
+                // about once a second, since kube-runtime's watcher yields `Init` before each list,
+                // which resets the backoff. Only a change of what is known is news, or every retry
+                // would be a reconcile (about 50 a minute, each reading the ClusterOperator).
+                let changed = match now {
+                    // A (re)list may have changed the objects.
+                    Some(Known::Listed) => {
+                        tell.send_if_modified(|k| {
+                            std::mem::replace(k, Known::Listed) != Known::Listed
+                        });
+                        true
+                    }
+                    Some(now) => tell.send_if_modified(|k| std::mem::replace(k, now) != now),
+                    None => true,
+                };
+                if changed {
+                    wake.notify_one();
                 }
-                wake.notify_one();
             }
         });
         (OptionalKind { store, known }, task)

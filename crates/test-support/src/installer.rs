@@ -21,14 +21,18 @@ pub fn installer_writes(events: &[AuditEvent], after: Option<Timestamp>) -> Vec<
     writes(&requests_of(events, &user_agent(), after))
 }
 
-/// The installer's writes during `quiet`, counted from the last audit event after a 5 s pause (so a
-/// reconcile in flight ends first): in steady state there are none. A fixed wait by nature: it
-/// watches that nothing happens.
-pub async fn installer_writes_over(env: &Env, quiet: Duration) -> Vec<AuditEvent> {
+/// The installer's requests during `quiet`, counted from the last audit event after a 5 s pause (so a
+/// reconcile in flight ends first). A fixed wait by nature: it watches that nothing happens.
+pub async fn installer_requests_over(env: &Env, quiet: Duration) -> Vec<AuditEvent> {
     tokio::time::sleep(Duration::from_secs(5)).await;
     let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
     tokio::time::sleep(quiet).await;
-    installer_writes(&env.audit(), Some(quiet_from))
+    requests_of(&env.audit(), &user_agent(), Some(quiet_from))
+}
+
+/// The installer's writes during `quiet` ([`installer_requests_over`]): in steady state there are none.
+pub async fn installer_writes_over(env: &Env, quiet: Duration) -> Vec<AuditEvent> {
+    writes(&installer_requests_over(env, quiet).await)
 }
 
 /// The release images, the test release version, a Deployment timeout of 2 minutes.
