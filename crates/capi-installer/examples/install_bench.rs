@@ -24,11 +24,13 @@
 //!    Established, then the rest), until applied and until every Deployment is Available; then the
 //!    rendered upgrade, applied the same way (one `kubectl apply` of both files), until it returns.
 //!    kubectl does not order webhooks after the Deployments (the installer does, so it waits where
-//!    kubectl does not), does not prune what the upgrade dropped, and nothing repairs drift.
+//!    kubectl does not), does not prune what the upgrade dropped, and nothing repairs drift. Each
+//!    kubectl runs under GNU time (`/usr/bin/time`, where present) for its peak RSS.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
@@ -624,6 +626,8 @@ struct KubectlRun {
     /// `kubectl apply` of the upgrade, until it returned.
     upgrade_applied: Duration,
     upgrade_requests: Requests,
+    /// The peak RSS of the largest kubectl process of the run, in KiB (GNU time's `%M`; 0 without it).
+    peak_kib: u64,
 }
 
 async fn kubectl_run(rendered: &[Value], upgraded: &[Value], bin_dir: &Path) -> Result<KubectlRun> {
@@ -649,6 +653,7 @@ async fn kubectl_run(rendered: &[Value], upgraded: &[Value], bin_dir: &Path) -> 
         kubeconfig: env.cp.kubeconfig_path(),
         // A fresh discovery cache per run: kubectl starts as cold as the installer does.
         cache: dir.path().join("kube-cache"),
+        peak_kib: AtomicU64::new(0),
     };
 
     let start = micros_now();
@@ -702,6 +707,7 @@ async fn kubectl_run(rendered: &[Value], upgraded: &[Value], bin_dir: &Path) -> 
             upgrade_start,
             upgrade_end + 1,
         )),
+        peak_kib: kubectl.peak_kib.load(Ordering::Relaxed),
     })
 }
 
@@ -709,11 +715,25 @@ struct Kubectl {
     bin: PathBuf,
     kubeconfig: PathBuf,
     cache: PathBuf,
+    /// The largest peak RSS of the kubectl processes so far, in KiB.
+    peak_kib: AtomicU64,
 }
+
+/// GNU time, which reports a child's peak RSS; kubectl runs without it where it is missing.
+const GNU_TIME: &str = "/usr/bin/time";
+const MAXRSS: &str = "capi-bench-maxrss ";
 
 impl Kubectl {
     async fn run(&self, args: &[&str]) -> Result<()> {
-        let out = tokio::process::Command::new(&self.bin)
+        let timed = Path::new(GNU_TIME).exists();
+        let mut command = if timed {
+            let mut c = tokio::process::Command::new(GNU_TIME);
+            c.arg("-f").arg(format!("{MAXRSS}%M")).arg(&self.bin);
+            c
+        } else {
+            tokio::process::Command::new(&self.bin)
+        };
+        let out = command
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--cache-dir")
@@ -731,6 +751,12 @@ impl Kubectl {
                 out.status,
                 String::from_utf8_lossy(&out.stderr)
             );
+        }
+        let peak = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find_map(|l| l.strip_prefix(MAXRSS)?.trim().parse::<u64>().ok());
+        if let Some(kib) = peak {
+            self.peak_kib.fetch_max(kib, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -807,6 +833,7 @@ fn print_tables(
     let dur = |f: &dyn Fn(&InstallerRun) -> Duration| stat(installer.iter().map(f).collect(), secs);
     let kdur = |f: &dyn Fn(&KubectlRun) -> Duration| stat(kubectl.iter().map(f).collect(), secs);
     let mem = |f: &dyn Fn(&InstallerRun) -> u64| stat(installer.iter().map(f).collect(), mib);
+    let kmem = stat(kubectl.iter().map(|r| r.peak_kib).collect(), mib);
     println!(
         "median (min–max) of {runs} runs; each run: a fresh control plane with KWOK and platform AWS for \
          the installer's whole sequence, another for kubectl's\n"
@@ -873,7 +900,7 @@ fn print_tables(
         mem(&|r| r.memory_end.0)
     );
     println!(
-        "| VmHWM (peak RSS) at the end | {} | – |",
+        "| VmHWM (peak RSS) at the end | {} | {kmem} (the largest kubectl process, GNU time's maxrss) |",
         mem(&|r| r.memory_end.1)
     );
     println!();
