@@ -41,10 +41,8 @@ fn text(out: &Output) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
     require_fixture!("transport-configmaps");
-    let env = Env::start(true).await;
-    set_platform(&env.admin, "AWS").await;
-    load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let installer = Running::start(installer_client(env.cp.admin_config()), config());
+    let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
+    let installer = Running::as_admin(&env, config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
     // From here on, the installer's user agent is the diff's alone.
     installer.stop().await;

@@ -181,10 +181,8 @@ async fn deployments(client: &Client) -> Vec<(String, String, i64)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again() {
     require_fixture!("transport-configmaps");
-    let env = Env::start(true).await;
-    set_platform(&env.admin, "AWS").await;
-    load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
+    let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
+    let _installer = Running::as_admin(&env, config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
     let running = deployments(&env.admin).await;
     assert_eq!(running.len(), 2, "core and aws: {running:?}");

@@ -15,7 +15,7 @@ async fn unsupported_platforms_install_nothing() {
     require_fixture!("transport-configmaps");
     let env = Env::start(false).await;
     load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
+    let _installer = Running::as_admin(&env, config());
 
     // Before the platform is known: waiting, not available.
     let waiting = eventually(Duration::from_secs(30), "WaitingForPlatform", || async {
@@ -194,12 +194,10 @@ async fn aws_objects(client: &Client) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_provider_input_applies_nothing_and_recovers_when_fixed() {
     require_fixture!("transport-configmaps");
-    let env = Env::start(true).await;
-    set_platform(&env.admin, "AWS").await;
-    load_payload(&env.admin, &[CORE_CM]).await.unwrap();
+    let env = Env::on_aws(&[CORE_CM]).await;
     let variants = bad_inputs();
     put_configmap(&env.admin, &variants[0].configmap).await;
-    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
+    let _installer = Running::as_admin(&env, config());
 
     // Core installs although aws is bad.
     let core_deployment = fixture_objects(CORE_CM)

@@ -251,10 +251,8 @@ async fn assert_reported_available(client: &Client, expect_related: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     require_fixture!("transport-configmaps");
-    let env = Env::start(true).await;
-    set_platform(&env.admin, "AWS").await;
-    load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
+    let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
+    let _installer = Running::as_admin(&env, config());
 
     // 1. Fresh install.
     assert_reported_available(
@@ -500,7 +498,7 @@ async fn gcp_fresh_install() {
     load_payload(&env.admin, &[CORE_CM, GCP_CM, AWS_CM])
         .await
         .unwrap();
-    let _installer = Running::start(installer_client(env.cp.admin_config()), config());
+    let _installer = Running::as_admin(&env, config());
     assert_reported_available(
         &env.admin,
         &["apiextensions.k8s.io/customresourcedefinitions/gcpclusters.infrastructure.cluster.x-k8s.io"],

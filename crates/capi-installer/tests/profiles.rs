@@ -75,7 +75,7 @@ async fn core_and_aws_from_profiles_reach_available() {
         dir,
         profile: "default".into(),
     });
-    let _installer = Running::start(installer_client(env.cp.admin_config()), config);
+    let _installer = Running::as_admin(&env, config);
 
     let status = wait_available(&env.admin, Duration::from_secs(300)).await;
     let available = condition(&status, "Available").unwrap();
@@ -310,7 +310,7 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
         dir,
         profile: "default".into(),
     });
-    let _installer = Running::start(installer_client(env.cp.admin_config()), config);
+    let _installer = Running::as_admin(&env, config);
 
     let inventory: Api<ConfigMap> = Api::namespaced(env.admin.clone(), NS);
     let stored = |cm: &ConfigMap, key: &str| -> Option<(usize, ProviderRecord)> {

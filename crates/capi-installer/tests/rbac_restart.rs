@@ -20,9 +20,7 @@ fn rbac_manifest() -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     require_fixture!("transport-configmaps");
-    let env = Env::start(true).await;
-    set_platform(&env.admin, "AWS").await;
-    load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
+    let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
     let rbac = rbac_manifest();
     apply_as_release_payload(&env.admin, &rbac).await;
     let sa_config = env.service_account_config(NS, "capi-installer").await;
@@ -153,10 +151,8 @@ async fn managed_objects(client: &Client) -> BTreeSet<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_during_install_converges_after_restart() {
     require_fixture!("transport-configmaps");
-    let env = Env::start(true).await;
-    set_platform(&env.admin, "AWS").await;
-    load_payload(&env.admin, &[CORE_CM, AWS_CM]).await.unwrap();
-    let installer = Running::start(installer_client(env.cp.admin_config()), config());
+    let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
+    let installer = Running::as_admin(&env, config());
 
     // Kill it once the core CRD phase is done (a core CRD is Established) and before it finishes.
     let crds = api_for(
@@ -189,7 +185,7 @@ async fn killed_during_install_converges_after_restart() {
         "the install was already complete when killed; the test proves nothing"
     );
 
-    let _restarted = Running::start(installer_client(env.cp.admin_config()), config());
+    let _restarted = Running::as_admin(&env, config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
 
     // No orphan: what carries the ownership label is exactly what the ConfigMaps hold, and the inventory

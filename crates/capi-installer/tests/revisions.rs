@@ -149,7 +149,7 @@ async fn unmanaged_crds_are_left_alone_and_failed_upgrades_roll_back() {
         deployment_timeout: Duration::from_secs(20),
         ..short_config()
     };
-    let _running = Running::start(installer_client(env.cp.admin_config()), config);
+    let _running = Running::as_admin(&env, config);
     wait_available(&client, 3 * MINUTE).await;
 
     unmanaged_crds(&env).await;

@@ -32,7 +32,7 @@ async fn start(with_workloads: bool) -> Env {
 }
 
 fn installer(env: &Env, config: capi_installer_controller::InstallerConfig) -> Running {
-    Running::start(installer_client(env.cp.admin_config()), config)
+    Running::as_admin(env, config)
 }
 
 async fn deployment(client: &Client, name: &str) -> Option<Deployment> {

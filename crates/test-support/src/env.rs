@@ -30,6 +30,17 @@ impl Env {
         Env { cp, admin }
     }
 
+    /// A control plane with workloads, `Infrastructure/cluster` on AWS and the release payload of
+    /// `configmaps` ([`crate::load_payload`]), before any installer runs. Call `require_fixture!` first.
+    pub async fn on_aws(configmaps: &[&str]) -> Env {
+        let env = Env::start(true).await;
+        crate::set_platform(&env.admin, "AWS").await;
+        crate::load_payload(&env.admin, configmaps)
+            .await
+            .expect("fixtures present");
+        env
+    }
+
     pub fn audit(&self) -> Vec<AuditEvent> {
         self.cp.audit_events().expect("audit log readable")
     }

@@ -72,6 +72,11 @@ impl Running {
         }
     }
 
+    /// The installer as cluster-admin, with its user agent.
+    pub fn as_admin(env: &Env, config: InstallerConfig) -> Running {
+        Running::start(installer_client(env.cp.admin_config()), config)
+    }
+
     /// Abandons the installer at once, wherever it is.
     pub fn kill(self) {}
 
