@@ -36,13 +36,8 @@ pub struct DiffArgs {
     /// The namespace of the transport ConfigMaps and of every namespaced provider object.
     #[arg(long, default_value = "openshift-cluster-api", value_name = "NS")]
     namespace: String,
-    /// Field managers whose objects may be adopted (repeatable), as for `run`.
-    #[arg(
-        long = "adopt-from-manager",
-        default_value = "cluster-version-operator",
-        value_name = "MANAGER"
-    )]
-    adopt_from_managers: Vec<String>,
+    #[command(flatten)]
+    adopt: crate::adopt_args::AdoptArgs,
     #[command(flatten)]
     policy: crate::policy_args::PolicyArgs,
     /// `text` for people, `json` for CI.
@@ -67,7 +62,7 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
         namespace: args.namespace,
         images,
         substitutions,
-        adoptable_managers: args.adopt_from_managers,
+        adoptable_managers: args.adopt.adopt_from_managers,
     };
     let client = crate::client(args.kube.kubeconfig.as_deref()).await?;
     let report = diff::diff(&client, &config, given).await?;

@@ -16,6 +16,7 @@ use capi_runtime::report::{exit, finish};
 use clap::{Parser, Subcommand};
 use prometheus_client::registry::Registry;
 
+mod adopt_args;
 mod diff_cmd;
 mod policy_args;
 mod render_cmd;
@@ -85,13 +86,8 @@ struct RunArgs {
     /// The profile read from each image under --profiles-dir.
     #[arg(long, default_value = capi_manifests::profile::DEFAULT_PROFILE, value_name = "NAME", requires = "profiles_dir")]
     profile: String,
-    /// Field managers whose objects may be adopted (repeatable).
-    #[arg(
-        long = "adopt-from-manager",
-        default_value = "cluster-version-operator",
-        value_name = "MANAGER"
-    )]
-    adopt_from_managers: Vec<String>,
+    #[command(flatten)]
+    adopt: adopt_args::AdoptArgs,
     #[command(flatten)]
     policy: policy_args::PolicyArgs,
     #[command(flatten)]
@@ -163,7 +159,7 @@ async fn run(args: RunArgs) -> Result<()> {
         deployment_timeout: args.deployment_timeout,
         crd_timeout: args.crd_timeout,
         resync: args.resync,
-        adoptable_managers: args.adopt_from_managers,
+        adoptable_managers: args.adopt.adopt_from_managers,
         policy: args.policy.config(&args.namespace),
         instance: args.leader.instance.clone(),
         profiles,
