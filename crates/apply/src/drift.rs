@@ -48,26 +48,7 @@ pub(crate) fn normalized_fields(obj: &DynamicObject) -> Fields<'_> {
         );
         out.insert("kind", Cow::Owned(Value::String(t.kind.clone())));
     }
-    let mut meta = Map::new();
-    if let Some(name) = &obj.metadata.name {
-        meta.insert("name".into(), Value::String(name.clone()));
-    }
-    if let Some(ns) = obj.metadata.namespace.as_ref().filter(|ns| !ns.is_empty()) {
-        meta.insert("namespace".into(), Value::String(ns.clone()));
-    }
-    for (field, map) in [
-        ("labels", &obj.metadata.labels),
-        ("annotations", &obj.metadata.annotations),
-    ] {
-        if let Some(map) = map.as_ref().filter(|m| !m.is_empty()) {
-            let m = map
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                .collect();
-            meta.insert(field.into(), Value::Object(m));
-        }
-    }
-    out.insert("metadata", Cow::Owned(Value::Object(meta)));
+    out.insert("metadata", Cow::Owned(normalized_metadata(&obj.metadata)));
     let is_secret = obj
         .types
         .as_ref()
@@ -84,6 +65,28 @@ pub(crate) fn normalized_fields(obj: &DynamicObject) -> Fields<'_> {
         fold_string_data(&mut out);
     }
     out
+}
+
+/// The part of an object's metadata that [`normalize`] keeps: name, namespace (when not empty), labels
+/// and annotations (when not empty). Small, so built rather than borrowed.
+pub(crate) fn normalized_metadata(meta: &ObjectMeta) -> Value {
+    let mut out = Map::new();
+    if let Some(name) = &meta.name {
+        out.insert("name".into(), Value::String(name.clone()));
+    }
+    if let Some(ns) = meta.namespace.as_ref().filter(|ns| !ns.is_empty()) {
+        out.insert("namespace".into(), Value::String(ns.clone()));
+    }
+    for (field, map) in [("labels", &meta.labels), ("annotations", &meta.annotations)] {
+        if let Some(map) = map.as_ref().filter(|m| !m.is_empty()) {
+            let m = map
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            out.insert(field.into(), Value::Object(m));
+        }
+    }
+    Value::Object(out)
 }
 
 /// Whether `obj` is its own [`normalize`]d form, checked without copying its content.

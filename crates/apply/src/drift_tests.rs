@@ -490,7 +490,7 @@ mod copying {
     use capi_object::strip_nulls;
 
     use crate::apply::OwnershipPolicy;
-    use crate::drift::{hash_value, is_subset, project};
+    use crate::drift::{hash_value, is_subset, normalized_metadata, project};
 
     pub fn normalize(obj: &DynamicObject) -> Value {
         let mut out = Map::new();
@@ -498,26 +498,8 @@ mod copying {
             out.insert("apiVersion".into(), Value::String(t.api_version.clone()));
             out.insert("kind".into(), Value::String(t.kind.clone()));
         }
-        let mut meta = Map::new();
-        if let Some(name) = &obj.metadata.name {
-            meta.insert("name".into(), Value::String(name.clone()));
-        }
-        if let Some(ns) = obj.metadata.namespace.as_ref().filter(|ns| !ns.is_empty()) {
-            meta.insert("namespace".into(), Value::String(ns.clone()));
-        }
-        for (field, map) in [
-            ("labels", &obj.metadata.labels),
-            ("annotations", &obj.metadata.annotations),
-        ] {
-            if let Some(map) = map.as_ref().filter(|m| !m.is_empty()) {
-                let m = map
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                    .collect();
-                meta.insert(field.into(), Value::Object(m));
-            }
-        }
-        out.insert("metadata".into(), Value::Object(meta));
+        // The metadata projection is not what the borrowing changed: shared, not copied.
+        out.insert("metadata".into(), normalized_metadata(&obj.metadata));
         let is_secret = obj
             .types
             .as_ref()
