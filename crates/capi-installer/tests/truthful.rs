@@ -209,11 +209,7 @@ async fn each_object_belongs_to_one_provider() {
     greedy.put(&env.admin).await;
     let running = Running::start(client(), short_config());
 
-    let refused = eventually(2 * MINUTE, "aws refused, persistently", || async {
-        let s = co_status(&env.admin).await?;
-        condition(&s, "Degraded").filter(|d| d.status == "True")
-    })
-    .await;
+    let refused = wait_degraded(&env.admin, 2 * MINUTE, "aws refused, persistently").await;
     assert_eq!(refused.reason, "OwnershipConflict", "{refused:?}");
     assert!(
         refused.message.contains(&format!(
@@ -257,11 +253,7 @@ async fn each_object_belongs_to_one_provider() {
     let mut copy = aws();
     copy.arg = Some("--v=4");
     put_configmap(&env.admin, &copy.configmap("aws-copy")).await;
-    let duplicate = eventually(2 * MINUTE, "the copy refused, persistently", || async {
-        let s = co_status(&env.admin).await?;
-        condition(&s, "Degraded").filter(|d| d.status == "True")
-    })
-    .await;
+    let duplicate = wait_degraded(&env.admin, 2 * MINUTE, "the copy refused, persistently").await;
     assert_eq!(duplicate.reason, "DuplicateProvider");
     assert!(
         duplicate.message.contains(
@@ -408,11 +400,7 @@ async fn a_prune_that_fails_is_reported_and_retried() {
     let mut next = aws();
     next.version = "v1.1.0";
     next.put(&env.admin).await;
-    let degraded = eventually(2 * MINUTE, "PruneFailed, persistently", || async {
-        let s = co_status(&env.admin).await?;
-        condition(&s, "Degraded").filter(|d| d.status == "True")
-    })
-    .await;
+    let degraded = wait_degraded(&env.admin, 2 * MINUTE, "PruneFailed, persistently").await;
     assert_eq!(degraded.reason, "PruneFailed", "{degraded:?}");
     assert!(
         degraded
@@ -472,11 +460,7 @@ async fn failure_history_survives_a_restart() {
     bad.put(&env.admin).await;
     let client = || installer_client(env.cp.admin_config());
     let running = Running::start(client(), short_config());
-    let degraded = eventually(2 * MINUTE, "Degraded", || async {
-        let s = co_status(&env.admin).await?;
-        condition(&s, "Degraded").filter(|d| d.status == "True")
-    })
-    .await;
+    let degraded = wait_degraded(&env.admin, 2 * MINUTE, "Degraded").await;
     let before = attempt(&degraded.message);
     assert!(before >= 3, "{degraded:?}");
     let events = operator_events(&env.admin).await;

@@ -266,6 +266,16 @@ pub async fn wait_condition(
     }
 }
 
+/// Waits until `ClusterOperator/cluster-api` says Degraded=True and returns that condition; `what`
+/// names the awaited state in the timeout's panic.
+pub async fn wait_degraded(client: &Client, timeout: Duration, what: &str) -> Cond {
+    crate::eventually(timeout, what, || async {
+        let s = co_status(client).await?;
+        condition(&s, "Degraded").filter(|d| d.status == "True")
+    })
+    .await
+}
+
 /// Waits for `ClusterOperator/cluster-api` to report Available=True, Progressing=False,
 /// Degraded=False; returns its status.
 pub async fn wait_available(client: &Client, timeout: Duration) -> Value {
