@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-# etcd, kwok) from the Go modules pinned in this folder, into a cache outside the work tree so that CI's
-# fresh clones reuse them. Prints the bin folder on stdout; does nothing when the pinned set is built.
+# kubelet, kube-proxy, etcd, kwok) from the Go modules pinned in this folder, into a cache outside the
+# work tree so that CI's fresh clones reuse them. Prints the bin folder on stdout; does nothing when the pinned set is built.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -16,7 +16,7 @@ digest=$(cat "$here"/go.mod "$here"/go.sum "$here"/etcd/go.mod "$here"/etcd/go.s
 cache_root="${CAPI_CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/capi-installer/control-plane}"
 out="$cache_root/k8s-${k8s_version}_etcd-${etcd_version}_kwok-${kwok_version}_${digest}"
 bin="$out/bin"
-binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
+binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy etcd kwok)
 
 complete=true
 for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || complete=false; done
@@ -27,6 +27,19 @@ fi
 
 log() { echo "control-plane build: $*" >&2; }
 mkdir -p "$out"
+# One build at a time: several work trees (or test runs) asking at once wait for the first one's
+# result instead of building into the same staging folder.
+exec 9>"$out/.lock"
+if ! flock -n 9; then
+  log "another build of this set is running; waiting for it"
+  flock 9
+  complete=true
+  for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || complete=false; done
+  if $complete; then
+    echo "$bin"
+    exit 0
+  fi
+fi
 staging="$out/bin.partial"
 rm -rf "$staging"
 mkdir -p "$staging"
@@ -43,10 +56,11 @@ for pkg in $version_pkg $client_version_pkg; do
 done
 
 start=$(date +%s)
-log "building Kubernetes $k8s_version (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl); the first build takes several minutes"
+log "building Kubernetes $k8s_version (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy); the first build takes several minutes"
 (cd "$here" && go build -ldflags "$ldflags" -o "$staging/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
 log "building etcd $etcd_version"
 (cd "$here/etcd" && go build -ldflags "-s -w" -o "$staging/etcd" go.etcd.io/etcd/server/v3)
 log "building kwok $kwok_version"
