@@ -12,8 +12,8 @@ use crate::revision::RevisionError;
 use crate::source::{SourceError, SourceId};
 use crate::unmanaged::{UnmanagedCrd, UnmanagedError};
 
-/// Every reason the installer writes on the ClusterOperator's conditions. The README's reason table
-/// lists exactly these (a unit test checks it).
+/// Every reason the installer writes on the ClusterOperator's conditions. The reason table of
+/// `docs/admin/status.md` lists exactly these (a unit test checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
     AsExpected,
@@ -431,14 +431,16 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_lists_exactly_the_reasons_the_code_produces() {
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-                .expect("README.md readable");
-        let start = readme
-            .find("#### Reasons and troubleshooting")
-            .expect("README has the reason table");
-        let documented: std::collections::BTreeSet<&str> = readme[start..]
+    fn the_reason_table_lists_exactly_the_reasons_the_code_produces() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/admin/status.md"
+        ))
+        .expect("docs/admin/status.md readable");
+        let start = doc
+            .find("## Reasons and troubleshooting")
+            .expect("docs/admin/status.md has the reason table");
+        let documented: std::collections::BTreeSet<&str> = doc[start..]
             .lines()
             .skip_while(|l| !l.starts_with("| reason"))
             .skip(2)

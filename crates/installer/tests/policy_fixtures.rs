@@ -82,7 +82,7 @@ fn every_real_bundle_passes_the_policy() {
             .map(String::from)
             .into()
     );
-    // The groups the README lists as what real providers need.
+    // The groups docs/maintainers/bundles.md lists as what real providers need.
     assert_eq!(
         crd_groups,
         [
