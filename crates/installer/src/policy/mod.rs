@@ -43,7 +43,8 @@ pub const LEADER_LEASE: &str = "capi-installer-leader";
 /// The API groups of the Cluster API provider family: `cluster.x-k8s.io` and its subdomains.
 pub const FAMILY_GROUP: &str = "cluster.x-k8s.io";
 
-/// One rule of the policy. `Display` is the stable name used in status messages and the README.
+/// One rule of the policy. `Display` is the stable name used in status messages and in
+/// `docs/maintainers/bundles.md` (a test compares them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
     Kind,

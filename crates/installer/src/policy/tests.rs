@@ -474,3 +474,26 @@ fn every_rule_has_a_distinct_name() {
     let names: BTreeSet<&str> = Rule::ALL.iter().map(|r| r.name()).collect();
     assert_eq!(names.len(), Rule::ALL.len());
 }
+
+/// The rule table of `docs/maintainers/bundles.md` names exactly the rules the policy checks: the
+/// names are what status messages show, and what a maintainer looks up.
+#[test]
+fn the_documented_rule_table_lists_exactly_the_rules() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/maintainers/bundles.md"
+    ))
+    .expect("docs/maintainers/bundles.md readable");
+    let start = doc
+        .find("## Bundle policy")
+        .expect("docs/maintainers/bundles.md has the bundle policy");
+    let documented: BTreeSet<&str> = doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| rule"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1))
+        .collect();
+    let checked: BTreeSet<&str> = Rule::ALL.iter().map(|r| r.name()).collect();
+    assert_eq!(documented, checked);
+}
