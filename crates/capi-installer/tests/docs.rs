@@ -29,14 +29,16 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The text outside fenced code blocks and inline code spans, line by line: what is inside them is not
-/// rendered as links.
+/// rendered as links. A code span may go on over a line break, but not past the end of a paragraph.
 fn prose_lines(text: &str) -> Vec<String> {
     let mut fenced = false;
+    let mut in_code_span = false;
     let mut lines = Vec::new();
     for line in text.lines() {
         // Code lines stay as empty lines, so that a line's index is its line number.
         if line.trim_start().starts_with("```") {
             fenced = !fenced;
+            in_code_span = false;
             lines.push(String::new());
             continue;
         }
@@ -44,9 +46,15 @@ fn prose_lines(text: &str) -> Vec<String> {
             lines.push(String::new());
             continue;
         }
+        if line.trim().is_empty() {
+            in_code_span = false;
+        }
         let mut prose = String::new();
         for (i, part) in line.split('`').enumerate() {
-            if i % 2 == 0 {
+            if i > 0 {
+                in_code_span = !in_code_span;
+            }
+            if !in_code_span {
                 prose.push_str(part);
             }
         }
@@ -167,4 +175,8 @@ fn anchors_follow_githubs_rules() {
         ["b.md#c", "e/", "g"]
     );
     assert_eq!(prose_lines("x `[f](g)` y"), ["x  y"]);
+    assert_eq!(
+        prose_lines("a `code\nspan` [b](c)\n\n`open\n\n[d](e)"),
+        ["a ", " [b](c)", "", "", "", "[d](e)"]
+    );
 }
