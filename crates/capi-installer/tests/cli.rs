@@ -256,6 +256,16 @@ fn render_yaml_gives_the_final_objects_with_release_images() {
             );
         }
     }
+    // envsubst's `$$` escape, as clusterctl and the reference apply it: CAPA's CRDs quote
+    // Kubernetes' own `$$(VAR_NAME)` escape in three descriptions, which read `$(VAR_NAME)` once
+    // installed.
+    let text = stdout(&out);
+    assert!(!text.contains("$$"), "a `$$` survived rendering");
+    assert_eq!(
+        text.matches("Double $ are reduced").count(),
+        3,
+        "the three CAPA descriptions that quote `$$`"
+    );
     // Every object carries its provider's label, which the installer's watches select on.
     for d in &docs {
         let label = d.value["metadata"]["labels"]["cluster.x-k8s.io/provider"].as_str();

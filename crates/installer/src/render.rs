@@ -22,6 +22,10 @@ pub struct SubstitutionError {
 /// Replaces `${VAR}`, `${VAR:=default}` and `${VAR:-default}` with values from `variables`, with the
 /// clusterctl/envsubst meaning: an unknown variable takes its default, or the empty string without one.
 ///
+/// `$$` is envsubst's escape, as clusterctl and the reference have it: it becomes one `$`, and what
+/// follows it is text (`$${VAR}` is the literal `${VAR}`). CRD descriptions quote Kubernetes' own
+/// `$$(VAR)` escape that way, and read `$(VAR)` once installed, as with the reference.
+///
 /// Only the braced forms are recognised. The reference ran envsubst over the whole text, where a bare
 /// `$NAME` (common in CRD descriptions and regular expressions) also became the empty string; leaving it
 /// alone is deliberate. Variables never come from the process environment (ref §6.15: `HOME` and
@@ -32,7 +36,21 @@ pub fn substitute(
 ) -> Result<String, SubstitutionError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(start) = rest.find("${") {
+    while let Some(start) = rest.find('$') {
+        match rest[start + 1..].chars().next() {
+            Some('{') => {}
+            // The escape: one `$` out, both consumed, so the next character cannot open `${`.
+            Some('$') => {
+                out.push_str(&rest[..=start]);
+                rest = &rest[start + 2..];
+                continue;
+            }
+            _ => {
+                out.push_str(&rest[..=start]);
+                rest = &rest[start + 1..];
+                continue;
+            }
+        }
         out.push_str(&rest[..start]);
         let line = text[..text.len() - rest.len() + start]
             .matches('\n')
@@ -287,6 +305,16 @@ mod tests {
                 "--tls=VersionTLS12,x",
             ),
             ("$SET and $ref stay", "$SET and $ref stay"),
+            // envsubst's escape: `$$` is one `$`, and what follows it is text.
+            ("Double $$ are reduced", "Double $ are reduced"),
+            ("\"$$(VAR_NAME)\" stays", "\"$(VAR_NAME)\" stays"),
+            ("$${SET} is literal", "${SET} is literal"),
+            ("$$$${SET}", "$${SET}"),
+            ("$$${SET}", "$x"),
+            ("$$$", "$$"),
+            ("cost: 5$", "cost: 5$"),
+            ("${SET:=a$$b}", "x"),
+            ("${UNSET:=a$$b}", "a$$b"),
             ("no variables", "no variables"),
         ];
         for (input, want) in cases {
