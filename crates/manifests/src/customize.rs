@@ -306,7 +306,10 @@ impl Scopes {
     }
 }
 
-fn check_duplicates(input: &[Object], key: impl Fn(&Object) -> ObjectKey) -> Result<(), Error> {
+pub(crate) fn check_duplicates(
+    input: &[Object],
+    key: impl Fn(&Object) -> ObjectKey,
+) -> Result<(), Error> {
     let mut seen: HashMap<ObjectKey, &DocLocation> = HashMap::with_capacity(input.len());
     for o in input {
         let k = key(o);
@@ -420,7 +423,7 @@ fn merge_openshift_annotations(value: &mut Value) {
 }
 
 /// `cert-manager.io/inject-ca-from` → `service.beta.openshift.io/inject-cabundle: "true"`.
-fn swap_ca_injection(value: &mut Value) {
+pub(crate) fn swap_ca_injection(value: &mut Value) {
     let a = metadata_map_mut(value, "annotations");
     if a.remove(ANNOTATION_INJECT_CA_FROM).is_some() {
         a.insert(ANNOTATION_INJECT_CABUNDLE.to_owned(), Value::from("true"));
@@ -429,10 +432,10 @@ fn swap_ca_injection(value: &mut Value) {
 
 /// Which Services serve webhooks, and where their serving certificates come from.
 #[derive(Debug, Default)]
-struct ServingCerts {
+pub(crate) struct ServingCerts {
     /// Service name → secret name, from the Certificates that webhook configurations and CRDs
     /// name in `cert-manager.io/inject-ca-from`: the Service gets the serving-cert annotation.
-    from_cert_manager: BTreeMap<String, String>,
+    pub(crate) from_cert_manager: BTreeMap<String, String>,
     /// Service name → the first object naming it, for webhook configurations and CRDs that the
     /// provider's kustomization already annotated for service-ca (OpenStack's does): the Service
     /// must carry the serving-cert annotation itself.
@@ -481,7 +484,7 @@ impl ServingCerts {
     /// input) whose Service does not ask service-ca for a serving certificate, would never get
     /// one: the webhook would fail every TLS handshake. The reference wrote the annotation
     /// nowhere and moved on.
-    fn check_issued(&self, services_with_cert: &BTreeSet<String>) -> Result<(), Error> {
+    pub(crate) fn check_issued(&self, services_with_cert: &BTreeSet<String>) -> Result<(), Error> {
         if let Some(svc) = self
             .from_cert_manager
             .keys()
@@ -510,7 +513,7 @@ impl ServingCerts {
     }
 }
 
-fn serving_certs(input: &[Object]) -> Result<ServingCerts, Error> {
+pub(crate) fn serving_certs(input: &[Object]) -> Result<ServingCerts, Error> {
     let certs: HashMap<&str, (&Object, Option<&str>)> = input
         .iter()
         .filter(|o| o.id.group.as_str() == "cert-manager.io" && o.id.kind == "Certificate")
@@ -627,28 +630,12 @@ fn customize_deployment(
     if !spec.is_object() {
         *spec = Value::Object(Map::new());
     }
-    spec["priorityClassName"] = Value::from("system-cluster-critical");
+    spec["priorityClassName"] = Value::from(PRIORITY_CLASS);
     if let Some(containers) = spec.get_mut("containers").and_then(Value::as_array_mut) {
         for c in containers.iter_mut().filter(|c| c.is_object()) {
             // Provider tweaks first, as in the reference.
             apply_flavor(flavor, c);
-            // Requests replaced, limits removed (OpenShift conventions); anything else under
-            // `resources` (e.g. `claims`) stays, as in the reference.
-            let resources = c
-                .as_object_mut()
-                .expect("filtered to objects")
-                .entry("resources")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if !resources.is_object() {
-                *resources = Value::Object(Map::new());
-            }
-            let resources = resources.as_object_mut().expect("made an object");
-            resources.insert(
-                "requests".to_owned(),
-                json!({"cpu": "10m", "memory": "50Mi"}),
-            );
-            resources.remove("limits");
-            c["terminationMessagePolicy"] = Value::from("FallbackToLogsOnError");
+            container_conventions(c);
             if c.get("name").and_then(Value::as_str) == Some("kube-rbac-proxy") {
                 c["image"] = Value::from(KUBE_RBAC_PROXY_IMAGE);
             }
@@ -664,6 +651,31 @@ fn customize_deployment(
         }
     }
     Ok(())
+}
+
+/// The priority class of every provider Deployment's pods (both generations of the reference).
+pub(crate) const PRIORITY_CLASS: &str = "system-cluster-critical";
+
+/// OpenShift's conventions for a provider container, the same in both generations of the reference:
+/// requests replaced, limits removed, and the termination message taken from the log when the
+/// container wrote none. Anything else under `resources` (e.g. `claims`) stays, as in the reference.
+/// `container` is a map.
+pub(crate) fn container_conventions(container: &mut Value) {
+    let resources = container
+        .as_object_mut()
+        .expect("containers are maps")
+        .entry("resources")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !resources.is_object() {
+        *resources = Value::Object(Map::new());
+    }
+    let resources = resources.as_object_mut().expect("made an object");
+    resources.insert(
+        "requests".to_owned(),
+        json!({"cpu": "10m", "memory": "50Mi"}),
+    );
+    resources.remove("limits");
+    container["terminationMessagePolicy"] = Value::from("FallbackToLogsOnError");
 }
 
 /// The container the provider tweaks apply to. The reference rewrites only the provider's own
@@ -822,7 +834,11 @@ pub fn protected_kind(
 /// cluster's `infrastructureName` is denied. No labels: like the reference, they are added
 /// after the clusterctl processing.
 pub fn protection_objects(p: &ProtectedKind) -> [Value; 2] {
-    let name = p.policy_name();
+    protection_policy(&p.policy_name(), &p.group, &p.plural)
+}
+
+/// The protection policy `name` and its binding, for the resource `plural` of API group `group`.
+pub(crate) fn protection_policy(name: &str, group: &str, plural: &str) -> [Value; 2] {
     [
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -831,10 +847,10 @@ pub fn protection_objects(p: &ProtectedKind) -> [Value; 2] {
             "spec": {
                 "failurePolicy": "Fail",
                 "matchConstraints": {"resourceRules": [{
-                    "apiGroups": [p.group],
+                    "apiGroups": [group],
                     "apiVersions": ["*"],
                     "operations": ["DELETE"],
-                    "resources": [p.plural],
+                    "resources": [plural],
                 }]},
                 "paramKind": {"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure"},
                 "validations": [{

@@ -71,6 +71,15 @@ pub enum Error {
         exceeded: crate::budget::BudgetExceeded,
     },
 
+    /// A kustomization, a transformer or a transformer's configuration that manifests-gen cannot
+    /// use; `at` is the file, with the line where one is known (`file:line`).
+    #[error("{at}: {message}")]
+    Kustomization { at: String, message: String },
+
+    /// A profile option that cannot be written as a profile the installer reads.
+    #[error("invalid profile: {message}")]
+    ProfileOption { message: String },
+
     #[error("ConfigMap {configmap}: {message}")]
     ConfigMap { configmap: String, message: String },
 

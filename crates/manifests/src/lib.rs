@@ -12,11 +12,14 @@ pub mod budget;
 pub mod compare;
 pub mod customize;
 mod error;
+pub mod kustomization;
 pub mod metadata;
 pub mod object;
 pub mod platform;
 pub mod profile;
+pub mod profile_gen;
 pub mod provider;
+pub mod transformers;
 pub mod transport;
 pub mod yaml;
 

@@ -17,11 +17,48 @@ pub const PROFILES_DIR: &str = "capi-operator-manifests";
 pub const METADATA_FILE: &str = "metadata.yaml";
 /// The profile's objects, multi-document YAML.
 pub const MANIFESTS_FILE: &str = "manifests.yaml";
+/// The optional list of a profile's objects (`--manifests-summary`), for review.
+pub const SUMMARY_FILE: &str = "manifests-summary.yaml";
 /// The profile the reference installs, and our default.
 pub const DEFAULT_PROFILE: &str = "default";
 /// `attributes` keys manifests-gen writes by convention.
 pub const ATTRIBUTE_TYPE: &str = "type";
 pub const ATTRIBUTE_VERSION: &str = "version";
+
+/// The `Infrastructure` platform types the reference generator accepts for `ocpPlatform`.
+pub const OCP_PLATFORM_TYPES: [&str; 14] = [
+    "AWS",
+    "Azure",
+    "BareMetal",
+    "EquinixMetal",
+    "External",
+    "GCP",
+    "IBMCloud",
+    "KubeVirt",
+    "Libvirt",
+    "None",
+    "Nutanix",
+    "OpenStack",
+    "PowerVS",
+    "VSphere",
+];
+
+/// Checks a profile's name: it becomes a folder name and part of inventory keys. The reference's API
+/// allows the same characters.
+pub fn validate_profile_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "profile name {name:?} must be 1 to 100 letters, digits, '-' or '_'"
+        ))
+    }
+}
 
 /// `metadata.yaml` of a profile. Unknown fields are ignored, as the reference's decoder does, so
 /// that a newer generator's additions do not break an older installer.

@@ -319,6 +319,95 @@ pub fn to_multi_yaml<'a>(values: impl IntoIterator<Item = &'a Value>) -> Result<
     Ok(out)
 }
 
+/// Where a scalar value starts in its source (see [`scalar_position`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScalarPosition {
+    /// 1-based line of the value's first line in a literal block scalar (`|`), else of the
+    /// scalar's first character.
+    pub line: usize,
+    /// A literal block scalar: line `i` of the value is source line `line + i`. Other styles fold
+    /// or escape line breaks, so only their first line is known.
+    pub literal: bool,
+}
+
+impl ScalarPosition {
+    /// The source line of line `index` (0-based) of the value: exact for a literal block scalar,
+    /// else the line where the value starts.
+    pub fn line_of(&self, index: usize) -> usize {
+        if self.literal {
+            self.line + index
+        } else {
+            self.line
+        }
+    }
+}
+
+/// The position of the scalar at `path` (map keys from the root) in the document of `text` that
+/// starts at 1-based line `first_line` (a [`DocLocation::line`]); `None` when there is no scalar
+/// there. For error messages that point into a value (a line of a ConfigMap's data), which the
+/// parsed [`Document`] no longer knows.
+pub fn scalar_position(text: &str, first_line: usize, path: &[&str]) -> Option<ScalarPosition> {
+    use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
+    let offset: usize = text
+        .split_inclusive('\n')
+        .take(first_line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    // A map's key while its value is being read; `None` while the next key is awaited.
+    enum Frame {
+        Map(Option<String>),
+        Seq,
+    }
+    fn value_done(stack: &mut [Frame]) {
+        if let Some(Frame::Map(key)) = stack.last_mut() {
+            *key = None;
+        }
+    }
+    let at_path = |stack: &[Frame]| {
+        stack.len() == path.len()
+            && stack
+                .iter()
+                .zip(path)
+                .all(|(f, p)| matches!(f, Frame::Map(Some(k)) if k == p))
+    };
+    let mut stack: Vec<Frame> = Vec::new();
+    for item in Parser::new_from_str(text.get(offset..)?) {
+        let (event, span) = item.ok()?;
+        match event {
+            Event::DocumentEnd => return None,
+            Event::MappingStart(..) => stack.push(Frame::Map(None)),
+            Event::SequenceStart(..) => stack.push(Frame::Seq),
+            Event::MappingEnd | Event::SequenceEnd => {
+                stack.pop();
+                value_done(&mut stack);
+            }
+            Event::Scalar(value, style, ..) => match stack.last_mut() {
+                Some(Frame::Map(key @ None)) => *key = Some(value.into_owned()),
+                _ => {
+                    if at_path(&stack) {
+                        let literal = style == ScalarStyle::Literal;
+                        // A literal block's span starts at its first line with content; the
+                        // empty lines before it are the value's leading line breaks.
+                        let leading = if literal {
+                            value.bytes().take_while(|b| *b == b'\n').count()
+                        } else {
+                            0
+                        };
+                        return Some(ScalarPosition {
+                            line: (span.start.line() + first_line - 1).saturating_sub(leading),
+                            literal,
+                        });
+                    }
+                    value_done(&mut stack);
+                }
+            },
+            Event::Alias(_) => value_done(&mut stack),
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,6 +552,48 @@ mod tests {
         // A few aliases are fine.
         let docs = parse_documents("cm", "a: &x {k: v}\nb: *x\n").unwrap();
         assert_eq!(docs[0].value["b"]["k"], "v");
+    }
+
+    #[test]
+    fn scalar_positions_point_into_the_source() {
+        let text = "# a comment\napiVersion: v1\nkind: ConfigMap\ndata:\n  list: |\n    a\n\n    b\n  other: [x]\n  plain: one\n  blank: |\n\n\n    c\n---\nkind: Second\ndata:\n  list: \"q\\nr\"\n";
+        let docs = parse_documents("f", text).unwrap();
+        let first = docs[0].location.line;
+        let list = scalar_position(text, first, &["data", "list"]).unwrap();
+        assert_eq!(
+            list,
+            ScalarPosition {
+                line: 6,
+                literal: true
+            }
+        );
+        // Value line 2 ("b") is file line 8: literal lines are source lines, blank ones too.
+        assert_eq!(docs[0].value["data"]["list"], "a\n\nb\n");
+        assert_eq!(list.line_of(2), 8);
+        // Leading empty lines of a literal block are lines of the value too.
+        let blank = scalar_position(text, first, &["data", "blank"]).unwrap();
+        assert_eq!((blank.line_of(0), blank.line_of(2)), (12, 14));
+        assert_eq!(
+            scalar_position(text, first, &["data", "plain"]),
+            Some(ScalarPosition {
+                line: 10,
+                literal: false
+            })
+        );
+        // Not a scalar, absent, or in another document: none.
+        assert_eq!(scalar_position(text, first, &["data", "other"]), None);
+        assert_eq!(scalar_position(text, first, &["data"]), None);
+        assert_eq!(scalar_position(text, first, &["kind", "x"]), None);
+        // The second document starts after its marker; its quoted value has one known line.
+        let second = scalar_position(text, docs[1].location.line, &["data", "list"]).unwrap();
+        assert_eq!(
+            second,
+            ScalarPosition {
+                line: 18,
+                literal: false
+            }
+        );
+        assert_eq!(second.line_of(1), 18);
     }
 
     #[test]

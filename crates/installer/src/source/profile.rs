@@ -224,22 +224,8 @@ fn read_text(path: &Path, limit: u64) -> Result<String, ProfileProblem> {
     String::from_utf8(bytes).map_err(|e| unreadable(format!("not UTF-8: {e}")))
 }
 
-/// Checks a `--profile` name: it becomes part of folder paths and inventory keys. The reference's API
-/// allows the same characters.
-pub fn validate_profile_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 100
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "profile name {name:?} must be 1 to 100 letters, digits, '-' or '_'"
-        ))
-    }
-}
+/// Checks a `--profile` name, as manifests-gen checks the name it writes.
+pub use capi_manifests::profile::validate_profile_name;
 
 /// The profiles found at startup, as a [`SourceCatalog`].
 #[derive(Debug, Default)]
