@@ -1,52 +1,72 @@
-//! Build-time generator of transport ConfigMaps from a provider's rendered components.
+//! Build-time generator of a Cluster API provider's manifests for OpenShift, in either of the
+//! reference's two generations (SPEC §3):
 //!
-//! Drop-in for the reference `manifests-gen` command line (SPEC §3): a provider's Makefile
-//! keeps working. All processing lives in `capi-manifests`; this binary reads inputs, runs
-//! kustomize when asked to, and writes (or checks) the two output files.
+//! - a transport ConfigMap (`--base-path`, `--provider-name`, ...; release-4.21 and before), or
+//! - an image-based profile (`--name`, ...; the newer generation).
+//!
+//! Drop-in for both generations' command lines, Go's single-dash spelling included, so a provider's
+//! `openshift/Makefile` keeps working. All processing lives in `capi-manifests`; this binary parses
+//! the command line, reads the inputs, runs kustomize and writes (or checks) the outputs.
+
+mod configmap;
+mod kustomize;
+mod output;
+mod profile;
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
-use capi_manifests::customize::{Flavor, Generated, REVIEW_COPY_PATH, generate};
-use capi_manifests::{Provider, ProviderType};
+use anyhow::Result;
 use capi_runtime::report::{exit, finish};
-use clap::Parser;
+use clap::{ArgAction, Args as ClapArgs, CommandFactory, Parser};
 
-/// Generate the transport ConfigMap of a Cluster API provider for OpenShift.
+/// Generate the transport ConfigMap (--provider-name) or the image-based profile (--name) of a
+/// Cluster API provider for OpenShift.
 #[derive(Parser, Debug)]
 #[command(name = "manifests-gen", version)]
 struct Args {
-    /// Root of the provider repository.
-    #[arg(long)]
-    base_path: PathBuf,
-    /// Output folder for the transport ConfigMap (normally openshift/manifests).
+    /// Output folder: of the transport ConfigMap (normally openshift/manifests), or of the profiles
+    /// (a profile is written to <manifests-path>/<profile-name>/). Relative to the working folder.
     #[arg(long)]
     manifests_path: PathBuf,
-    /// Kustomize folder, relative to --base-path.
-    #[arg(long, default_value = "config/default")]
-    kustomize_dir: PathBuf,
+    /// Kustomize folder: relative to --base-path for the ConfigMap [default: config/default],
+    /// relative to the working folder for a profile (required there).
+    #[arg(long)]
+    kustomize_dir: Option<PathBuf>,
+    /// Write nothing; exit 1 and print a diff when the committed outputs are stale (0 when up to date,
+    /// 2 on an error).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, value_name = "BOOL",
+          default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    check: bool,
+    #[command(flatten)]
+    configmap: ConfigMapArgs,
+    #[command(flatten)]
+    profile: ProfileArgs,
+}
+
+/// The first generation: a transport ConfigMap.
+#[derive(ClapArgs, Debug)]
+#[command(next_help_heading = "Transport ConfigMap")]
+struct ConfigMapArgs {
+    /// Root of the provider repository.
+    #[arg(long, required_unless_present = "name")]
+    base_path: Option<PathBuf>,
     /// clusterctl provider name: cluster-api, aws, gcp, azure, powervs, ...
-    #[arg(long)]
-    provider_name: String,
+    #[arg(long, required_unless_present = "name")]
+    provider_name: Option<String>,
     /// CoreProvider or InfrastructureProvider.
-    #[arg(long)]
-    provider_type: String,
+    #[arg(long, required_unless_present = "name")]
+    provider_type: Option<String>,
     /// Provider version, semver with optional leading v (e.g. v2.10.0).
-    #[arg(long)]
-    provider_version: String,
+    #[arg(long, required_unless_present = "name")]
+    provider_version: Option<String>,
     /// Already-rendered components (FILE, or - for standard input) instead of running kustomize.
     #[arg(long, value_name = "FILE|-")]
     components: Option<PathBuf>,
     /// clusterctl metadata file [default: <base-path>/metadata.yaml].
     #[arg(long, value_name = "FILE")]
     metadata: Option<PathBuf>,
-    /// Write nothing; exit 1 and print a diff when the committed outputs are stale (0 when up to date,
-    /// 2 on an error).
-    #[arg(long)]
-    check: bool,
     /// Keep the objects in the order the kustomization lists them, as the reference generator
     /// does, instead of kustomize's default order by kind. Only when manifests-gen runs
     /// kustomize; a --components file is always taken in its own order.
@@ -54,22 +74,52 @@ struct Args {
     input_order: bool,
 }
 
-const FLAGS: [&str; 10] = [
-    "base-path",
-    "manifests-path",
-    "kustomize-dir",
-    "provider-name",
-    "provider-type",
-    "provider-version",
-    "components",
-    "metadata",
-    "check",
-    "input-order",
-];
+/// The newer generation: an image-based profile.
+#[derive(ClapArgs, Debug)]
+#[command(next_help_heading = "Image-based profile")]
+struct ProfileArgs {
+    /// Write a profile for this component (e.g. cluster-api-provider-aws) instead of a ConfigMap.
+    #[arg(long, requires = "kustomize_dir", conflicts_with_all = [
+        "base_path", "provider_name", "provider_type", "provider_version", "components", "metadata",
+        "input_order",
+    ])]
+    name: Option<String>,
+    /// The profile's folder under --manifests-path (letters, digits, '-', '_').
+    #[arg(long, default_value = "default", requires = "name")]
+    profile_name: String,
+    /// Lower installs first (conventions: core 10, infrastructure providers 20) [default: 0].
+    #[arg(long, requires = "name", value_parser = go_int, allow_hyphen_values = true)]
+    install_order: Option<i64>,
+    /// An attribute of the profile (type=core|infrastructure, version=v1.2.3, ...); repeatable.
+    #[arg(long = "attribute", value_name = "KEY=VALUE", requires = "name", value_parser = attribute)]
+    attributes: Vec<(String, String)>,
+    /// The provider's own image as the manifests name it; the installer replaces it with the
+    /// release's image.
+    #[arg(long, requires = "name")]
+    self_image_ref: Option<String>,
+    /// The OpenShift platform type the profile is for (AWS, GCP, ...); none: every platform.
+    #[arg(long, requires = "name")]
+    platform: Option<String>,
+    /// Singular name of the CRD whose objects named after the cluster may not be deleted (e.g.
+    /// awscluster) [default: every CRD of group infrastructure.cluster.x-k8s.io whose plural ends in
+    /// "clusters"].
+    #[arg(long, requires = "name")]
+    protect_cluster_resource: Option<String>,
+    /// Also write manifests-summary.yaml, the list of the profile's objects.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, value_name = "BOOL",
+          default_value = "false", default_missing_value = "true", value_parser = go_bool,
+          requires = "name")]
+    manifests_summary: bool,
+}
 
 /// Go's `flag` package accepts `-flag` as well as `--flag`; the reference is a Go program, so a
 /// Makefile may use either. Rewrite single-dash forms of our long flags before clap sees them.
 fn go_style_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let command = Args::command();
+    let long_flags: Vec<&str> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .collect();
     args.into_iter()
         .enumerate()
         .map(|(i, a)| {
@@ -78,7 +128,7 @@ fn go_style_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
             };
             if let Some(rest) = s.strip_prefix('-').filter(|r| !r.starts_with('-')) {
                 let name = rest.split_once('=').map_or(rest, |(n, _)| n);
-                if FLAGS.contains(&name) {
+                if long_flags.contains(&name) {
                     return OsString::from(format!("-{s}"));
                 }
             }
@@ -87,285 +137,132 @@ fn go_style_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
         .collect()
 }
 
+/// A boolean flag's value as Go's `flag` package parses it (`-manifests-summary=false`).
+fn go_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(format!("{s:?} is not a boolean (true or false)")),
+    }
+}
+
+/// An integer flag's value as Go's `flag` package parses it: decimal, or with a base prefix (`0x14`,
+/// `0o24`, `0b10100`, and a leading `0` for octal), underscores allowed between the digits of a
+/// prefixed number.
+fn go_int(s: &str) -> Result<i64, String> {
+    let invalid = || format!("{s:?} is not an integer");
+    let (negative, unsigned) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let lower = unsigned.to_ascii_lowercase();
+    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d.to_owned())
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d.to_owned())
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d.to_owned())
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, lower[1..].to_owned())
+    } else {
+        (10, lower.clone())
+    };
+    let digits = if radix == 10 {
+        digits
+    } else {
+        if digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
+            return Err(invalid());
+        }
+        digits.replace('_', "")
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(invalid());
+    }
+    let magnitude = i128::from_str_radix(&digits, radix).map_err(|_| invalid())?;
+    i64::try_from(if negative { -magnitude } else { magnitude }).map_err(|_| invalid())
+}
+
+/// `--attribute KEY=VALUE`, split at the first `=` as the reference does.
+fn attribute(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some(("", _)) => Err(format!("{s:?}: the key is empty")),
+        Some((k, v)) => Ok((k.to_owned(), v.to_owned())),
+        None => Err(format!("{s:?} is not KEY=VALUE")),
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse_from(go_style_args(std::env::args_os()));
     // 0 written or up to date, 1 stale (--check), 2 any error: a CI script can tell "regenerate" from
     // "broken".
-    finish(run(&args), exit::ERROR)
+    finish(run(args), exit::ERROR)
 }
 
-struct Output {
-    path: PathBuf,
-    content: String,
-}
-
-fn run(args: &Args) -> Result<ExitCode> {
-    let provider_type: ProviderType = args.provider_type.parse()?;
-    let (flavor, published_name) = Flavor::for_cli_name(&args.provider_name);
-    let provider = Provider::new(published_name, provider_type, &args.provider_version)?;
-
-    let metadata_path = args
-        .metadata
-        .clone()
-        .unwrap_or_else(|| args.base_path.join("metadata.yaml"));
-    let metadata = std::fs::read_to_string(&metadata_path).with_context(|| {
-        format!(
-            "cannot read clusterctl metadata {}",
-            metadata_path.display()
-        )
-    })?;
-
-    let (components_source, components) = read_components(args)?;
-    let generated = generate(
-        &provider,
-        flavor,
-        &components_source,
-        &components,
-        &metadata_path.display().to_string(),
-        &metadata,
-    )?;
-    report(&generated);
-
-    let outputs = [
-        Output {
-            path: args.manifests_path.join(generated.configmap_file_name()),
-            content: generated.configmap_yaml,
-        },
-        Output {
-            path: args.base_path.join(REVIEW_COPY_PATH),
-            content: generated.components_yaml,
-        },
-    ];
-    if args.check {
-        return check(&outputs);
-    }
-    write_all(&outputs)?;
-    for o in &outputs {
-        eprintln!("wrote {} ({} bytes)", o.path.display(), o.content.len());
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn report(g: &Generated) {
-    eprintln!(
-        "provider {} ({}) version {}: {} objects dropped, protecting {}.{} from deletion",
-        g.provider.name,
-        g.provider.provider_type.label(),
-        g.provider.version,
-        g.dropped.len(),
-        g.protected.plural,
-        g.protected.group,
-    );
-    for d in &g.dropped {
-        eprintln!("  dropped {} ({}): {}", d.id, d.location, d.reason);
+fn run(args: Args) -> Result<ExitCode> {
+    match args.profile.name.clone() {
+        Some(name) => profile::run(name, args),
+        None => configmap::run(args),
     }
 }
 
-fn read_components(args: &Args) -> Result<(String, String)> {
-    match &args.components {
-        Some(p) if p.as_os_str() == "-" => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .context("cannot read components from standard input")?;
-            Ok(("<stdin>".to_owned(), s))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_integers() {
+        for (s, want) in [
+            ("20", 20),
+            ("-3", -3),
+            ("+7", 7),
+            ("0", 0),
+            ("010", 8),
+            ("0x14", 20),
+            ("0X1_4", 20),
+            ("0b1_0100", 20),
+            ("0o24", 20),
+        ] {
+            assert_eq!(go_int(s), Ok(want), "{s}");
         }
-        Some(p) => {
-            let s = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read components {}", p.display()))?;
-            Ok((p.display().to_string(), s))
-        }
-        None => {
-            let dir = args.base_path.join(&args.kustomize_dir);
-            let out = if args.input_order {
-                run_kustomize_in_input_order(&dir)?
-            } else {
-                run_kustomize(&dir)?
-            };
-            Ok((format!("kustomize build {}", dir.display()), out))
+        for s in [
+            "",
+            "x",
+            "1_0",
+            "0x",
+            "0x_14",
+            "08",
+            "1.5",
+            "99999999999999999999",
+        ] {
+            assert!(go_int(s).is_err(), "{s}");
         }
     }
-}
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|d| {
-            let p = d.join(program);
-            p.is_file()
-                && std::fs::metadata(&p)
-                    .map(|m| {
-                        use std::os::unix::fs::PermissionsExt;
-                        m.permissions().mode() & 0o111 != 0
-                    })
-                    .unwrap_or(false)
-        })
-    })
-}
-
-fn run_kustomize(dir: &Path) -> Result<String> {
-    let mut cmd = if on_path("kustomize") {
-        let mut c = Command::new("kustomize");
-        c.arg("build").arg(dir);
-        c
-    } else if on_path("kubectl") {
-        let mut c = Command::new("kubectl");
-        c.arg("kustomize").arg(dir);
-        c
-    } else {
-        bail!(
-            "neither kustomize nor kubectl is on PATH, so {} cannot be rendered; install one, or render the components yourself and pass them with --components FILE (or --components - on standard input)",
-            dir.display()
-        );
-    };
-    eprintln!("running {cmd:?}");
-    let out = cmd
-        .output()
-        .with_context(|| format!("cannot run {cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
+    #[test]
+    fn single_dash_flags_become_long_flags() {
+        let args = [
+            "manifests-gen",
+            "-name",
+            "x",
+            "-install-order=10",
+            "-manifests-summary",
+            "-v",
+        ]
+        .map(OsString::from);
+        let got: Vec<String> = go_style_args(args)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "manifests-gen",
+                "--name",
+                "x",
+                "--install-order=10",
+                "--manifests-summary",
+                "-v"
+            ]
         );
     }
-    String::from_utf8(out.stdout).map_err(|e| anyhow!("{cmd:?} printed non-UTF-8 output: {e}"))
-}
-
-/// The reference generator ran kustomize in-process with its default options, which keep the
-/// order in which the kustomization lists its resources; `kustomize build` and `kubectl
-/// kustomize` sort by kind unless the *top-level* kustomization says `sortOptions: {order:
-/// fifo}` (kubectl has no flag for it). So build a throw-away top-level kustomization that
-/// only includes the provider's and asks for that order.
-fn run_kustomize_in_input_order(dir: &Path) -> Result<String> {
-    let target = std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot resolve kustomize folder {}", dir.display()))?;
-    let wrapper = tempfile::Builder::new()
-        .prefix("manifests-gen-order-")
-        .tempdir()
-        .context("cannot create a temporary folder")?;
-    let wrapper_real = std::fs::canonicalize(wrapper.path())?;
-    // kustomize refuses an absolute path as a resource root: refer to it relatively.
-    let relative = relative_path(&wrapper_real, &target);
-    let kustomization = format!(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- {}\nsortOptions:\n  order: fifo\n",
-        serde_json::to_string(&relative.to_string_lossy())?
-    );
-    let file = wrapper_real.join("kustomization.yaml");
-    std::fs::write(&file, kustomization)
-        .with_context(|| format!("cannot write {}", file.display()))?;
-    run_kustomize(&wrapper_real)
-}
-
-/// `to` relative to `from`; both absolute and canonical.
-fn relative_path(from: &Path, to: &Path) -> PathBuf {
-    let from: Vec<_> = from.components().collect();
-    let to: Vec<_> = to.components().collect();
-    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
-    let mut out = PathBuf::new();
-    for _ in common..from.len() {
-        out.push("..");
-    }
-    for c in &to[common..] {
-        out.push(c);
-    }
-    out
-}
-
-fn check(outputs: &[Output]) -> Result<ExitCode> {
-    let mut stale = false;
-    for o in outputs {
-        let current = match std::fs::read_to_string(&o.path) {
-            Ok(s) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", o.path.display())),
-        };
-        if current == o.content {
-            continue;
-        }
-        stale = true;
-        let name = o.path.display().to_string();
-        let (current, generated) = (elide_long_lines(&current), elide_long_lines(&o.content));
-        let diff = similar::TextDiff::from_lines(&current, &generated);
-        let mut stdout = std::io::stdout().lock();
-        write!(
-            stdout,
-            "{}",
-            diff.unified_diff().context_radius(3).header(
-                &format!("{name} (committed)"),
-                &format!("{name} (generated)")
-            )
-        )?;
-    }
-    if stale {
-        eprintln!(
-            "generated manifests are stale: run manifests-gen without --check and commit the result"
-        );
-        Ok(ExitCode::from(exit::FAILED))
-    } else {
-        eprintln!("generated manifests are up to date");
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-/// A compressed ConfigMap holds its components in one base64 line of ~100 kB; printing it in a
-/// diff helps nobody (the review copy shows the real change). Replace such lines with their
-/// length and a hash, so the diff still shows *that* they changed.
-fn elide_long_lines(text: &str) -> String {
-    const MAX: usize = 400;
-    text.split_inclusive('\n')
-        .map(|line| {
-            if line.len() <= MAX {
-                return line.to_owned();
-            }
-            // FNV-1a: stable and dependency-free; only used to tell lines apart.
-            let hash = line.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
-            });
-            let indent = &line[..line.len() - line.trim_start().len()];
-            let key = line.trim_start().split_once(' ').map_or("", |(k, _)| k);
-            format!(
-                "{indent}{key} <{} bytes elided, fnv1a {hash:016x}>\n",
-                line.len()
-            )
-        })
-        .collect()
-}
-
-/// Writes every output to a temporary file beside its target, then renames them all: a reader
-/// never sees a half-written file, and a failure before the renames leaves the targets as they
-/// were.
-fn write_all(outputs: &[Output]) -> Result<()> {
-    let mut temps = Vec::new();
-    let result = (|| -> Result<()> {
-        for o in outputs {
-            let dir = o
-                .path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create folder {}", dir.display()))?;
-            let file_name = o.path.file_name().expect("output paths end in a file name");
-            let tmp = dir.join(format!(
-                ".{}.tmp-{}",
-                file_name.to_string_lossy(),
-                std::process::id()
-            ));
-            temps.push(tmp.clone());
-            std::fs::write(&tmp, &o.content)
-                .with_context(|| format!("cannot write {}", tmp.display()))?;
-        }
-        for (o, tmp) in outputs.iter().zip(&temps) {
-            std::fs::rename(tmp, &o.path).with_context(|| {
-                format!("cannot rename {} to {}", tmp.display(), o.path.display())
-            })?;
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        for t in &temps {
-            let _ = std::fs::remove_file(t);
-        }
-    }
-    result
 }

@@ -444,23 +444,6 @@ fn metadata_without_kind_is_accepted_and_kept_verbatim() {
     assert_eq!(docs[0].value["data"]["metadata"], no_kind);
 }
 
-/// `kubectl` (which embeds kustomize) from the control-plane binaries that `make test` points
-/// at, else from PATH. `None` (after saying why) when there is none.
-fn real_kubectl() -> Option<std::path::PathBuf> {
-    if let Some(dir) = std::env::var_os("CAPI_CONTROL_PLANE_BIN_DIR") {
-        let k = std::path::PathBuf::from(dir).join("kubectl");
-        assert!(k.is_file(), "{} is missing", k.display());
-        return Some(k);
-    }
-    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join("kubectl"))
-        .find(|k| k.is_file());
-    if found.is_none() {
-        eprintln!("skipping: no kubectl (set CAPI_CONTROL_PLANE_BIN_DIR)");
-    }
-    found
-}
-
 /// kustomize's default sorts by kind; `--input-order` keeps the order the kustomization lists
 /// its resources in (the reference generator's order), protection policy and binding last.
 #[test]
@@ -484,8 +467,7 @@ fn input_order_keeps_the_kustomization_order() {
     )
     .unwrap();
     // Only kubectl on PATH: the binary takes `kubectl kustomize` when kustomize is missing.
-    let bindir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(&kubectl, bindir.path().join("kubectl")).unwrap();
+    let bindir = path_with_only(&kubectl);
     let order = |extra: &[&str]| {
         let o = bin()
             .current_dir(&c.base)
@@ -552,4 +534,284 @@ fn every_flag_has_help_text() {
         assert!(same_line || below, "no help text for {trimmed:?}:\n{help}");
     }
     assert!(flags >= 10, "{help}");
+}
+
+/// The profile mode on a small fork: `openshift/kustomization.yaml` lists the exclude function
+/// (the Component's file) and its configuration; a stand-in `kustomize` checks how it is called
+/// (the stand-in folder beside `openshift/`, links to the fork's files, the kustomization without
+/// the function, in listed order) and prints the components.
+struct Fork {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    bindir: tempfile::TempDir,
+}
+
+const FORK_COMPONENTS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: fooclusters.infrastructure.cluster.x-k8s.io}
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: FooCluster, plural: fooclusters, singular: foocluster}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: foomachinepools.infrastructure.cluster.x-k8s.io}
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: FooMachinePool, plural: foomachinepools, singular: foomachinepool}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: foo-manager, namespace: openshift-cluster-api}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: manager, image: "registry.ci.openshift.org/openshift:foo"}
+"#;
+
+impl Fork {
+    fn new() -> Fork {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("fork");
+        let openshift = root.join("openshift");
+        std::fs::create_dir_all(openshift.join("tools/transformers")).unwrap();
+        std::fs::write(
+            openshift.join("kustomization.yaml"),
+            "resources:\n- ../config/default\n- exclude-resources-config.yaml\ntransformers:\n- tools/transformers/exclude-resources.yaml\n",
+        )
+        .unwrap();
+        std::fs::write(
+            openshift.join("tools/transformers/exclude-resources.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: exclude-resources\n  annotations:\n    config.kubernetes.io/function: |\n      container: {image: starlark}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            openshift.join("exclude-resources-config.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: exclude-resources-config\ndata:\n  excludeCRDs: |\n    foomachinepools.infrastructure.cluster.x-k8s.io\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("components.yaml"), FORK_COMPONENTS).unwrap();
+        let bindir = tempfile::tempdir().unwrap();
+        let script = bindir.path().join("kustomize");
+        std::fs::write(
+            &script,
+            format!(
+                r#"#!/bin/sh
+fail() {{ echo "stand-in kustomize: $*" >&2; exit 3; }}
+[ "$1 $2 $3" = "build --load-restrictor LoadRestrictionsNone" ] || fail "bad args: $*"
+case "$(basename "$4")" in .manifests-gen-openshift-*) ;; *) fail "not the stand-in folder: $4";; esac
+[ "$(dirname "$4")" = "{root}" ] || fail "not beside openshift/: $4"
+[ -L "$4/exclude-resources-config.yaml" ] && [ -L "$4/tools" ] || fail "no links to the fork's files"
+grep -q transformers "$4/kustomization.yaml" && fail "the function is still listed"
+grep -q "order: fifo" "$4/kustomization.yaml" || fail "not in listed order"
+cat {root}/components.yaml
+"#,
+                root = std::fs::canonicalize(&root).unwrap().display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Fork {
+            _dir: dir,
+            root,
+            bindir,
+        }
+    }
+
+    /// Runs from `openshift/tools`, as the aws and gcp Makefiles do.
+    fn run(&self, args: &[&str]) -> Output {
+        let tools = self.root.join("openshift/tools");
+        // The stand-in kustomize first; the system's tools (for the script) after it.
+        let path =
+            std::env::join_paths([self.bindir.path(), Path::new("/usr/bin"), Path::new("/bin")])
+                .unwrap();
+        bin()
+            .current_dir(&tools)
+            .env("PATH", path)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn written(&self) -> Vec<String> {
+        list_files(&self.root.join("openshift/capi-operator-manifests"))
+            .iter()
+            .map(|p| p.strip_prefix(&self.root).unwrap().display().to_string())
+            .collect()
+    }
+}
+
+#[test]
+fn profile_flags_in_both_spellings_with_gos_values() {
+    let fork = Fork::new();
+    let o = fork.run(&[
+        "-manifests-path=../capi-operator-manifests",
+        "--kustomize-dir",
+        "../../openshift",
+        "-name",
+        "cluster-api-provider-foo",
+        "--profile-name=tech-preview",
+        "-install-order=0x14",
+        "--attribute",
+        "type=infrastructure",
+        "-attribute=version=v1.2.3",
+        "-self-image-ref",
+        "registry.ci.openshift.org/openshift:foo",
+        "--platform=AWS",
+        "-manifests-summary=false",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        fork.written(),
+        [
+            "openshift/capi-operator-manifests/tech-preview/manifests.yaml",
+            "openshift/capi-operator-manifests/tech-preview/metadata.yaml",
+        ],
+        "no summary with -manifests-summary=false"
+    );
+    let dir = fork
+        .root
+        .join("openshift/capi-operator-manifests/tech-preview");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("metadata.yaml")).unwrap(),
+        "attributes:\n  type: infrastructure\n  version: v1.2.3\ninstallOrder: 20\nname: cluster-api-provider-foo\nocpPlatform: AWS\nselfImageRef: registry.ci.openshift.org/openshift:foo\n"
+    );
+    let manifests = std::fs::read_to_string(dir.join("manifests.yaml")).unwrap();
+    let names: Vec<String> = capi_manifests::yaml::parse_documents("m", &manifests)
+        .unwrap()
+        .iter()
+        .map(|d| d.value["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fooclusters.infrastructure.cluster.x-k8s.io",
+            "foo-manager",
+            "openshift-cluster-api-protect-foocluster",
+            "openshift-cluster-api-protect-foocluster",
+        ],
+        "the excluded CRD gone, the InfraCluster protected by default"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "running kustomize build --load-restrictor LoadRestrictionsNone ../../openshift"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("removed CustomResourceDefinition foomachinepools.infrastructure.cluster.x-k8s.io (exclude-resources)"),
+        "{err}"
+    );
+    // The stand-in folder is gone.
+    let left: Vec<_> = std::fs::read_dir(&fork.root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+
+    // A bare boolean flag means true.
+    let o = fork.run(&[
+        "--manifests-path=../capi-operator-manifests",
+        "--kustomize-dir=../../openshift",
+        "--name=cluster-api-provider-foo",
+        "--manifests-summary",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        fork.written().contains(
+            &"openshift/capi-operator-manifests/default/manifests-summary.yaml".to_owned()
+        )
+    );
+}
+
+#[test]
+fn profile_usage_errors_exit_2_with_one_message_and_write_nothing() {
+    let fork = Fork::new();
+    let base = [
+        "--manifests-path",
+        "../capi-operator-manifests",
+        "--kustomize-dir",
+        "../../openshift",
+    ];
+    let profile = [&base[..], &["--name", "cluster-api-provider-foo"]].concat();
+    for (args, wants) in [
+        (
+            [&profile[..], &["--base-path", "."]].concat(),
+            vec!["'--name <NAME>' cannot be used with '--base-path <BASE_PATH>'"],
+        ),
+        (
+            [&base[..], &["--platform", "AWS"]].concat(),
+            vec!["required", "--name"],
+        ),
+        (
+            vec!["--manifests-path", "m", "--name", "x"],
+            vec!["required", "--kustomize-dir"],
+        ),
+        (
+            [&profile[..], &["--platform", "aws"]].concat(),
+            vec!["--platform \"aws\" is not an OpenShift platform type; use one of AWS, Azure"],
+        ),
+        (
+            [&profile[..], &["--attribute", "type"]].concat(),
+            vec!["\"type\" is not KEY=VALUE"],
+        ),
+        (
+            [&profile[..], &["--attribute", "=core"]].concat(),
+            vec!["\"=core\": the key is empty"],
+        ),
+        (
+            [
+                &profile[..],
+                &[
+                    "--attribute",
+                    "type=core",
+                    "--attribute",
+                    "type=infrastructure",
+                ],
+            ]
+            .concat(),
+            vec!["--attribute type is given twice (type=core and type=infrastructure)"],
+        ),
+        (
+            [&profile[..], &["--attribute", "type=bootstrap"]].concat(),
+            vec!["attributes.type is \"bootstrap\""],
+        ),
+        (
+            [&profile[..], &["--install-order", "ten"]].concat(),
+            vec!["\"ten\" is not an integer"],
+        ),
+        (
+            [&profile[..], &["--manifests-summary=maybe"]].concat(),
+            vec!["\"maybe\" is not a boolean"],
+        ),
+        (
+            [&profile[..], &["--profile-name", "a.b"]].concat(),
+            vec!["profile name \"a.b\" must be 1 to 100 letters"],
+        ),
+        (
+            [&profile[..], &["--protect-cluster-resource", "barcluster"]].concat(),
+            vec!["no CRD among the components has the singular name \"barcluster\""],
+        ),
+        (
+            vec![
+                "--manifests-path",
+                "m",
+                "--kustomize-dir",
+                "nowhere",
+                "--name",
+                "x",
+            ],
+            vec![
+                "nowhere has no kustomization (kustomization.yaml, kustomization.yml, Kustomization)",
+            ],
+        ),
+    ] {
+        let o = fork.run(&args);
+        assert_fails(&o, &wants);
+        assert!(fork.written().is_empty(), "{args:?}: {:?}", fork.written());
+    }
 }

@@ -17,12 +17,50 @@ pub fn fixture(name: &str) -> Option<PathBuf> {
     if dir.join("kustomize-output.yaml").is_file() {
         return Some(dir);
     }
-    let msg = format!("fixture {} is missing", dir.display());
+    skip_unless_ci(&format!("fixture {} is missing", dir.display()))
+}
+
+/// The fixture folder `manifests-gen-profiles/<name>` (a fork's tree, its command line and its
+/// committed profile), as [`fixture`] finds one.
+pub fn profile_fixture(name: &str) -> Option<PathBuf> {
+    let dir = fixtures_root().join("manifests-gen-profiles").join(name);
+    if dir.join("invocation.txt").is_file() {
+        return Some(dir);
+    }
+    skip_unless_ci(&format!("fixture {} is missing", dir.display()))
+}
+
+fn skip_unless_ci<T>(msg: &str) -> Option<T> {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{msg} (CI=true: fixtures are required)");
+        panic!("{msg} (CI=true: it is required)");
     }
     eprintln!("skipping: {msg}");
     None
+}
+
+/// `kubectl` (which embeds kustomize) from the control-plane binaries that `make test` points
+/// at, else from PATH. `None` (after saying why) when there is none, outside CI.
+pub fn real_kubectl() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CAPI_CONTROL_PLANE_BIN_DIR") {
+        let k = PathBuf::from(dir).join("kubectl");
+        assert!(k.is_file(), "{} is missing", k.display());
+        return Some(k);
+    }
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("kubectl"))
+        .find(|k| k.is_file());
+    if found.is_none() {
+        return skip_unless_ci("no kubectl (set CAPI_CONTROL_PLANE_BIN_DIR)");
+    }
+    found
+}
+
+/// A folder holding only `kubectl` (a link to `kubectl`), for a child's PATH: the generator then
+/// runs exactly that kustomize, whatever else is installed.
+pub fn path_with_only(kubectl: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(kubectl, dir.path().join("kubectl")).unwrap();
+    dir
 }
 
 /// `providerName`, `providerType`, `providerVersion` of a fixture's `fixture.yaml`.
