@@ -59,19 +59,20 @@ async fn run(args: RunArgs) -> Result<()> {
         capi_runtime::process::config(args.kube.kubeconfig.as_deref(), &user_agent()).await?;
     // The kubeconfig for Cluster API points where this pod's own client points, with the same CA.
     let settings = Settings::from_client_config(&config).map_err(anyhow::Error::msg)?;
-    let client = kube::Client::try_from(config)?;
+    let client = kube::Client::try_from(config.clone())?;
     let mut controllers = Config::new(settings);
     controllers.namespace = args.namespace.clone();
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %args.namespace, "starting controllers");
     let runtime = capi_runtime::Runtime {
-        client: client.clone(),
+        config,
         namespace: args.namespace,
         lease_name: names::LEASE.into(),
         leader: args.leader,
         http: args.http,
         registry: Arc::new(registry),
+        process: metrics.process.clone(),
     };
     capi_runtime::run(runtime, |shutdown| async move {
         // Built only now: a standby keeps no watches open.

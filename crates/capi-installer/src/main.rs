@@ -164,17 +164,20 @@ async fn run(args: RunArgs) -> Result<()> {
         instance: args.leader.instance.clone(),
         profiles,
     };
-    let client = client(args.kube.kubeconfig.as_deref()).await?;
+    let kube_config =
+        capi_runtime::process::config(args.kube.kubeconfig.as_deref(), &user_agent()).await?;
+    let client = kube::Client::try_from(kube_config.clone())?;
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %config.namespace, "starting installer");
     let runtime = capi_runtime::Runtime {
-        client: client.clone(),
+        config: kube_config,
         namespace: args.namespace,
         lease_name: LEASE_NAME.into(),
         leader: args.leader,
         http: args.http,
         registry: Arc::new(registry),
+        process: metrics.process.clone(),
     };
     capi_runtime::run(runtime, |shutdown| async move {
         Installer::new(client, config, metrics)

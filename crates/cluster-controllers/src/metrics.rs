@@ -21,17 +21,23 @@ pub struct Metrics {
     reconciles: Family<ReconcileLabels, Counter>,
     writes: Family<ControllerLabel, Counter>,
     status_writes: Family<ControllerLabel, Counter>,
+    /// The process's own series (the runtime's stalls, the lease renewals), which `capi_runtime::run`
+    /// records.
+    pub process: capi_runtime::metrics::ProcessMetrics,
 }
 
 impl Metrics {
     /// Creates the metrics and registers them (and build info) in `registry`.
     pub fn register(registry: &mut Registry) -> Self {
-        let m = Metrics::unregistered();
         let r = capi_runtime::metrics::component(
             registry,
             "capi_controllers",
             env!("CARGO_PKG_VERSION"),
         );
+        let m = Metrics {
+            process: capi_runtime::metrics::ProcessMetrics::register(r),
+            ..Metrics::unregistered()
+        };
         r.register(
             "reconciles",
             "Reconciles by controller and result (error: the reconcile failed and is retried)",
@@ -56,6 +62,7 @@ impl Metrics {
             reconciles: Family::default(),
             writes: Family::default(),
             status_writes: Family::default(),
+            process: capi_runtime::metrics::ProcessMetrics::unregistered(),
         }
     }
 
@@ -124,8 +131,12 @@ mod tests {
             types,
             [
                 "# TYPE capi_controllers_build info",
+                "# TYPE capi_controllers_leader_longest_renewal_seconds gauge",
+                "# TYPE capi_controllers_leader_renewal_seconds histogram",
                 "# TYPE capi_controllers_objects_written counter",
                 "# TYPE capi_controllers_reconciles counter",
+                "# TYPE capi_controllers_runtime_longest_stall_seconds gauge",
+                "# TYPE capi_controllers_runtime_stall_seconds histogram",
                 "# TYPE capi_controllers_status_writes counter",
             ]
         );

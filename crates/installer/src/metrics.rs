@@ -41,11 +41,16 @@ pub struct Metrics {
     pruned: Counter,
     errors: Family<ReasonLabel, Counter>,
     last_success: Gauge<f64, AtomicU64>,
+    /// The process's own series (the runtime's stalls, the lease renewals), which `capi_runtime::run`
+    /// records.
+    pub process: capi_runtime::metrics::ProcessMetrics,
 }
 
 impl Metrics {
     /// Creates the metrics and registers them (and build info) in `registry`.
     pub fn register(registry: &mut Registry) -> Self {
+        let r =
+            capi_runtime::metrics::component(registry, "capi_installer", env!("CARGO_PKG_VERSION"));
         let m = Metrics {
             reconciles: Family::default(),
             reconcile_duration: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
@@ -56,9 +61,8 @@ impl Metrics {
             pruned: Counter::default(),
             errors: Family::default(),
             last_success: Gauge::default(),
+            process: capi_runtime::metrics::ProcessMetrics::register(r),
         };
-        let r =
-            capi_runtime::metrics::component(registry, "capi_installer", env!("CARGO_PKG_VERSION"));
         r.register(
             "reconciles",
             "Reconciles by result (success or error)",
@@ -178,11 +182,15 @@ mod tests {
                 "# TYPE capi_installer_build info",
                 "# TYPE capi_installer_errors counter",
                 "# TYPE capi_installer_last_success_timestamp_seconds gauge",
+                "# TYPE capi_installer_leader_longest_renewal_seconds gauge",
+                "# TYPE capi_installer_leader_renewal_seconds histogram",
                 "# TYPE capi_installer_objects_applied counter",
                 "# TYPE capi_installer_objects_pruned counter",
                 "# TYPE capi_installer_phase_duration_seconds histogram",
                 "# TYPE capi_installer_reconcile_duration_seconds histogram",
                 "# TYPE capi_installer_reconciles counter",
+                "# TYPE capi_installer_runtime_longest_stall_seconds gauge",
+                "# TYPE capi_installer_runtime_stall_seconds histogram",
             ]
         );
         let version = env!("CARGO_PKG_VERSION");

@@ -215,23 +215,31 @@ impl Elector {
         }
     }
 
-    /// Renews the lease until it is lost; returns why. Cancel the future to stop renewing (then call
-    /// [`Elector::release`]).
-    pub async fn hold(&mut self) -> Lost {
+    /// Renews the lease until it is lost; returns why. After each renewal, `on_renewed` is told how
+    /// long after it was due the renewal succeeded (what the renew deadline leaves room for). Cancel
+    /// the future to stop renewing (then call [`Elector::release`]).
+    pub async fn hold(&mut self, mut on_renewed: impl FnMut(Duration)) -> Lost {
         let mut renewed = self.acquired.unwrap_or_else(Instant::now);
         loop {
-            let wait = self.timing.retry_period.saturating_sub(renewed.elapsed());
-            tokio::time::sleep(wait).await;
+            let due = renewed + self.timing.retry_period;
+            tokio::time::sleep_until(due.into()).await;
+            let late = due.elapsed();
+            if late >= self.timing.retry_period {
+                // Only a process that did not run at all gets here (the election has a thread of its
+                // own): the renew deadline keeps counting meanwhile.
+                tracing::warn!(lease = %self.lease_ref(), late = %format!("{late:.2?}"),
+                    "the lease renewal starts late: this process did not run for that long");
+            }
+            let mut last_error = None;
             loop {
                 let remaining = self.timing.renew_deadline.saturating_sub(renewed.elapsed());
+                if remaining.is_zero() {
+                    return self.deadline_passed(last_error, due);
+                }
                 let sent = Instant::now();
-                let result = if remaining.is_zero() {
-                    Err(AttemptError::TimedOut(format_duration(Duration::ZERO)))
-                } else {
-                    bounded(remaining, self.try_acquire_or_renew()).await
-                };
-                match result {
+                match bounded(remaining, self.try_acquire_or_renew()).await {
                     Ok(Attempt::Held) => {
+                        on_renewed(due.elapsed());
                         renewed = sent;
                         break;
                     }
@@ -242,21 +250,34 @@ impl Elector {
                             holder,
                         };
                     }
-                    Err(e) if renewed.elapsed() >= self.timing.renew_deadline => {
-                        return Lost::RenewDeadline {
-                            namespace: self.namespace.clone(),
-                            name: self.name.clone(),
-                            deadline: format_duration(self.timing.renew_deadline),
-                            last_error: e.to_string(),
-                        };
-                    }
                     Err(e) => {
-                        tracing::warn!(lease = %self.lease_ref(), error = %e, "cannot renew the lease; retrying");
+                        if renewed.elapsed() < self.timing.renew_deadline {
+                            tracing::warn!(lease = %self.lease_ref(), error = %e, "cannot renew the lease; retrying");
+                        }
+                        last_error = Some(e);
                     }
                 }
                 let remaining = self.timing.renew_deadline.saturating_sub(renewed.elapsed());
                 tokio::time::sleep(self.timing.retry_period.min(remaining)).await;
             }
+        }
+    }
+
+    /// The renew deadline passed: why, in the words of the last attempt, or — when none could be
+    /// sent — how late the renewal was.
+    fn deadline_passed(&self, last_error: Option<AttemptError>, due: Instant) -> Lost {
+        let last_error = match last_error {
+            Some(e) => e.to_string(),
+            None => format!(
+                "no renewal could be sent: it was due {:.2?} ago, and this process did not run meanwhile",
+                due.elapsed()
+            ),
+        };
+        Lost::RenewDeadline {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            deadline: format_duration(self.timing.renew_deadline),
+            last_error,
         }
     }
 

@@ -10,7 +10,8 @@
 //! | [`leader`] | leader election on a Lease, each request bounded by the renew deadline |
 //! | [`http`] | /healthz and /readyz (HTTP); /metrics (HTTPS, authenticated and authorized callers only) |
 //! | [`auth`] | TokenReview + SubjectAccessReview of /metrics callers (the kube-rbac-proxy pattern) |
-//! | [`metrics`] | a component's series: its prefix and its build info (feature `metrics`, in `process`) |
+//! | [`metrics`] | a component's series: its prefix, its build info and the process's responsiveness (feature `metrics`, in `process`) |
+//! | [`responsiveness`] | how late the async runtime runs a ready task, sampled into the process's series |
 //! | [`tls`] | the serving certificate from files, re-read when rotated; self-signed where none is given |
 //! | [`process`] | logging, the kube client with the binary's user agent, the shutdown signal |
 //! | [`run`] | campaign → run the controller while holding the lease → release on SIGTERM, exit 1 on loss |
@@ -22,15 +23,19 @@
 //! # async fn example(args_kube: capi_runtime::args::KubeArgs, leader: capi_runtime::args::LeaderElectionArgs,
 //! #     http: capi_runtime::args::HttpArgs, log: capi_runtime::args::LogArgs) -> Result<(), capi_runtime::Error> {
 //! capi_runtime::process::init_logging(log.log_format);
-//! let client = capi_runtime::process::client(args_kube.kubeconfig.as_deref(), "my-binary/0.1.0").await?;
-//! let registry = prometheus_client::registry::Registry::default(); // the controller's metrics
+//! let config = capi_runtime::process::config(args_kube.kubeconfig.as_deref(), "my-binary/0.1.0").await?;
+//! let client = kube::Client::try_from(config.clone()).map_err(capi_runtime::Error::Client)?;
+//! let mut registry = prometheus_client::registry::Registry::default(); // the controller's metrics
+//! let component = capi_runtime::metrics::component(&mut registry, "my_binary", "0.1.0");
+//! let process = capi_runtime::metrics::ProcessMetrics::register(component);
 //! let runtime = capi_runtime::Runtime {
-//!     client: client.clone(),
+//!     config,
 //!     namespace: "openshift-cluster-api".into(),
 //!     lease_name: "my-binary-leader".into(),
 //!     leader,
 //!     http,
 //!     registry: Arc::new(registry),
+//!     process,
 //! };
 //! capi_runtime::run(runtime, |shutdown| async move {
 //!     // Built only now: a standby keeps no watches open.
@@ -60,6 +65,8 @@ pub mod leader;
 pub mod metrics;
 #[cfg(feature = "process")]
 pub mod process;
+#[cfg(feature = "process")]
+pub mod responsiveness;
 #[cfg(feature = "process")]
 mod run;
 #[cfg(feature = "process")]

@@ -12,11 +12,13 @@ use tokio::sync::watch;
 use crate::args::{HttpArgs, LeaderElectionArgs};
 use crate::http::{self, Readiness};
 use crate::leader::{self, Elector, Timing};
+use crate::metrics::ProcessMetrics;
 
 /// Everything [`run`] needs besides the controller.
 pub struct Runtime {
-    /// The binary's client (with its user agent); used for the Lease and to check /metrics callers.
-    pub client: kube::Client,
+    /// The binary's client configuration (with its user agent, [`crate::process::config`]): for the
+    /// Lease and to check /metrics callers.
+    pub config: kube::Config,
     /// The namespace the binary works in: the Lease's namespace unless `--leader-elect-namespace`.
     pub namespace: String,
     /// The Lease's name, one per binary (`capi-installer-leader`, ...).
@@ -25,6 +27,8 @@ pub struct Runtime {
     pub http: HttpArgs,
     /// What /metrics serves: the controller's own series, registered by the binary.
     pub registry: Arc<Registry>,
+    /// The process's own series in that registry ([`ProcessMetrics::register`]).
+    pub process: ProcessMetrics,
 }
 
 /// Why a process could not start or run.
@@ -108,12 +112,13 @@ where
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let Runtime {
-        client,
+        config,
         namespace,
         lease_name,
         leader,
         http: http_args,
         registry,
+        process,
     } = runtime;
     let timing = Timing {
         lease_duration: leader.leader_elect_lease_duration,
@@ -123,6 +128,8 @@ where
     if leader.leader_elect {
         timing.validate()?;
     }
+    let client = kube::Client::try_from(config).map_err(Error::Client)?;
+    crate::responsiveness::watch(process.clone());
     let ready = Readiness::default();
     http::serve_health(http_args.http_addr, ready.clone()).await?;
     http::serve_metrics(&http_args, registry, client.clone()).await?;
@@ -157,7 +164,7 @@ where
     ready.set(true);
     let lost = tokio::select! {
         result = controller(shutdown) => Err(result),
-        lost = elector.hold() => Ok(lost),
+        lost = elector.hold(|took| process.observe_renewal(took)) => Ok(lost),
     };
     match lost {
         Err(result) => {
