@@ -5,7 +5,6 @@
 //! result back with `capi-installer status`. The other tests: a leader that loses its Lease or whose
 //! renewals hang exits; who may read /metrics (401, 403, 200) and certificate rotation.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,7 +15,6 @@ use kube::Client;
 use kube::api::Api;
 use serde_json::{Value, json};
 use test_support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
 const LEASE: &str = "capi-installer-leader";
@@ -411,15 +409,8 @@ async fn a_leader_whose_renewals_hang_exits_before_the_standby_takes_over() {
         .await;
         kubeconfigs.push(cp.service_account_kubeconfig(lease_ns, name).await.unwrap());
     }
-    let proxy = StallingProxy::start(cp.server()).await;
-    let through_proxy = tmp.path().join("kubeconfig-replica-a-proxied");
-    std::fs::write(
-        &through_proxy,
-        std::fs::read_to_string(&kubeconfigs[0])
-            .unwrap()
-            .replace(cp.server(), &proxy.url()),
-    )
-    .unwrap();
+    let proxy = Proxy::start(cp.server()).await;
+    let through_proxy = proxy.kubeconfig(&kubeconfigs[0], cp.server(), tmp.path());
     let timings = [
         "--leader-elect-namespace",
         lease_ns,
@@ -690,91 +681,4 @@ async fn shared_control_plane() -> &'static ControlPlane {
             .expect("control plane starts")
     })
     .await
-}
-
-/// A TCP proxy to the API server that can be made to stop forwarding: from then on it keeps accepting
-/// and reading, but nothing reaches the other side in either direction, and no connection is closed
-/// (what a hung API server or a half-dead connection looks like to a client). TLS passes through
-/// untouched (the API server's certificate is valid for 127.0.0.1).
-struct StallingProxy {
-    addr: SocketAddr,
-    stalled: tokio::sync::watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl StallingProxy {
-    async fn start(server: &str) -> StallingProxy {
-        let upstream: SocketAddr = server
-            .trim_start_matches("https://")
-            .parse()
-            .expect("the API server's address");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stalled, watch) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(async move {
-            let mut held = Vec::new();
-            loop {
-                let Ok((client, _)) = listener.accept().await else {
-                    continue;
-                };
-                if *watch.borrow() {
-                    held.push(client);
-                    continue;
-                }
-                let watch = watch.clone();
-                tokio::spawn(async move {
-                    let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
-                        return;
-                    };
-                    let (client_read, client_write) = client.into_split();
-                    let (server_read, server_write) = server.into_split();
-                    tokio::join!(
-                        pump(client_read, server_write, watch.clone()),
-                        pump(server_read, client_write, watch),
-                    );
-                });
-            }
-        });
-        StallingProxy {
-            addr,
-            stalled,
-            task,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("https://{}", self.addr)
-    }
-
-    fn stall(&self) {
-        self.stalled.send_replace(true);
-    }
-}
-
-impl Drop for StallingProxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Copies `from` to `to` until the proxy stalls; then reads on but forwards nothing, forever.
-async fn pump(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    stalled: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        if *stalled.borrow() {
-            // Keep the connection open and forward nothing: the peer waits for an answer forever.
-            std::future::pending::<()>().await;
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            return;
-        }
-    }
 }

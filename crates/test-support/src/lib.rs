@@ -10,6 +10,7 @@
 //! | [`audit`] | the audit log's requests by user agent, writes, one line per request |
 //! | [`installer`] | the installer run in this process ([`Running`]) and its test configurations |
 //! | [`process`] | binaries run as processes ([`Replica`]): free ports, /healthz, /metrics over TLS, tokens, Leases |
+//! | [`stress`] | a busy machine on purpose: spinning threads, a CPU quota on the API server, a proxy that delays or stalls |
 //! | [`bench`] | what the benchmarks (examples) need besides: the release binary, a process's memory |
 //!
 //! Everything panics on failure (it is test setup) except [`bench`], whose callers report errors.
@@ -22,6 +23,7 @@ pub mod objects;
 pub mod openshift;
 pub mod payload;
 pub mod process;
+pub mod stress;
 
 pub use audit::*;
 pub use env::*;
@@ -30,6 +32,7 @@ pub use objects::*;
 pub use openshift::*;
 pub use payload::*;
 pub use process::*;
+pub use stress::*;
 
 /// The namespace of the transport ConfigMaps, the provider objects and both processes.
 pub const NS: &str = "openshift-cluster-api";
