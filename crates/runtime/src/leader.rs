@@ -21,6 +21,11 @@
 //!   client has no read timeout, and a renewal that hangs (an API server that accepts but never answers,
 //!   a dead connection nobody closes) would otherwise keep the old leader believing, and writing, after a
 //!   standby took over.
+//! - The holder renews on a thread of its own with a client of its own ([`crate::run`]): a renewal never
+//!   waits for the process's other work, neither a worker thread kept busy by a computation nor a
+//!   queue of the controller's requests. What can still make it late is the API server itself (or a
+//!   process that does not run at all): an API server that takes longer than the renew deadline less
+//!   the retry period to answer the renewals makes the leader give up, as it must.
 //! - Release clears `holderIdentity` (and sets the duration to 1 s, as client-go does), so a standby,
 //!   which looks every [`Timing::retry_period`], takes over within that period.
 

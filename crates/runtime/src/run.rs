@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use crate::args::{HttpArgs, LeaderElectionArgs};
 use crate::http::{self, Readiness};
@@ -56,6 +56,8 @@ pub enum Error {
     Timing(#[from] leader::TimingError),
     #[error("the metrics endpoint's certificate")]
     Tls(#[from] crate::tls::TlsError),
+    #[error("the leader election thread")]
+    Election(#[source] std::io::Error),
     #[error("the controller failed")]
     Controller(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -97,14 +99,16 @@ impl Shutdown {
 /// 1. serves /healthz and /readyz ([`http::serve_health`]) and /metrics ([`http::serve_metrics`]);
 /// 2. with `--leader-elect` (the default), campaigns for the Lease; a standby opens nothing else, and
 ///    stops quietly on SIGTERM;
-/// 3. calls `controller` (only now: a standby keeps no watches open) and runs its future while renewing
-///    the Lease;
+/// 3. calls `controller` (only now: a standby keeps no watches open) and runs its future while the
+///    Lease is renewed on a thread of its own, with its own runtime and client ([`Election`]): what the
+///    controller computes or sends never delays a renewal;
 /// 4. when the controller returns (it should on [`Shutdown`]), releases the Lease so that a standby
 ///    takes over at once, and returns the controller's result;
 /// 5. when the Lease is lost (taken over, or not renewed within the renew deadline), logs
-///    `lost leadership; exiting` and **exits the process with code 1** at once, even mid-reconcile: a
-///    replica that may no longer be the leader must not write another object, and tasks the controller
-///    spawned would outlive a mere return. The Deployment restarts it as a standby.
+///    `lost leadership; exiting` and **exits the process with code 1** at once from the election's
+///    thread, even mid-reconcile or mid-computation: a replica that may no longer be the leader must
+///    not write another object, and tasks the controller spawned would outlive a mere return. The
+///    Deployment restarts it as a standby.
 pub async fn run<F, Fut, E>(runtime: Runtime, controller: F) -> Result<(), Error>
 where
     F: FnOnce(Shutdown) -> Fut,
@@ -128,7 +132,7 @@ where
     if leader.leader_elect {
         timing.validate()?;
     }
-    let client = kube::Client::try_from(config).map_err(Error::Client)?;
+    let client = kube::Client::try_from(config.clone()).map_err(Error::Client)?;
     crate::responsiveness::watch(process.clone());
     let ready = Readiness::default();
     http::serve_health(http_args.http_addr, ready.clone()).await?;
@@ -144,7 +148,6 @@ where
 
     let lease_namespace = leader.leader_elect_namespace.unwrap_or(namespace);
     let identity = leader::default_identity(leader.instance.as_deref());
-    let mut elector = Elector::new(client, &lease_namespace, &lease_name, &identity, timing);
     tracing::info!(
         lease = %format!("{lease_namespace}/{lease_name}"),
         %identity,
@@ -153,8 +156,15 @@ where
         retry_period = %crate::format_duration(timing.retry_period),
         "campaigning for leadership"
     );
+    let lease = Lease {
+        namespace: lease_namespace,
+        name: lease_name,
+        identity,
+        timing,
+    };
+    let mut election = Election::start(config, lease, ready.clone(), process)?;
     tokio::select! {
-        _ = elector.acquire(|reached| ready.set(reached)) => {}
+        acquired = election.acquired() => acquired?,
         _ = shutdown.clone().requested() => {
             tracing::info!("stopped while standing by");
             return Ok(());
@@ -162,21 +172,118 @@ where
     }
 
     ready.set(true);
-    let lost = tokio::select! {
-        result = controller(shutdown) => Err(result),
-        lost = elector.hold(|took| process.observe_renewal(took)) => Ok(lost),
-    };
-    match lost {
-        Err(result) => {
-            ready.set(false);
-            if let Err(e) = elector.release().await {
-                tracing::warn!(error = %e, "cannot release the lease; a standby takes over once it expires");
-            }
-            finish(result)
-        }
-        Ok(lost) => {
-            tracing::error!(error = %lost, "lost leadership; exiting");
-            std::process::exit(i32::from(crate::report::exit::FAILED));
+    let result = controller(shutdown).await;
+    ready.set(false);
+    election.release().await;
+    finish(result)
+}
+
+/// The election on a thread of its own, with a single-threaded runtime and a client — so a
+/// connection — of its own: a renewal never waits for a worker thread that the controller keeps busy,
+/// nor behind the controller's requests to the API server. The thread also exits the process when the
+/// Lease is lost, so that a controller in the middle of a computation stops at once too.
+struct Election {
+    acquired: oneshot::Receiver<Result<(), Error>>,
+    /// Sent to hand the Lease back (with where to say it is done); dropped to stop campaigning.
+    release: Option<oneshot::Sender<oneshot::Sender<()>>>,
+}
+
+/// Which Lease, as whom, how often.
+struct Lease {
+    namespace: String,
+    name: String,
+    identity: String,
+    timing: Timing,
+}
+
+impl Election {
+    fn start(
+        config: kube::Config,
+        lease: Lease,
+        ready: Readiness,
+        process: ProcessMetrics,
+    ) -> Result<Election, Error> {
+        let (acquired_tx, acquired) = oneshot::channel();
+        let (release, mut release_rx) = oneshot::channel::<oneshot::Sender<()>>();
+        let thread = move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = acquired_tx.send(Err(Error::Election(e)));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                // Built on this thread's runtime, so that its connections are served here.
+                let client = match kube::Client::try_from(config) {
+                    Ok(client) => client,
+                    Err(e) => {
+                        let _ = acquired_tx.send(Err(Error::Client(e)));
+                        return;
+                    }
+                };
+                let mut elector = Elector::new(
+                    client,
+                    &lease.namespace,
+                    &lease.name,
+                    &lease.identity,
+                    lease.timing,
+                );
+                tokio::select! {
+                    _ = elector.acquire(|reached| ready.set(reached)) => {}
+                    // Stopped while standing by.
+                    _ = &mut release_rx => return,
+                }
+                if acquired_tx.send(Ok(())).is_err() {
+                    // Stopped while the lease was being acquired.
+                    let _ = elector.release().await;
+                    return;
+                }
+                tokio::select! {
+                    lost = elector.hold(|took| process.observe_renewal(took)) => {
+                        tracing::error!(error = %lost, "lost leadership; exiting");
+                        std::process::exit(i32::from(crate::report::exit::FAILED));
+                    }
+                    done = &mut release_rx => {
+                        if let Err(e) = elector.release().await {
+                            tracing::warn!(error = %e, "cannot release the lease; a standby takes over once it expires");
+                        }
+                        if let Ok(done) = done {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            });
+        };
+        std::thread::Builder::new()
+            .name("leader-election".into())
+            .spawn(thread)
+            .map_err(Error::Election)?;
+        Ok(Election {
+            acquired,
+            release: Some(release),
+        })
+    }
+
+    /// Resolves once this replica holds the Lease.
+    async fn acquired(&mut self) -> Result<(), Error> {
+        (&mut self.acquired).await.unwrap_or_else(|_| {
+            Err(Error::Election(std::io::Error::other(
+                "the leader election thread ended",
+            )))
+        })
+    }
+
+    /// Hands the Lease back (best effort, bounded by the retry period) and returns once done.
+    async fn release(mut self) {
+        let (done, finished) = oneshot::channel();
+        if let Some(release) = self.release.take()
+            && release.send(done).is_ok()
+        {
+            let _ = finished.await;
         }
     }
 }
