@@ -31,6 +31,7 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tokio::sync::Notify;
 
 use crate::api;
+use crate::compute::{self, Step};
 use crate::config::{INVENTORY_CONFIGMAP, InstallerConfig, ProfilesConfig};
 use crate::desired::{self, Desired, Wanted, Wants};
 use crate::error::ProviderError;
@@ -106,8 +107,9 @@ pub struct Installer {
     infrastructure_providers: OptionalKind,
     /// `ClusterAPI/cluster` (unmanaged CRDs).
     cluster_api: OptionalKind,
-    /// Every kind of provider source; a new kind is one more catalog.
-    catalogs: Vec<Box<dyn SourceCatalog>>,
+    /// Every kind of provider source; a new kind is one more catalog. Shared with the blocking pool,
+    /// where a source's payload is decoded.
+    catalogs: Arc<Vec<Box<dyn SourceCatalog>>>,
     metrics: Arc<Metrics>,
     wake: Arc<Notify>,
     /// What was last logged per provider, so that only changes are logged.
@@ -175,7 +177,7 @@ impl Installer {
             "ClusterAPI cluster",
             wake.clone(),
         );
-        let catalogs = catalogs(&config, &configmaps);
+        let catalogs = Arc::new(catalogs(&config, &configmaps));
 
         Arc::new(Installer {
             reconciler: Reconciler::new(
@@ -399,7 +401,7 @@ impl Installer {
                         }),
                         ..round.clone()
                     };
-                    let payload = self.load(&target.source.id);
+                    let payload = self.load(&target.source.id).await;
                     self.reconciler.reconcile(target, payload, &ahead).await
                 }
                 Some(behind) => {
@@ -407,7 +409,7 @@ impl Installer {
                     self.reconciler.hold(target, Ok(blocked)).await
                 }
                 None => {
-                    let payload = self.load(&target.source.id);
+                    let payload = self.load(&target.source.id).await;
                     self.reconciler.reconcile(target, payload, &round).await
                 }
             };
@@ -447,11 +449,18 @@ impl Installer {
         (selection.missing, outcomes, unselected)
     }
 
-    fn load(&self, id: &SourceId) -> Result<source::Payload, SourceError> {
-        self.catalogs
-            .iter()
-            .find_map(|c| c.load(id))
-            .unwrap_or_else(|| Err(SourceError::Gone { id: id.clone() }))
+    /// A source's payload, decoded off the async runtime (a transport ConfigMap is up to 1 MiB of
+    /// base64 and zstd).
+    async fn load(&self, id: &SourceId) -> Result<source::Payload, SourceError> {
+        let catalogs = self.catalogs.clone();
+        let id = id.clone();
+        compute::run(&self.metrics, Step::Decode, move || {
+            catalogs
+                .iter()
+                .find_map(|c| c.load(&id))
+                .unwrap_or(Err(SourceError::Gone { id: id.clone() }))
+        })
+        .await
     }
 
     fn observe(

@@ -16,6 +16,7 @@
 //! phase → write status from what was applied*. A plan that fails validation never reaches a write.
 
 pub mod api;
+mod compute;
 pub mod config;
 pub mod controller;
 pub mod desired;

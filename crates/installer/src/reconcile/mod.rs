@@ -15,6 +15,10 @@
 //! | prune | [`Reconciler::prune`]: what the new version dropped, with fresh discovery, then the inventory | discovery + GET + DELETE per object |
 //! | record | the provider's record (state, rolled-out version, failure series) | a write only on change |
 //!
+//! The pure steps that cost CPU (prepare, compressing a new revision, replaying a recorded one; decoding
+//! the payload, in the controller) run on tokio's blocking pool (`compute.rs`), never on a worker
+//! thread of the async runtime, where they would hold up the watches and the health probes.
+//!
 //! The result is an [`Outcome`], the only input to status. Errors are [`ProviderError`]s, mapped to
 //! status reasons in one place ([`ProviderError::reason`]).
 //!
@@ -44,6 +48,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::runtime::reflector;
 
+use crate::compute::{self, Step};
 use crate::config::{FIELD_MANAGER, INVENTORY_CONFIGMAP, InstallerConfig};
 use crate::error::ProviderError;
 use crate::events::Events;
@@ -200,7 +205,7 @@ impl Reconciler {
         round: &Round,
     ) -> Outcome {
         let prepared = match payload {
-            Ok(payload) => self.prepare(target, &payload).await,
+            Ok(payload) => self.prepare(target, payload).await,
             Err(e) => Err(e.into()),
         };
         let prepared = match prepared {
@@ -234,15 +239,15 @@ impl Reconciler {
         self.finish(target, result, None, Vec::new()).await
     }
 
-    /// Render, validate and plan (pure), with the API server's kinds.
-    async fn prepare(&self, target: &Target, payload: &Payload) -> Result<Prepared, ProviderError> {
+    /// Render, validate and plan (pure, off the async runtime), with the API server's kinds.
+    async fn prepare(&self, target: &Target, payload: Payload) -> Result<Prepared, ProviderError> {
         let resolver = self.resolver(false).await?;
-        let ctx = self.context();
-        let prepared = match prepare::prepare(payload, target, &ctx, &resolver) {
+        let (payload, prepared) = self.prepare_with(target, payload, resolver).await;
+        let prepared = match prepared {
             // A kind served by a CRD created since the last discovery: discover again, once.
             Err(e) if e.unknown_kind() => {
                 let resolver = self.resolver(true).await?;
-                prepare::prepare(payload, target, &ctx, &resolver)
+                self.prepare_with(target, payload, resolver).await.1
             }
             other => other,
         }?;
@@ -251,6 +256,22 @@ impl Reconciler {
                 "removed fields that other controllers own (service-ca, clusterrole aggregation)");
         }
         Ok(prepared)
+    }
+
+    /// [`prepare::prepare`] on the blocking pool; the payload comes back for another try.
+    async fn prepare_with(
+        &self,
+        target: &Target,
+        payload: Payload,
+        resolver: KindResolver,
+    ) -> (Payload, Result<Prepared, prepare::RenderError>) {
+        let target = target.clone();
+        let ctx = self.context();
+        compute::run(&self.metrics, Step::Prepare, move || {
+            let prepared = prepare::prepare(&payload, &target, &ctx, &resolver);
+            (payload, prepared)
+        })
+        .await
     }
 
     /// Applies a prepared version phase by phase, then prunes what it dropped. `revision`, a new

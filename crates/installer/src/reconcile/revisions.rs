@@ -3,11 +3,14 @@
 //! once fully rolled out. A new revision whose Deployments do not become Available in time is rolled
 //! back to the last good one at once.
 
+use std::collections::btree_map::Entry;
+
 use capi_apply::Phase;
 use kube::runtime::events::EventType;
 use serde_json::Value;
 
 use super::{Reconciler, Round};
+use crate::compute::{self, Step};
 use crate::error::ProviderError;
 use crate::outcome::ProviderState;
 use crate::prepare::{self, Prepared, Rendered};
@@ -70,13 +73,18 @@ impl Reconciler {
         let now = now_rfc3339();
         let version = target.source.version.as_deref();
         let n = stored.log.begin(&prepared.digest, version, &now);
-        stored
-            .contents
-            .entry(n)
-            .or_insert_with(|| revision::compress(prepared.plan.objects().map(|o| &o.object)));
+        let mut prepared = prepared;
+        if let Entry::Vacant(slot) = stored.contents.entry(n) {
+            let (returned, content) = compute::run(&self.metrics, Step::Compress, move || {
+                let content = revision::compress(prepared.plan.objects().map(|o| &o.object));
+                (prepared, content)
+            })
+            .await;
+            prepared = returned;
+            slot.insert(content);
+        }
         // After the revision keeps the rendered objects: the checks, the dry-run and the apply that
         // follow borrow the stamped objects instead of stamping a copy of each.
-        let mut prepared = prepared;
         self.applier.stamp_plan(&mut prepared.plan);
         // Recorded before the first write (by `install`), as the inventory: a revision that was applied
         // is always recorded.
@@ -174,8 +182,8 @@ impl Reconciler {
         hold: &Hold,
         round: &Round,
     ) -> Result<Prepared, ProviderError> {
-        let id = &target.source.id;
-        let read = |n: u32| -> Result<Vec<Value>, ProviderError> {
+        let id = target.source.id.clone();
+        let content = |n: u32| -> Result<(u32, Vec<u8>), ProviderError> {
             stored.log.servable(n)?;
             let bytes =
                 stored
@@ -185,29 +193,38 @@ impl Reconciler {
                         source_name: id.to_string(),
                         revision: n,
                     })?;
-            let origin = format!("revision {n} of {id}");
-            revision::decompress(&origin, bytes).map_err(|message| {
-                ProviderError::Revision(revision::RevisionError::Stored {
-                    configmap: revision::configmap_name(id),
-                    key: revision::content_key(n),
-                    message,
-                })
-            })
+            Ok((n, bytes.clone()))
         };
         let newest = stored.log.newest().map_or(hold.serving, |r| r.revision);
-        let newest_objects = if newest == hold.serving {
-            Vec::new()
-        } else {
-            read(newest)?
-        };
-        let objects = revision::rollback_objects(read(hold.serving)?, &newest_objects);
-        let origin = format!("revision {} of {id}", hold.serving);
+        let newer = (newest != hold.serving)
+            .then(|| content(newest))
+            .transpose()?;
+        let serving = content(hold.serving)?;
         let resolver = self.resolver(false).await?;
-        let mut replay = prepare::plan_rendered(
-            Rendered::stored(&origin, objects)?,
-            &self.context(),
-            &resolver,
-        )?;
+        let ctx = self.context();
+        // Decompressing and planning a whole revision again is a render's work: off the runtime.
+        let mut replay = compute::run(&self.metrics, Step::Replay, move || {
+            let read = |(n, bytes): &(u32, Vec<u8>)| -> Result<Vec<Value>, ProviderError> {
+                let origin = format!("revision {n} of {id}");
+                revision::decompress(&origin, bytes).map_err(|message| {
+                    ProviderError::Revision(revision::RevisionError::Stored {
+                        configmap: revision::configmap_name(&id),
+                        key: revision::content_key(*n),
+                        message,
+                    })
+                })
+            };
+            let newest_objects = match &newer {
+                Some(newer) => read(newer)?,
+                None => Vec::new(),
+            };
+            let objects = revision::rollback_objects(read(&serving)?, &newest_objects);
+            let origin = format!("revision {} of {id}", serving.0);
+            let replay =
+                prepare::plan_rendered(Rendered::stored(&origin, objects)?, &ctx, &resolver)?;
+            Ok::<_, ProviderError>(replay)
+        })
+        .await?;
         self.take_unmanaged(&mut replay, round).await?;
         Ok(replay)
     }
