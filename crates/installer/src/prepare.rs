@@ -331,6 +331,7 @@ mod tests {
             origin: "aws/capi-operator-manifests/default/manifests.yaml".into(),
             components,
             self_image_ref: Some(SELF.into()),
+            version: None,
         }
     }
 

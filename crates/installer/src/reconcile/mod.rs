@@ -204,6 +204,14 @@ impl Reconciler {
         payload: Result<Payload, SourceError>,
         round: &Round,
     ) -> Outcome {
+        let target = &match &payload {
+            Ok(p) if p.version != target.source.version => {
+                let mut read = target.clone();
+                read.source.version = p.version.clone();
+                read
+            }
+            _ => target.clone(),
+        };
         let prepared = match payload {
             Ok(payload) => self.prepare(target, payload).await,
             Err(e) => Err(e.into()),

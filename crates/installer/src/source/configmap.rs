@@ -43,6 +43,11 @@ pub fn payload(configmap: &Value) -> Result<Payload, SourceError> {
         origin: format!("ConfigMap {namespace}/{name}"),
         components: decoded.content.components,
         self_image_ref: None,
+        version: configmap
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(LABEL_VERSION))
+            .and_then(Value::as_str)
+            .map(str::to_string),
     })
 }
 
@@ -97,6 +102,23 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    /// The payload says which version its components came with, from the object it decoded.
+    #[test]
+    fn a_payload_carries_the_version_of_its_configmap() {
+        let provider =
+            capi_manifests::Provider::new("aws", ProviderType::Infrastructure, "v3.0.0").unwrap();
+        let configmap = TransportConfigMap {
+            provider,
+            metadata: "apiVersion: clusterctl.cluster.x-k8s.io/v3\nkind: Metadata\n".into(),
+            components: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n".into(),
+        }
+        .encode()
+        .unwrap();
+        let payload = payload(&configmap).unwrap();
+        assert_eq!(payload.version.as_deref(), Some("v3.0.0"));
+        assert!(payload.components.contains("ServiceAccount"));
     }
 
     #[test]

@@ -108,6 +108,10 @@ pub struct Payload {
     /// The reference the components use for the provider's own image (a profile's `selfImageRef`),
     /// replaced by the release's image of the same key when rendering.
     pub self_image_ref: Option<String>,
+    /// The version the source declared when these components were read from it. The source may have
+    /// changed since the round selected it (a watch event between the two reads): what is recorded
+    /// and reported for this content is this version, not the selected source's.
+    pub version: Option<String>,
 }
 
 /// A source that cannot be read.

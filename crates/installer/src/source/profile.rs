@@ -304,6 +304,7 @@ impl Profile {
             origin: self.manifests_path.display().to_string(),
             components,
             self_image_ref: self.metadata.self_image_ref.clone(),
+            version: self.metadata.version().map(str::to_string),
         })
     }
 }
