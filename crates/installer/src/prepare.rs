@@ -97,13 +97,13 @@ pub fn render(
     target: &Target,
     ctx: &RenderContext,
 ) -> Result<Rendered, RenderError> {
-    let components =
-        render::substitute(&payload.components, &ctx.substitutions).map_err(|source| {
-            RenderError::Substitution {
-                origin: payload.origin.clone(),
-                source,
-            }
-        })?;
+    let substitutions = render::with_defaults(&ctx.substitutions);
+    let components = render::substitute(&payload.components, &substitutions).map_err(|source| {
+        RenderError::Substitution {
+            origin: payload.origin.clone(),
+            source,
+        }
+    })?;
     let components = match &payload.self_image_ref {
         Some(reference) => replace_self_image(&payload.origin, reference, &components, ctx)?,
         None => components,

@@ -10,6 +10,24 @@ pub const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
 /// Release image references that manifests-gen leaves for the installer to resolve by key.
 pub const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org/openshift:";
 
+/// The substitutions the reference installer makes on every cluster (both generations); an
+/// administrator's value for the same variable wins ([`with_defaults`]).
+///
+/// `EXP_BOOTSTRAP_FORMAT_IGNITION=true`: OpenShift boots its machines from Ignition, but the AWS
+/// provider's `BootstrapFormatIgnition` gate defaults to `false`, and with it off the provider's webhook
+/// refuses every AWSMachine that carries `spec.ignition`.
+pub const DEFAULT_SUBSTITUTIONS: &[(&str, &str)] = &[("EXP_BOOTSTRAP_FORMAT_IGNITION", "true")];
+
+/// [`DEFAULT_SUBSTITUTIONS`] overlaid with `given` (the administrator's `--substitutions`).
+pub fn with_defaults(given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut all: BTreeMap<String, String> = DEFAULT_SUBSTITUTIONS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    all.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+    all
+}
+
 /// A `${...}` expression the installer cannot evaluate.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("line {line}: {reason} in `{expression}`")]
@@ -320,6 +338,21 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(substitute(input, &v).unwrap(), want, "{input}");
         }
+    }
+
+    #[test]
+    fn the_reference_defaults_apply_unless_the_administrator_says_otherwise() {
+        let gates =
+            "--feature-gates=BootstrapFormatIgnition=${EXP_BOOTSTRAP_FORMAT_IGNITION:=false}";
+        let by_default = substitute(gates, &with_defaults(&BTreeMap::new())).unwrap();
+        assert_eq!(by_default, "--feature-gates=BootstrapFormatIgnition=true");
+        let administrator = vars(&[("EXP_BOOTSTRAP_FORMAT_IGNITION", "false"), ("OTHER", "x")]);
+        let chosen = with_defaults(&administrator);
+        assert_eq!(
+            substitute(gates, &chosen).unwrap(),
+            "--feature-gates=BootstrapFormatIgnition=false"
+        );
+        assert_eq!(chosen.get("OTHER").map(String::as_str), Some("x"));
     }
 
     #[test]
