@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test demo fuzz control-plane-bin prerequisites
+.PHONY: test demo fuzz control-plane-bin capi-managers-bin images node-prerequisites prerequisites
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
@@ -14,15 +14,34 @@ prerequisites:
 control-plane-bin: prerequisites
 	@tools/control-plane/build.sh >/dev/null
 
-test: control-plane-bin
+# The real node's distribution packages (containerd, runc, CNI plugins, iptables), installed when missing.
+node-prerequisites:
+	@hack/node-prerequisites.sh
+
+# The real Cluster API core and AWS managers and the pod sandbox, from the Go modules pinned in
+# tools/capi-managers, once (cached like the control-plane binaries).
+capi-managers-bin: prerequisites
+	@tools/capi-managers/build.sh >/dev/null
+
+# The real node's images (the project's, the managers', the sandbox) as an OCI layout in
+# $(CARGO_TARGET_DIR)/images (hack/images.sh).
+images: capi-managers-bin
+	@hack/images.sh >/dev/null
+
+# The managers' Go build (minutes, the first time) runs in the background beside the Rust checks;
+# hack/images.sh waits for it (its lock) and fails with its log if it failed.
+test: control-plane-bin node-prerequisites
+	@mkdir -p target
+	@tools/capi-managers/build.sh >target/capi-managers-build.log 2>&1 &
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	hack/images.sh >/dev/null
 	DEMO_ONCE=1 hack/demo.sh
 	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" hack/test.sh
 
 # The main job: a local control plane with the providers installed by the operator (hack/demo.sh).
 # PLATFORM=GCP to change the platform; DEMO_ONCE=1 to exit after the status table.
-demo: control-plane-bin
+demo: control-plane-bin node-prerequisites images
 	hack/demo.sh
 
 # Longer fuzzing of the untrusted-input readers (transport ConfigMap decoder, YAML reader) than the

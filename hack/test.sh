@@ -28,7 +28,7 @@ cargo test --workspace --locked --no-run --message-format=json-render-diagnostic
   | sed -E 's/.*"manifest_path":"([^"]*)\/Cargo\.toml".*"executable":"([^"]*)".*/\1 \2/' \
   | sort -u >"$logs/all"
 # The binaries that take minutes start first, so that none of them is left running alone at the end.
-slow='/(stress|hostile|install|steady_state|truthful|diff|rbac_restart|providers|revisions|status|process|profiles|inputs)-[0-9a-f]+$'
+slow='/(real_node|stress|hostile|install|steady_state|truthful|diff|rbac_restart|providers|revisions|status|process|profiles|inputs)-[0-9a-f]+$'
 { grep -E "$slow" "$logs/all" || true; grep -vE "$slow" "$logs/all" || true; } >"$logs/binaries"
 
 run_one() {

@@ -368,3 +368,122 @@ fn every_deployment_runs_a_binary_the_image_ships() {
         );
     }
 }
+
+/// The image `hack/images.sh` builds for the real node, beside the Containerfile's final stage: the
+/// same label, user, entrypoint and command, every file the stage copies at the same path, and
+/// `/manifests` byte for byte this repository's. (Its base differs: this machine's glibc instead of
+/// distroless; that is the one thing a release build changes.) Skips without the images outside CI.
+#[test]
+fn the_node_image_holds_what_the_containerfile_ships() {
+    let Some(layout) = control_plane::images_dir() else {
+        return;
+    };
+    let text = std::fs::read_to_string(repo().join("Containerfile")).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let stage = &lines[lines.iter().rposition(|l| l.starts_with("FROM ")).unwrap()..];
+    let directive = |name: &str| -> Vec<&str> {
+        stage
+            .iter()
+            .filter_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+            .collect()
+    };
+
+    let blob = |digest: &str| {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        std::fs::read(layout.join("blobs/sha256").join(hex)).unwrap()
+    };
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let name = "registry.ci.openshift.org/openshift:capi-installer";
+    let descriptor = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not in {}", layout.display()));
+    let manifest: Value =
+        serde_json::from_slice(&blob(descriptor["digest"].as_str().unwrap())).unwrap();
+    let config: Value =
+        serde_json::from_slice(&blob(manifest["config"]["digest"].as_str().unwrap())).unwrap();
+    let config = &config["config"];
+
+    for label in directive("LABEL ") {
+        let (key, value) = label.split_once('=').unwrap();
+        assert_eq!(config["Labels"][key], value, "label {key}");
+    }
+    assert_eq!(config["User"], directive("USER ")[0]);
+    let json_list = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+    assert_eq!(config["Entrypoint"], json_list(directive("ENTRYPOINT ")[0]));
+    assert_eq!(config["Cmd"], json_list(directive("CMD ")[0]));
+
+    // Every file of every layer (uncompressed tars).
+    let mut files = std::collections::BTreeMap::new();
+    for layer in manifest["layers"].as_array().unwrap() {
+        let bytes = blob(layer["digest"].as_str().unwrap());
+        let mut tar = tar_entries(&bytes);
+        files.append(&mut tar);
+    }
+    for copy in directive("COPY ") {
+        let dest = copy.split_whitespace().last().unwrap();
+        assert!(
+            files
+                .keys()
+                .any(|path| path == dest || path.starts_with(&format!("{dest}/"))),
+            "the image lacks {dest} (COPY {copy})"
+        );
+    }
+    for entry in std::fs::read_dir(repo().join("manifests")).unwrap() {
+        let path = entry.unwrap().path();
+        let shipped = format!("/manifests/{}", path.file_name().unwrap().to_string_lossy());
+        assert_eq!(
+            files.get(&shipped),
+            Some(&std::fs::read(&path).unwrap()),
+            "{shipped} differs from the repository's"
+        );
+    }
+}
+
+/// Path → content of the regular files of an uncompressed tar (ustar and PAX headers).
+fn tar_entries(bytes: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut at = 0;
+    let mut long_name: Option<String> = None;
+    while at + 512 <= bytes.len() && bytes[at..at + 512].iter().any(|&b| b != 0) {
+        let header = &bytes[at..at + 512];
+        let field = |from: usize, len: usize| {
+            let raw = &header[from..from + len];
+            let end = raw.iter().position(|&b| b == 0).unwrap_or(len);
+            String::from_utf8_lossy(&raw[..end]).into_owned()
+        };
+        let size = usize::from_str_radix(field(124, 12).trim(), 8).unwrap_or(0);
+        let body = &bytes[at + 512..at + 512 + size];
+        let prefix = field(345, 155);
+        let name = long_name.take().unwrap_or_else(|| {
+            if prefix.is_empty() {
+                field(0, 100)
+            } else {
+                format!("{prefix}/{}", field(0, 100))
+            }
+        });
+        match header[156] {
+            b'x' => {
+                // PAX: a `path` record names the next entry.
+                let text = String::from_utf8_lossy(body);
+                long_name = text
+                    .lines()
+                    .find_map(|l| l.split_once(" path=").map(|(_, p)| p.to_string()));
+            }
+            b'0' | 0 => {
+                files.insert(format!("/{}", name.trim_start_matches('/')), body.to_vec());
+            }
+            _ => {}
+        }
+        at += 512 + size.div_ceil(512) * 512;
+    }
+    files
+}

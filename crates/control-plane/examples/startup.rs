@@ -19,6 +19,7 @@ async fn main() -> Result<(), control_plane::Error> {
     let options = || ControlPlaneOptions {
         dir: None,
         with_workloads: mode == "workloads",
+        node: None,
         openshift_crds: match mode.as_str() {
             "plain" => OpenShiftCrds::Skip,
             _ => OpenShiftCrds::Default,

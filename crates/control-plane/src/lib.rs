@@ -36,8 +36,11 @@
 mod audit;
 mod crds;
 mod error;
+pub mod node;
 mod pki;
 mod process;
+pub mod registry;
+pub mod service_ca;
 mod workloads;
 
 use std::fs;
@@ -78,7 +81,26 @@ pub struct ControlPlaneOptions {
     pub dir: Option<PathBuf>,
     /// Also run kube-controller-manager, kube-scheduler and KWOK with one fake node.
     pub with_workloads: bool,
+    /// Run a real node instead of KWOK (controller-manager and scheduler included): see [`node`].
+    pub node: Option<NodeOptions>,
     pub openshift_crds: OpenShiftCrds,
+}
+
+/// What a real node runs.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// The OCI image layout that `hack/images.sh` writes ([`images_dir`]), served to containerd.
+    pub images: PathBuf,
+}
+
+/// A real node's parts that live in this process, and its namespaces.
+struct Node {
+    namespaces: node::Namespaces,
+    services: node::Services,
+    files: node::NodeFiles,
+    service_ca_pem: String,
+    /// Started once the API server is ready.
+    service_ca: Option<service_ca::ServiceCa>,
 }
 
 /// A running control plane. Dropping it (or [`ControlPlane::stop`]) kills its processes.
@@ -89,6 +111,7 @@ pub struct ControlPlane {
     admin_config: kube::Config,
     processes: Vec<Process>,
     spawner: Spawner,
+    node: Option<Node>,
     // Declared last: the folder goes only after the processes that write into it are dead.
     _temp: Option<tempfile::TempDir>,
 }
@@ -101,7 +124,10 @@ const _: () = {
 const API_READY_TIMEOUT: Duration = Duration::from_secs(60);
 const CRD_TIMEOUT: Duration = Duration::from_secs(30);
 const NODE_READY_TIMEOUT: Duration = Duration::from_secs(30);
+const REAL_NODE_READY_TIMEOUT: Duration = Duration::from_secs(120);
 const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+/// The Service addresses; the `kubernetes` Service is the first.
+pub(crate) const SERVICE_CIDR: &str = "10.0.0.0/24";
 
 impl ControlPlane {
     /// Starts etcd and kube-apiserver (and the workload components when asked), waits until the API
@@ -118,6 +144,14 @@ impl ControlPlane {
             return Err(Error::Other {
                 context: "start a background control plane".into(),
                 message: "it needs an explicit folder (ControlPlaneOptions::dir)".into(),
+            });
+        }
+        if opts.node.is_some() {
+            return Err(Error::Other {
+                context: "start a background control plane".into(),
+                message:
+                    "a real node lives in the process that started it: use `control-plane run`"
+                        .into(),
             });
         }
         let mut cp = Self::launch_retrying(opts, || Ok(Spawner::Detached)).await?;
@@ -196,12 +230,34 @@ impl ControlPlane {
             (&files.serving_key, &pki.serving_key_pem),
             (&files.sa_key, &pki.service_account_key_pem),
             (&files.sa_pub, &pki.service_account_pub_pem),
+            (&files.admin_cert, &pki.admin_cert_pem),
+            (&files.admin_key, &pki.admin_key_pem),
             (&files.audit_policy, &audit::POLICY.to_string()),
         ] {
             fs::write(path, content).map_err(io(format!("write {}", path.display())))?;
         }
 
-        let [etcd_client, etcd_peer, apiserver_port] = free_ports()?;
+        if opts.node.is_some() {
+            node::check_prerequisites()?;
+            node::sweep_leftovers();
+        }
+        let mut processes = Vec::new();
+        let node = match &opts.node {
+            Some(node_opts) => Some(Self::start_node_namespaces(
+                &spawner,
+                &dir,
+                node_opts,
+                &pki,
+                &files,
+                &mut processes,
+            )?),
+            None => None,
+        };
+        let [etcd_client, etcd_peer, apiserver_port] = match &node {
+            // Inside the node's own network namespace nothing else binds these.
+            Some(node) => [2379, 2380, node.services.api_port],
+            None => free_ports()?,
+        };
         let server = format!("https://127.0.0.1:{apiserver_port}");
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let kubeconfig = dir.join("kubeconfig");
@@ -222,8 +278,9 @@ impl ControlPlane {
             server,
             ca_pem: pki.ca_cert_pem.clone(),
             admin_config,
-            processes: Vec::new(),
+            processes,
             spawner,
+            node,
             _temp: temp,
         };
 
@@ -246,40 +303,56 @@ impl ControlPlane {
             ]),
         )?;
         let p = |path: &Path| path.display().to_string();
-        cp.spawn(
-            "kube-apiserver",
-            &bin.join("kube-apiserver"),
-            args(&[
-                &format!("--etcd-servers={etcd_url}"),
+        let mut apiserver_args = match &cp.node {
+            // Pods reach it through the `kubernetes` Service (the node address); it fetches logs
+            // from the kubelet as admin.
+            Some(_) => args(&[
+                "--bind-address=0.0.0.0",
+                &format!("--advertise-address={}", node::NODE_IP),
+                &format!("--secure-port={}", node::API_PORT),
+                &format!("--kubelet-client-certificate={}", p(&files.admin_cert)),
+                &format!("--kubelet-client-key={}", p(&files.admin_key)),
+            ]),
+            None => args(&[
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 &format!("--secure-port={apiserver_port}"),
-                &format!("--cert-dir={}", p(&dir.join("pki"))),
-                &format!("--tls-cert-file={}", p(&files.serving_cert)),
-                &format!("--tls-private-key-file={}", p(&files.serving_key)),
-                &format!("--client-ca-file={}", p(&files.ca_cert)),
-                "--authorization-mode=Node,RBAC",
-                &format!("--service-account-issuer={SERVICE_ACCOUNT_ISSUER}"),
-                &format!("--service-account-key-file={}", p(&files.sa_pub)),
-                &format!("--service-account-signing-key-file={}", p(&files.sa_key)),
-                "--service-cluster-ip-range=10.0.0.0/24",
                 // The `kubernetes` Service would point at the advertise address, which may not be
                 // loopback; nothing in the cluster needs to reach the API server through it.
                 "--endpoint-reconciler-type=none",
-                "--allow-privileged=true",
-                &format!("--audit-policy-file={}", p(&files.audit_policy)),
-                &format!("--audit-log-path={}", p(&dir.join("audit.log"))),
-                "--audit-log-format=json",
-                // Each event is written before the response is sent: a test that reads the log
-                // right after its request finds the event.
-                "--audit-log-mode=blocking",
-                "--profiling=false",
             ]),
+        };
+        apiserver_args.extend(args(&[
+            &format!("--etcd-servers={etcd_url}"),
+            &format!("--cert-dir={}", p(&dir.join("pki"))),
+            &format!("--tls-cert-file={}", p(&files.serving_cert)),
+            &format!("--tls-private-key-file={}", p(&files.serving_key)),
+            &format!("--client-ca-file={}", p(&files.ca_cert)),
+            "--authorization-mode=Node,RBAC",
+            &format!("--service-account-issuer={SERVICE_ACCOUNT_ISSUER}"),
+            &format!("--service-account-key-file={}", p(&files.sa_pub)),
+            &format!("--service-account-signing-key-file={}", p(&files.sa_key)),
+            &format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+            "--allow-privileged=true",
+            &format!("--audit-policy-file={}", p(&files.audit_policy)),
+            &format!("--audit-log-path={}", p(&dir.join("audit.log"))),
+            "--audit-log-format=json",
+            // Each event is written before the response is sent: a test that reads the log
+            // right after its request finds the event.
+            "--audit-log-mode=blocking",
+            "--profiling=false",
+        ]));
+        cp.spawn(
+            "kube-apiserver",
+            &bin.join("kube-apiserver"),
+            apiserver_args,
         )?;
         cp.wait_api_ready(API_READY_TIMEOUT).await?;
         let client = cp.admin_client().await?;
 
-        if opts.with_workloads {
+        if cp.node.is_some() {
+            cp.start_node(&bin, &files, &client).await?;
+        } else if opts.with_workloads {
             workloads::start(&mut cp, &bin, &files, &client).await?;
         }
 
@@ -310,7 +383,7 @@ impl ControlPlane {
             cp.while_running(apply).await?;
         }
 
-        if opts.with_workloads {
+        if opts.with_workloads && cp.node.is_none() {
             let kwok_log = cp.dir.join("logs/kwok.log");
             let ready = workloads::wait_node_ready(&client, NODE_READY_TIMEOUT, &kwok_log);
             cp.while_running(ready).await?;
@@ -318,8 +391,100 @@ impl ControlPlane {
         Ok(cp)
     }
 
+    /// The node's namespaces (their holder becomes the first process), the services this process
+    /// runs for it, and its configuration files.
+    fn start_node_namespaces(
+        spawner: &Spawner,
+        dir: &Path,
+        opts: &NodeOptions,
+        pki: &pki::Pki,
+        files: &Files,
+        processes: &mut Vec<Process>,
+    ) -> Result<Node, Error> {
+        let layout = registry::Layout::open(&opts.images)?;
+        let (unshare, holder_args) = node::Namespaces::holder_command();
+        let holder = process::spawn(spawner, dir, "node-namespaces", &unshare, &holder_args)?;
+        let holder_pid = holder.child.id();
+        processes.push(holder);
+        let namespaces = node::Namespaces::open(holder_pid, dir)?;
+        let services = node::Services::start(namespaces.dialer()?, layout)?;
+        let files = node::NodeFiles::write(dir, pki, files)?;
+        let service_ca = service_ca::ServiceCa::generate()?;
+        let service_ca_pem = service_ca.ca_pem().to_string();
+        fs::write(dir.join("pki/service-ca.crt"), &service_ca_pem)
+            .map_err(io("write pki/service-ca.crt"))?;
+        Ok(Node {
+            namespaces,
+            services,
+            files,
+            service_ca_pem,
+            service_ca: Some(service_ca),
+        })
+    }
+
+    /// controller-manager, scheduler, containerd, kubelet and kube-proxy; returns once the node is
+    /// Ready and labelled as OpenShift's control-plane nodes are (provider Deployments select them).
+    async fn start_node(
+        &mut self,
+        bin: &Path,
+        files: &Files,
+        client: &kube::Client,
+    ) -> Result<(), Error> {
+        let admin = self.admin_config();
+        let node = self.node.as_mut().expect("a node");
+        let service_ca = node.service_ca.take();
+        let internal = node.files.internal_kubeconfig.clone();
+        let containerd_config = node.files.containerd_config.clone();
+        let socket = node.files.containerd_socket.clone();
+        let kubelet_args = node.files.kubelet_args();
+        let proxy_config = node.files.proxy_config.clone();
+        node.services.spawn(async move {
+            match (kube::Client::try_from(admin), service_ca) {
+                (Ok(client), Some(ca)) => ca.run(client).await,
+                (Err(e), _) => tracing::warn!(error = %e, "service-ca: no client"),
+                (_, None) => {}
+            }
+        });
+        workloads::start_controllers(self, bin, files, &internal)?;
+        self.spawn(
+            "containerd",
+            Path::new("/usr/bin/containerd"),
+            args(&["--config", &containerd_config.display().to_string()]),
+        )?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !socket.exists() {
+            self.check_running()?;
+            if Instant::now() > deadline {
+                let log = self.dir.join("logs/containerd.log");
+                return Err(Error::Timeout {
+                    what: format!("containerd's socket {}", socket.display()),
+                    seconds: 30,
+                    tail: process::tail(&log),
+                    log: Some(log),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.spawn("kubelet", &bin.join("kubelet"), kubelet_args)?;
+        self.spawn(
+            "kube-proxy",
+            &bin.join("kube-proxy"),
+            args(&[&format!("--config={}", proxy_config.display())]),
+        )?;
+        let ready = node_ready(
+            client,
+            REAL_NODE_READY_TIMEOUT,
+            self.dir.join("logs/kubelet.log"),
+        );
+        self.while_running(ready).await
+    }
+
     fn spawn(&mut self, name: &'static str, binary: &Path, args: Vec<String>) -> Result<(), Error> {
-        let process = process::spawn(&self.spawner, &self.dir, name, binary, &args)?;
+        let (binary, args) = match &self.node {
+            Some(node) => node.namespaces.wrap(binary, &args),
+            None => (binary.to_path_buf(), args),
+        };
+        let process = process::spawn(&self.spawner, &self.dir, name, &binary, &args)?;
         self.processes.push(process);
         Ok(())
     }
@@ -374,6 +539,24 @@ impl ControlPlane {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// The service CA's certificate (PEM) of a real node: what its service-ca stand-in signs serving
+    /// certificates with and injects as CA bundles. `None` without a node.
+    pub fn service_ca_pem(&self) -> Option<&str> {
+        self.node.as_ref().map(|n| n.service_ca_pem.as_str())
+    }
+
+    /// pid 1 of a real node's pid namespace (as this process sees it): every process of the node is in
+    /// its namespaces. `None` without a node.
+    pub fn node_pid(&self) -> Option<i32> {
+        self.node.as_ref().map(|n| n.namespaces.init)
+    }
+
+    /// Where a real node's kubelet keeps the containers' logs
+    /// (`<namespace>_<pod>_<uid>/<container>/<restart>.log`). `None` without a node.
+    pub fn pod_logs_dir(&self) -> Option<PathBuf> {
+        self.node.as_ref().map(|n| n.files.root.join("pod-logs"))
     }
 
     /// The folder holding kubeconfig, audit.log, logs/, pids/, pki/ and etcd/.
@@ -490,10 +673,22 @@ impl ControlPlane {
     pub fn stop(self) {}
 
     fn kill_all(&mut self) {
+        if let Some(node) = &mut self.node {
+            node.services.shutdown();
+            // Every process of the node at once, the containers included; the holder (the first
+            // process) then reaps its child and exits by itself, leaving no zombie.
+            node.namespaces.kill();
+            if let Some(holder) = self.processes.first_mut() {
+                holder.wait_exit(Duration::from_secs(10));
+            }
+        }
         // Clients of the API server first, etcd last, as `down` does.
         while let Some(mut process) = self.processes.pop() {
             process.kill();
             let _ = fs::remove_file(process::pid_file(&self.dir, process.name));
+        }
+        if let Some(node) = self.node.take() {
+            node.namespaces.sweep(&self.dir);
         }
         self.spawner.shutdown();
     }
@@ -521,6 +716,8 @@ pub(crate) struct Files {
     pub serving_key: PathBuf,
     pub sa_key: PathBuf,
     pub sa_pub: PathBuf,
+    pub admin_cert: PathBuf,
+    pub admin_key: PathBuf,
     pub audit_policy: PathBuf,
     pub kwok_config: PathBuf,
 }
@@ -536,6 +733,8 @@ impl Files {
             serving_key: pki.join("apiserver.key"),
             sa_key: pki.join("sa.key"),
             sa_pub: pki.join("sa.pub"),
+            admin_cert: pki.join("admin.crt"),
+            admin_key: pki.join("admin.key"),
             audit_policy: dir.join("audit-policy.yaml"),
             kwok_config: dir.join("kwok.yaml"),
         }
@@ -701,4 +900,75 @@ pub fn bin_dir() -> Result<PathBuf, Error> {
         .ok_or_else(|| build_err("printed no folder".into()))?;
     *built = Some(dir.clone());
     Ok(dir)
+}
+
+/// The OCI image layout of the real node's images: env `CAPI_IMAGES_DIR` when set, else
+/// `<target>/images` as `hack/images.sh` writes it (`<target>` is `CARGO_TARGET_DIR` or the
+/// repository's `target`). `None` (with the reason printed) when it is missing; with env `CI=true` a
+/// missing layout panics instead, because CI runs `hack/images.sh` first.
+pub fn images_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("CAPI_IMAGES_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo_root().join("target"))
+            .join("images"),
+    };
+    if dir.join("index.json").exists() {
+        return Some(dir);
+    }
+    if is_ci() {
+        panic!(
+            "images {} are missing (CI=true; hack/images.sh builds them)",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "skipping: images {} are missing (hack/images.sh builds them)",
+        dir.display()
+    );
+    None
+}
+
+/// Waits for the real node to register and be Ready, then labels it as OpenShift labels its
+/// control-plane nodes (the kubelet may not set `node-role.kubernetes.io/*` on itself).
+async fn node_ready(client: &kube::Client, timeout: Duration, log: PathBuf) -> Result<(), Error> {
+    use k8s_openapi::api::core::v1::Node as NodeObject;
+    let nodes: Api<NodeObject> = Api::all(client.clone());
+    let start = Instant::now();
+    loop {
+        let ready = nodes
+            .get_opt(node::NODE_NAME)
+            .await
+            .map_err(kube_err(format!("get Node {}", node::NODE_NAME)))?
+            .and_then(|n| n.status)
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if ready {
+            let labels = serde_json::json!({"metadata": {"labels": {
+                "node-role.kubernetes.io/master": "",
+                "node-role.kubernetes.io/control-plane": "",
+            }}});
+            nodes
+                .patch(
+                    node::NODE_NAME,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&labels),
+                )
+                .await
+                .map_err(kube_err(format!("label Node {}", node::NODE_NAME)))?;
+            return Ok(());
+        }
+        if start.elapsed() > timeout {
+            return Err(Error::Timeout {
+                what: format!("Node {} to be Ready (kubelet)", node::NODE_NAME),
+                seconds: timeout.as_secs(),
+                tail: process::tail(&log),
+                log: Some(log),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }

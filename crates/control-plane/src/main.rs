@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use control_plane::{ControlPlane, ControlPlaneOptions, OpenShiftCrds};
+use control_plane::{ControlPlane, ControlPlaneOptions, NodeOptions, OpenShiftCrds};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Parser)]
-#[command(about = "Dev-only: a real etcd + kube-apiserver (+ controller-manager, scheduler, KWOK)")]
+#[command(
+    about = "Dev-only: a real etcd + kube-apiserver (+ controller-manager, scheduler, and KWOK or a real node)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -20,8 +22,15 @@ struct StartArgs {
     #[arg(long)]
     dir: PathBuf,
     /// Also run kube-controller-manager, kube-scheduler and KWOK with one fake node.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "with_node")]
     with_workloads: bool,
+    /// Run a real node instead (controller-manager, scheduler, containerd, kubelet, kube-proxy, in
+    /// namespaces of their own; `run` only), serving the images of --images.
+    #[arg(long)]
+    with_node: bool,
+    /// The OCI image layout of hack/images.sh (default: $CARGO_TARGET_DIR/images or target/images).
+    #[arg(long, requires = "with_node")]
+    images: Option<PathBuf>,
     /// Folder of OpenShift CRDs to load (default: ../shared/fixtures/openshift-crds).
     #[arg(long, conflicts_with = "skip_openshift_crds")]
     openshift_crds: Option<PathBuf>,
@@ -30,17 +39,26 @@ struct StartArgs {
 }
 
 impl StartArgs {
-    fn options(self) -> ControlPlaneOptions {
+    fn options(self) -> anyhow::Result<ControlPlaneOptions> {
+        let node = match (self.with_node, self.images) {
+            (false, _) => None,
+            (true, Some(images)) => Some(NodeOptions { images }),
+            (true, None) => Some(NodeOptions {
+                images: control_plane::images_dir()
+                    .context("no images for the node: run hack/images.sh or pass --images")?,
+            }),
+        };
         let openshift_crds = match (self.openshift_crds, self.skip_openshift_crds) {
             (_, true) => OpenShiftCrds::Skip,
             (Some(dir), false) => OpenShiftCrds::From(dir),
             (None, false) => OpenShiftCrds::Default,
         };
-        ControlPlaneOptions {
+        Ok(ControlPlaneOptions {
             dir: Some(self.dir),
             with_workloads: self.with_workloads,
+            node,
             openshift_crds,
-        }
+        })
     }
 }
 
@@ -69,14 +87,14 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Up(args) => {
             let dir = args.dir.clone();
-            let kubeconfig = ControlPlane::start_background(args.options())
+            let kubeconfig = ControlPlane::start_background(args.options()?)
                 .await
                 .with_context(|| format!("start the control plane in {}", dir.display()))?;
             println!("kubeconfig: {}", kubeconfig.display());
         }
         Command::Run(args) => {
             let dir = args.dir.clone();
-            let cp = ControlPlane::start(args.options())
+            let cp = ControlPlane::start(args.options()?)
                 .await
                 .with_context(|| format!("start the control plane in {}", dir.display()))?;
             println!("kubeconfig: {}", cp.kubeconfig_path().display());

@@ -17,6 +17,12 @@ pub(crate) struct Pki {
     pub serving_key_pem: String,
     pub admin_cert_pem: String,
     pub admin_key_pem: String,
+    /// The real node's kubelet (`system:node:<name>` in `system:nodes`, as the Node authorizer wants).
+    pub kubelet_cert_pem: String,
+    pub kubelet_key_pem: String,
+    /// kube-proxy (`system:kube-proxy`, bound to `system:node-proxier` by the API server's bootstrap).
+    pub proxy_cert_pem: String,
+    pub proxy_key_pem: String,
     /// Signs ServiceAccount tokens (API server) and token secrets (controller-manager).
     pub service_account_key_pem: String,
     pub service_account_pub_pem: String,
@@ -63,6 +69,8 @@ impl Pki {
             SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             SanType::IpAddress(IpAddr::V6(Ipv6Addr::LOCALHOST)),
             SanType::IpAddress(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))),
+            // The real node's address, which the `kubernetes` Service points at (crate::node).
+            SanType::IpAddress(IpAddr::V4(crate::node::NODE_IP)),
             dns("localhost")?,
             dns("kubernetes")?,
             dns("kubernetes.default")?,
@@ -80,21 +88,24 @@ impl Pki {
             .map_err(cert_err("serving certificate"))?;
 
         // O=system:masters: the group the API server's RBAC bootstrap binds to cluster-admin.
-        let admin_key = KeyPair::generate().map_err(cert_err("admin key"))?;
-        let mut admin = CertificateParams::default();
-        admin.distinguished_name.push(DnType::CommonName, "admin");
-        admin
-            .distinguished_name
-            .push(DnType::OrganizationName, "system:masters");
-        admin.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        admin.use_authority_key_identifier_extension = true;
-        let admin_cert = admin
-            .signed_by(&admin_key, &issuer)
-            .map_err(cert_err("admin client certificate"))?;
+        let (admin_cert_pem, admin_key_pem) = client_cert(
+            &issuer,
+            "admin",
+            Some("system:masters"),
+            "admin client certificate",
+        )?;
+        let (kubelet_cert_pem, kubelet_key_pem) = client_cert(
+            &issuer,
+            &format!("system:node:{}", crate::node::NODE_NAME),
+            Some("system:nodes"),
+            "kubelet client certificate",
+        )?;
+        let (proxy_cert_pem, proxy_key_pem) = client_cert(
+            &issuer,
+            "system:kube-proxy",
+            None,
+            "kube-proxy client certificate",
+        )?;
 
         let sa_key = KeyPair::generate().map_err(cert_err("service account key"))?;
 
@@ -103,10 +114,39 @@ impl Pki {
             ca_key_pem,
             serving_cert_pem: serving_cert.pem(),
             serving_key_pem: serving_key.serialize_pem(),
-            admin_cert_pem: admin_cert.pem(),
-            admin_key_pem: admin_key.serialize_pem(),
+            admin_cert_pem,
+            admin_key_pem,
+            kubelet_cert_pem,
+            kubelet_key_pem,
+            proxy_cert_pem,
+            proxy_key_pem,
             service_account_key_pem: sa_key.serialize_pem(),
             service_account_pub_pem: sa_key.public_key_pem(),
         })
     }
+}
+
+/// A client certificate (and its key) for user `cn` in group `org`, signed by the cluster CA.
+fn client_cert(
+    issuer: &Issuer<'_, KeyPair>,
+    cn: &str,
+    org: Option<&str>,
+    what: &'static str,
+) -> Result<(String, String), Error> {
+    let key = KeyPair::generate().map_err(cert_err(what))?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    if let Some(org) = org {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
+    }
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.use_authority_key_identifier_extension = true;
+    let cert = params.signed_by(&key, issuer).map_err(cert_err(what))?;
+    Ok((cert.pem(), key.serialize_pem()))
 }

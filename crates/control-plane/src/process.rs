@@ -184,6 +184,14 @@ impl Process {
         }
     }
 
+    /// Waits up to `timeout` for the process to exit by itself (and reaps it).
+    pub fn wait_exit(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// SIGKILL and reap. The control plane of a test is thrown away with its data, so there is
     /// nothing a graceful shutdown would save, and waiting for one would slow every test down.
     pub fn kill(&mut self) {

@@ -27,8 +27,41 @@ pub(crate) async fn start(
     files: &Files,
     client: &kube::Client,
 ) -> Result<(), Error> {
+    start_controllers(cp, bin, files, &files.kubeconfig)?;
     let p = |path: &Path| path.display().to_string();
     let kubeconfig = format!("--kubeconfig={}", p(&files.kubeconfig));
+    create_node(client).await?;
+    std::fs::write(&files.kwok_config, STAGES)
+        .map_err(io(format!("write {}", files.kwok_config.display())))?;
+    cp.spawn(
+        "kwok",
+        &bin.join("kwok"),
+        args(&[
+            &kubeconfig,
+            &format!("--config={}", p(&files.kwok_config)),
+            &format!(
+                "--manage-nodes-with-annotation-selector={}={}",
+                KWOK_ANNOTATION.0, KWOK_ANNOTATION.1
+            ),
+            // The node heartbeat stage renews status only every 10 minutes; the lease is what
+            // keeps the node lifecycle controller from tainting the node unreachable.
+            "--node-lease-duration-seconds=40",
+            "--node-ip=10.0.1.1",
+            "--cidr=10.1.0.0/16",
+        ]),
+    )?;
+    Ok(())
+}
+
+/// kube-controller-manager and kube-scheduler, talking to the API server through `kubeconfig`.
+pub(crate) fn start_controllers(
+    cp: &mut ControlPlane,
+    bin: &Path,
+    files: &Files,
+    kubeconfig: &Path,
+) -> Result<(), Error> {
+    let p = |path: &Path| path.display().to_string();
+    let kubeconfig = format!("--kubeconfig={}", p(kubeconfig));
     cp.spawn(
         "kube-controller-manager",
         &bin.join("kube-controller-manager"),
@@ -53,27 +86,6 @@ pub(crate) async fn start(
             "--leader-elect=false",
             "--secure-port=0",
             "--profiling=false",
-        ]),
-    )?;
-
-    create_node(client).await?;
-    std::fs::write(&files.kwok_config, STAGES)
-        .map_err(io(format!("write {}", files.kwok_config.display())))?;
-    cp.spawn(
-        "kwok",
-        &bin.join("kwok"),
-        args(&[
-            &kubeconfig,
-            &format!("--config={}", p(&files.kwok_config)),
-            &format!(
-                "--manage-nodes-with-annotation-selector={}={}",
-                KWOK_ANNOTATION.0, KWOK_ANNOTATION.1
-            ),
-            // The node heartbeat stage renews status only every 10 minutes; the lease is what
-            // keeps the node lifecycle controller from tainting the node unreachable.
-            "--node-lease-duration-seconds=40",
-            "--node-ip=10.0.1.1",
-            "--cidr=10.1.0.0/16",
         ]),
     )?;
     Ok(())

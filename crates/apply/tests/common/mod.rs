@@ -18,6 +18,7 @@ pub async fn control_plane(with_workloads: bool) -> ControlPlane {
     ControlPlane::start(ControlPlaneOptions {
         dir: None,
         with_workloads,
+        node: None,
         openshift_crds: OpenShiftCrds::Skip,
     })
     .await
