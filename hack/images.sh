@@ -21,8 +21,16 @@ out="$target/images"
 log() { echo "images: $*" >&2; }
 
 managers="$(tools/capi-managers/build.sh)"
-log "cargo build -p capi-installer -p capi-controllers"
-cargo build --locked -q -p capi-installer -p capi-controllers
+# IMAGES_BUILT=1: take the binaries a `cargo test --workspace --no-run` left in target/debug (`make
+# test` does; a build of just these two packages would compile their dependencies again with other
+# features).
+if [[ -z "${IMAGES_BUILT:-}" ]]; then
+  log "cargo build -p capi-installer -p capi-controllers"
+  cargo build --locked -q -p capi-installer -p capi-controllers
+fi
+for b in capi-installer capi-controllers; do
+  [[ -x "$target/debug/$b" ]] || { log "$target/debug/$b is not built"; exit 1; }
+done
 
 work="$target/images-work"
 rm -rf "$work"

@@ -1,0 +1,422 @@
+//! End to end on a real node (issue 16): the release payload applied as the cluster-version operator
+//! would (this repository's `manifests/` and the fixtures' transport ConfigMaps, unmodified, webhooks
+//! included), the installer and the controllers pod running as pods of the project's image under the
+//! shipped RBAC, and the real Cluster API core and AWS managers that the installer installs running
+//! beside them, their webhooks reached through their Services with certificates from the service-ca
+//! stand-in. One node for the whole scenario: each step builds on the previous one.
+//!
+//! Needs the node's images (`hack/images.sh`, which `make test` runs first) and the distribution's
+//! containerd, runc and CNI plugins (`hack/node-prerequisites.sh`); skips without them outside CI.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use control_plane::{ControlPlane, ControlPlaneOptions, NodeOptions};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use test_support::*;
+
+/// Image pulls, the managers' start (they wait for their caches) and leader elections on a shared
+/// 2-core machine.
+const T: Duration = Duration::from_secs(420);
+const STEADY: Duration = Duration::from_secs(60);
+const CORE_DEPLOYMENT: &str = "capi-controller-manager";
+const AWS_DEPLOYMENT: &str = "capa-controller-manager";
+/// Where the test's own objects go (the payload's admission policies guard openshift-cluster-api).
+const TEST_NS: &str = "e2e";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_installed_providers_run_on_a_real_node() {
+    require_fixture!("transport-configmaps");
+    require_fixture!("machine-api-crds");
+    let Some(images) = control_plane::images_dir() else {
+        return;
+    };
+    init_logging();
+    let cp = ControlPlane::start(ControlPlaneOptions {
+        node: Some(NodeOptions { images }),
+        ..Default::default()
+    })
+    .await
+    .expect("control plane with a real node starts");
+    let admin = cp.admin_client().await.expect("admin client");
+
+    // What OpenShift's installer and other operators leave: Infrastructure/cluster on AWS, the Machine
+    // API with a control-plane Machine, the worker user data (machine-config operator) and the AWS
+    // provider's credentials (cloud-credential operator).
+    openshift_on_aws(&admin).await;
+    install_machine_api_crds(&admin).await;
+    create_control_plane_machine(
+        &admin,
+        &format!("{INFRA_NAME}-master-0"),
+        json!({"loadBalancers": [{"name": format!("{INFRA_NAME}-int"), "type": "network"}]}),
+    )
+    .await;
+    ensure_namespace(&admin, TEST_NS).await;
+    for (ns, name, key, value) in [
+        (
+            MAPI_NS,
+            "worker-user-data",
+            "userData",
+            r#"{"ignition":{"version":"3.4.0"}}"#,
+        ),
+        (
+            NS,
+            "capa-manager-bootstrap-credentials",
+            "credentials",
+            "[default]\naws_access_key_id = e2e\naws_secret_access_key = e2e\n",
+        ),
+    ] {
+        apply(
+            &admin,
+            &ar("", "v1", "Secret", "secrets"),
+            &json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": name, "namespace": ns}, "stringData": {key: value}}),
+            "openshift-operator",
+        )
+        .await;
+    }
+
+    // The release payload in file name order, as the cluster-version operator applies it.
+    let started = Instant::now();
+    apply_release_manifests(&admin, "0000_30_capi-installer").await;
+    let core_crds = fixture(&format!("transport-configmaps/{CORE_CRDS}")).unwrap();
+    apply_as_release_payload(&admin, &read_documents(&core_crds)).await;
+    for file in [CORE_CM, AWS_CM] {
+        let path = fixture(&format!("transport-configmaps/{file}")).unwrap();
+        apply_as_release_payload(&admin, &read_documents(&path)).await;
+    }
+    apply_release_manifests(&admin, "0000_31_capi-controllers").await;
+
+    // The installer pods install core and aws; Available only once the real managers are Ready.
+    let status = wait_available(&admin, T).await;
+    let available_at: k8s_openapi::jiff::Timestamp = condition(&status, "Available")
+        .expect("an Available condition")
+        .since
+        .parse()
+        .expect("Available has a transition time");
+    eprintln!("installed in {:?}", started.elapsed());
+    for deployment in [CORE_DEPLOYMENT, AWS_DEPLOYMENT] {
+        let ready_at = ready_pod(&admin, deployment)
+            .await
+            .unwrap_or_else(|| panic!("{deployment} has no Ready pod while Available"));
+        assert!(
+            ready_at.0 <= available_at,
+            "{deployment}'s pod became Ready at {} after the ClusterOperator was Available at {available_at}",
+            ready_at.0
+        );
+    }
+    for (deployment, account) in [
+        ("capi-installer", "capi-installer"),
+        ("capi-controllers", "capi-controllers"),
+    ] {
+        let pods = pods_of(&admin, deployment).await;
+        assert!(!pods.is_empty(), "{deployment} runs no pod");
+        for pod in pods {
+            let spec = pod.spec.as_ref().unwrap();
+            assert_eq!(spec.service_account_name.as_deref(), Some(account));
+            assert_eq!(
+                spec.containers[0].image.as_deref(),
+                Some("registry.ci.openshift.org/openshift:capi-installer")
+            );
+        }
+    }
+    // The default substitution a real OpenShift cluster needs: Ignition bootstrap data on AWS.
+    let aws = Api::<Deployment>::namespaced(admin.clone(), NS)
+        .get(AWS_DEPLOYMENT)
+        .await
+        .unwrap();
+    let args = aws.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        args.iter()
+            .any(|a| a.contains("BootstrapFormatIgnition=true")),
+        "the AWS manager runs without Ignition: {args:?}"
+    );
+
+    // The controllers pod: InfraCluster, Cluster and kubeconfig, accepted by the real webhooks.
+    for kind in ["InfraCluster", "CoreCluster", "Kubeconfig", "SecretSync"] {
+        wait_condition(
+            &admin,
+            &format!("{kind}ControllerAvailable"),
+            "True",
+            "AsExpected",
+            T,
+        )
+        .await;
+    }
+    let clusters = namespaced(&admin, NS, &cluster_resource("v1beta2"));
+    let aws_clusters = namespaced(&admin, NS, &aws_cluster_resource("v1beta2"));
+    aws_clusters
+        .get(INFRA_NAME)
+        .await
+        .expect("the controllers created the AWSCluster");
+    secrets(&admin, NS)
+        .get(&format!("{INFRA_NAME}-kubeconfig"))
+        .await
+        .expect("the controllers created the kubeconfig Secret");
+
+    // The real core controller reconciles that Cluster: it read the InfraCluster's readiness.
+    let infrastructure_ready = eventually(T, "the Cluster's InfrastructureReady", || async {
+        let cluster = clusters.get(INFRA_NAME).await.ok()?;
+        let conditions = cluster.data["status"]["conditions"].as_array()?.clone();
+        conditions
+            .into_iter()
+            .find(|c| c["type"] == "InfrastructureReady" && c["status"] == "True")
+    })
+    .await;
+    eprintln!("Cluster condition: {infrastructure_ready}");
+
+    // Conversion through a served older version: the Cluster is stored at v1beta2, and the API
+    // server asks the core conversion webhook (through its Service) for it at v1beta1. (The AWS
+    // CRDs serve v1beta2 only.)
+    let old = namespaced(&admin, NS, &cluster_resource("v1beta1"))
+        .get(INFRA_NAME)
+        .await
+        .unwrap_or_else(|e| panic!("the Cluster read at v1beta1: {e}"));
+    assert_eq!(
+        old.types.as_ref().map(|t| t.api_version.as_str()),
+        Some("cluster.x-k8s.io/v1beta1")
+    );
+    // v1beta1's infrastructureRef has an apiVersion where v1beta2's has an apiGroup.
+    assert_eq!(
+        old.data["spec"]["infrastructureRef"]["apiVersion"],
+        "infrastructure.cluster.x-k8s.io/v1beta2",
+        "not converted: {:#}",
+        old.data["spec"]
+    );
+
+    // The core validating webhook refuses an invalid Cluster.
+    let refused = namespaced(&admin, TEST_NS, &cluster_resource("v1beta2"))
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                "metadata": {"name": "invalid", "namespace": TEST_NS},
+                "spec": {"clusterNetwork": {"pods": {"cidrBlocks": ["not-a-cidr"]}}}
+            }))
+            .unwrap(),
+        )
+        .await
+        .expect_err("an invalid Cluster is refused");
+    let refused = refused.to_string();
+    assert!(
+        refused.contains("admission webhook") && refused.contains("cluster.x-k8s.io"),
+        "refused by something else than the core webhook: {refused}"
+    );
+
+    // An Ignition-based AWSMachine, as OpenShift creates them, is accepted by the real AWS webhook.
+    namespaced(&admin, TEST_NS, &aws_machine_resource())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSMachine",
+                "metadata": {"name": "ignition", "namespace": TEST_NS},
+                "spec": {"instanceType": "m6i.xlarge",
+                    "ignition": {"version": "3.4", "storageType": "UnencryptedUserData"}}
+            }))
+            .unwrap(),
+        )
+        .await
+        .expect("the AWS webhook accepts an Ignition-based AWSMachine");
+
+    // A steady minute: the installer writes nothing (service-ca's bundles and annotations are not its
+    // fields), and the managers are never refused anything under the RBAC the installer applied.
+    let since = now();
+    tokio::time::sleep(STEADY).await;
+    let events = cp.audit_events().unwrap();
+    for account in ["capi-installer", "capi-controllers"] {
+        let writes: Vec<String> = events
+            .iter()
+            .filter(|e| e.is_write() && e.stage_timestamp.0 > since)
+            .filter(|e| e.user.username == format!("system:serviceaccount:{NS}:{account}"))
+            // Leader election renews its Lease; that is the one write a steady process makes.
+            .filter(|e| e.object_ref.as_ref().is_none_or(|o| o.resource != "leases"))
+            .map(|e| format!("{} {}", e.verb, e.request_uri))
+            .collect();
+        assert!(
+            writes.is_empty(),
+            "{account} wrote in steady state: {writes:#?}"
+        );
+    }
+    let logs = cp.pod_logs_dir().unwrap();
+    for deployment in [CORE_DEPLOYMENT, AWS_DEPLOYMENT] {
+        let log = container_logs(&logs, deployment);
+        assert!(!log.is_empty(), "no log of {deployment}");
+        let forbidden: Vec<&str> = log
+            .lines()
+            .filter(|l| l.to_lowercase().contains("forbidden"))
+            .collect();
+        assert!(
+            forbidden.is_empty(),
+            "{deployment} was refused: {forbidden:#?}"
+        );
+    }
+
+    // A provider pod killed: the ReplicaSet replaces it and the ClusterOperator stays Available.
+    let killed = pods_of(&admin, AWS_DEPLOYMENT).await.remove(0);
+    Api::<Pod>::namespaced(admin.clone(), NS)
+        .delete(&killed.name_any(), &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    eventually(T, "a new Ready pod of the AWS manager", || async {
+        let pods = pods_of(&admin, AWS_DEPLOYMENT).await;
+        pods.iter()
+            .any(|p| p.uid() != killed.uid() && pod_ready(p).is_some())
+            .then_some(())
+    })
+    .await;
+    wait_available(&admin, T).await;
+
+    // A new provider version rolls out through a real ReplicaSet; the gate waits for its pods.
+    let components = fixture_components(AWS_CM).replace("--v=${CAPA_LOGLEVEL:=0}", "--v=2");
+    assert!(
+        components.contains("--v=2"),
+        "the aws Deployment's log level flag moved"
+    );
+    let before = replica_sets(&admin, AWS_DEPLOYMENT).await;
+    put_components(&admin, AWS_CM, &components).await;
+    let new_rs = eventually(T, "a new ReplicaSet of the AWS manager", || async {
+        replica_sets(&admin, AWS_DEPLOYMENT)
+            .await
+            .into_iter()
+            .find(|rs| !before.iter().any(|b| b.uid() == rs.uid()))
+    })
+    .await;
+    let progressing = eventually(T, "Progressing=True for the rollout", || async {
+        co_condition(&admin, "Progressing")
+            .await
+            .filter(|c| c.status == "True")
+    })
+    .await;
+    assert!(
+        progressing.message.contains("aws") || progressing.message.contains(AWS_DEPLOYMENT),
+        "Progressing does not name the rollout: {progressing:?}"
+    );
+    wait_condition(&admin, "Progressing", "False", "AsExpected", T).await;
+    let rs = Api::<ReplicaSet>::namespaced(admin.clone(), NS)
+        .get(&new_rs.name_any())
+        .await
+        .unwrap();
+    assert!(
+        rs.status.and_then(|s| s.ready_replicas).unwrap_or(0) >= 1,
+        "the gate passed before the new ReplicaSet's pod was Ready"
+    );
+    drop(cp);
+}
+
+fn cluster_resource(version: &str) -> kube::core::ApiResource {
+    ar("cluster.x-k8s.io", version, "Cluster", "clusters")
+}
+
+fn aws_cluster_resource(version: &str) -> kube::core::ApiResource {
+    ar(
+        "infrastructure.cluster.x-k8s.io",
+        version,
+        "AWSCluster",
+        "awsclusters",
+    )
+}
+
+fn aws_machine_resource() -> kube::core::ApiResource {
+    ar(
+        "infrastructure.cluster.x-k8s.io",
+        "v1beta2",
+        "AWSMachine",
+        "awsmachines",
+    )
+}
+
+fn now() -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::now()
+}
+
+/// The pods of a Deployment of openshift-cluster-api (by its selector's labels).
+async fn pods_of(client: &Client, deployment: &str) -> Vec<Pod> {
+    let d = Api::<Deployment>::namespaced(client.clone(), NS)
+        .get(deployment)
+        .await
+        .unwrap_or_else(|e| panic!("Deployment {deployment}: {e}"));
+    let selector: Vec<String> = d
+        .spec
+        .unwrap()
+        .selector
+        .match_labels
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .list(&ListParams::default().labels(&selector.join(",")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect()
+}
+
+fn pod_ready(pod: &Pod) -> Option<Time> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")?
+        .last_transition_time
+        .clone()
+}
+
+/// When the Deployment's Ready pod became Ready.
+async fn ready_pod(client: &Client, deployment: &str) -> Option<Time> {
+    pods_of(client, deployment).await.iter().find_map(pod_ready)
+}
+
+async fn replica_sets(client: &Client, deployment: &str) -> Vec<ReplicaSet> {
+    Api::<ReplicaSet>::namespaced(client.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|rs| {
+            rs.owner_references()
+                .iter()
+                .any(|o| o.kind == "Deployment" && o.name == deployment)
+        })
+        .collect()
+}
+
+/// Every log the kubelet kept of the Deployment's pods (`<ns>_<pod>_<uid>/<container>/<n>.log`).
+fn container_logs(pod_logs: &Path, deployment: &str) -> String {
+    let mut text = String::new();
+    let Ok(pods) = std::fs::read_dir(pod_logs) else {
+        return text;
+    };
+    for pod in pods.filter_map(|e| e.ok()) {
+        let name = pod.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&format!("{NS}_{deployment}-")) {
+            continue;
+        }
+        for container in std::fs::read_dir(pod.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for log in std::fs::read_dir(container.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                text.push_str(&std::fs::read_to_string(log.path()).unwrap_or_default());
+            }
+        }
+    }
+    text
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# `make demo` on a real node: a control plane and a node (containerd, kubelet, kube-proxy, in namespaces
+# of their own) with the images built here; the release payload applied as the cluster-version operator
+# would (manifests/ and the fixtures' transport ConfigMaps, webhooks included); the installer and the
+# controllers pod running as pods of the project's image; the real Cluster API core and AWS managers they
+# install running beside them, answering their webhooks through their Services. Ctrl-C tears everything
+# down. DEMO_ONCE=1: non-interactive, exits 0 once everything is shown, non-zero on a timeout.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+DEMO_DIR="${DEMO_DIR:-$root/target/demo-node}"
+DEMO_ONCE="${DEMO_ONCE:-}"
+TIMEOUT="${DEMO_TIMEOUT:-420}"
+target="${CARGO_TARGET_DIR:-$root/target}"
+bin="$target/debug"
+ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_namespace.yaml | head -1)
+fixtures="$root/../shared/fixtures"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+elapsed() { echo "$(( $(date +%s) - start ))s"; }
+
+for need in "$fixtures/transport-configmaps" "$fixtures/machine-api-crds"; do
+  [[ -d "$need" ]] || { echo "demo: $need is missing (../shared beside the repository)" >&2; exit 1; }
+done
+hack/node-prerequisites.sh
+say "building (cargo build -p control-plane) and the images (hack/images.sh: the installer, the managers, the sandbox)"
+cargo build --locked -q -p control-plane
+images="$(hack/images.sh)"
+cp_bin="$(tools/control-plane/build.sh)"
+kubectl="$cp_bin/kubectl"
+export CAPI_CONTROL_PLANE_BIN_DIR="$cp_bin"
+
+node_pid=""
+teardown() {
+  trap - EXIT INT TERM
+  say "tearing down (every process, mount and network device of the node goes with it)"
+  if [[ -n "$node_pid" ]]; then kill "$node_pid" 2>/dev/null || true; wait "$node_pid" 2>/dev/null || true; fi
+}
+rm -rf "$DEMO_DIR"
+mkdir -p "$DEMO_DIR"
+trap teardown EXIT
+trap 'exit 130' INT TERM
+
+start=$(date +%s)
+say "starting the control plane and a real node in $DEMO_DIR (log: $DEMO_DIR/control-plane.log)"
+"$bin/control-plane" run --dir "$DEMO_DIR" --with-node --images "$images" >"$DEMO_DIR/control-plane.log" 2>&1 &
+node_pid=$!
+until grep -q '^kubeconfig:' "$DEMO_DIR/control-plane.log" 2>/dev/null; do
+  if ! kill -0 "$node_pid" 2>/dev/null; then cat "$DEMO_DIR/control-plane.log" >&2; exit 1; fi
+  sleep 1
+done
+export KUBECONFIG="$DEMO_DIR/kubeconfig"
+k() { "$kubectl" "$@"; }
+apply() { k apply --server-side --force-conflicts --field-manager="$1" -f "$2" >/dev/null; }
+k get nodes -o wide
+say "node ready in $(elapsed)"
+
+say "what OpenShift leaves: Infrastructure/cluster on AWS, the Machine API, credentials and user data"
+k apply --server-side --field-manager=openshift-installer -f - >/dev/null <<EOF
+apiVersion: config.openshift.io/v1
+kind: Infrastructure
+metadata:
+  name: cluster
+spec:
+  platformSpec:
+    type: AWS
+EOF
+k patch infrastructure cluster --subresource=status --type=merge -p '{"status":{"platform":"AWS","platformStatus":{"type":"AWS","aws":{"region":"us-east-1"}},"infrastructureName":"demo","apiServerURL":"https://api.demo.example.com:6443","apiServerInternalURI":"https://api-int.demo.example.com:6443"}}' >/dev/null
+for f in "$fixtures"/machine-api-crds/*.yaml; do apply cluster-version-operator "$f"; done
+k create namespace openshift-machine-api --dry-run=client -o yaml | apply cluster-version-operator -
+k wait --for=condition=Established --timeout=60s crd/machines.machine.openshift.io >/dev/null
+k apply --server-side --field-manager=openshift-installer -f - >/dev/null <<EOF
+apiVersion: machine.openshift.io/v1beta1
+kind: Machine
+metadata:
+  name: demo-master-0
+  namespace: openshift-machine-api
+  labels:
+    machine.openshift.io/cluster-api-machine-role: master
+    machine.openshift.io/cluster-api-machine-type: master
+spec:
+  providerSpec:
+    value: {"loadBalancers":[{"name":"demo-int","type":"network"}]}
+EOF
+k -n openshift-machine-api create secret generic worker-user-data \
+  --from-literal=userData='{"ignition":{"version":"3.4.0"}}' --dry-run=client -o yaml | apply machine-config-operator -
+
+say "the release payload, in file order, as the cluster-version operator applies it (webhooks included)"
+payload=("$root"/manifests/0000_30_capi-installer_*.yaml
+  "$fixtures"/transport-configmaps/0000_30_cluster-api_04_crd.core-cluster-api.yaml
+  "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.core-cluster-api.yaml
+  "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.infrastructure-aws.yaml
+  "$root"/manifests/0000_31_capi-controllers_*.yaml)
+for f in "${payload[@]}"; do
+  if [[ "$(basename "$f")" == 0000_30_capi-installer_01_serviceaccount.yaml ]]; then
+    # The cloud-credential operator's Secret for the AWS provider, once the namespace exists.
+    k -n "$ns" create secret generic capa-manager-bootstrap-credentials \
+      --from-literal=credentials=$'[default]\naws_access_key_id = demo\naws_secret_access_key = demo\n' \
+      --dry-run=client -o yaml | apply cloud-credential-operator -
+  fi
+  echo "   $(basename "$f")"
+  apply cluster-version-operator "$f"
+done
+
+say "installing: the installer runs as pods of registry.ci.openshift.org/openshift:capi-installer"
+condition() {
+  k get clusteroperator cluster-api -o jsonpath="{.status.conditions[?(@.type==\"$1\")].$2}" 2>/dev/null || true
+}
+last=""
+until [[ "$(condition Available status)" == True ]]; do
+  progress="$(condition Progressing message)"
+  if [[ "$progress" != "$last" && -n "$progress" ]]; then printf '   [%5s] %s\n' "$(elapsed)" "$progress"; last="$progress"; fi
+  if (( $(date +%s) - start > TIMEOUT )); then
+    echo "ClusterOperator cluster-api is not Available after ${TIMEOUT}s:" >&2
+    k get clusteroperator cluster-api -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2 || true
+    k -n "$ns" get pods -o wide >&2 || true
+    exit 1
+  fi
+  sleep 2
+done
+say "Available in $(elapsed): $(condition Available message)"
+k -n "$ns" get deployments,pods -o wide
+
+say "the controllers pod's work, accepted by the real webhooks and reconciled by the real core controller"
+until [[ "$(k -n "$ns" get cluster.cluster.x-k8s.io demo -o jsonpath='{.status.conditions[?(@.type=="InfrastructureReady")].status}' 2>/dev/null)" == True ]]; do
+  if (( $(date +%s) - start > TIMEOUT )); then echo "the Cluster is not InfrastructureReady after ${TIMEOUT}s" >&2; exit 1; fi
+  sleep 2
+done
+k -n "$ns" get awsclusters,clusters.cluster.x-k8s.io
+k -n "$ns" get secrets demo-kubeconfig capi-webhook-service-cert capa-webhook-service-cert
+echo "   the Cluster read at v1beta1 (through the core conversion webhook): $(k -n "$ns" get clusters.v1beta1.cluster.x-k8s.io demo -o jsonpath='{.apiVersion}')"
+
+say "an invalid Cluster, refused by the core validating webhook"
+k create namespace demo --dry-run=client -o yaml | apply demo -
+k apply -f - <<'EOF' 2>&1 | sed 's/^/   /' || true
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata:
+  name: invalid
+  namespace: demo
+spec:
+  clusterNetwork:
+    pods:
+      cidrBlocks: ["not-a-cidr"]
+EOF
+say "an Ignition-based AWSMachine, accepted by the AWS webhook (EXP_BOOTSTRAP_FORMAT_IGNITION=true by default)"
+k apply -f - <<'EOF' | sed 's/^/   /'
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: AWSMachine
+metadata:
+  name: ignition
+  namespace: demo
+spec:
+  instanceType: m6i.xlarge
+  ignition:
+    version: "3.4"
+    storageType: UnencryptedUserData
+EOF
+echo
+"$bin/capi-installer" status --kubeconfig "$KUBECONFIG" || true
+echo
+say "reach the cluster"
+echo "   export KUBECONFIG=$KUBECONFIG"
+echo "   $kubectl -n $ns get pods -o wide"
+echo "   $kubectl -n $ns logs deploy/capa-controller-manager"
+echo "   node logs: $DEMO_DIR/logs/ (kubelet, containerd, kube-proxy, ...)"
+
+if [[ -n "$DEMO_ONCE" ]]; then
+  say "done in $(elapsed)"
+  exit 0
+fi
+say "running; Ctrl-C tears everything down"
+wait "$node_pid"
