@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use capi_apply::Phase;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -40,6 +41,7 @@ use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
 use crate::optional_watch::OptionalKind;
 use crate::outcome::{Outcome, ProviderState, blocked_by};
+use crate::policy;
 use crate::reconcile::{Hold, Reconciler, Round};
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
@@ -107,6 +109,8 @@ pub struct Installer {
     infrastructure_providers: OptionalKind,
     /// `ClusterAPI/cluster` (unmanaged CRDs).
     cluster_api: OptionalKind,
+    /// The ClusterRoles that make the provider RBAC ceiling (the release's and the administrator's).
+    ceiling: reflector::Store<ClusterRole>,
     /// Every kind of provider source; a new kind is one more catalog. Shared with the blocking pool,
     /// where a source's payload is decoded.
     catalogs: Arc<Vec<Box<dyn SourceCatalog>>>,
@@ -177,6 +181,16 @@ impl Installer {
             "ClusterAPI cluster",
             wake.clone(),
         );
+        let (ceiling, ceiling_watch) = {
+            let (store, writer) = reflector::store();
+            let api: Api<ClusterRole> = Api::all(client.clone());
+            let selector = watcher::Config::default().labels(policy::ceiling::LABEL);
+            let stream = watcher(api, selector).default_backoff().reflect(writer);
+            (
+                store,
+                spawn_trigger("the provider RBAC ceiling", stream, wake.clone()),
+            )
+        };
         let catalogs = Arc::new(catalogs(&config, &configmaps));
 
         Arc::new(Installer {
@@ -195,6 +209,7 @@ impl Installer {
             revisions,
             infrastructure_providers,
             cluster_api,
+            ceiling,
             catalogs,
             metrics,
             wake,
@@ -206,6 +221,7 @@ impl Installer {
                 revisions_watch,
                 providers_watch,
                 cluster_api_watch,
+                ceiling_watch,
             ],
         })
     }
@@ -236,7 +252,8 @@ impl Installer {
                 self.inventory.wait_until_ready(),
                 self.revisions.wait_until_ready(),
                 self.infrastructure_providers.wait_known(),
-                self.cluster_api.wait_known()
+                self.cluster_api.wait_known(),
+                self.ceiling.wait_until_ready()
             )
         };
         tokio::select! {
@@ -378,6 +395,14 @@ impl Installer {
                 })
                 .collect(),
         );
+        let roles: Vec<serde_json::Value> = self
+            .ceiling
+            .state()
+            .iter()
+            .filter_map(|r| serde_json::to_value(r.as_ref()).ok())
+            .collect();
+        self.reconciler
+            .extend_ceiling(policy::Ceiling::from_roles(&roles));
         let inventories = self.reconciler.inventories().all();
         let owners = inventories.iter().map(|(id, _)| id.clone()).collect();
         let selection = source::select(&wants.providers, &candidates, &owners);

@@ -271,7 +271,8 @@ pub fn plan_rendered(
     ctx: &RenderContext,
     resolver: &KindResolver,
 ) -> Result<Prepared, RenderError> {
-    let policy = policy::check(&rendered.bundle(), &ctx.policy);
+    let payload_images = ctx.images.values().map(String::as_str).collect();
+    let policy = policy::check(&rendered.bundle(), &ctx.policy, &payload_images);
     let digest = digest(&rendered.inputs);
     // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such first; the
     // policy judges bundles that would otherwise apply.

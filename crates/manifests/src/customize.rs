@@ -109,6 +109,11 @@ fn treatment(id: &ObjectKey) -> Treatment {
     treatment_of(id.group.as_str(), &id.kind)
 }
 
+/// The parameter kind (apiVersion, kind) of the InfraCluster protection policy the generator writes:
+/// the policy compares the object's name with `Infrastructure/cluster`'s infrastructure name. The
+/// installer's bundle policy allows it as the one parameter kind outside Cluster API.
+pub const PROTECTION_PARAM_KIND: (&str, &str) = ("config.openshift.io/v1", "Infrastructure");
+
 /// Whether objects of this group and kind may be part of transport components: the allow-list
 /// that manifests-gen applies (everything else is dropped at build time) and that the installer's
 /// bundle policy enforces at run time, one list for both.
@@ -852,7 +857,7 @@ pub(crate) fn protection_policy(name: &str, group: &str, plural: &str) -> [Value
                     "operations": ["DELETE"],
                     "resources": [plural],
                 }]},
-                "paramKind": {"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure"},
+                "paramKind": {"apiVersion": PROTECTION_PARAM_KIND.0, "kind": PROTECTION_PARAM_KIND.1},
                 "validations": [{
                     "expression": "!(oldObject.metadata.name == params.status.infrastructureName)",
                     "message": "InfraCluster resources with metadata.name corresponding to the cluster infrastructureName cannot be deleted.",

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use capi_installer_controller::policy::PolicyConfig;
+use capi_installer_controller::policy::ceiling::{Ceiling, Grants};
 use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
 use control_plane::AuditEvent;
 use kube::Client;
@@ -35,13 +37,26 @@ pub async fn installer_writes_over(env: &Env, quiet: Duration) -> Vec<AuditEvent
     writes(&installer_requests_over(env, quiet).await)
 }
 
-/// The release images, the test release version, a Deployment timeout of 2 minutes.
+/// The release images, the test release version, a Deployment timeout of 2 minutes, and the provider
+/// RBAC ceiling extended by what the synthetic providers ([`crate::Tiny`]) grant on their own group
+/// (as an administrator would extend it for a provider that is not among the real bundles).
 pub fn config() -> InstallerConfig {
+    let mut policy = PolicyConfig::default();
+    let tiny = serde_json::json!([{
+        "apiGroups": [crate::TINY_GROUP],
+        "resources": ["*"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+    }]);
+    policy.ceiling = policy.ceiling.with(&Ceiling {
+        cluster: Grants::of_rules(Some(&tiny)),
+        ..Default::default()
+    });
     InstallerConfig {
         images: images(),
         release_version: Some(RELEASE_VERSION.into()),
         deployment_timeout: Duration::from_secs(120),
         resync: Duration::from_secs(600),
+        policy,
         ..Default::default()
     }
 }

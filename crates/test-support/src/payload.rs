@@ -115,6 +115,7 @@ pub fn images() -> BTreeMap<String, String> {
         "aws-cluster-api-controllers",
         "gcp-cluster-api-controllers",
         "azure-cluster-api-controllers",
+        "vsphere-cluster-api-controllers",
         "kube-rbac-proxy",
     ]
     .into_iter()
@@ -145,6 +146,10 @@ pub fn images_file(dir: &std::path::Path) -> PathBuf {
     std::fs::write(&path, serde_json::to_string(&images()).unwrap()).unwrap();
     path
 }
+
+/// The API group of the synthetic providers' CRDs ([`Tiny`]): a Cluster API group no real provider uses,
+/// so their grants on it are outside the release's RBAC ceiling (the tests' configuration extends it).
+pub const TINY_GROUP: &str = "test.cluster.x-k8s.io";
 
 /// A small provider in the shape manifests-gen emits (CRD, ServiceAccount, ClusterRole, Deployment, plus
 /// `extra` documents), for tests that need many installs and must stay short.
@@ -183,7 +188,7 @@ impl<'a> Tiny<'a> {
 
     /// The name of its CRD.
     pub fn crd_name(&self) -> String {
-        format!("{}tests.test.cluster.x-k8s.io", self.prefix)
+        format!("{}tests.{TINY_GROUP}", self.prefix)
     }
 
     pub fn provider_type(&self) -> capi_manifests::ProviderType {
@@ -215,13 +220,13 @@ impl<'a> Tiny<'a> {
         let image = self.image;
         let mut docs = vec![
             format!(
-                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.test.cluster.x-k8s.io\nspec:\n  group: test.cluster.x-k8s.io\n  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {p}test}}\n  scope: Namespaced\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}"
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.{TINY_GROUP}\nspec:\n  group: {TINY_GROUP}\n  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {p}test}}\n  scope: Namespaced\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}"
             ),
             format!(
                 "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {p}-manager\n  namespace: {NS}"
             ),
             format!(
-                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {p}-manager-role\nrules:\n- apiGroups: [test.cluster.x-k8s.io]\n  resources: [{plural}]\n  verbs: [get, list, watch]"
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {p}-manager-role\nrules:\n- apiGroups: [{TINY_GROUP}]\n  resources: [{plural}]\n  verbs: [get, list, watch]"
             ),
             format!(
                 "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {p}-controller-manager\n  namespace: {NS}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: {p}}}\n  template:\n    metadata:\n      labels: {{app: {p}}}\n    spec:\n      serviceAccountName: {p}-manager{node_selector}\n      containers:\n      - name: manager\n        image: {image}\n        args: [--leader-elect{arg}]"

@@ -14,28 +14,37 @@
 //! | [`Rule::Protected`] | none of the installer's or its controllers' objects, no transport ConfigMap |
 //! | [`Rule::RbacWildcard`] | no `*` in `apiGroups`, `verbs` or `nonResourceURLs`; `*` resources only inside the provider family's groups |
 //! | [`Rule::RbacVerb`] | no `escalate`, `bind` or `impersonate` |
+//! | [`Rule::RbacCeiling`] | every (group, resource, verb) a role grants inside the [`ceiling`]: ClusterRoles against what may be granted cluster-wide, Roles against what may be granted in the namespace; no non-resource URLs; aggregated ClusterRoles only of the ceiling's names |
 //! | [`Rule::RbacRoleRef`] | bindings only to roles of the same bundle (plus [`PolicyConfig::extra_roles`]) |
 //! | [`Rule::RbacSubject`] | subjects only ServiceAccounts of the installer's namespace, never the installer's own |
 //! | [`Rule::RbacAggregation`] | no `…/aggregate-to-*` labels outside the family; aggregation only by family labels |
-//! | [`Rule::WebhookClient`] | webhooks (admission and CRD conversion) only through Services of the namespace, no `url` |
-//! | [`Rule::AdmissionScope`] | webhooks and admission policies only for the family's groups; bindings only to policies of the bundle |
+//! | [`Rule::WebhookClient`] | webhooks (admission and CRD conversion) only through Services of the same bundle, no `url` |
+//! | [`Rule::AdmissionScope`] | webhooks and admission policies only for the family's groups; policy parameters only of family kinds (and the Infrastructure that the generated protection policy reads); bindings only to policies of the bundle |
+//! | [`Rule::ServiceType`] | Services only of type ClusterIP, without `externalIPs` |
 //! | [`Rule::CrdGroup`] | CRDs only in the family's groups (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]) |
 //! | [`Rule::WorkloadIdentity`] | pods only as a ServiceAccount of the bundle (or `default`) |
-//! | [`Rule::WorkloadHostAccess`] | no host network/PID/IPC, privileged containers or hostPath volumes |
+//! | [`Rule::WorkloadHostAccess`] | no host network/PID/IPC, host ports or hostPath volumes |
+//! | [`Rule::WorkloadPrivilege`] | no privileged containers, added capabilities, `runAsUser: 0` or `allowPrivilegeEscalation: true` |
+//! | [`Rule::WorkloadVolumes`] | volumes only of the kinds providers use (Secret, ConfigMap, projected, emptyDir, downward API) |
+//! | [`Rule::WorkloadImage`] | container images only images of the release payload (after substitution) |
 //!
 //! A bundle that breaks rules gets one [`Violation`] per problem, each naming the source (ConfigMap),
 //! the document index, the object and the rule.
 
+pub mod ceiling;
 pub mod protected;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use capi_apply::ObjectKey;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
+pub use ceiling::Ceiling;
 pub use protected::Protected;
+
+use ceiling::{Coverage, Scope};
 
 /// The installer's leader-election Lease (also covered by the `capi-installer` name prefix).
 pub const LEADER_LEASE: &str = "capi-installer-leader";
@@ -51,30 +60,40 @@ pub enum Rule {
     Protected,
     RbacWildcard,
     RbacVerb,
+    RbacCeiling,
     RbacRoleRef,
     RbacSubject,
     RbacAggregation,
     WebhookClient,
     AdmissionScope,
     CrdGroup,
+    ServiceType,
     WorkloadIdentity,
     WorkloadHostAccess,
+    WorkloadPrivilege,
+    WorkloadVolumes,
+    WorkloadImage,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 17] = [
         Rule::Kind,
         Rule::Protected,
         Rule::RbacWildcard,
         Rule::RbacVerb,
+        Rule::RbacCeiling,
         Rule::RbacRoleRef,
         Rule::RbacSubject,
         Rule::RbacAggregation,
         Rule::WebhookClient,
         Rule::AdmissionScope,
         Rule::CrdGroup,
+        Rule::ServiceType,
         Rule::WorkloadIdentity,
         Rule::WorkloadHostAccess,
+        Rule::WorkloadPrivilege,
+        Rule::WorkloadVolumes,
+        Rule::WorkloadImage,
     ];
 
     pub fn name(self) -> &'static str {
@@ -83,14 +102,19 @@ impl Rule {
             Rule::Protected => "protected-objects",
             Rule::RbacWildcard => "rbac-no-wildcards",
             Rule::RbacVerb => "rbac-no-escalation-verbs",
+            Rule::RbacCeiling => "rbac-ceiling",
             Rule::RbacRoleRef => "rbac-bundle-roles-only",
             Rule::RbacSubject => "rbac-namespace-service-accounts-only",
             Rule::RbacAggregation => "rbac-family-aggregation-only",
             Rule::WebhookClient => "webhook-namespace-services-only",
             Rule::AdmissionScope => "admission-family-groups-only",
             Rule::CrdGroup => "crd-family-groups-only",
+            Rule::ServiceType => "service-cluster-ip-only",
             Rule::WorkloadIdentity => "workload-bundle-service-accounts-only",
             Rule::WorkloadHostAccess => "workload-no-host-access",
+            Rule::WorkloadPrivilege => "workload-no-privilege",
+            Rule::WorkloadVolumes => "workload-volume-kinds",
+            Rule::WorkloadImage => "workload-payload-images-only",
         }
     }
 }
@@ -132,9 +156,9 @@ pub struct Violation {
     pub detail: String,
 }
 
-/// Every problem of a bundle (never empty).
+/// Every problem of a bundle (never empty), one per line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bundle policy: {} violation(s): {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+#[error("bundle policy: {} violation(s):\n{}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
 pub struct Violations(pub Vec<Violation>);
 
 /// What the policy allows beyond its defaults. Explicit and empty by default: every real provider
@@ -150,6 +174,8 @@ pub struct PolicyConfig {
     /// Roles outside the bundle that a binding may reference: (`ClusterRole` | `Role`, name).
     pub extra_roles: BTreeSet<(String, String)>,
     pub protected: Protected,
+    /// What a bundle's roles may grant (the release's, plus what the administrator added).
+    pub ceiling: Ceiling,
 }
 
 impl Default for PolicyConfig {
@@ -165,6 +191,7 @@ impl PolicyConfig {
             extra_groups: BTreeSet::new(),
             extra_roles: BTreeSet::new(),
             protected,
+            ceiling: Ceiling::release(),
         }
     }
 
@@ -192,9 +219,14 @@ fn in_family(domain: &str) -> bool {
 }
 
 /// Checks a whole bundle. `Ok` when every object satisfies every rule; otherwise every violation, in
-/// document order.
-pub fn check(objects: &[BundleObject<'_>], config: &PolicyConfig) -> Result<(), Violations> {
-    let bundle = Bundle::index(objects);
+/// document order. `payload_images` are the images of the release payload (the values of the images
+/// file): the only ones a container may run.
+pub fn check(
+    objects: &[BundleObject<'_>],
+    config: &PolicyConfig,
+    payload_images: &BTreeSet<&str>,
+) -> Result<(), Violations> {
+    let bundle = Bundle::index(objects, payload_images);
     let mut out = Vec::new();
     for o in objects {
         let Some(key) = capi_apply::key_of(o.object) else {
@@ -220,17 +252,24 @@ pub fn check(objects: &[BundleObject<'_>], config: &PolicyConfig) -> Result<(), 
 }
 
 /// What the other rules need to know about the bundle as a whole.
-#[derive(Default)]
-struct Bundle {
+struct Bundle<'a> {
     /// (kind, namespace, name) of the roles the bundle defines.
     roles: BTreeSet<(String, Option<String>, String)>,
     service_accounts: BTreeSet<(Option<String>, String)>,
+    services: BTreeSet<(Option<String>, String)>,
     admission_policies: BTreeSet<String>,
+    payload_images: &'a BTreeSet<&'a str>,
 }
 
-impl Bundle {
-    fn index(objects: &[BundleObject<'_>]) -> Self {
-        let mut b = Bundle::default();
+impl<'a> Bundle<'a> {
+    fn index(objects: &[BundleObject<'_>], payload_images: &'a BTreeSet<&'a str>) -> Self {
+        let mut b = Bundle {
+            roles: BTreeSet::new(),
+            service_accounts: BTreeSet::new(),
+            services: BTreeSet::new(),
+            admission_policies: BTreeSet::new(),
+            payload_images,
+        };
         for o in objects {
             let Some(key) = capi_apply::key_of(o.object) else {
                 continue;
@@ -241,6 +280,9 @@ impl Bundle {
                 }
                 ("", "ServiceAccount") => {
                     b.service_accounts.insert((key.namespace, key.name));
+                }
+                ("", "Service") => {
+                    b.services.insert((key.namespace, key.name));
                 }
                 ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
                     b.admission_policies.insert(key.name);
@@ -258,7 +300,7 @@ fn check_object(
     key: &ObjectKey,
     object: &DynamicObject,
     config: &PolicyConfig,
-    bundle: &Bundle,
+    bundle: &Bundle<'_>,
     v: &mut Report<'_>,
 ) {
     if !capi_manifests::customize::kind_allowed(&key.group, &key.kind) {
@@ -277,8 +319,15 @@ fn check_object(
     let data = &object.data;
     match (key.group.as_str(), key.kind.as_str()) {
         ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {
-            rbac_rules(data, config, v);
+            let scope = match key.kind.as_str() {
+                "Role" => Scope::Namespaced,
+                _ => Scope::Cluster,
+            };
+            rbac_rules(data, scope, config, v);
             aggregation_rule(data, v);
+            if scope == Scope::Cluster {
+                aggregated_name(key, data, config, v);
+            }
         }
         ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => {
             role_ref(key, data, config, bundle, v);
@@ -287,14 +336,15 @@ fn check_object(
         (
             "admissionregistration.k8s.io",
             "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
-        ) => webhook_configuration(data, config, v),
+        ) => webhook_configuration(data, config, bundle, v),
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
             admission_policy(data, config, v)
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
             admission_policy_binding(data, bundle, v)
         }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(data, config, v),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(data, config, bundle, v),
+        ("", "Service") => service(data, v),
         ("apps", "Deployment") => {
             if let Some(pod) = data.pointer("/spec/template/spec") {
                 workload(key, pod, config, bundle, v);
@@ -343,11 +393,16 @@ fn aggregation_labels(object: &DynamicObject, v: &mut Report<'_>) {
     }
 }
 
-fn webhook_configuration(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+fn webhook_configuration(
+    data: &Value,
+    config: &PolicyConfig,
+    bundle: &Bundle<'_>,
+    v: &mut Report<'_>,
+) {
     for (i, hook) in items(data.get("webhooks")) {
         let name = hook.get("name").and_then(Value::as_str).unwrap_or("");
         let at = format!("webhooks[{i}] ({name})");
-        client_config(hook.get("clientConfig"), &at, config, v);
+        client_config(hook.get("clientConfig"), &at, config, bundle, v);
         for (j, rule) in items(hook.get("rules")) {
             admission_groups(rule, &format!("{at}.rules[{j}]"), config, v);
         }
@@ -355,6 +410,25 @@ fn webhook_configuration(data: &Value, config: &PolicyConfig, v: &mut Report<'_>
 }
 
 fn admission_policy(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+    if let Some(param) = data.pointer("/spec/paramKind").filter(|p| !p.is_null()) {
+        let api_version = param
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = param.get("kind").and_then(Value::as_str).unwrap_or("");
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let generated = (api_version, kind) == capi_manifests::customize::PROTECTION_PARAM_KIND;
+        if !generated && !config.family_group(group) {
+            v(
+                Rule::AdmissionScope,
+                format!(
+                    "spec.paramKind {api_version} {kind}: a provider's policy reads only parameters of Cluster API kinds (or the {} {} the protection policy reads); the API server reads every object of this kind for it",
+                    capi_manifests::customize::PROTECTION_PARAM_KIND.0,
+                    capi_manifests::customize::PROTECTION_PARAM_KIND.1,
+                ),
+            );
+        }
+    }
     let rules = data.pointer("/spec/matchConstraints/resourceRules");
     if rules.is_none() {
         v(
@@ -385,7 +459,7 @@ fn admission_policy_binding(data: &Value, bundle: &Bundle, v: &mut Report<'_>) {
     }
 }
 
-fn crd(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+fn crd(data: &Value, config: &PolicyConfig, bundle: &Bundle<'_>, v: &mut Report<'_>) {
     let group = data
         .pointer("/spec/group")
         .and_then(Value::as_str)
@@ -403,6 +477,7 @@ fn crd(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
             webhook.get("clientConfig"),
             "spec.conversion.webhook",
             config,
+            bundle,
             v,
         );
     }
@@ -420,9 +495,14 @@ fn strings(v: Option<&Value>) -> Vec<&str> {
     items(v).filter_map(|(_, s)| s.as_str()).collect()
 }
 
-fn rbac_rules(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+fn rbac_rules(data: &Value, scope: Scope, config: &PolicyConfig, v: &mut Report<'_>) {
     for (i, rule) in items(data.get("rules")) {
         let at = format!("rules[{i}]");
+        let refused = std::cell::Cell::new(false);
+        let mut v = |rule: Rule, detail: String| {
+            refused.set(true);
+            v(rule, detail)
+        };
         let groups = strings(rule.get("apiGroups"));
         let verbs = strings(rule.get("verbs"));
         if groups.contains(&"*") {
@@ -471,6 +551,96 @@ fn rbac_rules(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
                     "{at}.verbs contains {}: a provider must not grant more than it holds or act as someone else",
                     quoted(&escalating)
                 ),
+            );
+        }
+        // A rule refused above is not judged again, triple by triple.
+        if !refused.get() {
+            within_ceiling(rule, &at, scope, config, &mut v);
+        }
+    }
+}
+
+/// Every triple of one rule inside the ceiling of its scope, and no non-resource URLs (no real
+/// bundle grants any).
+fn within_ceiling(rule: &Value, at: &str, scope: Scope, config: &PolicyConfig, v: &mut Report<'_>) {
+    let urls = strings(rule.get("nonResourceURLs"));
+    if !urls.is_empty() {
+        v(
+            Rule::RbacCeiling,
+            format!(
+                "{at}.nonResourceURLs {}: the provider RBAC ceiling grants no non-resource URLs",
+                quoted(&urls)
+            ),
+        );
+    }
+    let names: BTreeSet<&str> = strings(rule.get("resourceNames")).into_iter().collect();
+    for triple in ceiling::triples(rule) {
+        let why = match config.ceiling.covers(scope, &triple, &names) {
+            Coverage::Inside => continue,
+            Coverage::Outside => "outside the provider RBAC ceiling".to_string(),
+            Coverage::OnlyNames(allowed) => {
+                let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+                format!(
+                    "the provider RBAC ceiling allows it only for resourceNames {}",
+                    quoted(&allowed)
+                )
+            }
+        };
+        v(
+            Rule::RbacCeiling,
+            format!(
+                "{at} grants {triple} {scope}: {why} (ClusterRole {}; README, \"Bundle policy\", says how an administrator extends it)",
+                match scope {
+                    Scope::Cluster => ceiling::CLUSTER_ROLE,
+                    Scope::Namespaced => ceiling::NAMESPACED_ROLE,
+                }
+            ),
+        );
+    }
+}
+
+/// An aggregated ClusterRole only under a name the ceiling lists: the API server lets only a holder of
+/// `escalate` on that name (or cluster-admin) write one, and the installer holds it for those names.
+fn aggregated_name(key: &ObjectKey, data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+    if data.get("aggregationRule").is_none_or(Value::is_null) {
+        return;
+    }
+    let allowed = config.ceiling.cluster.aggregated_roles();
+    if !allowed.contains(&key.name) {
+        let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+        v(
+            Rule::RbacCeiling,
+            format!(
+                "aggregationRule: the provider RBAC ceiling allows aggregated ClusterRoles only named {}",
+                quoted(&allowed)
+            ),
+        );
+    }
+}
+
+/// Services only of type ClusterIP and without `externalIPs`: an external IP intercepts the traffic
+/// of that address for the whole cluster (CVE-2020-8554), an ExternalName Service sends a webhook's
+/// traffic out of the cluster, and node ports and load balancers open the provider to the outside.
+fn service(data: &Value, v: &mut Report<'_>) {
+    let spec = data.get("spec");
+    let kind = spec
+        .and_then(|s| s.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if kind != "ClusterIP" {
+        v(
+            Rule::ServiceType,
+            format!("spec.type {kind}: provider Services are ClusterIP only"),
+        );
+    }
+    for field in ["externalIPs", "externalName"] {
+        if spec
+            .and_then(|s| s.get(field))
+            .is_some_and(|f| !f.is_null() && f != &Value::Array(vec![]))
+        {
+            v(
+                Rule::ServiceType,
+                format!("spec.{field} is set: provider Services serve only inside the cluster"),
             );
         }
     }
@@ -593,7 +763,13 @@ fn subjects(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
     }
 }
 
-fn client_config(cc: Option<&Value>, at: &str, config: &PolicyConfig, v: &mut Report<'_>) {
+fn client_config(
+    cc: Option<&Value>,
+    at: &str,
+    config: &PolicyConfig,
+    bundle: &Bundle<'_>,
+    v: &mut Report<'_>,
+) {
     let Some(cc) = cc else { return };
     if cc.get("url").is_some_and(|u| !u.is_null()) {
         v(
@@ -628,6 +804,16 @@ fn client_config(cc: Option<&Value>, at: &str, config: &PolicyConfig, v: &mut Re
         v(
             Rule::WebhookClient,
             format!("{at}.clientConfig.service {namespace}/{name}: {why}"),
+        );
+    } else if !bundle
+        .services
+        .contains(&(Some(namespace.to_string()), name.to_string()))
+    {
+        v(
+            Rule::WebhookClient,
+            format!(
+                "{at}.clientConfig.service {namespace}/{name} is not a Service of this bundle: a webhook is served by the provider's own Service"
+            ),
         );
     }
 }
@@ -697,35 +883,110 @@ fn workload(
         }
     }
     for (i, volume) in items(pod.get("volumes")) {
+        let name = volume.get("name").and_then(Value::as_str).unwrap_or("");
+        let at = format!("spec.template.spec.volumes[{i}] ({name})");
         if volume.get("hostPath").is_some_and(|h| !h.is_null()) {
-            let name = volume.get("name").and_then(Value::as_str).unwrap_or("");
             v(
                 Rule::WorkloadHostAccess,
-                format!("spec.template.spec.volumes[{i}] ({name}) is a hostPath volume"),
+                format!("{at} is a hostPath volume"),
+            );
+            continue;
+        }
+        let kinds: Vec<&str> = volume
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, val)| *k != "name" && !val.is_null())
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !VOLUME_KINDS.contains(k))
+            .collect();
+        if !kinds.is_empty() {
+            v(
+                Rule::WorkloadVolumes,
+                format!(
+                    "{at} is a {} volume; providers use only {}",
+                    quoted(&kinds),
+                    quoted(&VOLUME_KINDS)
+                ),
             );
         }
     }
-    let containers: BTreeMap<&str, &Value> = [
-        ("containers", pod.get("containers")),
-        ("initContainers", pod.get("initContainers")),
-        ("ephemeralContainers", pod.get("ephemeralContainers")),
-    ]
-    .into_iter()
-    .filter_map(|(k, c)| c.map(|c| (k, c)))
-    .collect();
-    for (list, value) in containers {
-        for (i, c) in items(Some(value)) {
-            if c.pointer("/securityContext/privileged")
-                .and_then(Value::as_bool)
-                == Some(true)
-            {
-                let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-                v(
-                    Rule::WorkloadHostAccess,
-                    format!("spec.template.spec.{list}[{i}] ({name}) is privileged"),
-                );
-            }
+    if run_as_root(pod.get("securityContext")) {
+        v(
+            Rule::WorkloadPrivilege,
+            "spec.template.spec.securityContext.runAsUser is 0 (root)".into(),
+        );
+    }
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        for (i, c) in items(pod.get(list)) {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+            let at = format!("spec.template.spec.{list}[{i}] ({name})");
+            container(c, &at, bundle, v);
         }
+    }
+}
+
+/// The volume sources real provider bundles use; every other kind (persistent volumes, CSI, network
+/// file systems, ...) is refused.
+const VOLUME_KINDS: [&str; 5] = [
+    "secret",
+    "configMap",
+    "projected",
+    "emptyDir",
+    "downwardAPI",
+];
+
+fn run_as_root(security_context: Option<&Value>) -> bool {
+    security_context
+        .and_then(|s| s.get("runAsUser"))
+        .and_then(Value::as_i64)
+        == Some(0)
+}
+
+fn container(c: &Value, at: &str, bundle: &Bundle<'_>, v: &mut Report<'_>) {
+    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+    if !bundle.payload_images.contains(image) {
+        v(
+            Rule::WorkloadImage,
+            format!(
+                "{at}.image {image:?} is not an image of the release payload (the images file); only the payload's images run"
+            ),
+        );
+    }
+    for (j, port) in items(c.get("ports")) {
+        if port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+            v(
+                Rule::WorkloadHostAccess,
+                format!("{at}.ports[{j}].hostPort is set"),
+            );
+        }
+    }
+    let sc = c.get("securityContext");
+    let flag = |field: &str| sc.and_then(|s| s.get(field)).and_then(Value::as_bool);
+    if flag("privileged") == Some(true) {
+        v(Rule::WorkloadPrivilege, format!("{at} is privileged"));
+    }
+    if flag("allowPrivilegeEscalation") == Some(true) {
+        v(
+            Rule::WorkloadPrivilege,
+            format!("{at}.securityContext.allowPrivilegeEscalation is true"),
+        );
+    }
+    if run_as_root(sc) {
+        v(
+            Rule::WorkloadPrivilege,
+            format!("{at}.securityContext.runAsUser is 0 (root)"),
+        );
+    }
+    let added = strings(sc.and_then(|s| s.pointer("/capabilities/add")));
+    if !added.is_empty() {
+        v(
+            Rule::WorkloadPrivilege,
+            format!(
+                "{at}.securityContext.capabilities.add {}: providers drop every capability",
+                quoted(&added)
+            ),
+        );
     }
 }
 

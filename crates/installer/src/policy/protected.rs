@@ -95,15 +95,24 @@ impl Protected {
 
 /// The objects of the release manifests (`manifests/*.yaml`), as built into this binary.
 pub fn release_manifests() -> Vec<ObjectKey> {
-    let mut keys = Vec::new();
+    parsed_release().into_iter().map(|o| o.id).collect()
+}
+
+/// The objects of the release manifests as JSON (the RBAC ceiling is read from them).
+pub fn release_objects() -> Vec<serde_json::Value> {
+    parsed_release().into_iter().map(|o| o.value).collect()
+}
+
+fn parsed_release() -> Vec<capi_manifests::yaml::Object> {
+    let mut objects = Vec::new();
     for (file, text) in embedded::MANIFESTS {
         // The manifests are part of this build and a unit test parses every one of them.
-        let objects = capi_manifests::yaml::parse_objects(file, text)
-            .unwrap_or_else(|e| panic!("release manifest {file} does not parse: {e}"));
-        // Parsing already gives each object its key.
-        keys.extend(objects.into_iter().map(|o| o.id));
+        objects.extend(
+            capi_manifests::yaml::parse_objects(file, text)
+                .unwrap_or_else(|e| panic!("release manifest {file} does not parse: {e}")),
+        );
     }
-    keys
+    objects
 }
 
 /// The file names of the embedded release manifests.

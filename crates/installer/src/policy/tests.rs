@@ -92,6 +92,7 @@ kind: ValidatingAdmissionPolicy
 metadata: {name: protect-widget}
 spec:
   matchConstraints: {resourceRules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ["*"], operations: [DELETE], resources: [widgets]}]}
+  paramKind: {apiVersion: config.openshift.io/v1, kind: Infrastructure}
   validations: [{expression: "false"}]
 ---
 apiVersion: admissionregistration.k8s.io/v1
@@ -117,12 +118,61 @@ fn parse(yaml: &str) -> Vec<(Origin, DynamicObject)> {
         .collect()
 }
 
+/// A small ceiling in the shape of the release's: what GOOD grants, and a little more to test against.
+const CEILING: &str = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: c, labels: {capi-installer.openshift.io/provider-ceiling: cluster}}
+rules:
+- apiGroups: [infrastructure.cluster.x-k8s.io, controlplane.cluster.x-k8s.io]
+  resources: ["*"]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [""]
+  resources: [secrets, events]
+  verbs: [get, list, watch, create, patch]
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  resourceNames: [widgets.infrastructure.cluster.x-k8s.io, gadgets.infrastructure.cluster.x-k8s.io]
+  verbs: [patch]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [clusterroles]
+  resourceNames: [w-aggregated-role]
+  verbs: [escalate]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: n, labels: {capi-installer.openshift.io/provider-ceiling: namespaced}}
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, create, update, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: not-a-ceiling}
+rules: [{apiGroups: [""], resources: [pods], verbs: [create]}]
+"#;
+
+fn test_ceiling() -> Ceiling {
+    let roles: Vec<Value> = capi_manifests::yaml::parse_documents("ceiling", CEILING)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.value)
+        .collect();
+    Ceiling::from_roles(&roles)
+}
+
 fn config() -> PolicyConfig {
-    PolicyConfig::new(
+    let mut c = PolicyConfig::new(
         NS,
         Protected::installer(NS, "capi-installer-inventory", "capi-installer-leader"),
-    )
+    );
+    c.ceiling = test_ceiling();
+    c
 }
+
+/// The one image of the test's release payload.
+const PAYLOAD_IMAGE: &str = "x";
 
 fn violations_with(yaml: &str, config: &PolicyConfig) -> Vec<Violation> {
     let objects = parse(yaml);
@@ -130,7 +180,7 @@ fn violations_with(yaml: &str, config: &PolicyConfig) -> Vec<Violation> {
         .iter()
         .map(|(origin, object)| BundleObject { origin, object })
         .collect();
-    match check(&bundle, config) {
+    match check(&bundle, config, &BTreeSet::from([PAYLOAD_IMAGE])) {
         Ok(()) => vec![],
         Err(Violations(v)) => {
             assert!(!v.is_empty(), "Violations is never empty");
@@ -211,12 +261,12 @@ fn each_hostile_object_is_one_precise_violation() {
         (
             "an aggregated role that collects the admin roles",
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: collect}\naggregationRule: {clusterRoleSelectors: [{matchLabels: {rbac.authorization.k8s.io/aggregate-to-admin: 'true'}}]}\n",
-            &[RbacAggregation],
+            &[RbacAggregation, RbacCeiling],
         ),
         (
             "an aggregated role whose selector matches every ClusterRole",
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: collect}\naggregationRule: {clusterRoleSelectors: [{matchExpressions: [{key: cluster.x-k8s.io/x, operator: DoesNotExist}]}]}\n",
-            &[RbacAggregation],
+            &[RbacAggregation, RbacCeiling],
         ),
         (
             "a webhook with a url",
@@ -300,14 +350,65 @@ fn each_hostile_object_is_one_precise_violation() {
         ),
         (
             "a pod with host access",
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: openshift-cluster-api}\nspec: {template: {spec: {hostNetwork: true, hostPID: true, containers: [{name: c, image: x, securityContext: {privileged: true}}], initContainers: [{name: i, image: x, securityContext: {privileged: true}}], volumes: [{name: root, hostPath: {path: /}}]}}}\n",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: openshift-cluster-api}\nspec: {template: {spec: {hostNetwork: true, hostPID: true, containers: [{name: c, image: x, securityContext: {privileged: true}, ports: [{containerPort: 80, hostPort: 80}]}], initContainers: [{name: i, image: x, securityContext: {privileged: true}}], volumes: [{name: root, hostPath: {path: /}}]}}}\n",
             &[
                 WorkloadHostAccess,
                 WorkloadHostAccess,
                 WorkloadHostAccess,
                 WorkloadHostAccess,
-                WorkloadHostAccess,
+                WorkloadPrivilege,
+                WorkloadPrivilege,
             ],
+        ),
+        (
+            "root with SYS_ADMIN and privilege escalation",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: openshift-cluster-api}\nspec: {template: {spec: {securityContext: {runAsUser: 0}, containers: [{name: c, image: x, securityContext: {runAsUser: 0, allowPrivilegeEscalation: true, capabilities: {add: [SYS_ADMIN]}}}]}}}\n",
+            &[
+                WorkloadPrivilege,
+                WorkloadPrivilege,
+                WorkloadPrivilege,
+                WorkloadPrivilege,
+            ],
+        ),
+        (
+            "an image from outside the release payload, in a container and an init container",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: openshift-cluster-api}\nspec: {template: {spec: {containers: [{name: c, image: 'docker.io/library/busybox:latest'}], initContainers: [{name: i, image: 'quay.io/evil/x@sha256:0'}]}}}\n",
+            &[WorkloadImage, WorkloadImage],
+        ),
+        (
+            "a persistent volume and a CSI volume",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: openshift-cluster-api}\nspec: {template: {spec: {containers: [{name: c, image: x}], volumes: [{name: data, persistentVolumeClaim: {claimName: c}}, {name: csi, csi: {driver: d}}, {name: ok, emptyDir: {}}]}}}\n",
+            &[WorkloadVolumes, WorkloadVolumes],
+        ),
+        (
+            "a Service with externalIPs",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api}\nspec: {ports: [{port: 443}], externalIPs: [10.0.0.1]}\n",
+            &[ServiceType],
+        ),
+        (
+            "a NodePort Service",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api}\nspec: {type: NodePort, ports: [{port: 443}]}\n",
+            &[ServiceType],
+        ),
+        (
+            "a LoadBalancer Service",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api}\nspec: {type: LoadBalancer, ports: [{port: 443}]}\n",
+            &[ServiceType],
+        ),
+        (
+            "an ExternalName Service",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api}\nspec: {type: ExternalName, externalName: evil.example.com}\n",
+            &[ServiceType, ServiceType],
+        ),
+        (
+            "a webhook through a Service the bundle does not ship",
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: v}\nwebhooks: [{name: v.infrastructure.cluster.x-k8s.io, clientConfig: {service: {name: someone-elses, namespace: openshift-cluster-api}}, rules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [widgets]}], sideEffects: None, admissionReviewVersions: [v1]}]\n",
+            &[WebhookClient],
+        ),
+        (
+            "an admission policy whose parameters are Secrets",
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: leak}\nspec: {paramKind: {apiVersion: v1, kind: Secret}, matchConstraints: {resourceRules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [widgets]}]}, validations: [{expression: 'false', messageExpression: 'string(params.data)'}]}\n",
+            &[AdmissionScope],
         ),
     ];
     for (what, doc, rules) in cases {
@@ -332,7 +433,7 @@ fn a_violation_names_configmap_document_object_and_rule() {
     );
     let all = Violations(v).to_string();
     assert!(
-        all.starts_with("bundle policy: 1 violation(s): ConfigMap"),
+        all.starts_with("bundle policy: 1 violation(s):\nConfigMap"),
         "{all}"
     );
 }
@@ -496,4 +597,242 @@ fn the_documented_rule_table_lists_exactly_the_rules() {
         .collect();
     let checked: BTreeSet<&str> = Rule::ALL.iter().map(|r| r.name()).collect();
     assert_eq!(documented, checked);
+}
+
+/// A ClusterRole (or, with `kind: Role`, a Role in the namespace) with `rules`.
+fn role(kind: &str, rules: &str) -> String {
+    let namespace = if kind == "Role" {
+        ", namespace: openshift-cluster-api"
+    } else {
+        ""
+    };
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata: {{name: r{namespace}}}\nrules: {rules}\n"
+    )
+}
+
+/// The details of the ceiling violations of a bundle with `doc` appended (nothing else may be found).
+fn ceiling_violations(doc: &str) -> Vec<String> {
+    violations_with(&with(doc), &config())
+        .into_iter()
+        .map(|v| {
+            assert_eq!(
+                (v.origin.document, v.rule),
+                (LAST, Rule::RbacCeiling),
+                "{v}"
+            );
+            v.detail
+        })
+        .collect()
+}
+
+#[test]
+fn every_forbidden_triple_family_is_outside_the_ceiling() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "a token for any ServiceAccount",
+            "ClusterRole",
+            "[{apiGroups: [''], resources: [serviceaccounts/token], verbs: [create]}]",
+            &["(\"\", serviceaccounts/token, create) cluster-wide"],
+        ),
+        (
+            "the kubelet API of every node",
+            "ClusterRole",
+            "[{apiGroups: [''], resources: [nodes/proxy], verbs: [get, create]}]",
+            &[
+                "(\"\", nodes/proxy, get) cluster-wide",
+                "(\"\", nodes/proxy, create) cluster-wide",
+            ],
+        ),
+        (
+            "client certificates for any identity",
+            "ClusterRole",
+            "[{apiGroups: [certificates.k8s.io], resources: [certificatesigningrequests/approval], verbs: [update]}, {apiGroups: [certificates.k8s.io], resources: [signers], resourceNames: [kubernetes.io/kube-apiserver-client], verbs: [approve]}]",
+            &[
+                "rules[0] grants (\"certificates.k8s.io\", certificatesigningrequests/approval, update)",
+                "rules[1] grants (\"certificates.k8s.io\", signers, approve)",
+            ],
+        ),
+        (
+            "the privileged SecurityContextConstraints",
+            "ClusterRole",
+            "[{apiGroups: [security.openshift.io], resources: [securitycontextconstraints], resourceNames: [privileged], verbs: [use]}]",
+            &["(\"security.openshift.io\", securitycontextconstraints, use)"],
+        ),
+        (
+            "writing ClusterRoles, their bindings and mutating webhooks",
+            "ClusterRole",
+            "[{apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles, clusterrolebindings], verbs: [create]}, {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], verbs: [patch]}]",
+            &[
+                "(\"rbac.authorization.k8s.io\", clusterroles, create)",
+                "(\"rbac.authorization.k8s.io\", clusterrolebindings, create)",
+                "(\"admissionregistration.k8s.io\", mutatingwebhookconfigurations, patch)",
+            ],
+        ),
+        (
+            "pods and exec in the providers' namespace",
+            "Role",
+            "[{apiGroups: [''], resources: [pods, pods/exec], verbs: [create]}]",
+            &[
+                "(\"\", pods, create) in the providers' namespace",
+                "(\"\", pods/exec, create) in the providers' namespace",
+            ],
+        ),
+        (
+            "a namespaced grant made cluster-wide (every namespace's Leases, the installer's included)",
+            "ClusterRole",
+            "[{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [delete]}]",
+            &["(\"coordination.k8s.io\", leases, delete) cluster-wide"],
+        ),
+        (
+            "a non-resource URL",
+            "ClusterRole",
+            "[{nonResourceURLs: [/metrics], verbs: [get]}]",
+            &["nonResourceURLs \"/metrics\""],
+        ),
+        (
+            "resourceNames widened to every name",
+            "ClusterRole",
+            "[{apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], verbs: [patch]}]",
+            &[
+                "only for resourceNames \"gadgets.infrastructure.cluster.x-k8s.io\", \"widgets.infrastructure.cluster.x-k8s.io\"",
+            ],
+        ),
+        (
+            "resourceNames beyond the ceiling's",
+            "ClusterRole",
+            "[{apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], resourceNames: [widgets.infrastructure.cluster.x-k8s.io, featuregates.config.openshift.io], verbs: [patch]}]",
+            &[
+                "(\"apiextensions.k8s.io\", customresourcedefinitions, patch) cluster-wide: the provider RBAC ceiling allows it only for resourceNames",
+            ],
+        ),
+    ];
+    for (what, kind, rules, expected) in cases {
+        let got = ceiling_violations(&role(kind, rules));
+        assert_eq!(got.len(), expected.len(), "{what}: {got:#?}");
+        for (detail, want) in got.iter().zip(expected.iter()) {
+            assert!(detail.contains(want), "{what}: {want:?} not in {detail:?}");
+        }
+    }
+}
+
+#[test]
+fn grants_inside_the_ceiling_pass() {
+    for (what, kind, rules) in [
+        (
+            "a subresource under a `*` resource of the family",
+            "ClusterRole",
+            "[{apiGroups: [infrastructure.cluster.x-k8s.io], resources: [widgets/status, widgets], verbs: [patch]}]",
+        ),
+        (
+            "fewer resourceNames than the ceiling's",
+            "ClusterRole",
+            "[{apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], resourceNames: [widgets.infrastructure.cluster.x-k8s.io], verbs: [patch]}]",
+        ),
+        (
+            "a cluster-wide grant made in the namespace only",
+            "Role",
+            "[{apiGroups: [''], resources: [secrets], verbs: [get]}]",
+        ),
+        (
+            "a namespaced grant in a Role",
+            "Role",
+            "[{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [delete]}]",
+        ),
+        (
+            "resourceNames narrowing an unnamed grant",
+            "ClusterRole",
+            "[{apiGroups: [''], resources: [secrets], resourceNames: [one], verbs: [get]}]",
+        ),
+    ] {
+        assert_eq!(
+            ceiling_violations(&role(kind, rules)),
+            Vec::<String>::new(),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn aggregated_cluster_roles_only_under_the_ceilings_names() {
+    let doc = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: collect-more}\naggregationRule: {clusterRoleSelectors: [{matchLabels: {cluster.x-k8s.io/aggregate-to-manager: 'true'}}]}\n";
+    let got = ceiling_violations(doc);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].contains("only named \"w-aggregated-role\""),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn one_violation_per_line() {
+    let v = violations_with(
+        &with(&role(
+            "ClusterRole",
+            "[{apiGroups: [''], resources: [pods], verbs: [create, delete]}]",
+        )),
+        &config(),
+    );
+    let text = Violations(v).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[0], "bundle policy: 2 violation(s):");
+    assert_eq!(
+        lines[1],
+        "ConfigMap openshift-cluster-api/w, document 12 (ClusterRole r): rule rbac-ceiling: rules[0] grants (\"\", pods, create) cluster-wide: outside the provider RBAC ceiling (ClusterRole capi-installer-provider-ceiling; README, \"Bundle policy\", says how an administrator extends it)"
+    );
+    assert!(
+        lines[2].contains("(\"\", pods, delete) cluster-wide"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_release_ceiling_is_read_from_the_manifests_and_extended_by_labelled_roles() {
+    let release = Ceiling::release();
+    let none = BTreeSet::new();
+    let secrets = ceiling::Triple::new("", "secrets", "get");
+    let leases = ceiling::Triple::new("coordination.k8s.io", "leases", "delete");
+    let token = ceiling::Triple::new("", "serviceaccounts/token", "create");
+    assert_eq!(
+        release.covers(Scope::Cluster, &secrets, &none),
+        Coverage::Inside
+    );
+    assert_eq!(
+        release.covers(Scope::Namespaced, &leases, &none),
+        Coverage::Inside
+    );
+    assert_eq!(
+        release.covers(Scope::Cluster, &leases, &none),
+        Coverage::Outside
+    );
+    assert_eq!(
+        release.covers(Scope::Cluster, &token, &none),
+        Coverage::Outside
+    );
+    assert_eq!(
+        release.cluster.aggregated_roles(),
+        BTreeSet::from([
+            "capi-aggregated-manager-role".to_string(),
+            "capv-aggregated-manager-role".to_string(),
+            "capz-manager-role".to_string(),
+        ])
+    );
+    // An administrator's ClusterRole with the label extends it; one without is ignored.
+    let extended = release.with(&test_ceiling());
+    let widgets =
+        ceiling::Triple::new("apiextensions.k8s.io", "customresourcedefinitions", "patch");
+    assert_eq!(
+        extended.covers(
+            Scope::Cluster,
+            &widgets,
+            &BTreeSet::from(["gadgets.infrastructure.cluster.x-k8s.io"])
+        ),
+        Coverage::Inside
+    );
+    let pods = ceiling::Triple::new("", "pods", "create");
+    assert_eq!(
+        extended.covers(Scope::Cluster, &pods, &none),
+        Coverage::Outside
+    );
 }

@@ -113,6 +113,9 @@ pub struct Reconciler {
     history: Mutex<History>,
     /// Objects no bundle may contain that are known only at run time: the transport ConfigMaps.
     protected_sources: Mutex<Vec<ObjectKey>>,
+    /// The provider RBAC ceiling as the cluster has it (the administrator's extensions), beyond the
+    /// release's.
+    ceiling: Mutex<crate::policy::Ceiling>,
 }
 
 impl Reconciler {
@@ -157,6 +160,7 @@ impl Reconciler {
             metrics,
             history: Mutex::default(),
             protected_sources: Mutex::default(),
+            ceiling: Mutex::default(),
         }
     }
 
@@ -166,9 +170,19 @@ impl Reconciler {
         *self.protected_sources.lock().expect("protected sources") = keys;
     }
 
-    /// The render context with the protected sources of this moment.
+    /// Sets the ceiling ClusterRoles present now (read from the cluster): the policy allows what they
+    /// grant too.
+    pub fn extend_ceiling(&self, ceiling: crate::policy::Ceiling) {
+        *self.ceiling.lock().expect("ceiling") = ceiling;
+    }
+
+    /// The render context with the protected sources and the ceiling of this moment.
     fn context(&self) -> RenderContext {
         let mut ctx = self.context.clone();
+        ctx.policy.ceiling = ctx
+            .policy
+            .ceiling
+            .with(&self.ceiling.lock().expect("ceiling"));
         for key in self
             .protected_sources
             .lock()

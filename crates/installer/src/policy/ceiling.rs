@@ -1,0 +1,315 @@
+//! The RBAC ceiling: the (API group, resource, verb) triples a provider bundle's roles may grant, deny
+//! by default.
+//!
+//! The ceiling is RBAC data, not code: the rules of the ClusterRoles labelled [`LABEL`] (`cluster` for
+//! what a ClusterRole may grant, `namespaced` for what a Role in the providers' namespace may grant
+//! beyond that). The release ships one of each (`manifests/0000_30_capi-installer_03_ceiling.yaml`,
+//! the union of what the real provider bundles grant, derived and checked by
+//! `tests/policy_fixtures.rs`), and the installer holds them: the API server's own escalation check
+//! then refuses whatever this policy would miss. An administrator extends the ceiling with one more
+//! ClusterRole carrying the label; the aggregated ClusterRoles of the manifest give it to the
+//! installer, and the installer reads it into the policy.
+//!
+//! A ceiling rule with `resourceNames` allows the triple only for those names: a bundle rule for that
+//! triple must name a subset (names narrow, never widen). `*` as a ceiling resource allows every
+//! resource (and subresource) of its group for that verb. `escalate` on `clusterroles` with names is
+//! not a grant a bundle may make (rule `rbac-no-escalation-verbs`): it lists the aggregated
+//! ClusterRoles a bundle may ship, which the API server lets only a holder of `escalate` (or
+//! cluster-admin) create.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde_json::Value;
+
+/// The label of the ClusterRoles whose rules make the ceiling; its value is the scope.
+pub const LABEL: &str = "capi-installer.openshift.io/provider-ceiling";
+/// [`LABEL`] value of what a ClusterRole of a bundle may grant (bound cluster-wide or aggregated).
+pub const CLUSTER: &str = "cluster";
+/// [`LABEL`] value of what a Role of a bundle may grant in the providers' namespace, beyond
+/// [`CLUSTER`].
+pub const NAMESPACED: &str = "namespaced";
+/// The aggregated ClusterRoles (one per scope) the installer is bound to.
+pub const CLUSTER_ROLE: &str = "capi-installer-provider-ceiling";
+pub const NAMESPACED_ROLE: &str = "capi-installer-provider-namespaced-ceiling";
+
+/// One grant: an API group, a resource (possibly `name/subresource`) and a verb.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Triple {
+    pub group: String,
+    pub resource: String,
+    pub verb: String,
+}
+
+impl Triple {
+    pub fn new(group: &str, resource: &str, verb: &str) -> Self {
+        Triple {
+            group: group.into(),
+            resource: resource.into(),
+            verb: verb.into(),
+        }
+    }
+}
+
+impl fmt::Display for Triple {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({:?}, {}, {})", self.group, self.resource, self.verb)
+    }
+}
+
+/// Which names a triple is allowed for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Names {
+    Any,
+    Only(BTreeSet<String>),
+}
+
+impl Names {
+    fn merge(&mut self, other: Names) {
+        match (&mut *self, other) {
+            (Names::Any, _) => {}
+            (_, Names::Any) => *self = Names::Any,
+            (Names::Only(mine), Names::Only(theirs)) => mine.extend(theirs),
+        }
+    }
+
+    fn of(rule: &Value) -> Names {
+        let names = strings(rule.get("resourceNames"));
+        if names.is_empty() {
+            Names::Any
+        } else {
+            Names::Only(names.into_iter().map(String::from).collect())
+        }
+    }
+}
+
+/// A set of triples with the names each is allowed for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants(BTreeMap<Triple, Names>);
+
+impl Grants {
+    /// The triples of RBAC `rules` (a JSON list of PolicyRules). Rules for non-resource URLs grant no
+    /// triple (a bundle's are refused, see [`Grants::outside`]).
+    pub fn of_rules(rules: Option<&Value>) -> Grants {
+        let mut g = Grants::default();
+        g.add_rules(rules);
+        g
+    }
+
+    pub fn add_rules(&mut self, rules: Option<&Value>) {
+        for rule in rules.and_then(Value::as_array).into_iter().flatten() {
+            let names = Names::of(rule);
+            for triple in triples(rule) {
+                self.insert(triple, names.clone());
+            }
+        }
+    }
+
+    pub fn insert(&mut self, triple: Triple, names: Names) {
+        match self.0.get_mut(&triple) {
+            Some(existing) => existing.merge(names),
+            None => {
+                self.0.insert(triple, names);
+            }
+        }
+    }
+
+    pub fn extend(&mut self, other: &Grants) {
+        for (t, n) in &other.0 {
+            self.insert(t.clone(), n.clone());
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Triple, &Names)> {
+        self.0.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `triple` for `names` (empty: every name) is inside these grants. A ceiling resource
+    /// `*` covers every resource and subresource of its group, as RBAC does.
+    pub fn covers(&self, triple: &Triple, names: &BTreeSet<&str>) -> Coverage {
+        let any_resource = Triple::new(&triple.group, "*", &triple.verb);
+        let mut widened = None;
+        for entry in [triple, &any_resource] {
+            match self.0.get(entry) {
+                Some(Names::Any) => return Coverage::Inside,
+                Some(Names::Only(allowed)) => {
+                    if !names.is_empty() && names.iter().all(|n| allowed.contains(*n)) {
+                        return Coverage::Inside;
+                    }
+                    widened = Some(allowed.clone());
+                }
+                None => {}
+            }
+        }
+        match widened {
+            Some(allowed) => Coverage::OnlyNames(allowed),
+            None => Coverage::Outside,
+        }
+    }
+
+    /// The names of the aggregated ClusterRoles these grants allow (`escalate` on `clusterroles` with
+    /// `resourceNames`, see the module documentation).
+    pub fn aggregated_roles(&self) -> BTreeSet<String> {
+        match self.0.get(&Triple::new(
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "escalate",
+        )) {
+            Some(Names::Only(names)) => names.clone(),
+            _ => BTreeSet::new(),
+        }
+    }
+
+    /// RBAC rules granting exactly these triples, deterministic and compact: per group and names, the
+    /// resources with the same verbs in one rule.
+    pub fn to_rules(&self) -> Vec<Value> {
+        let mut by: BTreeMap<(String, Option<BTreeSet<String>>), VerbsOf> = BTreeMap::new();
+        for (t, names) in &self.0 {
+            let names = match names {
+                Names::Any => None,
+                Names::Only(n) => Some(n.clone()),
+            };
+            by.entry((t.group.clone(), names))
+                .or_default()
+                .entry(t.resource.clone())
+                .or_default()
+                .insert(t.verb.clone());
+        }
+        let mut rules = Vec::new();
+        for ((group, names), resources) in by {
+            let mut by_verbs: BTreeMap<BTreeSet<String>, Vec<String>> = BTreeMap::new();
+            for (resource, verbs) in resources {
+                by_verbs.entry(verbs).or_default().push(resource);
+            }
+            for (verbs, resources) in by_verbs {
+                let mut rule = serde_json::json!({
+                    "apiGroups": [group],
+                    "resources": resources,
+                    "verbs": verbs,
+                });
+                if let Some(names) = &names {
+                    rule["resourceNames"] = serde_json::json!(names);
+                }
+                rules.push(rule);
+            }
+        }
+        rules
+    }
+}
+
+/// The verbs of each resource.
+type VerbsOf = BTreeMap<String, BTreeSet<String>>;
+
+/// How a bundle's triple relates to the ceiling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Coverage {
+    Inside,
+    /// The ceiling allows the triple only for these names, and the bundle's rule asks for others (or
+    /// for every name).
+    OnlyNames(BTreeSet<String>),
+    Outside,
+}
+
+/// Every (group, resource, verb) of one PolicyRule. Rules for non-resource URLs have none.
+pub fn triples(rule: &Value) -> Vec<Triple> {
+    let mut out = Vec::new();
+    for g in strings(rule.get("apiGroups")) {
+        for r in strings(rule.get("resources")) {
+            for v in strings(rule.get("verbs")) {
+                out.push(Triple::new(g, r, v));
+            }
+        }
+    }
+    out
+}
+
+fn strings(v: Option<&Value>) -> Vec<&str> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// What a bundle's ClusterRoles and Roles may grant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ceiling {
+    /// Cluster-wide: every rule of a ClusterRole (it may be bound cluster-wide or aggregated).
+    pub cluster: Grants,
+    /// In the providers' namespace (a Role), beyond `cluster`.
+    pub namespaced: Grants,
+}
+
+impl Ceiling {
+    /// The ceiling of ClusterRoles labelled [`LABEL`] (others are ignored).
+    pub fn from_roles<'a>(roles: impl IntoIterator<Item = &'a Value>) -> Ceiling {
+        let mut c = Ceiling::default();
+        for role in roles {
+            let scope = role
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(LABEL))
+                .and_then(Value::as_str);
+            let grants = match scope {
+                Some(CLUSTER) => &mut c.cluster,
+                Some(NAMESPACED) => &mut c.namespaced,
+                _ => continue,
+            };
+            grants.add_rules(role.get("rules"));
+        }
+        c
+    }
+
+    /// The ceiling the release ships (the labelled ClusterRoles of the embedded `manifests/`).
+    pub fn release() -> Ceiling {
+        let objects = super::protected::release_objects();
+        Ceiling::from_roles(objects.iter().filter(|o| {
+            o.get("kind").and_then(Value::as_str) == Some("ClusterRole")
+                && o.get("aggregationRule").is_none_or(Value::is_null)
+        }))
+    }
+
+    /// This ceiling and `other`'s grants (an administrator's extension read from the cluster).
+    pub fn with(mut self, other: &Ceiling) -> Ceiling {
+        self.cluster.extend(&other.cluster);
+        self.namespaced.extend(&other.namespaced);
+        self
+    }
+
+    /// Whether a grant of `triple` for `names` in `scope` is inside the ceiling. A namespaced grant is
+    /// inside when either set covers it: what may be granted cluster-wide may be granted in one
+    /// namespace.
+    pub fn covers(&self, scope: Scope, triple: &Triple, names: &BTreeSet<&str>) -> Coverage {
+        match (scope, self.cluster.covers(triple, names)) {
+            (_, Coverage::Inside) => Coverage::Inside,
+            (Scope::Cluster, c) => c,
+            (Scope::Namespaced, c) => match self.namespaced.covers(triple, names) {
+                Coverage::Outside => c,
+                n => n,
+            },
+        }
+    }
+}
+
+/// Where a role's grants apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Cluster,
+    Namespaced,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scope::Cluster => "cluster-wide",
+            Scope::Namespaced => "in the providers' namespace",
+        })
+    }
+}
