@@ -594,7 +594,7 @@ impl Applier {
                 });
             }
         }
-        if self.policy_missing(planned).await? {
+        if self.referent_missing(planned).await? {
             return Ok(Preview {
                 action,
                 live,
@@ -619,57 +619,84 @@ impl Applier {
         })
     }
 
-    /// Whether `planned` is an admission policy binding whose policy does not exist yet. The API
-    /// server judges such a binding by its policy (the permissions its `paramKind` needs); without it,
-    /// it demands `get` on every resource, which no least-privilege client holds. The policy comes
-    /// earlier in the same phase, so the binding is applied right after it; a dry-run now could only
-    /// fail.
-    async fn policy_missing(&self, planned: &PlannedObject) -> Result<bool, ApplyError> {
+    /// Whether `planned` is a binding whose referent does not exist yet, so that a dry-run now could
+    /// only fail; the referent comes earlier in the same phase (policies before their bindings, roles
+    /// before theirs), so the binding is applied right after it and judged then:
+    /// - an admission policy binding: the API server judges it by its policy (the permissions its
+    ///   `paramKind` needs); without it, it demands `get` on every resource, which no least-privilege
+    ///   client holds;
+    /// - a (Cluster)RoleBinding: a writer without `bind` must hold what the role grants, and the API
+    ///   server reads the role to know it; without it, the binding is refused as not found.
+    async fn referent_missing(&self, planned: &PlannedObject) -> Result<bool, ApplyError> {
         let key = &planned.key;
-        let policy_kind = match (key.group.as_str(), key.kind.as_str()) {
-            ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
-                ("ValidatingAdmissionPolicy", "validatingadmissionpolicies")
-            }
-            ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding") => {
-                ("MutatingAdmissionPolicy", "mutatingadmissionpolicies")
-            }
-            _ => return Ok(false),
-        };
-        let Some(name) = planned
-            .object
-            .data
-            .pointer("/spec/policyName")
-            .and_then(serde_json::Value::as_str)
-        else {
+        let data = &planned.object.data;
+        let text = |pointer: &str| data.pointer(pointer).and_then(serde_json::Value::as_str);
+        let (group, version, kind, plural, namespace, name) =
+            match (key.group.as_str(), key.kind.as_str()) {
+                ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => (
+                    key.group.as_str(),
+                    planned.resource.version.as_str(),
+                    "ValidatingAdmissionPolicy",
+                    "validatingadmissionpolicies",
+                    None,
+                    text("/spec/policyName"),
+                ),
+                ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding") => (
+                    key.group.as_str(),
+                    planned.resource.version.as_str(),
+                    "MutatingAdmissionPolicy",
+                    "mutatingadmissionpolicies",
+                    None,
+                    text("/spec/policyName"),
+                ),
+                ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => {
+                    match text("/roleRef/kind") {
+                        Some("ClusterRole") => (
+                            key.group.as_str(),
+                            "v1",
+                            "ClusterRole",
+                            "clusterroles",
+                            None,
+                            text("/roleRef/name"),
+                        ),
+                        Some("Role") => (
+                            key.group.as_str(),
+                            "v1",
+                            "Role",
+                            "roles",
+                            key.namespace.as_deref(),
+                            text("/roleRef/name"),
+                        ),
+                        _ => return Ok(false),
+                    }
+                }
+                _ => return Ok(false),
+            };
+        let Some(name) = name else {
             return Ok(false);
         };
         let resource = ApiResource {
-            group: key.group.clone(),
-            version: planned.resource.version.clone(),
-            api_version: planned.resource.api_version.clone(),
-            kind: policy_kind.0.into(),
-            plural: policy_kind.1.into(),
+            group: group.into(),
+            version: version.into(),
+            api_version: format!("{group}/{version}"),
+            kind: kind.into(),
+            plural: plural.into(),
         };
-        let policy_key = ObjectKey::new(
-            &key.group,
-            &planned.resource.version,
-            policy_kind.0,
-            None,
-            name,
-        );
-        match self.cache.as_ref().map(|c| c.lookup(&policy_key)) {
+        let referent = ObjectKey::new(group, version, kind, namespace, name);
+        match self.cache.as_ref().map(|c| c.lookup(&referent)) {
             Some(Lookup::Ours(_) | Lookup::NotOurs(_)) => return Ok(false),
-            Some(Lookup::Absent) if !self.remembers(&policy_key) => return Ok(true),
+            Some(Lookup::Absent) if !self.remembers(&referent) => return Ok(true),
             _ => {}
         }
-        let policy = Api::<DynamicObject>::all_with(self.client.clone(), &resource)
-            .get_opt(name)
-            .await
-            .map_err(|source| ApplyError::Api {
-                key: key.clone(),
-                source,
-            })?;
-        Ok(policy.is_none())
+        let api = match namespace {
+            Some(ns) => Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &resource),
+            None => Api::<DynamicObject>::all_with(self.client.clone(), &resource),
+        };
+        let live = api.get_opt(name).await.map_err(|source| ApplyError::Api {
+            key: key.clone(),
+            source,
+        })?;
+        Ok(live.is_none())
     }
 
     /// [`Applier::dry_run`] for every object, continuing past failures: every object that would fail

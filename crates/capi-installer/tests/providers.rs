@@ -106,9 +106,7 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     })
     .await;
     request(&client, "gcp").await;
-    let rbac = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../manifests/0000_30_capi-installer_03_rbac.yaml");
-    apply_as_release_payload(&client, &read_documents(&rbac)).await;
+    apply_as_release_payload(&client, &installer_rbac()).await;
     let sa = env.service_account_config(NS, "capi-installer").await;
     let _running = Running::start(installer_client(sa), config());
 

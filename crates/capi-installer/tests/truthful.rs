@@ -697,9 +697,7 @@ async fn a_new_process_writes_no_status_before_its_watches_have_listed() {
         .unwrap();
 
     // The shipped RBAC without the Infrastructure rule: that watch cannot list yet.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../manifests/0000_30_capi-installer_03_rbac.yaml");
-    let mut rbac = read_documents(&path);
+    let mut rbac = installer_rbac();
     for doc in &mut rbac {
         if let Some(rules) = doc.get_mut("rules").and_then(Value::as_array_mut) {
             rules.retain(|r| !r["resources"].to_string().contains("\"infrastructures\""));

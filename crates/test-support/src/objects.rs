@@ -128,6 +128,12 @@ pub fn repo_manifests(prefix: &str) -> Vec<Value> {
     files.iter().flat_map(|f| read_documents(f)).collect()
 }
 
+/// The installer's own RBAC as the release ships it: its rules (`..._03_rbac.yaml`) and the provider
+/// RBAC ceiling it holds (`..._03_ceiling.yaml`).
+pub fn installer_rbac() -> Vec<Value> {
+    repo_manifests("0000_30_capi-installer_03_")
+}
+
 /// Applies the manifests of `manifests/` whose file names start with `prefix` as the release payload
 /// would, with strict field validation: an unknown or misspelt field fails the test instead of being
 /// dropped. Namespaces they use but do not declare (owned by other components on a real cluster, such
