@@ -1,8 +1,11 @@
-//! Hostile or broken provider bundles (issue 9): each in turn replaces the aws transport ConfigMap of a
-//! running installer that has core and aws installed. For every one: nothing of it is written (audit
-//! log), core and the previously installed aws keep running, the ClusterOperator names the ConfigMap and
-//! the rule with a specific reason, and putting the good ConfigMap back converges again. One control
-//! plane and one installer for all cases: they run one after another and each ends where it started.
+//! Hostile or broken provider bundles (issues 9 and 17): each in turn replaces the aws transport
+//! ConfigMap of a running installer that has core and aws installed. For every one: nothing of it is
+//! written (audit log), core and the previously installed aws keep running, the ClusterOperator names
+//! the ConfigMap and the rule (every violation, one per line) with a specific reason, and putting the
+//! good ConfigMap back converges again. One control plane and one installer for all cases: they run one
+//! after another and each ends where it started. The installer runs as its own ServiceAccount under the
+//! shipped RBAC (no `escalate` or `bind`, the provider RBAC ceiling): what the policy refuses here, the
+//! API server would refuse too, but the policy must say so first, by name.
 
 use std::time::Duration;
 
@@ -12,6 +15,8 @@ use kube::api::Api;
 use serde_json::{Value, json};
 use test_support::*;
 
+const CAPA: &str = "capa-controller-manager";
+
 /// One hostile variant of the aws bundle and what the ClusterOperator must say about it.
 struct Hostile {
     what: &'static str,
@@ -19,6 +24,8 @@ struct Hostile {
     reason: &'static str,
     /// Every one of these appears in the Degraded message.
     expect: &'static [&'static str],
+    /// Delete the running aws Deployment while this version waits: it is restored (issue 17).
+    drift: bool,
 }
 
 /// The aws components as objects.
@@ -70,11 +77,80 @@ fn hostile_bundles() -> Vec<Hostile> {
     ));
     vec![
         Hostile {
+            what: "every triple family outside the RBAC ceiling (issue 17)",
+            configmap: plus(
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: mint-tokens}\nrules: [{apiGroups: [''], resources: [serviceaccounts/token], verbs: [create]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: mint-tokens}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: mint-tokens}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: kubelets}\nrules: [{apiGroups: [''], resources: [nodes/proxy], verbs: [get]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: certificates}\nrules: [{apiGroups: [certificates.k8s.io], resources: [certificatesigningrequests/approval], verbs: [update]}, {apiGroups: [certificates.k8s.io], resources: [signers], resourceNames: [kubernetes.io/kube-apiserver-client], verbs: [approve]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: privileged-scc}\nrules: [{apiGroups: [security.openshift.io], resources: [securitycontextconstraints], resourceNames: [privileged], verbs: [use]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: rbac-writer}\nrules: [{apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles, clusterrolebindings], verbs: [create]}, {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], verbs: [create]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: run-pods, namespace: openshift-cluster-api}\nrules: [{apiGroups: [''], resources: [pods, pods/exec], verbs: [create]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: run-pods, namespace: openshift-cluster-api}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: run-pods}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n",
+            ),
+            reason: "BundlePolicyViolation",
+            drift: true,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(ClusterRole mint-tokens): rule rbac-ceiling: rules[0] grants (\"\", serviceaccounts/token, create) cluster-wide",
+                "(ClusterRole kubelets): rule rbac-ceiling: rules[0] grants (\"\", nodes/proxy, get) cluster-wide",
+                "(ClusterRole certificates): rule rbac-ceiling: rules[0] grants (\"certificates.k8s.io\", certificatesigningrequests/approval, update)",
+                "(ClusterRole certificates): rule rbac-ceiling: rules[1] grants (\"certificates.k8s.io\", signers, approve)",
+                "(ClusterRole privileged-scc): rule rbac-ceiling: rules[0] grants (\"security.openshift.io\", securitycontextconstraints, use)",
+                "(ClusterRole rbac-writer): rule rbac-ceiling: rules[0] grants (\"rbac.authorization.k8s.io\", clusterroles, create)",
+                "(ClusterRole rbac-writer): rule rbac-ceiling: rules[0] grants (\"rbac.authorization.k8s.io\", clusterrolebindings, create)",
+                "(ClusterRole rbac-writer): rule rbac-ceiling: rules[1] grants (\"admissionregistration.k8s.io\", mutatingwebhookconfigurations, create)",
+                "(Role openshift-cluster-api/run-pods): rule rbac-ceiling: rules[0] grants (\"\", pods, create) in the providers' namespace",
+                "(Role openshift-cluster-api/run-pods): rule rbac-ceiling: rules[0] grants (\"\", pods/exec, create) in the providers' namespace",
+            ],
+        },
+        Hostile {
+            what: "workloads as root, privileged, on the host, with images from outside the payload (issue 17)",
+            configmap: {
+                let mut objects = aws_objects();
+                for o in &mut objects {
+                    if o["kind"] == "Deployment" {
+                        o["spec"]["template"]["spec"]["containers"][0]["image"] =
+                            json!("docker.io/library/busybox:latest");
+                    }
+                }
+                objects.push(serde_saphyr::from_str(
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: rooted, namespace: openshift-cluster-api}\nspec:\n  selector: {matchLabels: {app: rooted}}\n  template:\n    metadata: {labels: {app: rooted}}\n    spec:\n      serviceAccountName: capa-controller-manager\n      hostNetwork: true\n      securityContext: {runAsUser: 0}\n      containers:\n      - name: c\n        image: docker.io/library/busybox:latest\n        securityContext: {runAsUser: 0, allowPrivilegeEscalation: true, privileged: true, capabilities: {add: [SYS_ADMIN]}}\n      volumes: [{name: root, hostPath: {path: /}}, {name: data, persistentVolumeClaim: {claimName: data}}]\n",
+                ).unwrap());
+                aws_with(&objects)
+            },
+            reason: "BundlePolicyViolation",
+            drift: false,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule workload-payload-images-only: spec.template.spec.containers[0] (manager).image \"docker.io/library/busybox:latest\"",
+                "(Deployment openshift-cluster-api/rooted): rule workload-payload-images-only",
+                "(Deployment openshift-cluster-api/rooted): rule workload-no-host-access: spec.template.spec.hostNetwork is true",
+                "(Deployment openshift-cluster-api/rooted): rule workload-no-host-access: spec.template.spec.volumes[0] (root) is a hostPath volume",
+                "(Deployment openshift-cluster-api/rooted): rule workload-volume-kinds: spec.template.spec.volumes[1] (data)",
+                "(Deployment openshift-cluster-api/rooted): rule workload-no-privilege: spec.template.spec.securityContext.runAsUser is 0",
+                "(Deployment openshift-cluster-api/rooted): rule workload-no-privilege: spec.template.spec.containers[0] (c).securityContext.runAsUser is 0",
+                "(Deployment openshift-cluster-api/rooted): rule workload-no-privilege: spec.template.spec.containers[0] (c) is privileged",
+                "(Deployment openshift-cluster-api/rooted): rule workload-no-privilege: spec.template.spec.containers[0] (c).securityContext.allowPrivilegeEscalation is true",
+                "(Deployment openshift-cluster-api/rooted): rule workload-no-privilege: spec.template.spec.containers[0] (c).securityContext.capabilities.add \"SYS_ADMIN\"",
+            ],
+        },
+        Hostile {
+            what: "Services that leave the cluster, webhooks through them or through others', policy parameters of Secrets (issue 17)",
+            configmap: plus(
+                "apiVersion: v1\nkind: Service\nmetadata: {name: intercept, namespace: openshift-cluster-api}\nspec: {ports: [{port: 443}], externalIPs: [192.0.2.10]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: exposed, namespace: openshift-cluster-api}\nspec: {type: NodePort, ports: [{port: 443}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: outside, namespace: openshift-cluster-api}\nspec: {type: ExternalName, externalName: evil.example.com}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: leaky}\nwebhooks:\n- {name: out.infrastructure.cluster.x-k8s.io, clientConfig: {service: {name: outside, namespace: openshift-cluster-api}}, rules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [awsclusters]}], sideEffects: None, admissionReviewVersions: [v1]}\n- {name: theirs.infrastructure.cluster.x-k8s.io, clientConfig: {service: {name: someone-elses, namespace: openshift-cluster-api}}, rules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [awsclusters]}], sideEffects: None, admissionReviewVersions: [v1]}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: echo-secrets}\nspec: {paramKind: {apiVersion: v1, kind: Secret}, matchConstraints: {resourceRules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [awsclusters]}]}, validations: [{expression: 'false', messageExpression: 'string(params.data)'}]}\n",
+            ),
+            reason: "BundlePolicyViolation",
+            drift: false,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(Service openshift-cluster-api/intercept): rule service-cluster-ip-only: spec.externalIPs is set",
+                "(Service openshift-cluster-api/exposed): rule service-cluster-ip-only: spec.type NodePort",
+                "(Service openshift-cluster-api/outside): rule service-cluster-ip-only: spec.type ExternalName",
+                "(ValidatingWebhookConfiguration leaky): rule webhook-namespace-services-only: webhooks[1] (theirs.infrastructure.cluster.x-k8s.io).clientConfig.service openshift-cluster-api/someone-elses is not a Service of this bundle",
+                "(ValidatingAdmissionPolicy echo-secrets): rule admission-family-groups-only: spec.paramKind v1 Secret",
+            ],
+        },
+        Hostile {
             what: "a ClusterRoleBinding of cluster-admin",
             configmap: plus(
                 "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: own-the-cluster}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n",
             ),
             reason: "BundlePolicyViolation",
+            drift: false,
             expect: &[
                 "openshift-cluster-api/aws",
                 "ClusterRoleBinding own-the-cluster",
@@ -87,6 +163,7 @@ fn hostile_bundles() -> Vec<Hostile> {
                 "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: everything}\nrules: [{apiGroups: ['*'], resources: ['*'], verbs: ['*']}]\n",
             ),
             reason: "BundlePolicyViolation",
+            drift: false,
             expect: &[
                 "openshift-cluster-api/aws",
                 "ClusterRole everything",
@@ -99,6 +176,7 @@ fn hostile_bundles() -> Vec<Hostile> {
                 "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: featuregates.config.openshift.io}\nspec: {group: config.openshift.io, scope: Cluster, names: {kind: FeatureGate, plural: featuregates, singular: featuregate, listKind: FeatureGateList}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n",
             ),
             reason: "BundlePolicyViolation",
+            drift: false,
             expect: &[
                 "openshift-cluster-api/aws",
                 "CustomResourceDefinition featuregates.config.openshift.io",
@@ -121,6 +199,7 @@ fn hostile_bundles() -> Vec<Hostile> {
                 aws_with(&objects)
             },
             reason: "ApplyFailed",
+            drift: false,
             expect: &[
                 "ConfigMap aws",
                 "dry-run Deployment openshift-cluster-api/capa-controller-manager",
@@ -138,6 +217,7 @@ fn hostile_bundles() -> Vec<Hostile> {
                 }
             }),
             reason: "UnsafeCustomResourceDefinitionChange",
+            drift: false,
             expect: &[
                 "ConfigMap aws",
                 "CustomResourceDefinition awsclusters.infrastructure.cluster.x-k8s.io",
@@ -148,6 +228,7 @@ fn hostile_bundles() -> Vec<Hostile> {
             what: "an alias bomb",
             configmap: with_components(AWS_CM, &alias_bomb),
             reason: "InvalidProviderManifests",
+            drift: false,
             expect: &[
                 "openshift-cluster-api/aws",
                 "over budget",
@@ -182,9 +263,11 @@ async fn deployments(client: &Client) -> Vec<(String, String, i64)> {
 async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again() {
     require_fixture!("transport-configmaps");
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
-    let _installer = Running::as_admin(&env, config());
+    apply_as_release_payload(&env.admin, &installer_rbac()).await;
+    let sa = env.service_account_config(NS, "capi-installer").await;
+    let _installer = Running::start(installer_client(sa), config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
-    let running = deployments(&env.admin).await;
+    let mut running = deployments(&env.admin).await;
     assert_eq!(running.len(), 2, "core and aws: {running:?}");
     let crds = api_for(
         &env.admin,
@@ -224,12 +307,45 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
             );
         }
 
-        // Nothing of it was written: the installer wrote only its status, Events and its own record.
+        if hostile.drift {
+            // The running version is still reconciled: its deleted Deployment comes back.
+            let api: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
+            let old = api.get(CAPA).await.unwrap().metadata.uid;
+            api.delete(CAPA, &Default::default()).await.unwrap();
+            eventually(
+                Duration::from_secs(120),
+                "capa restored and Available",
+                || async {
+                    let d = api.get_opt(CAPA).await.ok()??;
+                    let available = d
+                        .status?
+                        .conditions?
+                        .into_iter()
+                        .any(|c| c.type_ == "Available" && c.status == "True");
+                    (d.metadata.uid != old && available).then_some(())
+                },
+            )
+            .await;
+            // Serving again: Available comes back once the restored Deployment is (the refusal stays in
+            // Degraded).
+            eventually(Duration::from_secs(60), "aws serving again", || async {
+                let s = co_status(&env.admin).await?;
+                let available = condition(&s, "Available")?;
+                let degraded = condition(&s, "Degraded")?;
+                (available.status == "True" && degraded.reason == hostile.reason).then_some(())
+            })
+            .await;
+            running = deployments(&env.admin).await;
+        }
+        // Nothing of it was written: the installer wrote only its status, Events and its own record
+        // (and, above, the restored Deployment of the running version).
         let writes: Vec<String> = installer_writes(&env.audit()[mark..], None)
             .iter()
             .map(describe)
             .filter(|w| {
-                !w.contains("config.openshift.io/clusteroperators")
+                let restored = hostile.drift && w.contains(&format!("deployments {NS}/{CAPA}"));
+                !restored
+                    && !w.contains("config.openshift.io/clusteroperators")
                     && !w.contains("/events ")
                     && !w.contains("configmaps openshift-cluster-api/capi-installer-inventory")
             })
@@ -266,4 +382,14 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
         put_configmap(&env.admin, &fixture_configmap(AWS_CM)).await;
         wait_available(&env.admin, Duration::from_secs(120)).await;
     }
+    // The policy refused everything before the API server had to: no request of the installer was
+    // denied under its RBAC.
+    let ua = capi_installer_controller::user_agent();
+    let denied: Vec<String> = env
+        .audit()
+        .iter()
+        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
+        .map(describe)
+        .collect();
+    assert!(denied.is_empty(), "denied to the installer: {denied:?}");
 }

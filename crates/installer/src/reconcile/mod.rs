@@ -96,6 +96,8 @@ pub struct Hold {
 struct Installation {
     result: Result<ProviderState, ProviderError>,
     rolled_out: bool,
+    /// Refused before its first write (ownership, CRD safety, dry-run): nothing of it was applied.
+    refused: bool,
 }
 
 /// Reconciles providers one at a time; holds what every provider's reconcile shares.
@@ -234,11 +236,11 @@ impl Reconciler {
             Ok(mut p) => self.take_unmanaged(&mut p, round).await.map(|()| p),
             Err(e) => Err(e),
         };
-        let prepared = match prepared {
-            Ok(prepared) => prepared,
-            Err(e) => return self.finish(target, Err(e), None, Vec::new()).await,
+        let run = match prepared {
+            Ok(prepared) => self.revision_step(target, prepared, round).await,
+            // Refused before anything of it was written: the last good version stays reconciled.
+            Err(e) => self.keep_last_good(target, e, round).await,
         };
-        let run = self.revision_step(target, prepared, round).await;
         let mut outcome = self
             .finish(
                 &run.target,
@@ -307,6 +309,7 @@ impl Reconciler {
         revision: Option<&mut Stored>,
     ) -> Installation {
         let mut rolled_out = false;
+        let mut writing = false;
         let result = async {
             let old = self.inventory(target, prepared, round).await?;
             let old = self.release_unmanaged(old, round).await?;
@@ -316,6 +319,7 @@ impl Reconciler {
             let served = self.resolver(false).await?;
             let (now, mut later) = prepared.plan.split_by_served(&served);
             self.preflight(target, now).await?;
+            writing = true;
             if let Some(stored) = revision {
                 self.save_revisions(target, stored).await?;
             }
@@ -342,7 +346,11 @@ impl Reconciler {
             Ok(ProviderState::Installed)
         }
         .await;
-        Installation { result, rolled_out }
+        Installation {
+            refused: result.is_err() && !writing,
+            result,
+            rolled_out,
+        }
     }
 
     /// Refuses a plan that contains an object another provider's inventory holds: one owner per

@@ -9,7 +9,7 @@ use capi_apply::Phase;
 use kube::runtime::events::EventType;
 use serde_json::Value;
 
-use super::{Reconciler, Round};
+use super::{Installation, Reconciler, Round};
 use crate::compute::{self, Step};
 use crate::error::ProviderError;
 use crate::outcome::ProviderState;
@@ -91,6 +91,14 @@ impl Reconciler {
         let installation = self
             .install(target, &prepared, round, Some(&mut stored))
             .await;
+        let installation = match installation {
+            Installation {
+                refused: true,
+                result: Err(refusal),
+                ..
+            } => return self.keep_last_good(target, refusal, round).await,
+            installation => installation,
+        };
         if installation.rolled_out {
             stored.log.rolled_out(n, &now);
             if let Err(e) = self.save_revisions(target, &mut stored).await {
@@ -170,6 +178,60 @@ impl Reconciler {
             rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
             related: report::related_objects(&replay.plan),
             held: hold.failed.is_none().then_some(hold.serving),
+        }
+    }
+
+    /// A version refused before its first write (it does not decode or render, breaks the bundle policy,
+    /// or fails the dry-run, CRD safety or ownership checks) changes nothing: the revision that serves
+    /// (the last one rolled out, or the one a rollback holds) is reconciled as before, drift repaired,
+    /// and the provider fails with the refusal. Its status and related objects stay those of the
+    /// serving revision; only the reason is new. Without a serving revision (a first install), nothing
+    /// is applied.
+    pub(super) async fn keep_last_good(
+        &self,
+        target: &Target,
+        refusal: ProviderError,
+        round: &Round,
+    ) -> Run {
+        let id = &target.source.id;
+        let stored = self
+            .revisions
+            .load(id, &id.to_string(), &target.source.name);
+        let serving = match (&stored.log.hold, stored.log.current) {
+            (Some(hold), _) => Some(hold.serving),
+            (None, current) => current,
+        };
+        let Some(serving) = serving.filter(|n| stored.log.servable(*n).is_ok()) else {
+            return Run::failed(target, refusal, Vec::new());
+        };
+        let hold = Hold {
+            digest: String::new(),
+            serving,
+            failed: None,
+            since: now_rfc3339(),
+        };
+        let mut served = target.clone();
+        served.source.version = stored.log.get(serving).and_then(|r| r.version.clone());
+        let mut replay = match self.replay(target, &stored, &hold, round).await {
+            Ok(replay) => replay,
+            Err(e) => {
+                tracing::warn!(source = %id, revision = serving, error = %e,
+                    "cannot apply the serving revision again while a new version is refused");
+                return Run::failed(target, refusal, Vec::new());
+            }
+        };
+        self.applier.stamp_plan(&mut replay.plan);
+        let installation = self.install(&served, &replay, round, None).await;
+        if let Err(e) = &installation.result {
+            tracing::warn!(source = %id, revision = serving, error = %e,
+                "the serving revision did not apply while a new version is refused");
+        }
+        Run {
+            target: served,
+            result: Err(refusal),
+            rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
+            related: report::related_objects(&replay.plan),
+            held: None,
         }
     }
 
