@@ -511,6 +511,10 @@ impl ControlPlane {
         }
     }
 
+    /// Waits for `/readyz` to pass. `timeout` bounds how long the server may go without progress —
+    /// without answering at all, or without one more of its readiness checks passing — not the whole
+    /// start: on a busy machine a start takes several times as long as on a quiet one, yet keeps
+    /// passing checks; a server that is stuck stops doing so. At most four times `timeout` in all.
     async fn wait_api_ready(&mut self, timeout: Duration) -> Result<(), Error> {
         let mut config = self.admin_config.clone();
         config.default_retry = false;
@@ -518,21 +522,38 @@ impl ControlPlane {
         config.read_timeout = Some(Duration::from_secs(5));
         let client = kube::Client::try_from(config).map_err(kube_err("admin client"))?;
         let start = Instant::now();
+        let (mut passed, mut progressed) = (None::<usize>, Instant::now());
         loop {
             self.check_running()?;
-            let request = http::Request::get("/readyz")
+            let request = http::Request::get("/readyz?verbose")
                 .body(Vec::new())
                 .expect("static request");
-            if let Ok(body) = client.request_text(request).await
-                && body.trim() == "ok"
-            {
-                return Ok(());
+            // A failing /readyz answers 500 with the same list; kube returns it as an error then.
+            let body = match client.request_text(request).await {
+                Ok(body) => Some(body),
+                Err(kube::Error::Api(status)) => Some(status.message),
+                Err(_) => None,
+            };
+            if let Some(body) = &body {
+                if body.trim_end().ends_with("readyz check passed") {
+                    return Ok(());
+                }
+                let now = body.lines().filter(|l| l.starts_with("[+]")).count();
+                if passed.is_none_or(|before| now > before) {
+                    passed = Some(now);
+                    progressed = Instant::now();
+                }
             }
-            if start.elapsed() > timeout {
+            if progressed.elapsed() > timeout || start.elapsed() > 4 * timeout {
                 let log = self.dir.join("logs/kube-apiserver.log");
                 return Err(Error::Timeout {
-                    what: format!("kube-apiserver {} to be ready", self.server),
-                    seconds: timeout.as_secs(),
+                    what: format!(
+                        "kube-apiserver {} to be ready (no readiness check passed for {:?}; {} passed)",
+                        self.server,
+                        progressed.elapsed(),
+                        passed.unwrap_or(0)
+                    ),
+                    seconds: start.elapsed().as_secs(),
                     tail: process::tail(&log),
                     log: Some(log),
                 });
