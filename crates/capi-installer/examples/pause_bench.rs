@@ -7,6 +7,7 @@
 //! ```text
 //! cargo run --release -p capi-installer --example pause_bench
 //! PAUSE_SCENARIOS=stress cargo run --release -p capi-installer --example pause_bench
+//! PAUSE_BIN=/path/to/an/older/capi-installer cargo run --release -p capi-installer --example pause_bench
 //! ```
 //!
 //! Per scenario: a fresh control plane with workloads, platform AWS, the release payload (core + aws);
@@ -44,7 +45,11 @@ const POLL: Duration = Duration::from_millis(250);
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let bin = release_binary("capi-installer", "capi-installer")?;
+    // PAUSE_BIN: another build of the installer to measure (an older commit's, for a before/after).
+    let bin = match std::env::var_os("PAUSE_BIN") {
+        Some(path) => std::path::PathBuf::from(path),
+        None => release_binary("capi-installer", "capi-installer")?,
+    };
     let scenarios = std::env::var("PAUSE_SCENARIOS").unwrap_or_else(|_| "quiet,stress".into());
     println!(
         "| scenario | load (1 min, start → end) | cold install | edit → settled | longest lease renewal gap − retry period (renewals) | longest renewal from due (own metric) | /healthz longest, p99 (probes) | runtime longest stall | installer CPU |"

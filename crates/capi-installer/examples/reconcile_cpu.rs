@@ -52,6 +52,7 @@ fn main() -> Result<()> {
         .collect();
     sources.push(("most bytes accepted".into(), densest_bytes(&sources[1].1)?));
 
+    let mut candidates: Vec<(String, Vec<u8>)> = Vec::new();
     println!(
         "| source | components | decode | prepare | compress | decompress | revision size | compress peak |"
     );
@@ -68,8 +69,13 @@ fn main() -> Result<()> {
         };
         let decode = cpu(rounds, || configmap::payload(&as_json()).expect("decodes"));
         let payload = configmap::payload(&as_json()).expect("decodes");
-        let prepared = prepare::prepare(&payload, &target, &ctx, &resolver)
-            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let prepared = match prepare::prepare(&payload, &target, &ctx, &resolver) {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                println!("| {} | not prepared: {e} |", short(name));
+                continue;
+            }
+        };
         let prepare = cpu(rounds, || {
             prepare::prepare(&payload, &target, &ctx, &resolver).expect("prepares")
         });
@@ -82,8 +88,7 @@ fn main() -> Result<()> {
         let peak = peak_kib(|| revision::compress(objects()))?;
         println!(
             "| {} | {:.2} MB | {} | {} | {} | {} | {:.0} kB | {:.1} MiB |",
-            name.trim_start_matches("0000_30_cluster-api_04_cm.")
-                .trim_end_matches(".yaml"),
+            short(name),
             payload.components.len() as f64 / 1e6,
             ms(decode),
             ms(prepare),
@@ -92,6 +97,7 @@ fn main() -> Result<()> {
             stored.len() as f64 / 1e3,
             peak as f64 / 1024.0
         );
+        candidates.push((short(name), text(objects())));
         // Later providers may use the kinds of earlier ones, as in a cluster.
         for o in prepared
             .plan
@@ -101,7 +107,85 @@ fn main() -> Result<()> {
             let _ = resolver.insert_crd(&o.object);
         }
     }
+    if std::env::var_os("COMPRESSION_CANDIDATES").is_some() {
+        compare_settings(rounds, &candidates)?;
+    }
     Ok(())
+}
+
+/// zstd settings a revision could be compressed with: (name, level, window log, hash log, chain log);
+/// 0 leaves a parameter to the level.
+const SETTINGS: [(&str, i32, u32, u32, u32); 6] = [
+    ("level 19", 19, 0, 0, 0),
+    ("level 19, tables 2^20", 19, 20, 20, 20),
+    ("level 19, tables 2^18", 19, 18, 18, 18),
+    ("level 12, tables 2^20", 12, 20, 20, 20),
+    ("level 9", 9, 0, 0, 0),
+    ("level 3", 3, 0, 0, 0),
+];
+
+/// Each candidate setting on the stored text of each source: size, CPU time, peak memory.
+fn compare_settings(rounds: usize, texts: &[(String, Vec<u8>)]) -> Result<()> {
+    println!();
+    println!(
+        "| setting | {} |",
+        texts
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|{}", "---|".repeat(texts.len()));
+    for (name, level, window, hash, chain) in SETTINGS {
+        let compress = |text: &[u8]| -> Vec<u8> {
+            let mut c = zstd::bulk::Compressor::new(level).expect("a compressor");
+            use zstd::zstd_safe::CParameter;
+            for (p, v) in [
+                (CParameter::WindowLog(window), window),
+                (CParameter::HashLog(hash), hash),
+                (CParameter::ChainLog(chain), chain),
+            ] {
+                if v != 0 {
+                    c.set_parameter(p).expect("a valid parameter");
+                }
+            }
+            c.compress(text).expect("compresses")
+        };
+        let cells: Vec<String> = texts
+            .iter()
+            .map(|(_, text)| {
+                let size = compress(text).len();
+                let took = cpu(rounds, || compress(text));
+                let peak = peak_kib(|| compress(text)).unwrap_or_default();
+                format!(
+                    "{:.0} kB, {}, {:.1} MiB",
+                    size as f64 / 1e3,
+                    ms(took),
+                    peak as f64 / 1024.0
+                )
+            })
+            .collect();
+        println!("| {name} | {} |", cells.join(" | "));
+    }
+    Ok(())
+}
+
+/// What [`revision::compress`] compresses: the objects as JSON documents.
+fn text<'a>(objects: impl IntoIterator<Item = &'a kube::api::DynamicObject>) -> Vec<u8> {
+    let mut text = Vec::new();
+    for (i, o) in objects.into_iter().enumerate() {
+        if i > 0 {
+            text.extend_from_slice(b"\n---\n");
+        }
+        serde_json::to_writer(&mut text, &o).expect("an object serializes");
+    }
+    text
+}
+
+fn short(name: &str) -> String {
+    name.trim_start_matches("0000_30_cluster-api_04_cm.")
+        .trim_end_matches(".yaml")
+        .to_string()
 }
 
 fn target(cm: &ConfigMap) -> Option<Target> {
