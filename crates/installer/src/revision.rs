@@ -519,6 +519,14 @@ pub fn rollback_objects(target: Vec<Value>, newest: &[Value]) -> Vec<Value> {
     out
 }
 
+/// zstd level of a revision's content. Not the transport ConfigMap's 19: that is compressed once, at
+/// build time; a revision is compressed by the installer whenever a new version arrives, and level 19
+/// took 150–250 ms of CPU for a real provider and peaked at ~50 MiB for the largest bundle the budget
+/// accepts (its match tables grow with the input). Level 3 takes 1–2 ms and under 1 MiB whatever the
+/// input, for revisions a quarter larger (aws 51 kB instead of 41 kB: four fit in a ConfigMap many
+/// times over). BENCHMARKS.md, `reconcile_cpu` with `COMPRESSION_CANDIDATES`.
+const ZSTD_LEVEL: i32 = 3;
+
 /// The stored form of rendered objects: one JSON document each, compressed. The objects are written
 /// straight into one text (no JSON value or string per object first: a plan holds up to the resource
 /// budget's ~26 MiB of parsed objects, and a copy of it would double the installer's peak).
@@ -530,7 +538,8 @@ pub fn compress<T: serde::Serialize>(objects: impl IntoIterator<Item = T>) -> Ve
         }
         serde_json::to_writer(&mut text, &o).expect("an object serializes");
     }
-    capi_manifests::transport::compress_zstd(&text).expect("zstd compresses in memory")
+    capi_manifests::transport::compress_zstd_at(&text, ZSTD_LEVEL)
+        .expect("zstd compresses in memory")
 }
 
 /// The objects of stored content, read within twice the default resource budget (rendering adds

@@ -356,7 +356,14 @@ fn utf8(configmap: &str, key: String, bytes: Vec<u8>) -> Result<String, Error> {
 /// One zstd frame with content size and checksum, at [`ZSTD_LEVEL`], single-threaded:
 /// the same input always gives the same bytes.
 pub fn compress_zstd(data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
+    compress_zstd_at(data, ZSTD_LEVEL)
+}
+
+/// [`compress_zstd`] at another level. What a level costs grows with it: level 19's match tables are
+/// sized to the input (about 50 MiB for 4 MiB), level 3's are fixed at under 1 MiB (BENCHMARKS.md,
+/// `reconcile_cpu`).
+pub fn compress_zstd_at(data: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+    let mut c = zstd::bulk::Compressor::new(level)?;
     c.include_checksum(true)?;
     c.include_contentsize(true)?;
     c.compress(data)
