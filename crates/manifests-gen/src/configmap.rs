@@ -26,6 +26,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     ) else {
         unreachable!("clap requires --base-path and --provider-* unless --name is given");
     };
+    // The outputs' folders are created when missing, but the repository they belong to must exist: a
+    // mistyped --base-path would otherwise become a new folder holding only the review copy.
+    if !base_path.is_dir() {
+        anyhow::bail!(
+            "--base-path {}: no such folder (the root of the provider repository)",
+            base_path.display()
+        );
+    }
     let provider_type: ProviderType = provider_type.parse()?;
     let (flavor, published_name) = Flavor::for_cli_name(name);
     let provider = Provider::new(published_name, provider_type, version)?;

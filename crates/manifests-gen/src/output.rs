@@ -1,7 +1,6 @@
 //! Writing outputs so that a reader never sees half of them, and `--check`: comparing them with what
 //! is committed.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -31,15 +30,11 @@ pub fn check(outputs: &[Output]) -> Result<ExitCode> {
         let name = o.path.display().to_string();
         let (current, generated) = (elide_long_lines(&current), elide_long_lines(&o.content));
         let diff = similar::TextDiff::from_lines(&current, &generated);
-        let mut stdout = std::io::stdout().lock();
-        write!(
-            stdout,
-            "{}",
-            diff.unified_diff().context_radius(3).header(
-                &format!("{name} (committed)"),
-                &format!("{name} (generated)")
-            )
-        )?;
+        capi_runtime::report::write_stdout(diff.unified_diff().context_radius(3).header(
+            &format!("{name} (committed)"),
+            &format!("{name} (generated)"),
+        ))
+        .context("writing the diff to standard output")?;
     }
     if stale {
         eprintln!(

@@ -815,3 +815,72 @@ fn profile_usage_errors_exit_2_with_one_message_and_write_nothing() {
         assert!(fork.written().is_empty(), "{args:?}: {:?}", fork.written());
     }
 }
+
+/// Paths that must exist are checked (issue 21): a mistyped `--base-path` fails and creates nothing.
+#[test]
+fn a_base_path_that_does_not_exist_fails_and_is_not_created() {
+    let c = Case::new(GOOD, METADATA);
+    let missing = c.base.join("no/such/dir");
+    let o = bin()
+        .current_dir(&c.base)
+        .arg("--base-path")
+        .arg(&missing)
+        .args(["--manifests-path", "openshift/manifests"])
+        .args([
+            "--provider-name",
+            "foo",
+            "--provider-type",
+            "InfrastructureProvider",
+        ])
+        .args([
+            "--provider-version",
+            "v1.2.3",
+            "--components",
+            "components.yaml",
+        ])
+        .args(["--metadata", "metadata.yaml"])
+        .output()
+        .unwrap();
+    assert_fails(
+        &o,
+        &[&format!(
+            "--base-path {}: no such folder",
+            missing.display()
+        )],
+    );
+    assert!(!missing.exists(), "not created");
+    assert!(c.outputs().is_empty());
+}
+
+/// Components without a single object are named as such (issue 21), not as a later rule's complaint.
+#[test]
+fn components_without_objects_are_named_as_such() {
+    for components in ["", "# only a comment\n", "---\n# a comment\n---\n"] {
+        let c = Case::new(components, METADATA);
+        let o = c.run("v1.2.3", &[]);
+        assert_fails(&o, &["components.yaml: no objects"]);
+        assert!(c.outputs().is_empty());
+    }
+}
+
+/// A reader that stops early (`--check | head -1`) is not an error: stale stays exit 1, no panic, no
+/// `Broken pipe` error (issue 21).
+#[test]
+fn check_into_a_closed_pipe_keeps_its_exit_code() {
+    let c = Case::new(GOOD, METADATA);
+    let script = format!(
+        "set -o pipefail; {} --base-path . --manifests-path openshift/manifests --provider-name foo \
+         --provider-type InfrastructureProvider --provider-version v1.2.3 --components components.yaml \
+         --check | head -1",
+        env!("CARGO_BIN_EXE_manifests-gen")
+    );
+    let o = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(&c.base)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "stale: {err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+    assert!(!err.contains("panicked") && !err.contains("error"), "{err}");
+}

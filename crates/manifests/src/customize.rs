@@ -917,6 +917,11 @@ pub fn generate(
 ) -> Result<Generated, Error> {
     Metadata::parse(metadata_source, metadata)?;
     let objects = crate::yaml::parse_objects(components_source, components)?;
+    if objects.is_empty() {
+        return Err(Error::NoObjects {
+            source_name: components_source.to_string(),
+        });
+    }
     let customized = customize(provider, flavor, objects)?;
     let components_yaml = crate::yaml::to_multi_yaml(&customized.objects)?;
     let configmap_yaml = TransportConfigMap {

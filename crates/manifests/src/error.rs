@@ -53,6 +53,11 @@ pub enum Error {
     #[error("rule \"{rule}\": {message}")]
     InputRule { rule: &'static str, message: String },
 
+    /// Components without a single object (an empty file, only comments or `---`): nothing to ship,
+    /// most likely the wrong file or a kustomization that rendered nothing.
+    #[error("{source_name}: no objects (the components are empty, or only comments and `---`)")]
+    NoObjects { source_name: String },
+
     #[error(
         "transport ConfigMap for provider {provider} would be {size} bytes, over the ConfigMap limit of {limit} bytes{detail}"
     )]

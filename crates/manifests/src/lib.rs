@@ -12,6 +12,8 @@ pub mod budget;
 pub mod compare;
 pub mod customize;
 mod error;
+/// Container image references and the images file: parsed where they are read.
+pub mod image;
 pub mod kustomization;
 pub mod metadata;
 pub mod object;

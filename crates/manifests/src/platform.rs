@@ -56,6 +56,45 @@ impl Platform {
     }
 }
 
+/// Every `Infrastructure` platform type OpenShift knows (`config.openshift.io/v1` `PlatformType`),
+/// spelled as the API spells them: what a platform given by a person is checked against.
+pub const PLATFORM_TYPES: [&str; 16] = [
+    "AWS",
+    "Azure",
+    "BareMetal",
+    "GCP",
+    "Libvirt",
+    "OpenStack",
+    "None",
+    "VSphere",
+    "oVirt",
+    "IBMCloud",
+    "KubeVirt",
+    "EquinixMetal",
+    "PowerVS",
+    "AlibabaCloud",
+    "Nutanix",
+    "External",
+];
+
+/// A platform type given by a person (a command-line flag), checked against [`PLATFORM_TYPES`] with
+/// the API's exact spelling: `aws` is refused, and the error names the spelling meant and the known
+/// types.
+pub fn parse_platform_type(name: &str) -> Result<&'static str, String> {
+    if let Some(known) = PLATFORM_TYPES.iter().find(|t| **t == name) {
+        return Ok(known);
+    }
+    let hint = PLATFORM_TYPES
+        .iter()
+        .find(|t| t.eq_ignore_ascii_case(name))
+        .map(|t| format!(" (did you mean {t}?)"))
+        .unwrap_or_default();
+    Err(format!(
+        "{name:?} is not an Infrastructure platform type{hint}; the types, spelled exactly: {}",
+        PLATFORM_TYPES.join(", ")
+    ))
+}
+
 /// What a platform means for Cluster API on this cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlatformDecision {
@@ -103,6 +142,23 @@ pub fn decide(infrastructure_status: Option<&Value>) -> PlatformDecision {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn platform_types_are_spelled_as_the_api_spells_them() {
+        assert_eq!(parse_platform_type("AWS"), Ok("AWS"));
+        assert_eq!(parse_platform_type("oVirt"), Ok("oVirt"));
+        let err = parse_platform_type("aws").unwrap_err();
+        assert!(err.starts_with("\"aws\" is not an Infrastructure platform type (did you mean AWS?); the types, spelled exactly: AWS, Azure, BareMetal,"), "{err}");
+        let err = parse_platform_type("Foo").unwrap_err();
+        assert!(
+            !err.contains("did you mean") && err.contains("Nutanix, External"),
+            "{err}"
+        );
+        // Every platform with a provider is a known type.
+        for (_, type_name, _) in TABLE {
+            assert!(PLATFORM_TYPES.contains(&type_name), "{type_name}");
+        }
+    }
 
     fn status(platform_status: Value) -> Value {
         json!({ "platformStatus": platform_status })

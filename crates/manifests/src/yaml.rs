@@ -60,6 +60,50 @@ pub struct Document {
     pub value: Value,
 }
 
+/// Every `kind: List` document (`apiVersion: v1`, what `kubectl get -o yaml` and `oc get -o yaml` write
+/// for more than one object) replaced by its items, as kubectl reads such a file; other documents stay
+/// as they are. An item is located as `<source>: document N (line L), item I`.
+pub fn unwrap_lists(documents: Vec<Document>) -> Vec<Document> {
+    let mut out = Vec::with_capacity(documents.len());
+    for doc in documents {
+        let is_list = doc.value.get("apiVersion").and_then(Value::as_str) == Some("v1")
+            && doc.value.get("kind").and_then(Value::as_str) == Some("List");
+        let items = match doc.value {
+            Value::Object(mut map) if is_list => match map.remove("items") {
+                Some(Value::Array(items)) => items,
+                Some(Value::Null) | None => Vec::new(),
+                Some(other) => {
+                    // Not a list of items: leave the document for the reader to refuse.
+                    map.insert("items".into(), other);
+                    out.push(Document {
+                        location: doc.location,
+                        value: Value::Object(map),
+                    });
+                    continue;
+                }
+            },
+            value => {
+                out.push(Document {
+                    location: doc.location,
+                    value,
+                });
+                continue;
+            }
+        };
+        for (i, value) in items.into_iter().enumerate() {
+            out.push(Document {
+                location: DocLocation {
+                    source: Arc::from(format!("{}, item {i}", doc.location)),
+                    index: doc.location.index,
+                    line: 0,
+                },
+                value,
+            });
+        }
+    }
+    out
+}
+
 /// A document that is a Kubernetes object: a map with `apiVersion`, `kind` and `metadata.name`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
@@ -406,6 +450,39 @@ pub fn scalar_position(text: &str, first_line: usize, path: &[&str]) -> Option<S
         }
     }
     None
+}
+
+#[cfg(test)]
+mod list_tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_read_item_by_item() {
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n- {apiVersion: v1, kind: Secret, metadata: {name: c}}\n---\napiVersion: v1\nkind: List\nitems: []\n";
+        let docs = unwrap_lists(parse_documents("x.yaml", text).unwrap());
+        let names: Vec<(&str, String)> = docs
+            .iter()
+            .map(|d| {
+                (
+                    d.value["metadata"]["name"].as_str().unwrap(),
+                    d.location.to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a", "x.yaml: document 0 (line 1)".to_string()),
+                ("b", "x.yaml: document 1 (line 5), item 0".to_string()),
+                ("c", "x.yaml: document 1 (line 5), item 1".to_string()),
+            ]
+        );
+        // A List of another group, or one whose items are not a list, is left as it is.
+        let text = "apiVersion: example.com/v1\nkind: List\nitems: []\n---\napiVersion: v1\nkind: List\nitems: {a: 1}\n";
+        let docs = unwrap_lists(parse_documents("y.yaml", text).unwrap());
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1].value["items"]["a"], 1);
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,20 @@ pub mod exit {
     pub const ERROR: u8 = 2;
 }
 
+/// Writes a command's output to standard output. A reader that has gone away (`… | head -1`, a closed
+/// pipe) is not an error: it wanted no more, and the command's exit code keeps its meaning (`--check`
+/// still exits 1 when stale). Rust ignores SIGPIPE, so without this `print!` panics (exit 101) and
+/// `write!` fails (an error, exit 2).
+pub fn write_stdout(text: impl std::fmt::Display) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let result = write!(out, "{text}").and_then(|()| out.flush());
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
 /// The one-line message of an error and its causes: `what failed: why: why`.
 pub fn error_chain(err: &(dyn Error + 'static)) -> String {
     let mut out = err.to_string();
