@@ -10,7 +10,7 @@ use capi_cluster_controllers::kubeconfig::Settings;
 use capi_cluster_controllers::{Config, Controllers, Metrics, names, user_agent};
 use capi_runtime::args::{HttpArgs, KubeArgs, LeaderElectionArgs, LogArgs};
 use capi_runtime::report::{exit, finish};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use prometheus_client::registry::Registry;
 
 #[derive(Parser)]
@@ -46,19 +46,31 @@ struct RunArgs {
     log: LogArgs,
 }
 
+/// The controllers pod's health and metrics addresses: not the installer's (9440, 8443), so that both
+/// run on one host (a developer's machine, host networking) without flags.
+const HTTP_ADDR: &str = "0.0.0.0:9441";
+const METRICS_ADDR: &str = "0.0.0.0:8444";
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    match Cli::parse().command {
+    let command = HttpArgs::with_defaults(Cli::command(), "run", HTTP_ADDR, METRICS_ADDR);
+    let cli = Cli::from_arg_matches_mut(&mut command.get_matches()).unwrap_or_else(|e| e.exit());
+    match cli.command {
         Command::Run(args) => finish(run(*args).await.map(|()| ExitCode::SUCCESS), exit::ERROR),
     }
 }
 
 async fn run(args: RunArgs) -> Result<()> {
     capi_runtime::process::init_logging(args.log.log_format);
-    let config =
-        capi_runtime::process::config(args.kube.kubeconfig.as_deref(), &user_agent()).await?;
+    let loaded = capi_runtime::process::config(&args.kube, &user_agent()).await?;
     // The kubeconfig for Cluster API points where this pod's own client points, with the same CA.
-    let settings = Settings::from_client_config(&config).map_err(anyhow::Error::msg)?;
+    let settings = Settings::from_client_config(&loaded.config).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e}; the kubeconfig this pod writes for Cluster API needs the CA that signed the API server's certificate: add certificate-authority-data (or certificate-authority: FILE) to that cluster, or run in the cluster, where the ServiceAccount's CA is used",
+            loaded.source
+        )
+    })?;
+    let config = loaded.config;
     let client = kube::Client::try_from(config.clone())?;
     let mut controllers = Config::new(settings);
     controllers.namespace = args.namespace.clone();

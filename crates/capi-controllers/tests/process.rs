@@ -145,3 +145,50 @@ async fn runs_as_its_service_account_with_its_lease_endpoints_and_user_agent() {
         ""
     );
 }
+
+/// A kubeconfig without a CA cannot give Cluster API a kubeconfig of its own: the error names the file
+/// and the context, and says what to add (issue 21). Nothing is contacted.
+#[test]
+fn a_kubeconfig_without_a_ca_is_refused_naming_the_file_and_the_fix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kubeconfig = tmp.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
+         users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    \
+         user: u\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--leader-elect=false", "--http-addr", "127.0.0.1:0"])
+        .args(["--metrics-addr", "127.0.0.1:0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_default();
+    assert!(
+        line.contains(&format!("kubeconfig {} (context x", kubeconfig.display()))
+            && line.contains("no CA certificate")
+            && line.contains("add certificate-authority-data"),
+        "{err}"
+    );
+}
+
+/// Its health and metrics ports are not the installer's (9440, 8443): both run on one host without
+/// flags. `run --help` states them.
+#[test]
+fn its_default_ports_are_its_own() {
+    let out = Command::new(BIN).args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        help.contains("[default: 0.0.0.0:9441]") && help.contains("[default: 0.0.0.0:8444]"),
+        "{help}"
+    );
+}

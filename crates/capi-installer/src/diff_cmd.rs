@@ -17,6 +17,8 @@ pub enum Output {
     Text,
     /// The same as one JSON document, for CI.
     Json,
+    /// The JSON document as YAML.
+    Yaml,
 }
 
 #[derive(clap::Args)]
@@ -34,21 +36,26 @@ pub struct DiffArgs {
     #[arg(long, value_name = "PATH")]
     substitutions: Option<PathBuf>,
     /// The namespace of the transport ConfigMaps and of every namespaced provider object.
-    #[arg(long, default_value = "openshift-cluster-api", value_name = "NS")]
+    #[arg(
+        short,
+        long,
+        default_value = "openshift-cluster-api",
+        value_name = "NS"
+    )]
     namespace: String,
     #[command(flatten)]
     adopt: crate::adopt_args::AdoptArgs,
     #[command(flatten)]
     policy: crate::policy_args::PolicyArgs,
-    /// `text` for people, `json` for CI.
-    #[arg(long, value_enum, default_value = "text")]
+    /// `text` for people; `json` or `yaml` for CI.
+    #[arg(short, long, value_enum, default_value = "text", value_name = "FORMAT")]
     output: Output,
 }
 
 /// Exit code 0 when nothing would change, 1 when something would (or would be refused); errors
 /// (2) otherwise.
 pub async fn main(args: DiffArgs) -> Result<ExitCode> {
-    let images = crate::read_map(&args.images_json, "images file")?;
+    let images = crate::read_images(&args.images_json)?;
     let substitutions = match &args.substitutions {
         Some(path) => crate::read_map(path, "substitutions file")?,
         None => Default::default(),
@@ -64,12 +71,14 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
         substitutions,
         adoptable_managers: args.adopt.adopt_from_managers,
     };
-    let client = crate::client(args.kube.kubeconfig.as_deref()).await?;
+    let client = crate::connect(&args.kube).await?;
     let report = diff::diff(&client, &config, given).await?;
-    match args.output {
-        Output::Text => print!("{}", report.text()),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-    }
+    let out = match args.output {
+        Output::Text => report.text(),
+        Output::Json => format!("{}\n", serde_json::to_string_pretty(&report)?),
+        Output::Yaml => capi_manifests::yaml::to_yaml("the diff", &serde_json::to_value(&report)?)?,
+    };
+    capi_runtime::report::write_stdout(out)?;
     Ok(ExitCode::from(if report.differs() {
         exit::FAILED
     } else {
@@ -95,7 +104,8 @@ fn read_configmaps(path: &Path) -> Result<Vec<Value>> {
     for file in files {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;
-        for doc in capi_manifests::yaml::parse_documents(&file.display().to_string(), &text)? {
+        let docs = capi_manifests::yaml::parse_documents(&file.display().to_string(), &text)?;
+        for doc in capi_manifests::yaml::unwrap_lists(docs) {
             let v = doc.value;
             let transport = v.get("apiVersion").and_then(Value::as_str) == Some("v1")
                 && v.get("kind").and_then(Value::as_str) == Some("ConfigMap")

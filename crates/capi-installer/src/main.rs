@@ -58,7 +58,12 @@ struct RunArgs {
     #[command(flatten)]
     kube: KubeArgs,
     /// The namespace of the transport ConfigMaps and of every namespaced provider object.
-    #[arg(long, default_value = "openshift-cluster-api", value_name = "NS")]
+    #[arg(
+        short,
+        long,
+        default_value = "openshift-cluster-api",
+        value_name = "NS"
+    )]
     namespace: String,
     /// JSON object of release image references: key → image.
     #[arg(long, value_name = "PATH")]
@@ -113,6 +118,14 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The release's images from an images file (`--images-json`): every value an image reference, every
+/// bad entry named at once.
+pub(crate) fn read_images(path: &Path) -> Result<BTreeMap<String, String>> {
+    let what = format!("images file {}", path.display());
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {what}"))?;
+    Ok(capi_manifests::image::parse_images(&what, &text)?)
+}
+
 pub(crate) fn read_map(path: &Path, what: &str) -> Result<BTreeMap<String, String>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading {what} {}", path.display()))?;
@@ -124,14 +137,15 @@ pub(crate) fn read_map(path: &Path, what: &str) -> Result<BTreeMap<String, Strin
     })
 }
 
-/// A client whose every request carries the installer's user agent.
-pub(crate) async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client> {
-    Ok(capi_runtime::process::client(kubeconfig, &user_agent()).await?)
+/// A client whose every request carries the installer's user agent, for a command a person runs: the
+/// server has answered as an API server (or the error names it and what to check).
+pub(crate) async fn connect(kube: &KubeArgs) -> Result<kube::Client> {
+    Ok(capi_runtime::process::connect(kube, &user_agent()).await?)
 }
 
 async fn run(args: RunArgs) -> Result<()> {
     capi_runtime::process::init_logging(args.log.log_format);
-    let images = read_map(&args.images_json, "images file")?;
+    let images = read_images(&args.images_json)?;
     let substitutions = match &args.substitutions {
         Some(path) => read_map(path, "substitutions file")?,
         None => BTreeMap::new(),
@@ -164,8 +178,9 @@ async fn run(args: RunArgs) -> Result<()> {
         instance: args.leader.instance.clone(),
         profiles,
     };
-    let kube_config =
-        capi_runtime::process::config(args.kube.kubeconfig.as_deref(), &user_agent()).await?;
+    let kube_config = capi_runtime::process::config(&args.kube, &user_agent())
+        .await?
+        .config;
     let client = kube::Client::try_from(kube_config.clone())?;
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));

@@ -28,15 +28,19 @@ pub enum Output {
     Text,
     /// The rendered objects as multi-document YAML, each preceded by a comment with its place in the plan.
     Yaml,
+    /// The rendered objects in apply order as one JSON `List` (what `kubectl get -o json` prints).
+    Json,
 }
 
 #[derive(clap::Args)]
 pub struct RenderArgs {
-    /// The `Infrastructure` platform type, e.g. AWS, GCP, Azure, PowerVS, VSphere, OpenStack, BareMetal.
-    #[arg(long)]
+    /// The `Infrastructure` platform type, spelled as the API spells it: AWS, GCP, Azure, PowerVS,
+    /// VSphere, OpenStack, BareMetal (those with a provider), or another known type (None, Nutanix, ...).
+    #[arg(long, value_name = "TYPE", value_parser = platform_type)]
     platform: String,
-    /// Folder of YAML files holding the transport ConfigMaps (other documents are reported and skipped).
-    #[arg(long, required_unless_present = "profiles_dir")]
+    /// Folder of YAML files holding the transport ConfigMaps (other documents are reported and skipped;
+    /// a `kind: List`, as `oc get -o yaml` writes it, is read item by item).
+    #[arg(long, value_name = "DIR", required_unless_present = "profiles_dir")]
     from: Option<PathBuf>,
     /// Folder of image-based profiles: `<image>/capi-operator-manifests/<profile>/`.
     #[arg(long, value_name = "DIR")]
@@ -45,19 +49,28 @@ pub struct RenderArgs {
     #[arg(long, default_value = capi_manifests::profile::DEFAULT_PROFILE, value_name = "NAME", requires = "profiles_dir")]
     profile: String,
     /// JSON object of release image references: key → image.
-    #[arg(long)]
+    #[arg(long, value_name = "PATH")]
     images_json: PathBuf,
     /// YAML or JSON map of variables for `${VAR}` substitution.
-    #[arg(long)]
+    #[arg(long, value_name = "PATH")]
     substitutions: Option<PathBuf>,
     /// The namespace of the transport ConfigMaps and of every namespaced provider object.
-    #[arg(long, default_value = "openshift-cluster-api")]
+    #[arg(
+        short,
+        long,
+        default_value = "openshift-cluster-api",
+        value_name = "NS"
+    )]
     namespace: String,
-    /// `text`: the ordered plan; `yaml`: the rendered objects in apply order.
-    #[arg(long, value_enum, default_value = "text")]
+    /// `text`: the ordered plan; `yaml` or `json`: the rendered objects in apply order.
+    #[arg(short, long, value_enum, default_value = "text", value_name = "FORMAT")]
     output: Output,
     #[command(flatten)]
     policy: crate::policy_args::PolicyArgs,
+}
+
+fn platform_type(name: &str) -> Result<String, String> {
+    capi_manifests::platform::parse_platform_type(name).map(str::to_string)
 }
 
 /// Exit code 1 when a provider of the platform cannot be rendered (or is missing); errors otherwise.
@@ -91,8 +104,9 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
     let out = match args.output {
         Output::Text => text(&args.platform, &infra, &args.namespace, &plans),
         Output::Yaml => yaml(&plans)?,
+        Output::Json => json_list(&plans)?,
     };
-    print!("{out}");
+    capi_runtime::report::write_stdout(out)?;
     Ok(report_errors(
         &errors,
         selection.targets.len() + selection.refused.len(),
@@ -103,7 +117,7 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
 /// The sources and what rendering needs (images, substitutions, the installer's policy); notes on
 /// what the input holds besides.
 fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
-    let images = crate::read_map(&args.images_json, "images file")?;
+    let images = crate::read_images(&args.images_json)?;
     let substitutions = match &args.substitutions {
         Some(path) => crate::read_map(path, "substitutions file")?,
         None => Default::default(),
@@ -304,8 +318,8 @@ fn plan_all<'a>(
     let mut plans: Vec<(&Target, Plan)> = Vec::new();
     for target in &selection.targets {
         let (origin, payload) = sources.payload(&target.source.id);
-        let prepared = payload.and_then(|payload| {
-            prepare::prepare(&payload, target, ctx, &resolver).map_err(|e| e.to_string())
+        let prepared = payload.map_err(|e| vec![e]).and_then(|payload| {
+            prepare::prepare(&payload, target, ctx, &resolver).map_err(|e| e.problems())
         });
         match prepared {
             Ok(prepared) => {
@@ -326,7 +340,13 @@ fn plan_all<'a>(
                 }
                 plans.push((target, prepared.plan));
             }
-            Err(e) => errors.push(format!("{origin}: {e}")),
+            // One provider's problems, each on a line of its own.
+            Err(e) => errors.push(
+                e.iter()
+                    .map(|p| format!("{origin}: {p}"))
+                    .collect::<Vec<_>>()
+                    .join("\nerror: "),
+            ),
         }
     }
 
@@ -411,6 +431,18 @@ fn yaml(plans: &[(&Target, Plan)]) -> Result<String> {
     Ok(out)
 }
 
+/// The rendered objects in apply order as a `v1` `List`.
+fn json_list(plans: &[(&Target, Plan)]) -> Result<String> {
+    let mut items = Vec::new();
+    for (_, plan) in plans {
+        for o in plan.objects() {
+            items.push(serde_json::to_value(&o.object).with_context(|| o.key.to_string())?);
+        }
+    }
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    Ok(format!("{}\n", serde_json::to_string_pretty(&list)?))
+}
+
 struct InputConfigMap {
     typed: ConfigMap,
     value: Value,
@@ -461,7 +493,10 @@ fn read_input(dir: &Path, namespace: &str) -> Result<Input> {
     for file in files {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;
-        let docs = capi_manifests::yaml::parse_documents(&file.display().to_string(), &text)?;
+        let docs = capi_manifests::yaml::unwrap_lists(capi_manifests::yaml::parse_documents(
+            &file.display().to_string(),
+            &text,
+        )?);
         for doc in docs {
             let origin = doc.location.to_string();
             let kind = doc

@@ -2,7 +2,6 @@
 //! provider instead of its source's current content, until that content changes. Writes one key
 //! (`rollback`) of the provider's revisions ConfigMap, then waits until the installer reports it done.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -18,11 +17,15 @@ const FIELD_MANAGER: &str = "capi-installer-rollback";
 
 #[derive(clap::Args)]
 pub struct RollbackArgs {
-    /// Kubeconfig file; default: in-cluster configuration or $KUBECONFIG.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    kube: capi_runtime::args::KubeArgs,
     /// The installer's namespace (where the revisions are recorded).
-    #[arg(long, default_value = "openshift-cluster-api", value_name = "NS")]
+    #[arg(
+        short,
+        long,
+        default_value = "openshift-cluster-api",
+        value_name = "NS"
+    )]
     namespace: String,
     /// The provider, by name (`cluster-api`, `aws`, ...), as `capi-installer status` lists it.
     #[arg(long, value_name = "NAME")]
@@ -36,7 +39,7 @@ pub struct RollbackArgs {
 }
 
 pub async fn main(args: RollbackArgs) -> Result<()> {
-    let client = crate::client(args.kubeconfig.as_deref()).await?;
+    let client = crate::connect(&args.kube).await?;
     let api: Api<ConfigMap> = Api::namespaced(client, &args.namespace);
     let logs = logs(&api).await?;
     let now = now_rfc3339();

@@ -4,7 +4,6 @@
 //! ClusterOperator's conditions. Read-only.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -26,11 +25,15 @@ use serde_json::Value;
 
 #[derive(clap::Args)]
 pub struct StatusArgs {
-    /// Kubeconfig file; default: in-cluster configuration or $KUBECONFIG.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    kube: capi_runtime::args::KubeArgs,
     /// The namespace of the transport ConfigMaps and of the inventory.
-    #[arg(long, default_value = "openshift-cluster-api")]
+    #[arg(
+        short,
+        long,
+        default_value = "openshift-cluster-api",
+        value_name = "NS"
+    )]
     namespace: String,
 }
 
@@ -59,7 +62,7 @@ struct Row {
 /// Exit code 0 when the ClusterOperator is Available and not Degraded, 1 otherwise (missing included),
 /// so that scripts can wait on it; 2 when the cluster cannot be read.
 pub async fn main(args: StatusArgs) -> Result<ExitCode> {
-    let client = crate::client(args.kubeconfig.as_deref()).await?;
+    let client = crate::connect(&args.kube).await?;
     let infra_api: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &config_resource("Infrastructure", "infrastructures"),
@@ -97,7 +100,7 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
     out.push_str(&controllers(co.as_ref()));
     out.push('\n');
     out.push_str(&pods(&client, &args.namespace).await?);
-    print!("{out}");
+    capi_runtime::report::write_stdout(out)?;
     Ok(if healthy(co.as_ref()) {
         ExitCode::SUCCESS
     } else {

@@ -20,15 +20,15 @@ fn images() -> BTreeMap<&'static str, &'static str> {
     BTreeMap::from([
         (
             "cluster-capi-controllers",
-            "quay.io/openshift/ocp-v4.0-art-dev@sha256:c0c0",
+            "quay.io/openshift/ocp-v4.0-art-dev@sha256:c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0",
         ),
         (
             "aws-cluster-api-controllers",
-            "quay.io/openshift/ocp-v4.0-art-dev@sha256:a0a0",
+            "quay.io/openshift/ocp-v4.0-art-dev@sha256:a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0",
         ),
         (
             "kube-rbac-proxy",
-            "quay.io/openshift/ocp-v4.0-art-dev@sha256:b0b0",
+            "quay.io/openshift/ocp-v4.0-art-dev@sha256:b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0",
         ),
     ])
 }
@@ -347,7 +347,7 @@ fn the_platform_picks_the_infrastructure_provider() {
     let mut images = images();
     images.insert(
         "gcp-cluster-api-controllers",
-        "quay.io/openshift/ocp-v4.0-art-dev@sha256:9c9c",
+        "quay.io/openshift/ocp-v4.0-art-dev@sha256:9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c9c",
     );
     let images = write_images(tmp.path(), &images);
 
@@ -391,28 +391,7 @@ fn the_platform_picks_the_infrastructure_provider() {
 fn render_takes_the_policy_allowances_of_run() {
     let Some(dir) = fixtures() else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let input = tmp.path().join("input");
-    std::fs::create_dir(&input).unwrap();
-    std::fs::copy(dir.join(CORE_CM), input.join(CORE_CM)).unwrap();
-    let aws = std::fs::read_to_string(dir.join(AWS_CM)).unwrap();
-    let aws = capi_manifests::yaml::parse_documents("aws", &aws)
-        .unwrap()
-        .remove(0)
-        .value;
-    let mut content = capi_manifests::TransportConfigMap::decode(&aws)
-        .unwrap()
-        .content;
-    if !content.components.ends_with('\n') {
-        content.components.push('\n');
-    }
-    content.components.push_str(
-        "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}\n  scope: Namespaced\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: capa-node-reader}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: node-reader}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n",
-    );
-    std::fs::write(
-        input.join(AWS_CM),
-        capi_manifests::yaml::to_yaml("aws", &content.encode().unwrap()).unwrap(),
-    )
-    .unwrap();
+    let input = aws_with_two_violations(&dir, tmp.path());
     let images = write_images(tmp.path(), &images());
 
     let refused = render(&input, &images, &[]);
@@ -461,6 +440,60 @@ fn render_takes_the_policy_allowances_of_run() {
     }
 }
 
+/// Independent problems are reported together, one per line (issue 21): a missing image key does not
+/// hide the bundle policy's violations, and each violation is a line of its own.
+#[test]
+fn every_problem_is_reported_at_once_one_per_line() {
+    let Some(dir) = fixtures() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let input = aws_with_two_violations(&dir, tmp.path());
+    let mut images = images();
+    images.remove("aws-cluster-api-controllers");
+    let out = render(&input, &write_images(tmp.path(), &images), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    let one = |needle: &str| {
+        let found: Vec<&&str> = lines.iter().filter(|l| l.contains(needle)).collect();
+        assert_eq!(found.len(), 1, "one line with {needle:?}: {err}");
+        assert!(found[0].contains(AWS_CM), "each line names the file: {err}");
+    };
+    one("needs key \"aws-cluster-api-controllers\"");
+    one("rule crd-family-groups-only");
+    one("rule rbac-bundle-roles-only");
+    assert!(
+        lines.contains(&"error: 1 of 2 provider(s) cannot be rendered"),
+        "{err}"
+    );
+}
+
+/// The aws fixture's ConfigMap with a CRD outside the Cluster API groups and a binding to a role of the
+/// cluster added, beside the core one, in `dir/input`.
+fn aws_with_two_violations(dir: &Path, tmp: &Path) -> PathBuf {
+    let input = tmp.join("input");
+    std::fs::create_dir(&input).unwrap();
+    std::fs::copy(dir.join(CORE_CM), input.join(CORE_CM)).unwrap();
+    let aws = std::fs::read_to_string(dir.join(AWS_CM)).unwrap();
+    let aws = capi_manifests::yaml::parse_documents("aws", &aws)
+        .unwrap()
+        .remove(0)
+        .value;
+    let mut content = capi_manifests::TransportConfigMap::decode(&aws)
+        .unwrap()
+        .content;
+    if !content.components.ends_with('\n') {
+        content.components.push('\n');
+    }
+    content.components.push_str(
+        "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}\n  scope: Namespaced\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: capa-node-reader}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: node-reader}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n",
+    );
+    std::fs::write(
+        input.join(AWS_CM),
+        capi_manifests::yaml::to_yaml("aws", &content.encode().unwrap()).unwrap(),
+    )
+    .unwrap();
+    input
+}
 /// `capi-installer` with `args`, no environment that could change its defaults.
 fn installer(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -646,7 +679,7 @@ fn errors_are_one_line_with_exit_codes_for_scripts() {
                 kubeconfig,
             ],
             2,
-            "error: reading Infrastructure cluster: ",
+            "error: the connection to the server 127.0.0.1:1 was refused",
         ));
     }
     for (args, code, prefix) in cases {
@@ -721,6 +754,404 @@ async fn status_exits_non_zero_unless_available_and_not_degraded() {
             "Available={available} Degraded={degraded}: {}{}",
             stdout(&out),
             stderr(&out)
+        );
+    }
+}
+
+/// A kubeconfig of one context `name` whose cluster is `server` (never a real credential).
+fn kubeconfig_for(dir: &Path, name: &str, server: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {server}\n\
+             users:\n- name: {name}\n  user:\n    token: t\ncontexts:\n- name: {name}\n  context:\n    \
+             cluster: {name}\n    user: {name}\ncurrent-context: {name}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// An HTTP server on loopback that is not an API server: it answers every request as a plain web
+/// server answers an unknown path. Serves `requests` requests, then stops.
+fn not_an_api_server(requests: usize) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(requests) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body = "404 page not found\n";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// kubectl's habits for reaching the cluster (issue 21): `KUBECONFIG` lists with missing entries
+/// skipped, `--context`, `~/.kube/config`, `-n`; and errors that name the server and what to check: a
+/// refused connection, a server that is not an API server, an unknown context. The same rules for
+/// `status`, `diff` and `rollback` (one `KubeArgs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_access_follows_kubectl() {
+    let cp = control_plane::ControlPlane::start(Default::default())
+        .await
+        .expect("control plane starts");
+    let tmp = tempfile::tempdir().unwrap();
+    let real = cp.kubeconfig_path();
+    let refused = kubeconfig_for(tmp.path(), "refused", "https://127.0.0.1:1");
+    let web = kubeconfig_for(tmp.path(), "web", &not_an_api_server(8));
+    let missing = tmp.path().join("no-such-kubeconfig");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(home.join(".kube")).unwrap();
+    let list = |paths: &[&Path]| std::env::join_paths(paths).unwrap();
+    let run = |args: &[&str], kubeconfig: Option<&std::ffi::OsStr>, home: &Path| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("HOME", home);
+        if let Some(k) = kubeconfig {
+            cmd.env("KUBECONFIG", k);
+        }
+        cmd.output().expect("capi-installer runs")
+    };
+    // Reached the cluster: the status of a cluster without the installer, exit 1 (not Available).
+    let reached = |out: &Output, what: &str| {
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(out));
+        assert!(
+            stdout(out).contains("ClusterOperator cluster-api: not found"),
+            "{what}: {}{}",
+            stdout(out),
+            stderr(out)
+        );
+    };
+
+    // A KUBECONFIG list: the missing entry is skipped, as kubectl skips it.
+    let out = run(&["status"], Some(&list(&[&missing, &real])), tmp.path());
+    reached(&out, "KUBECONFIG with a missing entry");
+    // The first file's current-context wins; --context picks another of the merged files.
+    let both = list(&[&refused, &real]);
+    let out = run(
+        &["status", "-n", "openshift-cluster-api"],
+        Some(&both),
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(
+            "error: the connection to the server 127.0.0.1:1 was refused: is the API server running there, and is that the right host and port?"
+        ) && stderr(&out).contains("context refused"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &["status", "--context", "control-plane"],
+        Some(&both),
+        tmp.path(),
+    );
+    reached(&out, "--context");
+    // Without KUBECONFIG: ~/.kube/config.
+    std::fs::copy(&real, home.join(".kube/config")).unwrap();
+    let out = run(&["status"], None, &home);
+    reached(&out, "~/.kube/config");
+    // ... but not when KUBECONFIG is set (kubectl reads it alone), nor with a --kubeconfig.
+    let out = run(&["status"], Some(missing.as_os_str()), &home);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("none of the files in KUBECONFIG")
+            && stderr(&out).contains("pass --kubeconfig FILE or set KUBECONFIG"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &["status", "--kubeconfig", missing.to_str().unwrap()],
+        None,
+        &home,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "error: reading kubeconfig {}: ",
+            missing.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+
+    // Every command that reaches the cluster says the same, naming the server and what to check.
+    let images = write_images(tmp.path(), &images());
+    let images = images.to_str().unwrap();
+    let cm = tmp.path().join("cm.yaml");
+    std::fs::write(
+        &cm,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: aws\n  labels:\n    provider.cluster.x-k8s.io/name: aws\n",
+    )
+    .unwrap();
+    let cm = cm.to_str().unwrap();
+    for (command, kubeconfig, expected) in [
+        (
+            vec!["status"],
+            &web,
+            "is not a Kubernetes API server: GET /version answered HTTP 404",
+        ),
+        (
+            vec!["diff", cm, "--images-json", images],
+            &web,
+            "is not a Kubernetes API server",
+        ),
+        (
+            vec!["rollback", "--provider", "aws", "--to", "1"],
+            &web,
+            "is not a Kubernetes API server",
+        ),
+        (
+            vec!["diff", cm, "--images-json", images],
+            &refused,
+            "the connection to the server 127.0.0.1:1 was refused",
+        ),
+        (
+            vec!["rollback", "--provider", "aws", "--to", "1"],
+            &refused,
+            "the connection to the server 127.0.0.1:1 was refused",
+        ),
+    ] {
+        let mut args = command.clone();
+        args.extend(["--kubeconfig", kubeconfig.to_str().unwrap()]);
+        let out = run(&args, None, tmp.path());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(expected),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    }
+    let out = run(&["status", "--context", "nope"], Some(&both), tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no context \"nope\" (contexts: refused, control-plane)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Input is checked where it is read (issue 21): every image of an images file is an image reference
+/// (`run`, `render` and `diff` read it alike, before any cluster is contacted), and `--platform` is a
+/// known platform type, spelled exactly. Both are errors of the command (exit 2) that name what is wrong.
+#[test]
+fn images_and_platforms_are_checked_at_the_edge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut bad = images();
+    bad.insert("cluster-capi-controllers", "");
+    bad.insert("aws-cluster-api-controllers", "not an image ref!!");
+    let bad = write_images(tmp.path(), &bad);
+    let bad = bad.to_str().unwrap();
+    let from = tmp.path().to_str().unwrap();
+    let refused = kubeconfig_for(tmp.path(), "refused", "https://127.0.0.1:1");
+    let refused = refused.to_str().unwrap();
+    for args in [
+        vec![
+            "render",
+            "--platform",
+            "AWS",
+            "--from",
+            from,
+            "--images-json",
+            bad,
+        ],
+        vec!["run", "--images-json", bad, "--kubeconfig", refused],
+        vec!["diff", from, "--images-json", bad, "--kubeconfig", refused],
+    ] {
+        let out = installer(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_default();
+        assert!(
+            line.starts_with(&format!("error: images file {bad}: "))
+                && line.contains(r#"key "cluster-capi-controllers": "" is not an image reference: it is empty"#)
+                && line.contains(r#"key "aws-cluster-api-controllers": "not an image ref!!" is not an image reference"#),
+            "{args:?}: {err}"
+        );
+    }
+
+    let good = write_images(tmp.path(), &images());
+    let good = good.to_str().unwrap();
+    for (platform, hint) in [("aws", Some("did you mean AWS?")), ("Foo", None)] {
+        let out = installer(&[
+            "render",
+            "--platform",
+            platform,
+            "--from",
+            from,
+            "--images-json",
+            good,
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{platform}: {err}");
+        assert!(
+            err.starts_with("error: invalid value")
+                && err.contains("is not an Infrastructure platform type")
+                && err.contains("AWS, Azure, BareMetal, GCP")
+                && hint.is_none_or(|h| err.contains(h)),
+            "{platform}: {err}"
+        );
+    }
+}
+
+/// What `oc get cm -o yaml` writes for several ConfigMaps is a `kind: List`: `render` reads its items
+/// as kubectl does, and plans exactly what the separate files give.
+#[test]
+fn a_list_is_read_item_by_item() {
+    let Some(dir) = fixtures() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let images = write_images(tmp.path(), &images());
+    let input = tmp.path().join("input");
+    std::fs::create_dir(&input).unwrap();
+    let items: Vec<Value> = [CORE_CM, AWS_CM]
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(dir.join(f)).unwrap();
+            let mut cm = capi_manifests::yaml::parse_documents(f, &text)
+                .unwrap()
+                .remove(0)
+                .value;
+            // As the API server returns it.
+            cm["metadata"]["resourceVersion"] = json!("1234");
+            cm["metadata"]["uid"] = json!("6c1f2bd0-7a8e-4d8b-9d59-2f0e5c1c8a11");
+            cm
+        })
+        .collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
+    std::fs::write(
+        input.join("x.yaml"),
+        capi_manifests::yaml::to_yaml("list", &list).unwrap(),
+    )
+    .unwrap();
+    let from_list = render(&input, &images, &[]);
+    assert!(from_list.status.success(), "{}", stderr(&from_list));
+    assert!(
+        !stderr(&from_list).contains("not a transport ConfigMap"),
+        "{}",
+        stderr(&from_list)
+    );
+    let from_files = render(&dir, &images, &[]);
+    assert_eq!(
+        parse_plan(&stdout(&from_list)),
+        parse_plan(&stdout(&from_files))
+    );
+}
+
+/// `-o json` of `render` is a `List` of the rendered objects in apply order: the objects of the text plan.
+#[test]
+fn render_prints_json_too() {
+    let Some(dir) = fixtures() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let images = write_images(tmp.path(), &images());
+    let text = render(&dir, &images, &[]);
+    let json = render(&dir, &images, &["-o", "json"]);
+    assert!(json.status.success(), "{}", stderr(&json));
+    let list: Value = serde_json::from_slice(&json.stdout).expect("one JSON document");
+    assert_eq!(
+        (list["apiVersion"].as_str(), list["kind"].as_str()),
+        (Some("v1"), Some("List"))
+    );
+    let ids: Vec<String> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let name = o["metadata"]["name"].as_str().unwrap();
+            match o["metadata"]["namespace"].as_str() {
+                Some(ns) => format!("{} {ns}/{name}", o["kind"].as_str().unwrap()),
+                None => format!("{} {name}", o["kind"].as_str().unwrap()),
+            }
+        })
+        .collect();
+    let planned: Vec<String> = parse_plan(&stdout(&text))
+        .into_iter()
+        .map(|(_, _, o)| o)
+        .collect();
+    assert_eq!(ids, planned);
+}
+
+/// A reader that stops early (`| head -1`) is not an error: no panic, and the exit code keeps its meaning
+/// (0 here, the plan was printed; 1 stays 1 for `manifests-gen --check`, tests/cli.rs there).
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    let Some(dir) = fixtures() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let images = write_images(tmp.path(), &images());
+    let script = format!(
+        "set -o pipefail; {BIN} render --platform AWS --from {} --images-json {} -o yaml | head -1",
+        dir.display(),
+        images.display()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 1);
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+/// The help of every command that reaches a cluster describes the kubeconfig default in the same words,
+/// those of the runtime's one definition, and every flag that takes a value names it (`<PATH>`, not
+/// `<KUBECONFIG>`).
+#[test]
+fn help_texts_agree() {
+    let mut kubeconfig_help = Vec::new();
+    for command in ["run", "render", "status", "diff", "rollback"] {
+        let out = installer(&[command, "--help"]);
+        let help = stdout(&out);
+        for line in help
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("--"))
+        {
+            let flag = line.split_whitespace().next().unwrap();
+            let value = line.split_whitespace().nth(1).unwrap_or_default();
+            if let Some(name) = value.strip_prefix('<').and_then(|v| v.strip_suffix('>')) {
+                let from_field = flag
+                    .trim_start_matches("--")
+                    .replace('-', "_")
+                    .to_uppercase();
+                assert_ne!(name, from_field, "{command} {flag}: no value_name:\n{help}");
+            }
+        }
+        if command != "render" {
+            // The text follows on the flag's line (short layout) or on the lines below it (long).
+            let start = help
+                .find("--kubeconfig <PATH>")
+                .unwrap_or_else(|| panic!("{command}:\n{help}"));
+            let mut lines = help[start + "--kubeconfig <PATH>".len()..].lines();
+            let same_line = lines.next().unwrap_or_default().trim();
+            let text: String = std::iter::once(same_line)
+                .chain(
+                    lines
+                        .take_while(|l| !l.trim_start().starts_with('-'))
+                        .map(str::trim),
+                )
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(help.contains("--context <NAME>"), "{command}:\n{help}");
+            kubeconfig_help.push((command, text));
+        }
+    }
+    for (command, text) in &kubeconfig_help {
+        assert_eq!(
+            text.trim(),
+            "Kubeconfig file. Default, as kubectl: the files listed in $KUBECONFIG (missing ones skipped), else ~/.kube/config, else the in-cluster configuration (the pod's ServiceAccount)",
+            "{command}"
         );
     }
 }

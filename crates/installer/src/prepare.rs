@@ -59,14 +59,38 @@ pub enum RenderError {
     Plan(#[source] capi_apply::PlanErrors),
     #[error("{0}")]
     Policy(#[source] Violations),
+    /// Independent problems of one payload (objects the images file cannot complete, objects outside
+    /// the namespace, and the bundle policy's violations of the rest), all reported at once: fixing one
+    /// should not reveal the next.
+    #[error("{} problems: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several(Vec<RenderError>),
 }
 
 impl RenderError {
+    /// Each problem on its own (each bundle-policy violation, each of [`RenderError::Several`]), for
+    /// output that gives every problem a line; a status message keeps the joined [`Display`] form.
+    ///
+    /// [`Display`]: std::fmt::Display
+    pub fn problems(&self) -> Vec<String> {
+        match self {
+            RenderError::Several(all) => all.iter().flat_map(RenderError::problems).collect(),
+            RenderError::Policy(v) => v.0.iter().map(|v| format!("bundle policy: {v}")).collect(),
+            RenderError::Plan(errors) => errors.0.iter().map(ToString::to_string).collect(),
+            other => vec![other.to_string()],
+        }
+    }
+
     /// Whether discovering the API server's kinds again could help: a kind served by a CRD created
     /// since the last discovery.
     pub fn unknown_kind(&self) -> bool {
-        matches!(self, RenderError::Plan(errors)
-            if errors.0.iter().any(|e| matches!(e, capi_apply::PlanError::UnknownKind { .. })))
+        match self {
+            RenderError::Plan(errors) => errors
+                .0
+                .iter()
+                .any(|e| matches!(e, capi_apply::PlanError::UnknownKind { .. })),
+            RenderError::Several(all) => all.iter().any(RenderError::unknown_kind),
+            _ => false,
+        }
     }
 }
 
@@ -78,6 +102,10 @@ pub struct Rendered {
     pub origins: Vec<Origin>,
     /// Fields removed from the input because another controller owns them (logged).
     pub stripped: Vec<String>,
+    /// Problems of single objects found while rendering (an image without its key, a namespace not
+    /// allowed, not an object): the others are still rendered, so that the plan and the bundle policy
+    /// report their problems too.
+    pub problems: Vec<RenderError>,
 }
 
 /// A provider's validated plan.
@@ -118,6 +146,7 @@ pub fn render(
         inputs: Vec::with_capacity(objects.len()),
         origins: Vec::with_capacity(objects.len()),
         stripped: Vec::new(),
+        problems: Vec::new(),
     };
     for object in objects {
         let structured = Origin {
@@ -145,19 +174,30 @@ pub fn render(
         if let Some(ns) = namespace
             && ns != ctx.namespace
         {
-            return Err(fail(format!(
+            rendered.problems.push(fail(format!(
                 "metadata.namespace is {ns:?}; provider objects must be in {:?} or cluster-scoped",
                 ctx.namespace
             )));
+            continue;
         }
         for path in render::strip_fields_owned_elsewhere(&mut value) {
             rendered.stripped.push(format!("{} {path}", object.id));
         }
-        render::resolve_images(&mut value, image_key.as_deref(), &ctx.images)
-            .map_err(|e| fail(e.to_string()))?;
+        // An image without its key leaves the object otherwise whole: it still goes to the plan and the
+        // bundle policy, whose findings are reported with this one.
+        if let Err(e) = render::resolve_images(&mut value, image_key.as_deref(), &ctx.images) {
+            rendered.problems.push(fail(e.to_string()));
+        }
         label(&mut value, &target.clusterctl_label);
-        let dynamic: DynamicObject = serde_json::from_value(value)
-            .map_err(|e| fail(format!("not a Kubernetes object: {e}")))?;
+        let dynamic: DynamicObject = match serde_json::from_value(value) {
+            Ok(dynamic) => dynamic,
+            Err(e) => {
+                rendered
+                    .problems
+                    .push(fail(format!("not a Kubernetes object: {e}")));
+                continue;
+            }
+        };
         rendered.inputs.push(PlanInput::new(dynamic, origin));
         rendered.origins.push(structured);
     }
@@ -172,6 +212,7 @@ impl Rendered {
             inputs: Vec::with_capacity(objects.len()),
             origins: Vec::with_capacity(objects.len()),
             stripped: Vec::new(),
+            problems: Vec::new(),
         };
         for (document, value) in objects.into_iter().enumerate() {
             let structured = Origin {
@@ -274,10 +315,24 @@ pub fn plan_rendered(
     let payload_images = ctx.images.values().map(String::as_str).collect();
     let policy = policy::check(&rendered.bundle(), &ctx.policy, &payload_images);
     let digest = digest(&rendered.inputs);
-    // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such first; the
-    // policy judges bundles that would otherwise apply.
-    let plan = capi_apply::plan(rendered.inputs, resolver).map_err(RenderError::Plan)?;
-    policy.map_err(RenderError::Policy)?;
+    let mut problems = rendered.problems;
+    // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such, with the
+    // objects' own problems; the policy judges bundles that would otherwise apply.
+    let plan = match capi_apply::plan(rendered.inputs, resolver) {
+        Ok(plan) => Some(plan),
+        Err(e) => {
+            problems.push(RenderError::Plan(e));
+            None
+        }
+    };
+    if let (Some(_), Err(violations)) = (&plan, policy) {
+        problems.push(RenderError::Policy(violations));
+    }
+    let plan = match (plan, problems.len()) {
+        (Some(plan), 0) => plan,
+        (_, 1) => return Err(problems.remove(0)),
+        _ => return Err(RenderError::Several(problems)),
+    };
     Ok(Prepared {
         plan,
         stripped: rendered.stripped,

@@ -8,12 +8,16 @@ use std::time::Duration;
 
 use crate::duration::parse_duration_arg;
 
-/// Where the cluster is.
+/// Where the cluster is, found by kubectl's rules ([`crate::access`]).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct KubeArgs {
-    /// Kubeconfig file; default: $KUBECONFIG or ~/.kube/config, else the in-cluster configuration.
+    /// Kubeconfig file. Default, as kubectl: the files listed in $KUBECONFIG (missing ones skipped), else
+    /// ~/.kube/config, else the in-cluster configuration (the pod's ServiceAccount).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use instead of its current-context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
 }
 
 /// Leader election on a `coordination.k8s.io/v1` Lease (see [`crate::leader`]).
@@ -33,8 +37,8 @@ pub struct LeaderElectionArgs {
     /// Namespace of the Lease; default: --namespace.
     #[arg(long, value_name = "NS")]
     pub leader_elect_namespace: Option<String>,
-    /// Name of this replica: its leader election identity (and the source of its Events); usually the
-    /// pod name. Default: host name and process id.
+    /// Name of this replica: its leader election identity (the installer also names it as the source
+    /// of its Events); usually the pod name. Default: host name and process id.
     #[arg(long, env = "POD_NAME", value_name = "NAME")]
     pub instance: Option<String>,
     /// How long a Lease stays valid after its last renewal: a standby takes over a Lease not renewed
@@ -83,6 +87,22 @@ pub struct HttpArgs {
     /// PEM private key of --metrics-cert-file (`tls.key`).
     #[arg(long, value_name = "PATH", requires = "metrics_cert_file")]
     pub metrics_key_file: Option<PathBuf>,
+}
+
+impl HttpArgs {
+    /// `command` with other defaults for the addresses of its subcommand `subcommand` (help text
+    /// included): each binary has its own ports, so that two of them run side by side on one host.
+    pub fn with_defaults(
+        command: clap::Command,
+        subcommand: &str,
+        http_addr: &'static str,
+        metrics_addr: &'static str,
+    ) -> clap::Command {
+        command.mut_subcommand(subcommand, |run| {
+            run.mut_arg("http_addr", |a| a.default_value(http_addr))
+                .mut_arg("metrics_addr", |a| a.default_value(metrics_addr))
+        })
+    }
 }
 
 impl Default for HttpArgs {
@@ -211,6 +231,34 @@ mod tests {
         assert_eq!(cli.http.metrics_cert_file, Some(PathBuf::from("/c")));
         assert_eq!(cli.log.log_format, LogFormat::Json);
         assert!(parse(&["--leader-elect"]).unwrap().leader.leader_elect);
+    }
+
+    #[test]
+    fn a_binary_can_have_ports_of_its_own() {
+        use clap::{CommandFactory, FromArgMatches};
+        #[derive(Parser, Debug)]
+        enum Bin {
+            Run(Cli),
+        }
+        let command = HttpArgs::with_defaults(Bin::command(), "run", "0.0.0.0:1", "0.0.0.0:2");
+        let mut help = Vec::new();
+        command
+            .clone()
+            .find_subcommand_mut("run")
+            .unwrap()
+            .write_long_help(&mut help)
+            .unwrap();
+        let help = String::from_utf8(help).unwrap();
+        assert!(
+            help.contains("[default: 0.0.0.0:1]") && help.contains("[default: 0.0.0.0:2]"),
+            "{help}"
+        );
+        let matches = command.try_get_matches_from(["bin", "run"]).unwrap();
+        let Bin::Run(cli) = Bin::from_arg_matches(&matches).unwrap();
+        assert_eq!(
+            (cli.http.http_addr.port(), cli.http.metrics_addr.port()),
+            (1, 2)
+        );
     }
 
     #[test]

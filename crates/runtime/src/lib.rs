@@ -4,6 +4,7 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | [`access`] | finding and reaching the cluster by kubectl's rules (`$KUBECONFIG` lists, `--context`), errors that name the server |
 //! | [`args`] | the flags every binary shares, as clap groups to `#[command(flatten)]` |
 //! | [`duration`] | durations on the command line (`30s`, `5m`, `137s`) |
 //! | [`report`] | the error format and exit codes of every binary |
@@ -23,7 +24,7 @@
 //! # async fn example(args_kube: capi_runtime::args::KubeArgs, leader: capi_runtime::args::LeaderElectionArgs,
 //! #     http: capi_runtime::args::HttpArgs, log: capi_runtime::args::LogArgs) -> Result<(), capi_runtime::Error> {
 //! capi_runtime::process::init_logging(log.log_format);
-//! let config = capi_runtime::process::config(args_kube.kubeconfig.as_deref(), "my-binary/0.1.0").await?;
+//! let config = capi_runtime::process::config(&args_kube, "my-binary/0.1.0").await?.config;
 //! let client = kube::Client::try_from(config.clone()).map_err(capi_runtime::Error::Client)?;
 //! let mut registry = prometheus_client::registry::Registry::default(); // the controller's metrics
 //! let component = capi_runtime::metrics::component(&mut registry, "my_binary", "0.1.0");
@@ -53,6 +54,8 @@
 pub mod duration;
 pub mod report;
 
+#[cfg(feature = "process")]
+pub mod access;
 #[cfg(feature = "process")]
 pub mod args;
 #[cfg(feature = "process")]

@@ -1,9 +1,8 @@
 //! Logging, the kube client, and the shutdown signal: what every binary sets up before its controller.
 
-use std::path::Path;
-
 use crate::Error;
-use crate::args::LogFormat;
+use crate::access;
+use crate::args::{KubeArgs, LogFormat};
 
 /// Logs to standard error, as text or JSON; the filter comes from `RUST_LOG` (default
 /// `info,kube=warn`). Colours only on a terminal: logs in files (and log collectors) must stay greppable.
@@ -20,37 +19,37 @@ pub fn init_logging(format: LogFormat) {
     }
 }
 
-/// A client whose every request carries `user_agent` (`<binary>/<version>`). kube-rs sends no
-/// User-Agent of its own: without one, the API server's audit log cannot tell our requests apart.
-/// Without a kubeconfig: `$KUBECONFIG` or `~/.kube/config`, else the in-cluster configuration.
-pub async fn client(kubeconfig: Option<&Path>, user_agent: &str) -> Result<kube::Client, Error> {
-    kube::Client::try_from(config(kubeconfig, user_agent).await?).map_err(Error::Client)
+/// A client whose every request carries `user_agent` (`<binary>/<version>`), for the cluster the
+/// loading rules of [`crate::access`] find. kube-rs sends no User-Agent of its own: without one, the
+/// API server's audit log cannot tell our requests apart.
+pub async fn client(kube: &KubeArgs, user_agent: &str) -> Result<kube::Client, Error> {
+    let loaded = config(kube, user_agent).await?;
+    kube::Client::try_from(loaded.config).map_err(Error::Client)
 }
 
-/// The configuration [`client`] builds its client from, for a binary that also needs the server URL
-/// or CA it connects with (the controllers put them into a kubeconfig for Cluster API).
-pub async fn config(kubeconfig: Option<&Path>, user_agent: &str) -> Result<kube::Config, Error> {
-    let mut config = match kubeconfig {
-        Some(path) => {
-            let kc =
-                kube::config::Kubeconfig::read_from(path).map_err(|source| Error::Kubeconfig {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                .await
-                .map_err(|source| Error::Kubeconfig {
-                    path: path.to_path_buf(),
-                    source,
-                })?
-        }
-        None => kube::Config::infer().await.map_err(Error::InferConfig)?,
-    };
+/// A client as [`client`] makes it, once the server has answered as a Kubernetes API server: for the
+/// commands a person runs, whose first request should fail with a message that names the server
+/// ([`access::probe`]) rather than a client library's.
+pub async fn connect(kube: &KubeArgs, user_agent: &str) -> Result<kube::Client, Error> {
+    let loaded = config(kube, user_agent).await?;
+    let client = kube::Client::try_from(loaded.config.clone()).map_err(Error::Client)?;
+    access::probe(&client, &loaded).await?;
+    Ok(client)
+}
+
+/// The configuration [`client`] builds its client from, and where it came from, for a binary that also
+/// needs the server URL or CA it connects with (the controllers put them into a kubeconfig for Cluster
+/// API).
+pub async fn config(kube: &KubeArgs, user_agent: &str) -> Result<access::Loaded, Error> {
+    let mut loaded = access::load(kube, &access::Environment::of_process()).await?;
     let value = http::HeaderValue::from_str(user_agent).map_err(|_| Error::UserAgent {
         user_agent: user_agent.to_string(),
     })?;
-    config.headers.push((http::header::USER_AGENT, value));
-    Ok(config)
+    loaded
+        .config
+        .headers
+        .push((http::header::USER_AGENT, value));
+    Ok(loaded)
 }
 
 /// Resolves on SIGTERM (the kubelet stopping the pod) or SIGINT (Ctrl-C).

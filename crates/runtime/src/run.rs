@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
@@ -34,14 +33,8 @@ pub struct Runtime {
 /// Why a process could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("reading kubeconfig {}", path.display())]
-    Kubeconfig {
-        path: PathBuf,
-        #[source]
-        source: kube::config::KubeconfigError,
-    },
-    #[error("no --kubeconfig given and none could be inferred")]
-    InferConfig(#[source] kube::config::InferConfigError),
+    #[error(transparent)]
+    Access(#[from] crate::access::AccessError),
     #[error("user agent {user_agent:?} is not a valid header value")]
     UserAgent { user_agent: String },
     #[error("building the Kubernetes client")]
