@@ -3,11 +3,18 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin images node-prerequisites prerequisites
+.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin images node-prerequisites prerequisites bin
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
 	@command -v go >/dev/null || { echo "make: go not found; install Go 1.26 or newer (the control-plane binaries are built from Go modules)" >&2; exit 1; }
+
+# The binaries alone, release build, without the control plane (no Go, no Kubernetes build): into
+# target/release/ (or $CARGO_TARGET_DIR/release/). `make bin BINARIES=manifests-gen` for one of them.
+BINARIES ?= manifests-gen capi-installer capi-controllers
+bin:
+	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
+	$(CARGO) build --release --locked $(addprefix -p ,$(BINARIES))
 
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and kwok from the Go modules
 # pinned in tools/control-plane, once; later runs find them in the cache and return at once.

@@ -29,9 +29,10 @@ pub struct DiffArgs {
     paths: Vec<PathBuf>,
     #[command(flatten)]
     kube: KubeArgs,
-    /// JSON object of release image references: key → image.
+    /// JSON object of release image references: key → image. Default: the installer's own, key
+    /// `images.json` of ConfigMap `capi-installer-images` in --namespace.
     #[arg(long, value_name = "PATH")]
-    images_json: PathBuf,
+    images_json: Option<PathBuf>,
     /// YAML or JSON map of variables for `${VAR}` substitution.
     #[arg(long, value_name = "PATH")]
     substitutions: Option<PathBuf>,
@@ -55,7 +56,11 @@ pub struct DiffArgs {
 /// Exit code 0 when nothing would change, 1 when something would (or would be refused); errors
 /// (2) otherwise.
 pub async fn main(args: DiffArgs) -> Result<ExitCode> {
-    let images = crate::read_images(&args.images_json)?;
+    let images = args
+        .images_json
+        .as_deref()
+        .map(crate::read_images)
+        .transpose()?;
     let substitutions = match &args.substitutions {
         Some(path) => crate::read_map(path, "substitutions file")?,
         None => Default::default(),
@@ -64,6 +69,11 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
     for path in &args.paths {
         given.extend(read_configmaps(path)?);
     }
+    let client = crate::connect(&args.kube).await?;
+    let images = match images {
+        Some(images) => images,
+        None => crate::images_from_cluster(&client, &args.namespace).await?,
+    };
     let config = DiffConfig {
         policy: args.policy.config(&args.namespace),
         namespace: args.namespace,
@@ -71,7 +81,6 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
         substitutions,
         adoptable_managers: args.adopt.adopt_from_managers,
     };
-    let client = crate::connect(&args.kube).await?;
     let report = diff::diff(&client, &config, given).await?;
     let out = match args.output {
         Output::Text => report.text(),

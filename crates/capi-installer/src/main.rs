@@ -49,7 +49,8 @@ enum Command {
     /// Roll a provider back to an earlier revision (kept until its source's content changes).
     Rollback(rollback_cmd::RollbackArgs),
     /// Show what the installer would change for new transport ConfigMaps, without writing: objects
-    /// created, changed (field by field), pruned, and what it would refuse. Exit 0: no change; 1: changes.
+    /// created, changed (field by field), pruned, and what it would refuse. Exit 0: no change; 1: changes,
+    /// refusals or a missing provider; 2: it cannot run (bad input, the cluster refused or unreachable).
     Diff(diff_cmd::DiffArgs),
 }
 
@@ -123,6 +124,32 @@ async fn main() -> ExitCode {
 pub(crate) fn read_images(path: &Path) -> Result<BTreeMap<String, String>> {
     let what = format!("images file {}", path.display());
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {what}"))?;
+    Ok(capi_manifests::image::parse_images(&what, &text)?)
+}
+
+/// The ConfigMap of the release's images that the installer's Deployment mounts as `--images-json`
+/// (`manifests/0000_30_capi-installer_02_images-configmap.yaml`), and its key.
+const IMAGES_CONFIGMAP: &str = "capi-installer-images";
+const IMAGES_KEY: &str = "images.json";
+
+/// The images the installer in the cluster is given, read from its ConfigMap: what `diff` uses when no
+/// `--images-json` is given. The same checks as a file's.
+pub(crate) async fn images_from_cluster(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<BTreeMap<String, String>> {
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(client.clone(), namespace);
+    let what = format!("ConfigMap {namespace}/{IMAGES_CONFIGMAP}, key {IMAGES_KEY}");
+    let cm = api
+        .get_opt(IMAGES_CONFIGMAP)
+        .await
+        .with_context(|| format!("reading {what}"))?
+        .with_context(|| format!("{what}: the ConfigMap is not there; pass --images-json FILE"))?;
+    let text = cm
+        .data
+        .and_then(|mut d| d.remove(IMAGES_KEY))
+        .with_context(|| format!("{what}: the key is not there; pass --images-json FILE"))?;
     Ok(capi_manifests::image::parse_images(&what, &text)?)
 }
 

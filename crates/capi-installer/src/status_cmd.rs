@@ -23,6 +23,17 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Output {
+    /// Tables for people.
+    Text,
+    /// One JSON document: every table as a list of objects keyed by its columns, the
+    /// ClusterOperator's status as it is.
+    Json,
+    /// The JSON document as YAML.
+    Yaml,
+}
+
 #[derive(clap::Args)]
 pub struct StatusArgs {
     #[command(flatten)]
@@ -35,6 +46,9 @@ pub struct StatusArgs {
         value_name = "NS"
     )]
     namespace: String,
+    /// `text` for people; `json` or `yaml` for scripts (the exit code is the same).
+    #[arg(short, long, value_enum, default_value = "text", value_name = "FORMAT")]
+    output: Output,
 }
 
 fn config_resource(kind: &str, plural: &str) -> ApiResource {
@@ -85,21 +99,60 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
     let requested: Vec<_> = requests.iter().map(|(r, _)| r.clone()).collect();
     let extra = desired::requests(desired::platform_provider(status), &requested).install;
     let desired = desired::desired(status, &extra);
-    let mut out = platform_line(&desired);
-    if let Desired::Install(wants) = &desired {
-        out.push('\n');
-        out.push_str(&providers(&client, &args.namespace, wants).await?);
-    }
-    out.push('\n');
-    out.push_str(&crate::status_providers::requests_table(&requests));
-    out.push('\n');
-    out.push_str(&crate::status_providers::revisions(&client, &args.namespace).await?);
-    out.push('\n');
-    out.push_str(&operator(co.as_ref()));
-    out.push('\n');
-    out.push_str(&controllers(co.as_ref()));
-    out.push('\n');
-    out.push_str(&pods(&client, &args.namespace).await?);
+    let providers = match &desired {
+        Desired::Install(wants) => Some(providers(&client, &args.namespace, wants).await?),
+        _ => None,
+    };
+    let requests = crate::status_providers::requests_table(&requests);
+    let revisions = crate::status_providers::revisions(&client, &args.namespace).await?;
+    let controllers = controllers_table(co.as_ref());
+    let processes = pods(&client, &args.namespace).await?;
+    let out = match args.output {
+        Output::Text => {
+            let mut out = platform_line(&desired);
+            if let Some((providers, none_selected)) = &providers {
+                out.push('\n');
+                out.push_str(&providers.table());
+                if *none_selected {
+                    let _ = writeln!(
+                        out,
+                        "(no transport ConfigMaps or recorded profiles for this platform in namespace {})",
+                        args.namespace
+                    );
+                }
+            }
+            for section in [&requests, &revisions] {
+                out.push('\n');
+                out.push_str(&section.text());
+            }
+            out.push('\n');
+            out.push_str(&operator(co.as_ref()));
+            for section in [&controllers, &processes] {
+                out.push('\n');
+                out.push_str(&section.text());
+            }
+            out
+        }
+        Output::Json | Output::Yaml => {
+            let document = serde_json::json!({
+                "platform": platform_line(&desired).trim_end(),
+                "providers": providers.as_ref().map(|(p, _)| p.json()),
+                "infrastructureProviders": requests.json(),
+                "revisions": revisions.json(),
+                "clusterOperator": co.as_ref().map(|co| serde_json::json!({
+                    "name": CLUSTER_OPERATOR,
+                    "status": co.data.get("status"),
+                })),
+                "controllers": controllers.json(),
+                "processes": processes.json(),
+                "healthy": healthy(co.as_ref()),
+            });
+            match args.output {
+                Output::Yaml => capi_manifests::yaml::to_yaml("the status", &document)?,
+                _ => format!("{}\n", serde_json::to_string_pretty(&document)?),
+            }
+        }
+    };
     capi_runtime::report::write_stdout(out)?;
     Ok(if healthy(co.as_ref()) {
         ExitCode::SUCCESS
@@ -123,8 +176,14 @@ fn healthy(co: Option<&DynamicObject>) -> bool {
     status("Available") == Some("True") && status("Degraded") != Some("True")
 }
 
-/// The controllers pod's controllers, from the two conditions each keeps on the ClusterOperator.
+/// The controllers pod's controllers, as `status` prints them.
+#[cfg(test)]
 fn controllers(co: Option<&DynamicObject>) -> String {
+    controllers_table(co).text()
+}
+
+/// The controllers pod's controllers, from the two conditions each keeps on the ClusterOperator.
+fn controllers_table(co: Option<&DynamicObject>) -> Table {
     let conditions: Vec<Value> = co
         .and_then(|co| co.data.pointer("/status/conditions"))
         .and_then(Value::as_array)
@@ -157,16 +216,16 @@ fn controllers(co: Option<&DynamicObject>) -> String {
             ]
         })
         .collect();
-    let mut out = "Controllers pod (capi-controllers):\n".to_string();
-    out.push_str(&table(
-        &["CONTROLLER", "AVAILABLE", "DEGRADED", "REASON", "MESSAGE"],
+    Table {
+        title: "Controllers pod (capi-controllers)",
+        empty: "",
+        header: &["CONTROLLER", "AVAILABLE", "DEGRADED", "REASON", "MESSAGE"],
         rows,
-    ));
-    out
+    }
 }
 
 /// The installer's and the controllers pod's processes: Deployment readiness and who holds the Lease.
-async fn pods(client: &kube::Client, namespace: &str) -> Result<String> {
+async fn pods(client: &kube::Client, namespace: &str) -> Result<Table> {
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
     let mut rows = Vec::new();
@@ -184,7 +243,12 @@ async fn pods(client: &kube::Client, namespace: &str) -> Result<String> {
             .with_context(|| format!("reading Lease {namespace}/{lease}"))?;
         rows.push(pod_row(name, deployment.as_ref(), lease.as_ref()));
     }
-    Ok(table(&["PROCESS", "DEPLOYMENT", "LEADER", "RENEWED"], rows))
+    Ok(Table {
+        title: "",
+        empty: "",
+        header: &["PROCESS", "DEPLOYMENT", "LEADER", "RENEWED"],
+        rows,
+    })
 }
 
 fn pod_row(name: &str, deployment: Option<&Deployment>, lease: Option<&Lease>) -> Vec<String> {
@@ -237,8 +301,9 @@ fn platform_line(desired: &Desired) -> String {
     }
 }
 
-/// The provider table: one row per selected source.
-async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Result<String> {
+/// The provider table: one row per selected source (and the sources not reconciled); whether none is
+/// selected.
+async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Result<(Table, bool)> {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let list = cms
         .list(&ListParams::default().labels(configmap::SELECTOR))
@@ -276,23 +341,21 @@ async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Res
         ]);
     }
     rows.extend(other_rows(&selection, &stored));
-    let header = [
-        "PROVIDER",
-        "TYPE",
-        "VERSION",
-        "SOURCE",
-        "STATE",
-        "READY",
-        "LAST ERROR",
-    ];
-    let mut out = table(&header, rows);
-    if selected.is_empty() {
-        let _ = writeln!(
-            out,
-            "(no transport ConfigMaps or recorded profiles for this platform in namespace {namespace})"
-        );
-    }
-    Ok(out)
+    let table = Table {
+        title: "",
+        empty: "",
+        header: &[
+            "PROVIDER",
+            "TYPE",
+            "VERSION",
+            "SOURCE",
+            "STATE",
+            "READY",
+            "LAST ERROR",
+        ],
+        rows,
+    };
+    Ok((table, selected.is_empty()))
 }
 
 /// Rows of the sources that are not reconciled: a second ConfigMap of a provider (refused), and
@@ -521,6 +584,67 @@ fn last_error(record: &ProviderRecord) -> String {
     }
 }
 
+/// One table of the status: printed with its title for people, or as a list of objects keyed by its
+/// columns (`LAST ERROR` → `lastError`) for scripts.
+pub(crate) struct Table {
+    /// The line above the table (none when empty).
+    pub title: &'static str,
+    /// What the title line says instead of a table without rows (a table without it prints its header).
+    pub empty: &'static str,
+    pub header: &'static [&'static str],
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// The title line and the table.
+    pub fn text(&self) -> String {
+        match (self.title, self.rows.is_empty() && !self.empty.is_empty()) {
+            ("", _) => self.table(),
+            (title, true) => format!("{title}: {}\n", self.empty),
+            (title, false) => format!("{title}:\n{}", self.table()),
+        }
+    }
+
+    /// The header and the rows in columns.
+    pub fn table(&self) -> String {
+        table(self.header, self.rows.clone())
+    }
+
+    /// The rows as objects keyed by the columns in lowerCamelCase.
+    pub fn json(&self) -> Value {
+        let keys: Vec<String> = self.header.iter().map(|h| camel(h)).collect();
+        Value::Array(
+            self.rows
+                .iter()
+                .map(|row| {
+                    Value::Object(
+                        keys.iter()
+                            .cloned()
+                            .zip(row.iter().map(|c| Value::String(c.clone())))
+                            .collect(),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// `LAST ERROR` → `lastError`.
+fn camel(header: &str) -> String {
+    let mut out = String::new();
+    for (i, word) in header.split(' ').enumerate() {
+        let lower = word.to_lowercase();
+        if i == 0 {
+            out.push_str(&lower);
+        } else {
+            let mut chars = lower.chars();
+            out.extend(chars.next().map(|c| c.to_ascii_uppercase()));
+            out.push_str(chars.as_str());
+        }
+    }
+    out
+}
+
 /// Left-aligned columns; the last column is not padded.
 pub(crate) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
@@ -720,6 +844,23 @@ mod tests {
                 ]
             ]
         );
+    }
+
+    #[test]
+    fn tables_as_json_are_keyed_by_their_columns() {
+        let t = Table {
+            title: "T",
+            empty: "none",
+            header: &["PROVIDER", "LAST ERROR"],
+            rows: vec![vec!["aws".into(), "-".into()]],
+        };
+        assert_eq!(
+            t.json(),
+            serde_json::json!([{"provider": "aws", "lastError": "-"}])
+        );
+        assert_eq!(t.text(), "T:\nPROVIDER  LAST ERROR\naws       -\n");
+        let empty = Table { rows: vec![], ..t };
+        assert_eq!(empty.text(), "T: none\n");
     }
 
     #[test]

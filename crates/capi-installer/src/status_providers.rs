@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
-use crate::status_cmd::table;
+use crate::status_cmd::Table;
 
 /// The `InfrastructureProvider` objects, read (none when the kind is not served).
 pub async fn requests(client: &kube::Client) -> Result<Vec<(Request, Option<Value>)>> {
@@ -26,11 +26,7 @@ pub async fn requests(client: &kube::Client) -> Result<Vec<(Request, Option<Valu
 }
 
 /// One row per `InfrastructureProvider`: its conditions as the installer wrote them.
-pub fn requests_table(requests: &[(Request, Option<Value>)]) -> String {
-    if requests.is_empty() {
-        return "InfrastructureProviders: none (only the platform's provider is installed)\n"
-            .to_string();
-    }
+pub fn requests_table(requests: &[(Request, Option<Value>)]) -> Table {
     let rows = requests
         .iter()
         .map(|(r, status)| {
@@ -64,9 +60,10 @@ pub fn requests_table(requests: &[(Request, Option<Value>)]) -> String {
             ]
         })
         .collect();
-    let mut out = "InfrastructureProviders:\n".to_string();
-    out.push_str(&table(
-        &[
+    Table {
+        title: "InfrastructureProviders",
+        empty: "none (only the platform's provider is installed)",
+        header: &[
             "NAME",
             "AVAILABLE",
             "DEGRADED",
@@ -76,19 +73,18 @@ pub fn requests_table(requests: &[(Request, Option<Value>)]) -> String {
             "MESSAGE",
         ],
         rows,
-    ));
-    out
+    }
 }
 
 /// Every source's revisions, oldest first: number, version, digest, when applied, outcome, whether
 /// its content is kept (what `capi-installer rollback --to` needs) and which one is live.
-pub async fn revisions(client: &kube::Client, namespace: &str) -> Result<String> {
+pub async fn revisions(client: &kube::Client, namespace: &str) -> Result<Table> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let logs = crate::rollback_cmd::logs(&api).await?;
     Ok(revisions_table(&logs))
 }
 
-pub fn revisions_table(logs: &[(String, RevisionLog)]) -> String {
+pub fn revisions_table(logs: &[(String, RevisionLog)]) -> Table {
     let mut rows = Vec::new();
     for (_, log) in logs {
         for r in &log.revisions {
@@ -119,17 +115,13 @@ pub fn revisions_table(logs: &[(String, RevisionLog)]) -> String {
             ]);
         }
     }
-    if rows.is_empty() {
-        return "Revisions: none recorded yet\n".to_string();
-    }
-    let mut out =
-        "Revisions (capi-installer rollback --provider NAME --to REVISION):\n".to_string();
-    out.push_str(&table(
-        &[
+    Table {
+        title: "Revisions (capi-installer rollback --provider NAME --to REVISION)",
+        empty: "none recorded yet",
+        header: &[
             "PROVIDER", "SOURCE", "REVISION", "VERSION", "DIGEST", "APPLIED", "OUTCOME", "CONTENT",
             "LIVE",
         ],
         rows,
-    ));
-    out
+    }
 }

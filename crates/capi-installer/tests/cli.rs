@@ -755,6 +755,31 @@ async fn status_exits_non_zero_unless_available_and_not_degraded() {
             stdout(&out),
             stderr(&out)
         );
+        // The same answer for scripts, machine-readable (issue 21): the exit code, `healthy`, the
+        // ClusterOperator's conditions as they are, every table as objects.
+        for format in ["json", "yaml"] {
+            let out = Command::new(BIN)
+                .args(["status", "-o", format, "--kubeconfig"])
+                .arg(cp.kubeconfig_path())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(code), "{format}: {}", stderr(&out));
+            let doc: Value = if format == "json" {
+                serde_json::from_slice(&out.stdout).expect("one JSON document")
+            } else {
+                serde_saphyr::from_str(&stdout(&out)).expect("one YAML document")
+            };
+            assert_eq!(doc["healthy"], json!(code == 0), "{format}: {doc}");
+            assert_eq!(
+                doc["clusterOperator"]["status"]["conditions"][0]["status"],
+                json!(available),
+                "{format}: {doc}"
+            );
+            let controllers = doc["controllers"].as_array().expect("a list");
+            assert_eq!(controllers.len(), 4, "{doc}");
+            assert_eq!(controllers[0]["controller"], "InfraCluster", "{doc}");
+            assert_eq!(doc["processes"][0]["process"], "capi-installer", "{doc}");
+        }
     }
 }
 
@@ -938,6 +963,52 @@ async fn cluster_access_follows_kubectl() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("no context \"nope\" (contexts: refused, control-plane)"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Without --images-json, `diff` reads the images the installer in the cluster is given (its
+    // ConfigMap), with the checks of a file.
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+    use kube::api::{Api, PostParams};
+    let admin = cp.admin_client().await.unwrap();
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "openshift-cluster-api"}})).unwrap();
+    Api::<Namespace>::all(admin.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let real_kubeconfig = real.to_str().unwrap();
+    let diff = || {
+        run(
+            &["diff", cm, "--kubeconfig", real_kubeconfig],
+            None,
+            tmp.path(),
+        )
+    };
+    let out = diff();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(
+            "error: ConfigMap openshift-cluster-api/capi-installer-images, key images.json: the ConfigMap is not there; pass --images-json FILE"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let images_cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "capi-installer-images", "namespace": "openshift-cluster-api"},
+        "data": {"images.json": r#"{"cluster-capi-controllers": ""}"#}}))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(admin.clone(), "openshift-cluster-api")
+        .create(&PostParams::default(), &images_cm)
+        .await
+        .unwrap();
+    let out = diff();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(
+            r#"error: ConfigMap openshift-cluster-api/capi-installer-images, key images.json: key "cluster-capi-controllers": "" is not an image reference: it is empty"#
+        ),
         "{}",
         stderr(&out)
     );
@@ -1153,5 +1224,134 @@ fn help_texts_agree() {
             "Kubeconfig file. Default, as kubectl: the files listed in $KUBECONFIG (missing ones skipped), else ~/.kube/config, else the in-cluster configuration (the pod's ServiceAccount)",
             "{command}"
         );
+    }
+}
+
+/// `run`'s logs are coloured on a terminal only, and not with `NO_COLOR` (issue 21). The terminal is a
+/// real pseudo-terminal (util-linux `script`); the run logs its start, then fails to bind a port that
+/// is taken, so nothing is contacted.
+#[test]
+fn logs_are_coloured_on_a_terminal_unless_no_color() {
+    if Command::new("script").arg("--version").output().is_err() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true: util-linux `script` is required"
+        );
+        eprintln!("skipping: no `script` (util-linux) for a pseudo-terminal");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let images = write_images(tmp.path(), &images());
+    let kubeconfig = kubeconfig_for(tmp.path(), "k", "https://127.0.0.1:1");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let command = format!(
+        "{BIN} run --images-json {} --kubeconfig {} --leader-elect=false --http-addr {} --metrics-addr 127.0.0.1:0",
+        images.display(),
+        kubeconfig.display(),
+        taken.local_addr().unwrap()
+    );
+    let on_a_terminal = |no_color: Option<&str>| {
+        let mut cmd = Command::new("script");
+        cmd.args(["-q", "-e", "-c", &command, "/dev/null"])
+            .env_remove("NO_COLOR")
+            .env_remove("RUST_LOG");
+        if let Some(v) = no_color {
+            cmd.env("NO_COLOR", v);
+        }
+        let out = cmd.output().unwrap();
+        let text = stdout(&out);
+        assert!(text.contains("starting installer"), "{text}");
+        assert!(text.contains("error: binding"), "{text}");
+        text.contains('\u{1b}')
+    };
+    assert!(on_a_terminal(None), "coloured on a terminal");
+    assert!(!on_a_terminal(Some("1")), "NO_COLOR=1");
+    // Not a terminal: never coloured.
+    let out = Command::new("bash")
+        .args(["-c", &command])
+        .output()
+        .unwrap();
+    assert!(stderr(&out).contains("starting installer") && !stderr(&out).contains('\u{1b}'));
+}
+
+/// The flag table of `run` in docs/admin/commands.md and `run --help` agree (issue 21): every flag of
+/// the binary is in the table, every flag of the table is the binary's, and a default the table gives
+/// as one value is the binary's default.
+#[test]
+fn the_run_flag_table_is_the_binarys() {
+    let docs = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/admin/commands.md"),
+    )
+    .unwrap();
+    let section = docs
+        .split("\n## ")
+        .find(|s| s.starts_with("`capi-installer run`"))
+        .expect("the run section");
+    // (flags of the row, default cell)
+    let rows: Vec<(Vec<String>, String)> = section
+        .lines()
+        .filter(|l| l.starts_with("| `-"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            let flags = cells[0]
+                .split('`')
+                .filter_map(|t| t.split_whitespace().next())
+                .filter(|t| t.starts_with("--"))
+                .map(|t| t.split('[').next().unwrap().to_string())
+                .collect();
+            (flags, cells[1].to_string())
+        })
+        .collect();
+    let documented = |flag: &str| {
+        rows.iter().any(|(flags, _)| {
+            flags
+                .iter()
+                .any(|f| f == flag || f.strip_suffix('*').is_some_and(|p| flag.starts_with(p)))
+        })
+    };
+    let help = stdout(&installer(&["run", "--help"]));
+    let mut flags = Vec::new();
+    for line in help.lines().map(str::trim_start) {
+        let Some(flag) = line
+            .strip_prefix("-n, ")
+            .unwrap_or(line)
+            .split_whitespace()
+            .next()
+            .filter(|f| f.starts_with("--") && *f != "--help")
+        else {
+            continue;
+        };
+        flags.push(flag.to_string());
+        assert!(
+            documented(flag),
+            "{flag} is not in the table of commands.md"
+        );
+    }
+    for (row, default) in &rows {
+        for flag in row.iter().filter(|f| !f.ends_with('*')) {
+            assert!(
+                flags.contains(flag),
+                "{flag} of commands.md is not a flag of run:\n{help}"
+            );
+        }
+        // One value in backticks: the binary's default, as --help shows it.
+        let value = default
+            .trim()
+            .strip_prefix('`')
+            .and_then(|v| v.strip_suffix('`'));
+        if let (Some(value), [flag]) = (value, row.as_slice()) {
+            // The flag's line and its text below it, up to the next flag.
+            let start = help.find(&format!("{flag} ")).unwrap();
+            let mut lines = help[start..].lines();
+            let block: Vec<&str> = std::iter::once(lines.next().unwrap())
+                .chain(lines.take_while(|l| !l.trim_start().starts_with('-')))
+                .collect();
+            let block = block.join("\n");
+            assert!(
+                block.contains(&format!("[default: {value}]")),
+                "{flag}: commands.md says {value}:\n{block}"
+            );
+        }
     }
 }

@@ -884,3 +884,49 @@ fn check_into_a_closed_pipe_keeps_its_exit_code() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
     assert!(!err.contains("panicked") && !err.contains("error"), "{err}");
 }
+
+/// The maintainers' docs start with getting the binary (issue 21), and what they say works: the
+/// `cargo install` path is this crate, and `make bin` builds the binaries alone (no control plane, no
+/// Go).
+#[test]
+fn the_documented_ways_to_get_it_build_only_the_binaries() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let docs = std::fs::read_to_string(root.join("docs/maintainers/manifests-gen.md")).unwrap();
+    let first_section = docs.lines().find(|l| l.starts_with("## "));
+    assert_eq!(first_section, Some("## Getting it"));
+    assert!(
+        docs.contains("cargo install --locked --path crates/manifests-gen"),
+        "{docs}"
+    );
+    assert!(root.join("crates/manifests-gen/Cargo.toml").is_file());
+    assert!(docs.contains("make bin BINARIES=manifests-gen"), "{docs}");
+    for (binaries, packages) in [
+        (Some("manifests-gen"), vec!["manifests-gen"]),
+        (
+            None,
+            vec!["manifests-gen", "capi-installer", "capi-controllers"],
+        ),
+    ] {
+        let mut make = std::process::Command::new("make");
+        make.arg("-n").arg("-C").arg(&root).arg("bin");
+        if let Some(b) = binaries {
+            make.arg(format!("BINARIES={b}"));
+        }
+        let out = make.output().expect("make runs");
+        let commands = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let expected = packages
+            .iter()
+            .map(|p| format!("-p {p}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            commands.contains(&format!("build --release --locked {expected}")),
+            "{commands}"
+        );
+        assert!(
+            !commands.contains("control-plane") && !commands.split_whitespace().any(|w| w == "go"),
+            "{commands}"
+        );
+    }
+}

@@ -5,13 +5,18 @@ use crate::access;
 use crate::args::{KubeArgs, LogFormat};
 
 /// Logs to standard error, as text or JSON; the filter comes from `RUST_LOG` (default
-/// `info,kube=warn`). Colours only on a terminal: logs in files (and log collectors) must stay greppable.
+/// `info,kube=warn`). Colours only on a terminal (logs in files and log collectors must stay greppable),
+/// and never with `NO_COLOR` set.
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn"));
+    let ansi = colour(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -52,6 +57,12 @@ pub async fn config(kube: &KubeArgs, user_agent: &str) -> Result<access::Loaded,
     Ok(loaded)
 }
 
+/// Whether to colour output: on a terminal, unless `NO_COLOR` is set to a value that is not empty (the
+/// convention of no-color.org, which clap's own help and errors follow too).
+pub fn colour(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
 /// Resolves on SIGTERM (the kubelet stopping the pod) or SIGINT (Ctrl-C).
 pub async fn shutdown_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -67,5 +78,19 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
         _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: shutting down"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour(true, None));
+        assert!(colour(true, Some(OsStr::new(""))));
+        assert!(!colour(true, Some(OsStr::new("1"))));
+        assert!(!colour(false, None));
     }
 }

@@ -34,12 +34,15 @@ pub fn write_stdout(text: impl std::fmt::Display) -> std::io::Result<()> {
     }
 }
 
-/// The one-line message of an error and its causes: `what failed: why: why`.
+/// The one-line message of an error and its causes: `what failed: why: why`. Of a message that spans
+/// lines only the first is kept: YAML parsers follow theirs (`line 3 column 11: unclosed bracket`)
+/// with a snippet of the input, which would break the line format.
 pub fn error_chain(err: &(dyn Error + 'static)) -> String {
-    let mut out = err.to_string();
+    let first_line = |e: &dyn Error| e.to_string().lines().next().unwrap_or_default().to_string();
+    let mut out = first_line(err);
     let mut source = err.source();
     while let Some(cause) = source {
-        let text = cause.to_string();
+        let text = first_line(cause);
         if !text.is_empty() && !out.contains(&text) {
             out.push_str(": ");
             out.push_str(&text);
@@ -113,6 +116,18 @@ mod tests {
                 "reading the lease: GET /api: connection refused",
             ),
         ];
+        #[derive(Debug, thiserror::Error)]
+        #[error(
+            "line 3 column 11: unclosed bracket '['\n --> <input>:3:11\n  |\n3 | clusters: [x\n  |           ^"
+        )]
+        struct Snippet;
+        let mut cases = cases;
+        cases.push((
+            Err::<(), _>(Snippet)
+                .context("reading kubeconfig k")
+                .unwrap_err(),
+            "reading kubeconfig k: line 3 column 11: unclosed bracket '['",
+        ));
         for (err, expected) in cases {
             let boxed: Box<dyn Error + Send + Sync> = err.into();
             assert_eq!(error_chain(boxed.as_ref()), expected);
