@@ -35,14 +35,18 @@ capi-managers-bin: prerequisites
 images: capi-managers-bin
 	@hack/images.sh >/dev/null
 
-# The managers' Go build (minutes, the first time) runs in the background beside the Rust checks;
-# hack/images.sh waits for it (its lock) and fails with its log if it failed.
-test: control-plane-bin node-prerequisites
+# The two Go builds (the control plane and the managers: minutes each, the first time) run in the
+# background beside the Rust checks and builds, so the cores are never idle while one of them links;
+# build.sh's lock makes the later calls wait for them (and fail with their output if they failed).
+# hack/images.sh waits for the managers the same way.
+test: prerequisites node-prerequisites
 	@mkdir -p target
 	@tools/capi-managers/build.sh >target/capi-managers-build.log 2>&1 &
+	@tools/control-plane/build.sh >target/control-plane-build.log 2>&1 &
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) test --workspace --locked --no-run -q
+	@tools/control-plane/build.sh >/dev/null || { cat target/control-plane-build.log >&2; exit 1; }
 	IMAGES_BUILT=1 hack/images.sh >/dev/null
 	DEMO_ONCE=1 hack/demo.sh
 	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" hack/test.sh

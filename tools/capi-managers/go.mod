@@ -1,9 +1,17 @@
-// Pins the real Cluster API AWS provider at the version of the fixtures' aws transport ConfigMap
-// (provider.cluster.x-k8s.io/version v2.10.0); main.go is the manager command built from it (see
-// there why not the provider's own). Built by ../build.sh into the cache.
-module capi-installer.dev/tools/capi-managers/aws
+// Pins the real Cluster API managers that the real-node tests and `make demo` run as pods, in one
+// module so that what the core manager and the AWS provider share (controller-runtime, client-go,
+// Cluster API's own packages) is resolved to one version and compiled once:
+// - the core manager, sigs.k8s.io/cluster-api at the version of the fixtures' core transport ConfigMap
+//   (provider.cluster.x-k8s.io/version v1.11.3), built from its own main package;
+// - the AWS provider, sigs.k8s.io/cluster-api-provider-aws/v2 at the fixtures' aws version (v2.10.0),
+//   built from ./aws (see there why not the provider's own main);
+// - the pod sandbox's process (./pause).
+// Built by build.sh into the cache, never committed.
+module capi-installer.dev/tools/capi-managers
 
 go 1.26.0
+
+tool sigs.k8s.io/cluster-api
 
 require (
 	github.com/spf13/pflag v1.0.10
@@ -12,13 +20,18 @@ require (
 	k8s.io/component-base v0.33.4
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/utils v0.0.0-20250820121507-0af2bda4dd1d
-	sigs.k8s.io/cluster-api v1.11.1
+	sigs.k8s.io/cluster-api v1.11.3
 	sigs.k8s.io/cluster-api-provider-aws/v2 v2.10.0
 	sigs.k8s.io/controller-runtime v0.21.0
 )
 
 require (
 	cel.dev/expr v0.24.0 // indirect
+	dario.cat/mergo v1.0.1 // indirect
+	github.com/MakeNowJust/heredoc v1.0.0 // indirect
+	github.com/Masterminds/goutils v1.1.1 // indirect
+	github.com/Masterminds/semver/v3 v3.3.0 // indirect
+	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect
 	github.com/alessio/shellescape v1.4.2 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
@@ -89,12 +102,15 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/css v1.0.1 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.24.0 // indirect
+	github.com/huandu/xstrings v1.5.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/microcosm-cc/bluemonday v1.0.27 // indirect
+	github.com/mitchellh/copystructure v1.2.0 // indirect
+	github.com/mitchellh/reflectwalk v1.0.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -109,10 +125,13 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.65.0 // indirect
 	github.com/prometheus/procfs v0.17.0 // indirect
+	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/skratchdot/open-golang v0.0.0-20200116055534-eef842397966 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
 	github.com/spf13/cobra v1.9.1 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
+	github.com/valyala/fastjson v1.6.4 // indirect
 	github.com/vincent-petithory/dataurl v1.0.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/zgalor/weberr v0.8.2 // indirect
@@ -158,5 +177,5 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// Not served by the Go module proxy; see rosa-not-served/go.mod.
-replace github.com/openshift/rosa => ./rosa-not-served
+// github.com/openshift/rosa is not served by the Go module proxy; see aws/rosa-not-served/go.mod.
+replace github.com/openshift/rosa => ./aws/rosa-not-served
