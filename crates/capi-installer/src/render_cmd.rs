@@ -16,6 +16,7 @@ use capi_installer_controller::source::{
     self, ProviderSource, Selection, SourceCatalog, SourceId, Target, configmap,
 };
 use capi_manifests::ProviderType;
+use capi_manifests::platform::Platform;
 use capi_manifests::transport::{LABEL_NAME, LABEL_TYPE};
 use capi_runtime::report::exit;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -169,9 +170,13 @@ fn wants(platform: &str) -> Result<Option<Wants>> {
         Desired::Install(wants) => Ok(Some(wants)),
         Desired::Unsupported { platform, reason } => {
             // Not an error: this is what the installer does on such a platform.
-            println!("platform {platform}: {reason}; the installer installs nothing");
+            capi_runtime::report::write_stdout(format_args!(
+                "platform {platform}: {reason}; the installer installs nothing\n"
+            ))?;
+            let supported: Vec<&str> = Platform::all().map(Platform::type_name).collect();
             eprintln!(
-                "note: platforms with a Cluster API provider: AWS, GCP, Azure, PowerVS, VSphere, OpenStack, BareMetal"
+                "note: platforms with a Cluster API provider: {}",
+                supported.join(", ")
             );
             Ok(None)
         }

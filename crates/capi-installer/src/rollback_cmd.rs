@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use capi_installer_controller::report::operator::now_rfc3339;
 use capi_installer_controller::revision::{self, RevisionLog, Stored};
 use capi_runtime::parse_duration_arg;
+use capi_runtime::report::write_stdout;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
@@ -56,10 +57,10 @@ pub async fn main(args: RollbackArgs) -> Result<()> {
     )
     .await
     .with_context(|| format!("writing the rollback request into ConfigMap {configmap}"))?;
-    println!(
-        "asked the installer to roll {} back to revision {} (ConfigMap {}/{configmap})",
+    write_stdout(format_args!(
+        "asked the installer to roll {} back to revision {} (ConfigMap {}/{configmap})\n",
         args.provider, args.to, args.namespace
-    );
+    ))?;
     if args.wait.is_zero() {
         return Ok(());
     }
@@ -68,7 +69,10 @@ pub async fn main(args: RollbackArgs) -> Result<()> {
         let cm = api.get(configmap).await.context(configmap.to_string())?;
         let log = Stored::from_configmap(&cm)?.log;
         if revision::carried_out(&log, &request) {
-            println!("revision {} of {} is live", args.to, args.provider);
+            write_stdout(format_args!(
+                "revision {} of {} is live\n",
+                args.to, args.provider
+            ))?;
             return Ok(());
         }
         if Instant::now() > deadline {

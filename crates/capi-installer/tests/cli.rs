@@ -292,6 +292,9 @@ fn a_missing_image_key_fails_naming_the_key_and_the_object() {
         err.contains("Deployment openshift-cluster-api/capa-controller-manager"),
         "{err}"
     );
+    // Said once: the image the key would have replaced is not also a bundle-policy violation (an
+    // image outside the release payload).
+    assert!(!err.contains("workload-payload-images-only"), "{err}");
 }
 
 #[test]
@@ -1172,6 +1175,32 @@ fn a_closed_stdout_is_not_an_error() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out).lines().count(), 1);
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+
+    // A pipe whose reader is gone before the command writes its first byte: every write fails
+    // (EPIPE), whatever the output's size and however fast a reader would have been.
+    for (platform, output, code) in [("AWS", "text", 0), ("AWS", "json", 0), ("None", "text", 0)] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(BIN)
+            .args(["render", "--platform", platform, "--from"])
+            .arg(&dir)
+            .arg("--images-json")
+            .arg(&images)
+            .args(["-o", output])
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{platform} -o {output}: {err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("error:"),
+            "{platform} -o {output}: {err}"
+        );
+    }
 }
 
 /// The help of every command that reaches a cluster describes the kubeconfig default in the same words,

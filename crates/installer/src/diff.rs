@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::config::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
 use crate::desired::{self, Desired};
 use crate::policy::PolicyConfig;
-use crate::prepare::{self, RenderContext, RenderError};
+use crate::prepare::{self, RenderContext};
 use crate::source::{self, Target, configmap};
 
 /// What the diff needs of the installer's settings.
@@ -317,12 +317,9 @@ pub async fn diff(
                 )
                 .await?;
             }
-            Err(RenderError::Policy(violations)) => {
-                report
-                    .refused
-                    .extend(violations.0.iter().map(ToString::to_string));
-            }
-            Err(e) => report.refused.push(e.to_string()),
+            // One entry per problem (each bundle-policy violation, each object the images cannot
+            // complete), as `render` prints them one per line.
+            Err(e) => report.refused.extend(e.problems()),
         }
         providers.push(report);
     }

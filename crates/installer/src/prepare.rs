@@ -5,7 +5,7 @@
 //! the rendered objects; a set that cannot be planned reports that first). The same steps serve `capi-installer render` offline, and
 //! can serve a `diff` command (prepare, then compare with the live objects without writing).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use capi_apply::{KindResolver, Plan, PlanInput};
 use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
@@ -106,6 +106,9 @@ pub struct Rendered {
     /// allowed, not an object): the others are still rendered, so that the plan and the bundle policy
     /// report their problems too.
     pub problems: Vec<RenderError>,
+    /// The images of `problems` that the images file could not complete: already reported, so the
+    /// bundle policy does not report them again as images outside the release payload.
+    pub unresolved_images: BTreeSet<String>,
 }
 
 /// A provider's validated plan.
@@ -147,6 +150,7 @@ pub fn render(
         origins: Vec::with_capacity(objects.len()),
         stripped: Vec::new(),
         problems: Vec::new(),
+        unresolved_images: BTreeSet::new(),
     };
     for object in objects {
         let structured = Origin {
@@ -186,6 +190,7 @@ pub fn render(
         // An image without its key leaves the object otherwise whole: it still goes to the plan and the
         // bundle policy, whose findings are reported with this one.
         if let Err(e) = render::resolve_images(&mut value, image_key.as_deref(), &ctx.images) {
+            rendered.unresolved_images.insert(e.image().to_string());
             rendered.problems.push(fail(e.to_string()));
         }
         label(&mut value, &target.clusterctl_label);
@@ -213,6 +218,7 @@ impl Rendered {
             origins: Vec::with_capacity(objects.len()),
             stripped: Vec::new(),
             problems: Vec::new(),
+            unresolved_images: BTreeSet::new(),
         };
         for (document, value) in objects.into_iter().enumerate() {
             let structured = Origin {
@@ -312,7 +318,12 @@ pub fn plan_rendered(
     ctx: &RenderContext,
     resolver: &KindResolver,
 ) -> Result<Prepared, RenderError> {
-    let payload_images = ctx.images.values().map(String::as_str).collect();
+    let payload_images = ctx
+        .images
+        .values()
+        .chain(&rendered.unresolved_images)
+        .map(String::as_str)
+        .collect();
     let policy = policy::check(&rendered.bundle(), &ctx.policy, &payload_images);
     let digest = digest(&rendered.inputs);
     let mut problems = rendered.problems;

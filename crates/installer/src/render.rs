@@ -141,6 +141,17 @@ pub enum ImageError {
     },
 }
 
+impl ImageError {
+    /// The image as the manifests wrote it.
+    pub fn image(&self) -> &str {
+        match self {
+            ImageError::NoProviderImage { image, .. } | ImageError::MissingKey { image, .. } => {
+                image
+            }
+        }
+    }
+}
+
 /// Resolves every container image of `object` (any `containers`/`initContainers`/`ephemeralContainers`
 /// list at any depth, so pod templates inside any kind are covered): the placeholder becomes the image of
 /// `provider_image_key`, a `registry.ci.openshift.org/openshift:<key>` reference becomes `images[key]`.

@@ -239,18 +239,35 @@ pub enum ImagesError {
 /// accepted too): every key non-empty, every value an image reference. `origin` names the file or
 /// ConfigMap key in errors.
 pub fn parse_images(origin: &str, text: &str) -> Result<BTreeMap<String, String>, ImagesError> {
-    let map: BTreeMap<String, String> =
+    // Values are read as they are written, not as strings: a YAML parser would make `5` the string
+    // "5", which is a valid reference (of `docker.io/library/5`), while the file meant no image.
+    let entries: BTreeMap<String, serde_json::Value> =
         serde_saphyr::from_str(text).map_err(|e| ImagesError::NotAMap {
             origin: origin.to_string(),
             // The parser's message may span lines (a snippet of the input): the first says what.
-            why: e.to_string().lines().next().unwrap_or_default().to_string(),
+            why: e
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_string(),
         })?;
     let mut problems = Vec::new();
-    for (key, image) in &map {
+    let mut map = BTreeMap::new();
+    for (key, value) in entries {
+        let Some(image) = value.as_str() else {
+            problems.push(format!(
+                "key {key:?}: {value} is not a string (an image reference is one)"
+            ));
+            continue;
+        };
         if key.is_empty() {
             problems.push("an empty key".to_string());
         } else if let Err(e) = parse(image) {
             problems.push(format!("key {key:?}: {e}"));
+        } else {
+            map.insert(key, image.to_string());
         }
     }
     if problems.is_empty() {
@@ -359,9 +376,17 @@ mod tests {
             err.to_string(),
             "images file /x/images.json: key \"aws-cluster-api-controllers\": \"not an image ref!!\" is not an image reference: it contains ' '; key \"cluster-capi-controllers\": \"\" is not an image reference: it is empty"
         );
-        let err = parse_images("f", r#"{"a": 1, "b": ["x"]}"#).unwrap_err();
+        let err = parse_images("f", r#"{"a": 1, "b": ["x"], "c": null}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f: key \"a\": 1 is not a string (an image reference is one); key \"b\": [\"x\"] is not a string (an image reference is one); key \"c\": null is not a string (an image reference is one)"
+        );
+        let err = parse_images("f", "{\"a\": ").unwrap_err();
         assert!(matches!(err, ImagesError::NotAMap { .. }), "{err}");
         assert_eq!(err.to_string().lines().count(), 1, "{err}");
+        assert!(!err.to_string().contains("error:"), "{err}");
+        let err = parse_images("f", "[\"quay.io/x:1\"]").unwrap_err();
+        assert!(matches!(err, ImagesError::NotAMap { .. }), "{err}");
         let ok = parse_images("f", r#"{"kube-rbac-proxy": "quay.io/x:1"}"#).unwrap();
         assert_eq!(ok["kube-rbac-proxy"], "quay.io/x:1");
     }

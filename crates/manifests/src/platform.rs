@@ -47,6 +47,11 @@ impl Platform {
         self.row().2
     }
 
+    /// Every platform with a provider, in the table's order.
+    pub fn all() -> impl Iterator<Item = Platform> {
+        TABLE.iter().map(|(p, _, _)| *p)
+    }
+
     /// The platform of an `Infrastructure` platform type; `None` for types without a provider.
     pub fn from_type_name(name: &str) -> Option<Platform> {
         TABLE
