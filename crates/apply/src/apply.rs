@@ -14,6 +14,7 @@ use crate::key::ObjectKey;
 use crate::plan::{Plan, PlannedObject, PlannedPhase};
 use crate::prune::crd_has_instances;
 use crate::slim;
+use crate::takeover;
 use crate::watch::{LiveCache, Lookup};
 
 /// Default annotation carrying the hash of the desired object.
@@ -35,7 +36,19 @@ pub struct OwnershipPolicy {
     /// object of ours that carries another owner's value is neither taken over by apply nor deleted by
     /// prune: one owner per object.
     pub owner_label: Option<String>,
+    /// Field managers that only fill in fields derived from other objects: they never own an object,
+    /// so they never make one foreign (default [`DERIVING_MANAGERS`]).
+    pub deriving_managers: BTreeSet<String>,
+    /// Field managers we replace for good (an installer we take over from): their objects are adopted,
+    /// and their field ownership moves to us before our first apply ([`crate::takeover`]), so what
+    /// they set and we do not goes instead of staying behind.
+    pub retired_managers: BTreeSet<String>,
 }
+
+/// Managers that write fields computed from other objects, never an owner's intent: Kubernetes'
+/// `clusterrole-aggregation-controller` fills an aggregated ClusterRole's `rules` from the roles it
+/// selects (the installer leaves those rules out of what it applies).
+pub const DERIVING_MANAGERS: &[&str] = &["clusterrole-aggregation-controller"];
 
 impl OwnershipPolicy {
     pub fn new(label_key: impl Into<String>, label_value: impl Into<String>) -> Self {
@@ -45,7 +58,20 @@ impl OwnershipPolicy {
             adoptable_managers: BTreeSet::new(),
             adopt_annotation: DEFAULT_ADOPT_ANNOTATION.to_owned(),
             owner_label: None,
+            deriving_managers: DERIVING_MANAGERS.iter().map(|m| m.to_string()).collect(),
+            retired_managers: BTreeSet::new(),
         }
+    }
+
+    /// See [`OwnershipPolicy::retired_managers`].
+    pub fn retire<I, S>(mut self, managers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.retired_managers
+            .extend(managers.into_iter().map(Into::into));
+        self
     }
 
     /// See [`OwnershipPolicy::owner_label`].
@@ -101,10 +127,17 @@ impl OwnershipPolicy {
             .as_ref()
             .and_then(|a| a.get(&self.adopt_annotation))
             .is_some_and(|v| v == "true");
-        let managers = spec_managers(live);
+        let managers: Vec<String> = spec_managers(live)
+            .into_iter()
+            .filter(|m| !self.deriving_managers.contains(m))
+            .collect();
         let foreign: Vec<String> = managers
             .iter()
-            .filter(|m| *m != our_manager && !self.adoptable_managers.contains(*m))
+            .filter(|m| {
+                *m != our_manager
+                    && !self.adoptable_managers.contains(*m)
+                    && !self.retired_managers.contains(*m)
+            })
             .cloned()
             .collect();
         // An object without any managedFields tells us nothing about its owner: not adoptable by the
@@ -487,7 +520,7 @@ impl Applier {
     ) -> Result<ApplyOutcome, ApplyError> {
         let key = &planned.key;
         let desired = self.desired(planned);
-        let (action, _) = match self.decide(planned, &desired, live).await? {
+        let (action, existing) = match self.decide(planned, &desired, live).await? {
             Decision::Unchanged(object) => {
                 return Ok(ApplyOutcome {
                     key: key.clone(),
@@ -497,6 +530,9 @@ impl Applier {
             }
             Decision::Write { action, live } => (action, live),
         };
+        if action == ApplyAction::Adopted {
+            self.absorb_retired(planned, existing.as_ref()).await?;
+        }
         let after = self
             .patch(planned, &desired, false)
             .await
@@ -511,6 +547,57 @@ impl Applier {
             action,
             object: after,
         })
+    }
+
+    /// Before adopting an object that a retired manager wrote, moves that manager's field ownership
+    /// to us ([`crate::takeover`]) with one JSON patch of `managedFields`, guarded by the object's
+    /// resourceVersion (a concurrent write fails it instead of being overwritten). Reads the object
+    /// when `live` is a slim copy or missing: only a full object carries the field sets.
+    async fn absorb_retired(
+        &self,
+        planned: &PlannedObject,
+        live: Option<&DynamicObject>,
+    ) -> Result<(), ApplyError> {
+        let retired = &self.ownership.retired_managers;
+        let entries = |o: &DynamicObject| o.metadata.managed_fields.clone().unwrap_or_default();
+        if retired.is_empty()
+            || !live.is_some_and(|l| takeover::retired_present(&entries(l), retired))
+        {
+            return Ok(());
+        }
+        let full = match live {
+            Some(l) if !slim::is_slim(l) => Some(l.clone()),
+            _ => self.read(planned).await?,
+        };
+        let Some(full) = full else { return Ok(()) };
+        let Some(moved) = takeover::absorb(
+            &entries(&full),
+            retired,
+            &self.field_manager,
+            &planned.resource.api_version,
+        ) else {
+            return Ok(());
+        };
+        let patch = serde_json::json!([
+            {"op": "replace", "path": "/metadata/managedFields", "value": moved},
+            // `replace`, not `test`: etcd then refuses a stale write with a conflict (as csaupgrade does).
+            {"op": "replace", "path": "/metadata/resourceVersion", "value": full.metadata.resource_version},
+        ]);
+        let patch: json_patch::Patch =
+            serde_json::from_value(patch).expect("a JSON patch of two operations");
+        api_for(&self.client, &planned.resource, &planned.key)
+            .patch(
+                &planned.key.name,
+                &PatchParams::default(),
+                &Patch::<()>::Json(patch),
+            )
+            .await
+            .map_err(|source| ApplyError::Api {
+                key: planned.key.clone(),
+                source,
+            })?;
+        tracing::info!(object = %planned.key, retired = ?retired, "field ownership of a retired manager moved to ours before adoption");
+        Ok(())
     }
 
     /// Checks, without writing, that [`Applier::apply`] of `planned` would succeed: the same ownership
@@ -762,6 +849,7 @@ impl Applier {
                 return Err(ApplyError::Terminating { key: key.clone() });
             }
             let action = match self.ownership.check(existing, &self.field_manager) {
+                Ownership::Foreign { .. } if planned.take_over => ApplyAction::Adopted,
                 Ownership::Foreign { managers } => {
                     return Err(ApplyError::Conflict {
                         key: key.clone(),

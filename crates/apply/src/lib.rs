@@ -92,12 +92,13 @@ pub mod prune;
 pub mod readiness;
 pub mod resolve;
 pub mod slim;
+pub mod takeover;
 pub mod wait;
 pub mod watch;
 
 pub use apply::{
     Applier, ApplyAction, ApplyError, ApplyOutcome, CONCURRENCY, DEFAULT_ADOPT_ANNOTATION,
-    DEFAULT_HASH_ANNOTATION, Ownership, OwnershipPolicy, PhaseOutcome, Preview,
+    DEFAULT_HASH_ANNOTATION, DERIVING_MANAGERS, Ownership, OwnershipPolicy, PhaseOutcome, Preview,
 };
 pub use changes::{FieldChange, managed_changes};
 pub use crd_safety::{CrdProblem, check_crd_change};

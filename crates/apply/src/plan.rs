@@ -103,6 +103,8 @@ pub fn apply_order(a: &ObjectKey, b: &ObjectKey) -> std::cmp::Ordering {
 pub struct PlanInput {
     pub object: DynamicObject,
     pub origin: Option<String>,
+    /// See [`PlannedObject::take_over`].
+    pub take_over: bool,
 }
 
 impl PlanInput {
@@ -110,7 +112,14 @@ impl PlanInput {
         PlanInput {
             object,
             origin: Some(origin.into()),
+            take_over: false,
         }
+    }
+
+    /// See [`PlannedObject::take_over`].
+    pub fn take_over(mut self, take_over: bool) -> Self {
+        self.take_over = take_over;
+        self
     }
 }
 
@@ -119,6 +128,7 @@ impl From<DynamicObject> for PlanInput {
         PlanInput {
             object,
             origin: None,
+            take_over: false,
         }
     }
 }
@@ -131,6 +141,10 @@ pub struct PlannedObject {
     pub namespaced: bool,
     pub object: DynamicObject,
     pub origin: Option<String>,
+    /// The object is taken over when it exists, whoever manages it (the caller's manifest says so):
+    /// the ownership rules' refusal of a foreign object does not apply to it. One of our own objects
+    /// that another of our owners holds is still refused.
+    pub take_over: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -337,7 +351,11 @@ fn resolve(
     local: &KindResolver,
     resolver: &KindResolver,
 ) -> Result<PlannedObject, Box<PlanError>> {
-    let PlanInput { object, origin } = input;
+    let PlanInput {
+        object,
+        origin,
+        take_over,
+    } = input;
     let Some(types) = object
         .types
         .as_ref()
@@ -385,6 +403,7 @@ fn resolve(
         namespaced,
         object,
         origin,
+        take_over,
     })
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use capi_apply::{ApplyAction, ApplyError, DEFAULT_ADOPT_ANNOTATION};
+use capi_apply::{Applier, ApplyAction, ApplyError, DEFAULT_ADOPT_ANNOTATION};
 use common::*;
 use kube::api::{Api, DynamicObject, PostParams};
 
@@ -258,4 +258,176 @@ async fn a_cache_answers_before_each_write_without_a_request() {
     }
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     assert_eq!(requests(mark), Vec::<String>::new());
+}
+
+/// Taking over from predecessors (issue 18): a ConfigMap a retired manager created with client-side
+/// updates and its own marks, one it server-side applied, one a foreign manager made that the plan
+/// marks for take-over, and an aggregated ClusterRole whose rules Kubernetes' aggregation controller
+/// fills. The retired managers' field ownership becomes ours before the first apply, so their marks go
+/// with that apply; the aggregation controller never counts as an owner and keeps its rules; nothing
+/// is deleted or created again.
+#[tokio::test]
+async fn retired_managers_hand_over_their_fields_and_the_aggregation_controller_owns_nothing() {
+    const NS: &str = "own-retired";
+    // The aggregation controller runs in kube-controller-manager.
+    let cp = control_plane(true).await;
+    let admin = cp.admin_client().await.unwrap();
+    let client = engine_client(&cp);
+    let desired = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n{}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: own-retired-aggregated}}\naggregationRule: {{clusterRoleSelectors: [{{matchLabels: {{own-retired/aggregate: 'true'}}}}]}}\n",
+        ["updated", "applied", "foreign"]
+            .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {NS}}}\ndata: {{owner: installer}}\n"))
+            .join("---\n")
+    );
+    let mut plan = plan_of(&client, &desired).await;
+    for o in plan.phases.iter_mut().flat_map(|p| p.objects.iter_mut()) {
+        o.take_over = o.key.name == "foreign";
+    }
+    let ns = plan.objects().find(|o| o.key.kind == "Namespace").unwrap();
+    let resource = |kind: &str| {
+        plan.objects()
+            .find(|o| o.key.kind == kind)
+            .unwrap()
+            .resource
+            .clone()
+    };
+    Api::<DynamicObject>::all_with(admin.clone(), &ns.resource)
+        .create(&PostParams::default(), &ns.object)
+        .await
+        .unwrap();
+    let cms: Api<DynamicObject> = Api::namespaced_with(admin.clone(), NS, &resource("ConfigMap"));
+    let marked = |name: &str| -> DynamicObject {
+        serde_saphyr::from_str(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {NS}, labels: {{old/managed-by: {name}}}, annotations: {{old/revision: '1'}}}}\ndata: {{owner: old, extra: kept-by-no-one}}\n"
+        ))
+        .unwrap()
+    };
+    let params = |manager: &str| PostParams {
+        field_manager: Some(manager.into()),
+        ..Default::default()
+    };
+    cms.create(&params("old-installer"), &marked("updated"))
+        .await
+        .unwrap();
+    cms.patch(
+        "applied",
+        &kube::api::PatchParams::apply("old-operator/Installer"),
+        &kube::api::Patch::Apply(marked("applied")),
+    )
+    .await
+    .unwrap();
+    cms.create(&params("helm"), &marked("foreign"))
+        .await
+        .unwrap();
+    let roles: Api<DynamicObject> = Api::all_with(admin.clone(), &resource("ClusterRole"));
+    let aggregated = plan
+        .objects()
+        .find(|o| o.key.kind == "ClusterRole")
+        .unwrap();
+    let mut with_rules = aggregated.object.clone();
+    with_rules.data["rules"] = serde_json::json!([]);
+    roles
+        .create(&params("old-installer"), &with_rules)
+        .await
+        .unwrap();
+    let selected: DynamicObject = serde_saphyr::from_str(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: own-retired-part, labels: {own-retired/aggregate: 'true'}}\nrules: [{apiGroups: [''], resources: [configmaps], verbs: [get]}]\n",
+    )
+    .unwrap();
+    roles
+        .create(&PostParams::default(), &selected)
+        .await
+        .unwrap();
+    let filled =
+        |role: &DynamicObject| role.data["rules"].as_array().is_some_and(|r| !r.is_empty());
+    let managers = |o: &DynamicObject| capi_apply::apply::field_managers(o);
+    let mut role = None;
+    for _ in 0..100 {
+        let live = roles.get("own-retired-aggregated").await.unwrap();
+        if filled(&live) && managers(&live).contains(&"clusterrole-aggregation-controller".into()) {
+            role = Some(live);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(role.is_some(), "the aggregation controller fills the rules");
+    let uids: Vec<Option<String>> = {
+        let mut uids = Vec::new();
+        for name in ["updated", "applied", "foreign"] {
+            uids.push(cms.get(name).await.unwrap().metadata.uid);
+        }
+        uids
+    };
+
+    // Without retiring anyone, only the take-over object is adopted: the others are foreign — and
+    // the aggregation controller is never among the managers named.
+    let plain = applier(&client);
+    let mut refused = Vec::new();
+    for o in plan.objects().filter(|o| o.key.kind != "Namespace") {
+        match plain.dry_run(o, None).await {
+            Err(ApplyError::Conflict { key, managers }) => refused.push((key.name, managers)),
+            Ok(action) => assert_eq!(action, ApplyAction::Adopted, "{}", o.key),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    refused.sort();
+    assert_eq!(
+        refused,
+        [
+            (
+                "applied".to_string(),
+                vec!["old-operator/Installer".to_string()]
+            ),
+            (
+                "own-retired-aggregated".to_string(),
+                vec!["old-installer".to_string()]
+            ),
+            ("updated".to_string(), vec!["old-installer".to_string()]),
+        ]
+    );
+
+    let retiring = Applier::new(
+        client.clone(),
+        MANAGER,
+        policy().retire(["old-installer", "old-operator/Installer"]),
+    );
+    let mark = cp.audit_events().unwrap().len();
+    for o in plan.objects().filter(|o| o.key.kind != "Namespace") {
+        let out = retiring
+            .apply(o, None)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", o.key));
+        assert_eq!(out.action, ApplyAction::Adopted, "{}", o.key);
+    }
+    for (name, uid) in ["updated", "applied", "foreign"].iter().zip(&uids) {
+        let live = cms.get(name).await.unwrap();
+        assert_eq!(&live.metadata.uid, uid, "{name} is the same object");
+        assert_eq!(live.data["data"]["owner"], "installer", "{name}");
+        let labels = live.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get(LABEL).map(String::as_str), Some(MANAGER));
+        let annotations = live.metadata.annotations.clone().unwrap_or_default();
+        let marks_gone = !labels.contains_key("old/managed-by")
+            && !annotations.contains_key("old/revision")
+            && live.data["data"].get("extra").is_none();
+        // A foreign manager is not retired: what it set and we do not send stays its own.
+        assert_eq!(marks_gone, *name != "foreign", "{name}: {:?}", live.data);
+        let ms = managers(&live);
+        assert!(
+            !ms.contains(&"old-installer".into()) && !ms.contains(&"old-operator/Installer".into()),
+            "{name}: {ms:?}"
+        );
+    }
+    let role = roles.get("own-retired-aggregated").await.unwrap();
+    assert!(filled(&role), "the aggregated rules stay: {:?}", role.data);
+    assert_eq!(
+        managers(&role),
+        ["capi-installer", "clusterrole-aggregation-controller"],
+        "the retired manager's entry went; the aggregation controller keeps its rules"
+    );
+    let writes = our_writes(&cp, mark);
+    assert!(
+        writes.iter().all(|e| e.verb == "patch"),
+        "only patches, never a delete or a create: {:?}",
+        describe(&writes)
+    );
 }
