@@ -44,6 +44,7 @@ fn main() -> Result<()> {
         images: config.images.clone(),
         substitutions: config.substitutions.clone(),
         policy: config.policy.clone(),
+        ..Default::default()
     };
     let mut resolver = KindResolver::builtin();
     let mut sources: Vec<(String, Value)> = [CORE_CM, AWS_CM, AZURE_CM, GCP_CM, VSPHERE_CM]

@@ -139,10 +139,14 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
             cm.name(),
         ));
     }
+    // Offline: as on a cluster without a TLS profile of its own (the Intermediate profile).
+    let (substitutions, unavailable) =
+        capi_installer_controller::tls::with_cluster_profile(None, &substitutions);
     let ctx = RenderContext {
         namespace: args.namespace.clone(),
         images,
         substitutions,
+        unavailable,
         policy,
     };
     for note in &input.notes {

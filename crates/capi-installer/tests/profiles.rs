@@ -13,23 +13,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::{Client, ResourceExt};
+use serde_json::json;
 use test_support::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
-
-/// `DIR/<provider>-img/capi-operator-manifests/default/{metadata,manifests}.yaml` for each fixture
-/// profile (links to the fixture files), or `None` when the fixtures are missing outside CI.
-fn profiles_dir(root: &Path, providers: &[&str]) -> Option<PathBuf> {
-    for p in providers {
-        let fixture = fixture(&format!("profiles/{p}"))?;
-        let dir = root.join(format!("{p}-img/capi-operator-manifests/default"));
-        std::fs::create_dir_all(&dir).unwrap();
-        for file in ["metadata.yaml", "manifests.yaml"] {
-            std::os::unix::fs::symlink(fixture.join(file), dir.join(file)).unwrap();
-        }
-    }
-    Some(root.to_path_buf())
-}
 
 /// Every object of a fixture profile: (apiVersion, kind, namespace, name).
 fn profile_objects(provider: &str) -> Vec<capi_manifests::ObjectKey> {
@@ -61,15 +48,82 @@ async fn assert_installed(client: &Client, provider: &str) {
     }
 }
 
+/// `APIServer/cluster` with `profile` as its TLS security profile, honoured by every component
+/// (`tlsAdherence: StrictAllComponents`), as an administrator sets it.
+async fn set_tls_profile(client: &Client, profile: serde_json::Value) {
+    let api = api_for(client, "config.openshift.io/v1", "APIServer", None).await;
+    api.patch(
+        "cluster",
+        &kube::api::PatchParams::apply("oc").force(),
+        &kube::api::Patch::Apply(
+            json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer",
+            "metadata": {"name": "cluster"},
+            "spec": {"tlsAdherence": "StrictAllComponents", "tlsSecurityProfile": profile}}),
+        ),
+    )
+    .await
+    .unwrap();
+}
+
+/// The arguments of the first container of Deployment `name`.
+async fn manager_args(deployments: &Api<Deployment>, name: &str) -> Vec<String> {
+    let d = deployments.get(name).await.unwrap();
+    d.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap_or_default()
+}
+
+/// The core profile's IPAM CRDs, created by a manager that is neither adoptable nor the installer;
+/// their names and UIDs.
+async fn ipam_crds_made_by_another_operator(client: &Client) -> Vec<(String, String)> {
+    let path = fixture("profiles/core/manifests.yaml").expect("fixture present");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let crds = api_for(
+        client,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    )
+    .await;
+    let mut made = Vec::new();
+    for doc in capi_manifests::yaml::parse_documents("core", &text).unwrap() {
+        let mut crd = doc.value;
+        let name = crd["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if !name.ends_with(".ipam.cluster.x-k8s.io") {
+            continue;
+        }
+        crd["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove("capi-operator.openshift.io/adopt-existing");
+        let crd: kube::api::DynamicObject = serde_json::from_value(crd).unwrap();
+        let params = kube::api::PostParams {
+            field_manager: Some("another-operator".into()),
+            ..Default::default()
+        };
+        let created = crds.create(&params, &crd).await.unwrap();
+        made.push((name, created.metadata.uid.unwrap()));
+    }
+    assert_eq!(made.len(), 2, "the core profile has two IPAM CRDs");
+    made
+}
+
 #[tokio::test]
 async fn core_and_aws_from_profiles_reach_available() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(dir) = profiles_dir(tmp.path(), &["core", "aws", "gcp"]) else {
+    let Some(dir) = profiles_as_images(tmp.path(), &["core", "aws", "gcp"]) else {
         return;
     };
     let env = Env::start(true).await;
     ensure_namespace(&env.admin, NS).await;
     set_platform(&env.admin, "AWS").await;
+    // The IPAM CRDs exist already, made by someone the ownership rules would refuse: the core profile
+    // marks them `capi-operator.openshift.io/adopt-existing: always` (the release payload applied them
+    // before Cluster API was installed by an installer).
+    let ipam = ipam_crds_made_by_another_operator(&env.admin).await;
+    // The cluster's TLS profile, honoured by every component (the reference ignores it otherwise).
+    set_tls_profile(&env.admin, json!({"type": "Modern", "modern": {}})).await;
     let mut config = config();
     config.profiles = Some(ProfilesConfig {
         dir,
@@ -78,6 +132,33 @@ async fn core_and_aws_from_profiles_reach_available() {
     let _installer = Running::as_admin(&env, config);
 
     let status = wait_available(&env.admin, Duration::from_secs(300)).await;
+    let crds = api_for(
+        &env.admin,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    )
+    .await;
+    for (name, uid) in &ipam {
+        let crd = crds.get(name).await.unwrap();
+        assert_eq!(
+            crd.metadata.uid.as_ref(),
+            Some(uid),
+            "{name} adopted in place"
+        );
+        assert_eq!(
+            crd.labels()
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str),
+            Some("capi-installer"),
+            "{name}"
+        );
+        assert!(
+            !crd.annotations()
+                .contains_key("capi-operator.openshift.io/adopt-existing"),
+            "{name}: the annotation is an instruction, not applied"
+        );
+    }
     let available = condition(&status, "Available").unwrap();
     assert_eq!(
         available.message,
@@ -101,6 +182,18 @@ async fn core_and_aws_from_profiles_reach_available() {
             .image
             .clone();
         assert_eq!(image.as_deref(), Some(images()[key].as_str()), "{name}");
+    }
+    // The TLS profile reached the providers' flags.
+    const MODERN: &str =
+        "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256";
+    for name in ["capa-controller-manager", "capi-controller-manager"] {
+        let args = manager_args(&deployments, name).await;
+        for want in [
+            "--tls-min-version=VersionTLS13".to_string(),
+            format!("--tls-cipher-suites={MODERN}"),
+        ] {
+            assert!(args.contains(&want), "{name}: {args:?}");
+        }
     }
     // The GCP profile is for another platform.
     let crds = api_for(
@@ -158,6 +251,42 @@ async fn core_and_aws_from_profiles_reach_available() {
         "writes in steady state: {:?}",
         writes.iter().map(describe).collect::<Vec<_>>()
     );
+
+    // A new TLS profile rolls the providers out with it.
+    let generation = deployments
+        .get("capa-controller-manager")
+        .await
+        .unwrap()
+        .metadata
+        .generation;
+    set_tls_profile(
+        &env.admin,
+        json!({"type": "Custom", "custom": {"minTLSVersion": "VersionTLS12",
+            "ciphers": ["ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-SHA384"]}}),
+    )
+    .await;
+    eventually(
+        Duration::from_secs(60),
+        "the custom TLS profile in CAPA's flags",
+        || async {
+            let args = manager_args(&deployments, "capa-controller-manager").await;
+            // The cipher Go does not implement is dropped, as by the reference.
+            (args.contains(&"--tls-min-version=VersionTLS12".to_string())
+                && args.contains(
+                    &"--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".to_string(),
+                ))
+            .then_some(())
+        },
+    )
+    .await;
+    let rolled = deployments
+        .get("capa-controller-manager")
+        .await
+        .unwrap()
+        .metadata
+        .generation;
+    assert!(rolled > generation, "{rolled:?} after {generation:?}");
+    wait_available(&env.admin, Duration::from_secs(120)).await;
 
     // `capi-installer status` shows the providers and where they came from.
     let kubeconfig = env.cp.kubeconfig_path();
@@ -226,7 +355,7 @@ fn render(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn render_plans_profiles_offline() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(dir) = profiles_dir(&tmp.path().join("images"), &["core", "aws", "gcp"]) else {
+    let Some(dir) = profiles_as_images(&tmp.path().join("images"), &["core", "aws", "gcp"]) else {
         return;
     };
     let images_file = write_images(tmp.path());
@@ -297,7 +426,7 @@ fn render_plans_profiles_offline() {
 #[tokio::test]
 async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(dir) = profiles_dir(tmp.path(), &["aws"]) else {
+    let Some(dir) = profiles_as_images(tmp.path(), &["aws"]) else {
         return;
     };
     let env = Env::start(true).await;
@@ -340,7 +469,8 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
         "{degraded:?}"
     );
     let status = co_status(&env.admin).await.unwrap();
-    assert_eq!(condition(&status, "Available").unwrap().status, "True");
+    let available = condition(&status, "Available").unwrap();
+    assert_eq!(available.status, "True", "{available:?}");
 
     // Nothing of the profile was applied: its renamed ClusterRole does not exist (the ConfigMap's
     // does), and the profile's inventory holds no object, only its record.

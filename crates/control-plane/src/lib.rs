@@ -62,7 +62,8 @@ use error::{io, kube as kube_err};
 use process::{Process, Spawner};
 
 /// Which OpenShift config CRDs (`Infrastructure`, `ClusterOperator`, `ClusterVersion`, `FeatureGate`,
-/// `ClusterAPI`) to load before [`ControlPlane::start`] returns.
+/// `ClusterAPI`; `APIServer` from [`repository_crds_dir`]) to load before [`ControlPlane::start`]
+/// returns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum OpenShiftCrds {
     /// `<repo root>/../shared/fixtures/openshift-crds`. When that folder is missing the CRDs are
@@ -378,7 +379,12 @@ impl ControlPlane {
             }
         };
         if let Some(crd_dir) = crd_dir {
-            let crds = crds::read_dir(&crd_dir)?;
+            let mut crds = crds::read_dir(&crd_dir)?;
+            // The config CRDs the fixtures lack, kept in this repository as test data (APIServer, for
+            // the TLS profile); with the fixtures' only, as a folder given instead replaces both.
+            if crd_dir == shared_fixtures_dir().join("openshift-crds") {
+                crds.extend(crds::read_dir(&repository_crds_dir())?);
+            }
             let apply = crds::apply_and_wait(&client, &crds, CRD_TIMEOUT);
             cp.while_running(apply).await?;
         }
@@ -864,6 +870,12 @@ fn is_ci() -> bool {
 /// Path of a file or folder under `../shared/fixtures` (relative to the repository root). `None`,
 /// with the reason printed, when it is absent; with env `CI=true` an absent fixture panics instead,
 /// because CI must fail rather than skip.
+/// This crate's `openshift-crds/`: OpenShift config CRDs that `../shared/fixtures/openshift-crds` does
+/// not have, loaded with those (see [`OpenShiftCrds::Default`]).
+pub fn repository_crds_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("openshift-crds")
+}
+
 pub fn shared_fixture(relative: &str) -> Option<PathBuf> {
     let path = shared_fixtures_dir().join(relative);
     if path.exists() {

@@ -47,6 +47,7 @@ use crate::report::{self, Observed, Unselected};
 use crate::revision;
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, configmap};
+use crate::tls;
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
 
 /// A watch that failed (it is retried with backoff).
@@ -111,6 +112,8 @@ pub struct Installer {
     cluster_api: OptionalKind,
     /// The ClusterRoles that make the provider RBAC ceiling (the release's and the administrator's).
     ceiling: reflector::Store<ClusterRole>,
+    /// `APIServer/cluster` (the TLS profile of the providers' servers).
+    apiserver: OptionalKind,
     /// Every kind of provider source; a new kind is one more catalog. Shared with the blocking pool,
     /// where a source's payload is decoded.
     catalogs: Arc<Vec<Box<dyn SourceCatalog>>>,
@@ -181,6 +184,13 @@ impl Installer {
             "ClusterAPI cluster",
             wake.clone(),
         );
+        let (apiserver, apiserver_watch) = OptionalKind::start(
+            client.clone(),
+            &tls::apiserver_resource(),
+            watcher::Config::default().fields(&format!("metadata.name={}", tls::APISERVER_NAME)),
+            "APIServer cluster",
+            wake.clone(),
+        );
         let (ceiling, ceiling_watch) = {
             let (store, writer) = reflector::store();
             let api: Api<ClusterRole> = Api::all(client.clone());
@@ -210,6 +220,7 @@ impl Installer {
             infrastructure_providers,
             cluster_api,
             ceiling,
+            apiserver,
             catalogs,
             metrics,
             wake,
@@ -222,6 +233,7 @@ impl Installer {
                 providers_watch,
                 cluster_api_watch,
                 ceiling_watch,
+                apiserver_watch,
             ],
         })
     }
@@ -253,7 +265,8 @@ impl Installer {
                 self.revisions.wait_until_ready(),
                 self.infrastructure_providers.wait_known(),
                 self.cluster_api.wait_known(),
-                self.ceiling.wait_until_ready()
+                self.ceiling.wait_until_ready(),
+                self.apiserver.wait_known()
             )
         };
         tokio::select! {
@@ -406,10 +419,18 @@ impl Installer {
         let inventories = self.reconciler.inventories().all();
         let owners = inventories.iter().map(|(id, _)| id.clone()).collect();
         let selection = source::select(&wants.providers, &candidates, &owners);
+        let apiserver = self.apiserver.objects().unwrap_or_default();
+        let apiserver = apiserver
+            .first()
+            .map(|a| serde_json::to_value(&**a).expect("an object serializes"));
+        let (substitutions, unavailable) =
+            tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
         let round = Round {
             selected: selection.ids(),
             unmanaged: unmanaged.clone(),
             hold: None,
+            substitutions,
+            unavailable,
         };
         let mut outcomes: Vec<Outcome> = Vec::new();
         for target in &selection.targets {

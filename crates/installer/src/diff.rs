@@ -252,10 +252,24 @@ pub async fn diff(
             ));
         }
     }
+    let apiserver =
+        Api::<DynamicObject>::all_with(client.clone(), &crate::tls::apiserver_resource())
+            .get_opt(crate::tls::APISERVER_NAME)
+            .await
+            .or_else(|e| match e {
+                // No such kind (not OpenShift): as without the object.
+                kube::Error::Api(s) if s.code == 404 => Ok(None),
+                e => Err(e),
+            })
+            .map_err(read("APIServer cluster"))?;
+    let apiserver = apiserver.map(|a| serde_json::to_value(a).expect("an object serializes"));
+    let (substitutions, unavailable) =
+        crate::tls::with_cluster_profile(apiserver.as_ref(), &config.substitutions);
     let ctx = RenderContext {
         namespace: config.namespace.clone(),
         images: config.images.clone(),
-        substitutions: config.substitutions.clone(),
+        substitutions,
+        unavailable,
         policy,
     };
     let applier = Applier::new(

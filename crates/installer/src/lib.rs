@@ -32,10 +32,12 @@ pub mod platform;
 pub mod policy;
 pub mod prepare;
 pub mod reconcile;
+pub mod reference;
 pub mod render;
 pub mod report;
 pub mod revision;
 pub mod source;
+pub mod tls;
 pub mod unmanaged;
 
 pub use config::{InstallerConfig, user_agent};

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::platform;
 use crate::policy::{self, BundleObject, Origin, PolicyConfig, Violations};
+use crate::reference;
 use crate::render::{self, Images};
 use crate::source::{Payload, Target};
 
@@ -26,6 +27,9 @@ pub struct RenderContext {
     pub namespace: String,
     pub images: Images,
     pub substitutions: BTreeMap<String, String>,
+    /// Variables that have no value now, with why (a TLS profile of the cluster that cannot be
+    /// used): a provider whose components use one fails, the others render.
+    pub unavailable: BTreeMap<String, String>,
     /// What a bundle may contain.
     pub policy: PolicyConfig,
 }
@@ -34,6 +38,12 @@ pub struct RenderContext {
 /// there is one, the document and the object.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    #[error("{origin}: components use ${{{variable}}}, which has no value: {why}")]
+    Unavailable {
+        origin: String,
+        variable: String,
+        why: String,
+    },
     #[error("{origin}: components, {source}")]
     Substitution {
         origin: String,
@@ -128,6 +138,17 @@ pub fn render(
     target: &Target,
     ctx: &RenderContext,
 ) -> Result<Rendered, RenderError> {
+    if let Some((variable, why)) = ctx
+        .unavailable
+        .iter()
+        .find(|(v, _)| uses(&payload.components, v))
+    {
+        return Err(RenderError::Unavailable {
+            origin: payload.origin.clone(),
+            variable: variable.clone(),
+            why: why.clone(),
+        });
+    }
     let substitutions = render::with_defaults(&ctx.substitutions);
     let components = render::substitute(&payload.components, &substitutions).map_err(|source| {
         RenderError::Substitution {
@@ -184,6 +205,10 @@ pub fn render(
             )));
             continue;
         }
+        let take_over = take_over(&mut value).unwrap_or_else(|e| {
+            rendered.problems.push(fail(e));
+            false
+        });
         for path in render::strip_fields_owned_elsewhere(&mut value) {
             rendered.stripped.push(format!("{} {path}", object.id));
         }
@@ -203,10 +228,46 @@ pub fn render(
                 continue;
             }
         };
-        rendered.inputs.push(PlanInput::new(dynamic, origin));
+        rendered
+            .inputs
+            .push(PlanInput::new(dynamic, origin).take_over(take_over));
         rendered.origins.push(structured);
     }
     Ok(rendered)
+}
+
+/// Whether `text` refers to variable `name` (`${NAME}`, `${NAME:=...}`, `${NAME:-...}`).
+fn uses(text: &str, name: &str) -> bool {
+    text.match_indices("${").any(|(i, _)| {
+        let rest = &text[i + 2..];
+        rest.strip_prefix(name)
+            .is_some_and(|after| after.starts_with('}') || after.starts_with(':'))
+    })
+}
+
+/// Whether the manifest asks that an existing object be taken over whoever manages it (the
+/// reference's [`reference::ADOPT_EXISTING`]: `always`); the annotation is removed, as the reference
+/// removes it before apply: it is an instruction to the installer, not part of the object.
+fn take_over(object: &mut Value) -> Result<bool, String> {
+    let Some(annotations) = object
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    else {
+        return Ok(false);
+    };
+    let Some(value) = annotations.remove(reference::ADOPT_EXISTING) else {
+        return Ok(false);
+    };
+    let take_over = reference::adopt_existing(Some(value.as_str().unwrap_or_default()))
+        .map_err(|e| format!("metadata.annotations: {e}"))?;
+    if annotations.is_empty()
+        && let Some(meta) = object
+            .pointer_mut("/metadata")
+            .and_then(Value::as_object_mut)
+    {
+        meta.remove("annotations");
+    }
+    Ok(take_over)
 }
 
 impl Rendered {
@@ -351,9 +412,22 @@ pub fn plan_rendered(
     })
 }
 
-/// The hash of the objects' JSON array, computed without building it (a copy of every object).
+/// The hash of the objects' JSON array, computed without building it (a copy of every object), and
+/// of which objects are to be taken over (a content whose only change is `adopt-existing` is a new
+/// content, as for the reference). Without any, the hash of the objects alone: the digests of
+/// contents recorded before take-overs existed stay what they were.
 fn digest(inputs: &[PlanInput]) -> String {
-    capi_apply::drift::hash_objects(inputs.iter().map(|i| &i.object))
+    let objects = capi_apply::drift::hash_objects(inputs.iter().map(|i| &i.object));
+    let taken: Vec<String> = inputs
+        .iter()
+        .filter(|i| i.take_over)
+        .filter_map(|i| capi_apply::key_of(&i.object))
+        .map(|k| k.to_string())
+        .collect();
+    if taken.is_empty() {
+        return objects;
+    }
+    capi_apply::drift::hash_value(&serde_json::json!({"objects": objects, "takeOver": taken}))
 }
 
 #[cfg(test)]
@@ -401,6 +475,9 @@ mod tests {
             version: None,
         }
     }
+
+    /// The release image of the payload's `selfImageRef`.
+    const SELF_IMAGE: (&str, &str) = ("aws-cluster-api-controllers", "quay.io/capa@sha256:1");
 
     /// As in the reference: substitution first, then every whole occurrence of `selfImageRef`
     /// becomes the release image of its key; other release images resolve by key as always.
@@ -459,6 +536,113 @@ spec: {{failurePolicy: Fail}}
                 .to_string()
                 .ends_with("manifests.yaml, document 1")
         );
+    }
+
+    #[test]
+    fn adopt_existing_is_taken_off_and_decides_the_take_over() {
+        let doc = |name: &str, annotations: &str| {
+            format!(
+                "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {name}, namespace: openshift-cluster-api{annotations}}}\n"
+            )
+        };
+        let components = [
+            doc(
+                "always",
+                ", annotations: {capi-operator.openshift.io/adopt-existing: always, keep: 'yes'}",
+            ),
+            doc(
+                "never",
+                ", annotations: {capi-operator.openshift.io/adopt-existing: never}",
+            ),
+            doc("plain", ""),
+        ]
+        .join("---\n");
+        let rendered =
+            render(&payload(components.clone()), &target(), &ctx(&[SELF_IMAGE])).unwrap();
+        let seen: Vec<(String, bool, Option<Value>)> = rendered
+            .inputs
+            .iter()
+            .map(|i| {
+                let v = serde_json::to_value(&i.object).unwrap();
+                (
+                    v["metadata"]["name"].as_str().unwrap().to_string(),
+                    i.take_over,
+                    v["metadata"].get("annotations").cloned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "always".into(),
+                    true,
+                    Some(serde_json::json!({"keep": "yes"}))
+                ),
+                ("never".into(), false, None),
+                ("plain".into(), false, None),
+            ]
+        );
+        // The take-over is part of the content: the same objects without it are another digest.
+        let resolver = capi_apply::KindResolver::builtin();
+        let with = prepare(
+            &payload(components),
+            &target(),
+            &ctx(&[SELF_IMAGE]),
+            &resolver,
+        )
+        .unwrap();
+        let without = prepare(
+            &payload(
+                [
+                    doc("always", ", annotations: {keep: 'yes'}"),
+                    doc("never", ""),
+                    doc("plain", ""),
+                ]
+                .join("---\n"),
+            ),
+            &target(),
+            &ctx(&[SELF_IMAGE]),
+            &resolver,
+        )
+        .unwrap();
+        assert_ne!(with.digest, without.digest);
+
+        let bad = doc(
+            "odd",
+            ", annotations: {capi-operator.openshift.io/adopt-existing: 'true'}",
+        );
+        let err = prepare(&payload(bad), &target(), &ctx(&[SELF_IMAGE]), &resolver)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ServiceAccount openshift-cluster-api/odd"),
+            "{err}"
+        );
+        assert!(
+            err.contains(r#"annotation capi-operator.openshift.io/adopt-existing is "true""#),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_variable_without_value_fails_only_the_providers_that_use_it() {
+        let mut ctx = ctx(&[SELF_IMAGE]);
+        ctx.unavailable.insert(
+            "TLS_MIN_VERSION".into(),
+            "APIServer cluster: spec.tlsSecurityProfile.custom: type Custom needs a custom profile"
+                .into(),
+        );
+        let uses = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: openshift-cluster-api}\ndata: {v: '${TLS_MIN_VERSION:=VersionTLS12}'}\n";
+        let err = render(&payload(uses.into()), &target(), &ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("components use ${TLS_MIN_VERSION}, which has no value: APIServer cluster: spec.tlsSecurityProfile.custom"),
+            "{err}"
+        );
+        let other = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: openshift-cluster-api}\ndata: {v: '${TLS_MIN_VERSION_OLD} $TLS_MIN_VERSION'}\n";
+        assert!(render(&payload(other.into()), &target(), &ctx).is_ok());
     }
 
     #[test]

@@ -108,6 +108,21 @@ pub async fn put_components(client: &Client, file: &str, components: &str) {
     put_configmap(client, &with_components(file, components)).await;
 }
 
+/// `root/<provider>-img/capi-operator-manifests/default/{metadata,manifests}.yaml` for each fixture
+/// profile of `profiles/` (links to the fixture files), laid out as the reference mounts provider
+/// images; `None` when the fixtures are missing outside CI.
+pub fn profiles_as_images(root: &std::path::Path, providers: &[&str]) -> Option<PathBuf> {
+    for p in providers {
+        let fixture = fixture(&format!("profiles/{p}"))?;
+        let dir = root.join(format!("{p}-img/capi-operator-manifests/default"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in ["metadata.yaml", "manifests.yaml"] {
+            std::os::unix::fs::symlink(fixture.join(file), dir.join(file)).unwrap();
+        }
+    }
+    Some(root.to_path_buf())
+}
+
 /// Release image references, as the images JSON of a release would hold them.
 pub fn images() -> BTreeMap<String, String> {
     [

@@ -38,7 +38,7 @@ mod unmanaged;
 
 pub use uninstall::Removal;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use capi_apply::{
@@ -70,6 +70,10 @@ pub struct Round {
     pub unmanaged: Result<Unmanaged, UnmanagedError>,
     /// For a provider that waits for another: how far it may go meanwhile.
     pub hold: Option<Hold>,
+    /// The `${VAR}` values of this pass: the administrator's over the cluster's TLS profile (see
+    /// [`crate::tls::with_cluster_profile`]), and the variables that have none.
+    pub substitutions: BTreeMap<String, String>,
+    pub unavailable: BTreeMap<String, String>,
 }
 
 impl Default for Round {
@@ -78,6 +82,8 @@ impl Default for Round {
             selected: BTreeSet::new(),
             unmanaged: Ok(Unmanaged::default()),
             hold: None,
+            substitutions: BTreeMap::new(),
+            unavailable: BTreeMap::new(),
         }
     }
 }
@@ -154,7 +160,9 @@ impl Reconciler {
             context: RenderContext {
                 namespace: config.namespace.clone(),
                 images: config.images.clone(),
-                substitutions: config.substitutions.clone(),
+                // Per pass, from the round.
+                substitutions: BTreeMap::new(),
+                unavailable: BTreeMap::new(),
                 policy: config.policy.clone(),
             },
             client,
@@ -229,7 +237,7 @@ impl Reconciler {
             _ => target.clone(),
         };
         let prepared = match payload {
-            Ok(payload) => self.prepare(target, payload).await,
+            Ok(payload) => self.prepare(target, payload, round).await,
             Err(e) => Err(e.into()),
         };
         let prepared = match prepared {
@@ -264,14 +272,19 @@ impl Reconciler {
     }
 
     /// Render, validate and plan (pure, off the async runtime), with the API server's kinds.
-    async fn prepare(&self, target: &Target, payload: Payload) -> Result<Prepared, ProviderError> {
+    async fn prepare(
+        &self,
+        target: &Target,
+        payload: Payload,
+        round: &Round,
+    ) -> Result<Prepared, ProviderError> {
         let resolver = self.resolver(false).await?;
-        let (payload, prepared) = self.prepare_with(target, payload, resolver).await;
+        let (payload, prepared) = self.prepare_with(target, payload, resolver, round).await;
         let prepared = match prepared {
             // A kind served by a CRD created since the last discovery: discover again, once.
             Err(e) if e.unknown_kind() => {
                 let resolver = self.resolver(true).await?;
-                self.prepare_with(target, payload, resolver).await.1
+                self.prepare_with(target, payload, resolver, round).await.1
             }
             other => other,
         }?;
@@ -288,9 +301,12 @@ impl Reconciler {
         target: &Target,
         payload: Payload,
         resolver: KindResolver,
+        round: &Round,
     ) -> (Payload, Result<Prepared, prepare::RenderError>) {
         let target = target.clone();
-        let ctx = self.context();
+        let mut ctx = self.context();
+        ctx.substitutions = round.substitutions.clone();
+        ctx.unavailable = round.unavailable.clone();
         compute::run(&self.metrics, Step::Prepare, move || {
             let prepared = prepare::prepare(&payload, &target, &ctx, &resolver);
             (payload, prepared)

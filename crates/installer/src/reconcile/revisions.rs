@@ -56,7 +56,11 @@ impl Reconciler {
         match stored.log.choose(&prepared.digest, stored.request.as_ref()) {
             Ok(Choice::Source) => self.roll_forward(target, prepared, stored, round).await,
             Ok(Choice::Serve(hold)) => self.serve(target, &mut stored, hold, round).await,
-            Err(e) => Run::failed(target, e.into(), report::related_objects(&prepared.plan)),
+            Err(e) => Run::failed(
+                target,
+                e.into(),
+                report::related_objects(&prepared.plan, &self.config.namespace),
+            ),
         }
     }
 
@@ -69,7 +73,7 @@ impl Reconciler {
         round: &Round,
     ) -> Run {
         let id = &target.source.id;
-        let related = report::related_objects(&prepared.plan);
+        let related = report::related_objects(&prepared.plan, &self.config.namespace);
         let now = now_rfc3339();
         let version = target.source.version.as_deref();
         let n = stored.log.begin(&prepared.digest, version, &now);
@@ -176,7 +180,7 @@ impl Reconciler {
             target: served,
             result,
             rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
-            related: report::related_objects(&replay.plan),
+            related: report::related_objects(&replay.plan, &self.config.namespace),
             held: hold.failed.is_none().then_some(hold.serving),
         }
     }
@@ -230,7 +234,7 @@ impl Reconciler {
             target: served,
             result: Err(refusal),
             rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
-            related: report::related_objects(&replay.plan),
+            related: report::related_objects(&replay.plan, &self.config.namespace),
             held: None,
         }
     }

@@ -416,14 +416,25 @@ pub fn related(namespace: &str, outcomes: &[Outcome]) -> Vec<Value> {
             }
         }
     }
-    // Sorted as before: the order of providers must not reorder the list between reconciles.
-    out[2..].sort_by_key(|v| v.to_string());
+    // In the reference's order (namespace, group, resource, name): the order of providers must not
+    // reorder the list between reconciles.
+    let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    out[2..].sort_by_key(|v| {
+        (
+            field(v, "namespace"),
+            field(v, "group"),
+            field(v, "resource"),
+            field(v, "name"),
+        )
+    });
     out
 }
 
-/// `relatedObjects` entries for a plan: its cluster-scoped objects, and the instance kinds of its CRDs
-/// (so `oc adm inspect` gathers the Cluster API resources too).
-pub fn related_objects(plan: &Plan) -> Vec<Value> {
+/// `relatedObjects` entries for a plan: its cluster-scoped objects, and the instances of its CRDs
+/// (so `oc adm inspect` gathers the Cluster API resources too) — those of a namespaced CRD in
+/// `namespace` only, as the reference scoped them (ref §2.8): listed without a namespace, must-gather
+/// would collect every Cluster, Machine and AWSCluster of every namespace of a management cluster.
+pub fn related_objects(plan: &Plan, namespace: &str) -> Vec<Value> {
     let mut out = Vec::new();
     for o in plan.objects() {
         if !o.namespaced {
@@ -431,12 +442,15 @@ pub fn related_objects(plan: &Plan) -> Vec<Value> {
         }
         if o.key.kind == "CustomResourceDefinition" {
             let spec = o.object.data.get("spec");
-            if let (Some(group), Some(plural)) = (
-                spec.and_then(|s| s.get("group")).and_then(Value::as_str),
-                spec.and_then(|s| s.pointer("/names/plural"))
-                    .and_then(Value::as_str),
-            ) {
-                out.push(json!({"group": group, "resource": plural, "name": ""}));
+            let text = |pointer: &str| {
+                spec.and_then(|s| s.pointer(pointer))
+                    .and_then(Value::as_str)
+            };
+            if let (Some(group), Some(plural)) = (text("/group"), text("/names/plural")) {
+                out.push(match text("/scope") {
+                    Some("Cluster") => json!({"group": group, "resource": plural, "name": ""}),
+                    _ => json!({"group": group, "resource": plural, "namespace": namespace, "name": ""}),
+                });
             }
         }
     }

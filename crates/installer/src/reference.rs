@@ -1,0 +1,36 @@
+//! The names OpenShift's cluster-capi-operator (the reference; `../shared/reference/`) writes on a
+//! cluster: what taking a cluster over from it recognizes, and what tools written for it read. One
+//! home, so that a name of the reference is spelled once.
+
+/// A profile's annotation that lets a provider take over an object that exists already, whoever
+/// manages it (`always`), or not (`never`, the default); any other value is an error. Stripped
+/// before apply (ref §3.5, §6.14).
+pub const ADOPT_EXISTING: &str = "capi-operator.openshift.io/adopt-existing";
+
+/// What the annotation [`ADOPT_EXISTING`] asks of an object: `Ok(true)` take it over, `Ok(false)`
+/// the ordinary ownership rules, `Err` the value that is neither `always` nor `never`.
+pub fn adopt_existing(value: Option<&str>) -> Result<bool, String> {
+    match value {
+        None | Some("never") => Ok(false),
+        Some("always") => Ok(true),
+        Some(other) => Err(format!(
+            "annotation {ADOPT_EXISTING} is {other:?}; the values are \"always\" and \"never\""
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adopt_existing_knows_two_values() {
+        assert_eq!(adopt_existing(None), Ok(false));
+        assert_eq!(adopt_existing(Some("never")), Ok(false));
+        assert_eq!(adopt_existing(Some("always")), Ok(true));
+        for bad in ["Always", "true", "", "always "] {
+            let err = adopt_existing(Some(bad)).unwrap_err();
+            assert!(err.contains(&format!("{bad:?}")), "{err}");
+        }
+    }
+}
