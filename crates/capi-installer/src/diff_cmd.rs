@@ -79,6 +79,7 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
         namespace: args.namespace,
         images,
         substitutions,
+        retired_managers: args.adopt.retired_managers(),
         adoptable_managers: args.adopt.adopt_from_managers,
     };
     let report = diff::diff(&client, &config, given).await?;

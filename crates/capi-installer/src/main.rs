@@ -200,6 +200,7 @@ async fn run(args: RunArgs) -> Result<()> {
         deployment_timeout: args.deployment_timeout,
         crd_timeout: args.crd_timeout,
         resync: args.resync,
+        retired_managers: args.adopt.retired_managers(),
         adoptable_managers: args.adopt.adopt_from_managers,
         policy: args.policy.config(&args.namespace),
         instance: args.leader.instance.clone(),

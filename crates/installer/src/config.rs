@@ -18,11 +18,13 @@ pub const INVENTORY_CONFIGMAP: &str = "capi-installer-inventory";
 pub const CLUSTER_OPERATOR: &str = "cluster-api";
 
 /// What "ours" means for the installer's apply engine: the ownership label, the managers whose
-/// objects may be adopted, and one owner per object (the provider named by
+/// objects may be adopted, those it replaces for good (`retired`: the reference's, with
+/// `--take-over-reference`), and one owner per object (the provider named by
 /// `cluster.x-k8s.io/provider`). A reconcile and `diff` decide alike.
-pub fn ownership(adoptable_managers: &[String]) -> capi_apply::OwnershipPolicy {
+pub fn ownership(adoptable_managers: &[String], retired: &[String]) -> capi_apply::OwnershipPolicy {
     capi_apply::OwnershipPolicy::new(OWNERSHIP_LABEL_KEY, OWNERSHIP_LABEL_VALUE)
         .adoptable(adoptable_managers.iter().cloned())
+        .retire(retired.iter().cloned())
         .owner_label(capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER)
 }
 
@@ -48,6 +50,9 @@ pub struct InstallerConfig {
     /// Field managers whose objects the installer may adopt (the release payload applies some CRDs
     /// before the installer runs; see the README on ownership).
     pub adoptable_managers: Vec<String>,
+    /// Field managers the installer replaces for good: their objects are taken over and their
+    /// marks removed (`--take-over-reference`: [`crate::reference::FIELD_MANAGERS`]).
+    pub retired_managers: Vec<String>,
     /// What a provider bundle may contain (see [`crate::policy`]); its namespace is `namespace`.
     pub policy: PolicyConfig,
     /// Name of this replica, for Events.
@@ -75,6 +80,7 @@ impl Default for InstallerConfig {
             crd_timeout: Duration::from_secs(60),
             resync: Duration::from_secs(600),
             adoptable_managers: vec!["cluster-version-operator".into()],
+            retired_managers: Vec::new(),
             policy: PolicyConfig::default(),
             instance: None,
             profiles: None,

@@ -37,6 +37,7 @@ pub struct DiffConfig {
     pub images: crate::render::Images,
     pub substitutions: std::collections::BTreeMap<String, String>,
     pub adoptable_managers: Vec<String>,
+    pub retired_managers: Vec<String>,
     pub policy: PolicyConfig,
 }
 
@@ -275,7 +276,7 @@ pub async fn diff(
     let applier = Applier::new(
         client.clone(),
         FIELD_MANAGER,
-        crate::config::ownership(&config.adoptable_managers),
+        crate::config::ownership(&config.adoptable_managers, &config.retired_managers),
     );
     let mut resolver = KindResolver::discover(client)
         .await

@@ -145,10 +145,10 @@ pub enum ProviderError {
     Discovery(#[source] kube::Error),
     /// Every object of a version that the checks before the first write refused (ownership, CRD
     /// safety, server-side dry-run): nothing of the version was written.
-    #[error("nothing written: {}", join(.0))]
+    #[error("nothing written: {}{}", join(.0), reference_hint(.0))]
     Preflight(Vec<ApplyError>),
     /// Every object of a phase that could not be applied (the others were).
-    #[error("{}", join(.0))]
+    #[error("{}{}", join(.0), reference_hint(.0))]
     Apply(Vec<ApplyError>),
     #[error("{0}")]
     Inventory(#[from] InventoryError),
@@ -196,6 +196,19 @@ pub enum ProviderError {
         serving_version: String,
         cause: String,
     },
+}
+
+/// What to do about objects the reference applied, when some of `errors` are refused for that: the
+/// administrator who replaces the reference learns how from the status, not from a search.
+fn reference_hint(errors: &[ApplyError]) -> String {
+    let by_reference = errors.iter().any(|e| {
+        matches!(e, ApplyError::Conflict { managers, .. }
+            if managers.iter().any(|m| crate::reference::FIELD_MANAGERS.contains(&m.as_str())))
+    });
+    match by_reference {
+        true => " (applied by OpenShift's cluster-capi-operator: once it is stopped, --take-over-reference takes its objects over in place; see docs/admin/switching.md)".into(),
+        false => String::new(),
+    }
 }
 
 fn join<T: fmt::Display>(items: &[T]) -> String {

@@ -2,6 +2,14 @@
 //! cluster: what taking a cluster over from it recognizes, and what tools written for it read. One
 //! home, so that a name of the reference is spelled once.
 
+/// The field managers under which the reference applied provider objects: the first generation's
+/// client-side create/update (client-go's default manager, the binary's name), the current
+/// generation's server-side apply (boxcutter, ref §3.6). `--take-over-reference` retires them.
+pub const FIELD_MANAGERS: [&str; 2] = [
+    "cluster-capi-operator",
+    "capi-operator.openshift.io/InstallerController",
+];
+
 /// A profile's annotation that lets a provider take over an object that exists already, whoever
 /// manages it (`always`), or not (`never`, the default); any other value is an error. Stripped
 /// before apply (ref §3.5, §6.14).

@@ -9,6 +9,7 @@
 //! | [`payload`] | the fixtures' transport ConfigMaps, edits of them, small synthetic providers ([`Tiny`]), release images |
 //! | [`audit`] | the audit log's requests by user agent, writes, one line per request |
 //! | [`installer`] | the installer run in this process ([`Running`]) and its test configurations |
+//! | [`reference`] | a cluster as the reference's two generations leave it: its objects, field managers and marks |
 //! | [`process`] | binaries run as processes ([`Replica`]): free ports, /healthz, /metrics over TLS, tokens, Leases |
 //! | [`stress`] | a busy machine on purpose: spinning threads, a CPU quota on the API server, a proxy that delays or stalls |
 //! | [`bench`] | what the benchmarks (examples) need besides: the release binary, a process's memory |
@@ -23,6 +24,7 @@ pub mod objects;
 pub mod openshift;
 pub mod payload;
 pub mod process;
+pub mod reference;
 pub mod stress;
 
 pub use audit::*;
@@ -32,6 +34,7 @@ pub use objects::*;
 pub use openshift::*;
 pub use payload::*;
 pub use process::*;
+pub use reference::*;
 pub use stress::*;
 
 /// The namespace of the transport ConfigMaps, the provider objects and both processes.

@@ -137,7 +137,8 @@ impl Reconciler {
         revisions: reflector::Store<ConfigMap>,
     ) -> Self {
         // One owner per object: the provider named by `cluster.x-k8s.io/provider`.
-        let ownership = crate::config::ownership(&config.adoptable_managers);
+        let ownership =
+            crate::config::ownership(&config.adoptable_managers, &config.retired_managers);
         let applier = Applier::new(client.clone(), FIELD_MANAGER, ownership);
         let cache = LiveCache::new(
             client.clone(),
