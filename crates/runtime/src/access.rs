@@ -90,6 +90,14 @@ pub enum AccessError {
         #[source]
         source: kube::config::KubeconfigError,
     },
+    /// The file itself could not be read (missing, no permission): its path and the system's reason,
+    /// without the client library's restatement of both.
+    #[error("reading kubeconfig {}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(
         "no cluster to talk to: {tried}, and this is not a pod (KUBERNETES_SERVICE_HOST is not set); pass --kubeconfig FILE or set KUBECONFIG"
     )]
@@ -202,9 +210,15 @@ pub async fn load(args: &KubeArgs, env: &Environment) -> Result<Loaded, AccessEr
     }
     let mut merged = Kubeconfig::default();
     for path in &files {
-        let next = Kubeconfig::read_from(path).map_err(|source| AccessError::Read {
-            path: path.clone(),
-            source,
+        let next = Kubeconfig::read_from(path).map_err(|source| match source {
+            kube::config::KubeconfigError::ReadConfig(source, _) => AccessError::Unreadable {
+                path: path.clone(),
+                source,
+            },
+            source => AccessError::Read {
+                path: path.clone(),
+                source,
+            },
         })?;
         merged = merged.merge(next).map_err(|source| AccessError::Read {
             path: path.clone(),
