@@ -30,6 +30,35 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     let _installer = Running::start(installer_client(sa_config), config());
 
     wait_available(&env.admin, Duration::from_secs(240)).await;
+    // What `oc exec deploy/capi-installer -- capi-installer status` does (docs/admin/commands.md, "In
+    // the cluster"): the command as the installer's ServiceAccount, which may read all it reads (a
+    // denied read would be among the 403s below: the same user agent).
+    let sa_kubeconfig = env
+        .cp
+        .service_account_kubeconfig(NS, "capi-installer")
+        .await
+        .unwrap();
+    for format in ["text", "json"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_capi-installer"))
+            .args(["status", "-o", format, "--kubeconfig"])
+            .arg(&sa_kubeconfig)
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "status -o {format}: {stdout}{stderr}"
+        );
+        assert!(
+            !stdout.to_lowercase().contains("forbidden") && !stderr.contains("forbidden"),
+            "status -o {format}: {stdout}{stderr}"
+        );
+    }
     let ua = capi_installer_controller::user_agent();
     let denied: Vec<String> = env
         .audit()
