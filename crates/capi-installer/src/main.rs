@@ -89,9 +89,9 @@ struct RunArgs {
     /// `capi-operator-manifests/<profile>/{metadata.yaml,manifests.yaml}`.
     #[arg(long, value_name = "DIR")]
     profiles_dir: Option<PathBuf>,
-    /// The profile read from each image under --profiles-dir.
-    #[arg(long, default_value = capi_manifests::profile::DEFAULT_PROFILE, value_name = "NAME", requires = "profiles_dir")]
-    profile: String,
+    /// Only this profile of each image under --profiles-dir (default: every profile of every image).
+    #[arg(long, value_name = "NAME", requires = "profiles_dir")]
+    profile: Option<String>,
     #[command(flatten)]
     adopt: adopt_args::AdoptArgs,
     #[command(flatten)]
@@ -179,7 +179,9 @@ async fn run(args: RunArgs) -> Result<()> {
     };
     let profiles = match &args.profiles_dir {
         Some(dir) => {
-            validate_profile_name(&args.profile).map_err(anyhow::Error::msg)?;
+            if let Some(profile) = &args.profile {
+                validate_profile_name(profile).map_err(anyhow::Error::msg)?;
+            }
             anyhow::ensure!(
                 dir.is_dir(),
                 "--profiles-dir {}: not a folder",

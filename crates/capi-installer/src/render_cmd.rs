@@ -46,9 +46,9 @@ pub struct RenderArgs {
     /// Folder of image-based profiles: `<image>/capi-operator-manifests/<profile>/`.
     #[arg(long, value_name = "DIR")]
     profiles_dir: Option<PathBuf>,
-    /// The profile read from each image under --profiles-dir.
-    #[arg(long, default_value = capi_manifests::profile::DEFAULT_PROFILE, value_name = "NAME", requires = "profiles_dir")]
-    profile: String,
+    /// Only this profile of each image under --profiles-dir (default: every profile of every image).
+    #[arg(long, value_name = "NAME", requires = "profiles_dir")]
+    profile: Option<String>,
     /// JSON object of release image references: key → image.
     #[arg(long, value_name = "PATH")]
     images_json: PathBuf,
@@ -154,8 +154,10 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
     }
     let profiles = match &args.profiles_dir {
         Some(dir) => {
-            validate_profile_name(&args.profile).map_err(anyhow::Error::msg)?;
-            let catalog = ProfileCatalog::read(dir, &args.profile)
+            if let Some(profile) = &args.profile {
+                validate_profile_name(profile).map_err(anyhow::Error::msg)?;
+            }
+            let catalog = ProfileCatalog::read(dir, args.profile.as_deref())
                 .with_context(|| format!("reading profiles folder {}", dir.display()))?;
             for skipped in &catalog.skipped {
                 eprintln!("note: {skipped}: skipped");
@@ -267,11 +269,10 @@ fn select(args: &RenderArgs, sources: &Sources, wants: &Wants) -> Option<Selecti
                     args.namespace
                 )
             })
-            .chain(
-                args.profiles_dir
-                    .iter()
-                    .map(|d| format!("{}: no profile {}", d.display(), args.profile)),
-            )
+            .chain(args.profiles_dir.iter().map(|d| match &args.profile {
+                Some(profile) => format!("{}: no profile {profile}", d.display()),
+                None => format!("{}: no profile", d.display()),
+            }))
             .collect();
         eprintln!(
             "error: {} for provider {} (platform {})",

@@ -125,10 +125,7 @@ async fn core_and_aws_from_profiles_reach_available() {
     // The cluster's TLS profile, honoured by every component (the reference ignores it otherwise).
     set_tls_profile(&env.admin, json!({"type": "Modern", "modern": {}})).await;
     let mut config = config();
-    config.profiles = Some(ProfilesConfig {
-        dir,
-        profile: "default".into(),
-    });
+    config.profiles = Some(ProfilesConfig { dir, profile: None });
     let _installer = Running::as_admin(&env, config);
 
     let status = wait_available(&env.admin, Duration::from_secs(300)).await;
@@ -401,6 +398,59 @@ fn render_plans_profiles_offline() {
     assert!(!stdout.contains("registry.ci.openshift.org/openshift:gcp-cluster-api-controllers"));
     assert!(stdout.contains(&images()["gcp-cluster-api-controllers"]));
 
+    // Every profile of every image: one image carrying the aws and gcp profiles beside core's image.
+    let shared = tmp.path().join("shared");
+    for (image, profile, provider) in [
+        ("core-img", "default", "core"),
+        ("providers-img", "aws", "aws"),
+        ("providers-img", "gcp", "gcp"),
+    ] {
+        let to = shared.join(format!("{image}/capi-operator-manifests/{profile}"));
+        std::fs::create_dir_all(&to).unwrap();
+        for file in ["metadata.yaml", "manifests.yaml"] {
+            let from = fixture(&format!("profiles/{provider}/{file}")).unwrap();
+            std::os::unix::fs::symlink(from, to.join(file)).unwrap();
+        }
+    }
+    let shared_args = |extra: &[&str]| {
+        let mut args = vec![
+            "--platform",
+            "AWS",
+            "--profiles-dir",
+            shared.to_str().unwrap(),
+            "--images-json",
+            images_file.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        render(&args)
+    };
+    let (code, stdout, stderr) = shared_args(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let providers: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("provider "))
+        .collect();
+    assert_eq!(
+        providers,
+        [
+            "provider cluster-api v1.13.4 (profile core-img/default, core, 24 objects)",
+            "provider aws v2.13.0 (profile providers-img/aws, infrastructure, 16 objects)"
+        ]
+    );
+    assert!(
+        stderr.contains(
+            "note: profile providers-img/gcp (gcp v1.12.0) is not selected for platform AWS"
+        ),
+        "{stderr}"
+    );
+    // `--profile` reads one profile of each image: here only core's.
+    let (code, _, stderr) = shared_args(&["--profile", "default"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("no profile default for provider"),
+        "{stderr}"
+    );
+
     // A profile that cannot be read: reported, exit 1.
     let broken = dir.join("broken-img/capi-operator-manifests/default");
     std::fs::create_dir_all(&broken).unwrap();
@@ -435,10 +485,7 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
     }
     set_platform(&env.admin, "AWS").await;
     let mut config = config();
-    config.profiles = Some(ProfilesConfig {
-        dir,
-        profile: "default".into(),
-    });
+    config.profiles = Some(ProfilesConfig { dir, profile: None });
     let _installer = Running::as_admin(&env, config);
 
     let inventory: Api<ConfigMap> = Api::namespaced(env.admin.clone(), NS);

@@ -284,10 +284,7 @@ async fn the_current_generation_is_taken_over_in_place() {
 
     let mut config = config();
     config.substitutions = reference_substitutions();
-    config.profiles = Some(ProfilesConfig {
-        dir,
-        profile: "default".into(),
-    });
+    config.profiles = Some(ProfilesConfig { dir, profile: None });
     let since = audit_mark(&env);
     config.retired_managers = capi_installer_controller::reference::FIELD_MANAGERS
         .map(String::from)

@@ -65,8 +65,8 @@ pub struct InstallerConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProfilesConfig {
     pub dir: PathBuf,
-    /// The profile read from every image (the reference's default is `default`).
-    pub profile: String,
+    /// Only this profile of each image; `None`: every profile of every image, as the reference.
+    pub profile: Option<String>,
 }
 
 impl Default for InstallerConfig {

@@ -608,7 +608,7 @@ fn catalogs(
 /// used: such a profile declares no provider the installer could select, so its provider counts as
 /// missing in status.
 fn read_profiles(config: &ProfilesConfig) -> ProfileCatalog {
-    let catalog = match ProfileCatalog::read(&config.dir, &config.profile) {
+    let catalog = match ProfileCatalog::read(&config.dir, config.profile.as_deref()) {
         Ok(catalog) => catalog,
         Err(e) => {
             tracing::error!(dir = %config.dir.display(), error = %e, "cannot read the profiles folder; no profile is installed");
@@ -616,7 +616,7 @@ fn read_profiles(config: &ProfilesConfig) -> ProfileCatalog {
         }
     };
     for skipped in &catalog.skipped {
-        tracing::info!(%skipped, profile = %config.profile, "image folder without the profile");
+        tracing::info!(%skipped, profile = ?config.profile, "image folder skipped");
     }
     for problem in &catalog.problems {
         tracing::error!(%problem, "unusable profile");

@@ -351,7 +351,7 @@ fn a_malformed_transformer_configuration_line_is_refused_with_file_and_line() {
 /// The installer's profile reader finds the three providers, in install order, and its render takes
 /// their manifests (substitutions, the release image for selfImageRef).
 fn assert_the_installer_reads(images: &Path) {
-    let catalog = ProfileCatalog::read(images, "default").unwrap();
+    let catalog = ProfileCatalog::read(images, None).unwrap();
     assert!(catalog.problems.is_empty(), "{:?}", catalog.problems);
     assert!(catalog.skipped.is_empty(), "{:?}", catalog.skipped);
     let candidates = catalog.candidates();

@@ -56,7 +56,7 @@ pub fn rendered_configmap(file: &str) -> Vec<Value> {
 /// this cluster as the current generation renders them; with the component name the reference
 /// labels them with (`metadata.yaml`'s `name`).
 pub fn rendered_profile(dir: &Path, provider: &str) -> (String, Vec<Value>) {
-    let catalog = ProfileCatalog::read(dir, "default").expect("profiles readable");
+    let catalog = ProfileCatalog::read(dir, None).expect("profiles readable");
     let (source, profile) = catalog
         .profiles()
         .into_iter()

@@ -1,7 +1,7 @@
 //! The second source kind: image-based profiles on disk (ref §3.2). `--profiles-dir DIR` holds one
 //! folder per provider image, laid out as the reference mounts provider images as volumes, and each
 //! image carries its profiles in `capi-operator-manifests/<profile>/{metadata.yaml,manifests.yaml}`.
-//! The installer reads one profile per image (`--profile`, default `default`), once, when it starts
+//! The installer reads every profile of every image (or only `--profile`), once, when it starts
 //! (image volumes do not change under a running pod).
 //!
 //! A profile declares its provider through its metadata ([`Profile::provider`]): core by name, an
@@ -116,7 +116,7 @@ pub enum ProfileProblem {
     Unusable { id: ProfileRef, message: String },
 }
 
-/// Everything found under `--profiles-dir` for one profile name.
+/// Everything found under `--profiles-dir`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scan {
     /// Profiles with readable metadata, by image folder name.
@@ -128,50 +128,87 @@ pub struct Scan {
     pub skipped: Vec<String>,
 }
 
-/// Reads profile `profile` of every image folder under `root`, in folder name order. An error only
-/// when `root` itself cannot be read; everything below it is a [`Scan`] entry.
-pub fn scan(root: &Path, profile: &str) -> std::io::Result<Scan> {
-    let mut images: Vec<(String, PathBuf)> = std::fs::read_dir(root)?
-        .filter_map(Result::ok)
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .collect();
-    images.sort();
+/// Reads the profiles of every image folder under `root`, in folder name order, and within an image
+/// in profile name order, as the reference scans its image volumes: every profile (`only: None`), or
+/// the one named `only` (`--profile`). An error only when `root` itself cannot be read; everything
+/// below it is a [`Scan`] entry.
+pub fn scan(root: &Path, only: Option<&str>) -> std::io::Result<Scan> {
     let mut scan = Scan::default();
-    for (image, path) in images {
+    for (image, path) in children(root)? {
         if !path.is_dir() {
             scan.skipped
                 .push(format!("{}: not a folder", path.display()));
             continue;
         }
-        let id = ProfileRef {
-            image: image.clone(),
-            profile: profile.to_string(),
+        let profiles_dir = path.join(PROFILES_DIR);
+        let names: Vec<String> = match only {
+            Some(name) if profiles_dir.join(name).is_dir() => vec![name.to_string()],
+            Some(name) => {
+                scan.skipped
+                    .push(format!("{}: no {PROFILES_DIR}/{name}", path.display()));
+                continue;
+            }
+            None => match children(&profiles_dir) {
+                Ok(found) => {
+                    let names: Vec<String> = found
+                        .into_iter()
+                        .filter(|(_, p)| p.is_dir())
+                        .map(|(name, _)| name)
+                        .collect();
+                    if names.is_empty() {
+                        scan.skipped
+                            .push(format!("{}: no profile in {PROFILES_DIR}", path.display()));
+                    }
+                    names
+                }
+                Err(_) => {
+                    scan.skipped
+                        .push(format!("{}: no {PROFILES_DIR}", path.display()));
+                    continue;
+                }
+            },
         };
-        let dir = id.dir(root);
-        if !dir.is_dir() {
-            scan.skipped
-                .push(format!("{}: no {PROFILES_DIR}/{profile}", path.display()));
-            continue;
-        }
         if !is_dns_label(&image) {
             // The name becomes part of the inventory key and of every message; the reference
             // derives it from the image reference as a DNS label.
-            scan.problems.push(ProfileProblem::Unusable {
-                id,
+            scan.problems.push(ProfileProblem::Unreadable {
+                path,
                 message: "the image folder's name is not a DNS label (lower-case letters, digits and '-', at most 63 characters)".into(),
             });
             continue;
         }
-        match read_profile(id, &dir) {
-            Ok(Some(p)) => scan.profiles.push(p),
-            Ok(None) => scan.skipped.push(format!(
-                "{}: neither {METADATA_FILE} nor {MANIFESTS_FILE}",
-                dir.display()
-            )),
-            Err(problem) => scan.problems.push(problem),
+        for profile in names {
+            let id = ProfileRef {
+                image: image.clone(),
+                profile,
+            };
+            if let Err(message) = validate_profile_name(&id.profile) {
+                // The name becomes part of the inventory key (`profile_<image>_<profile>`).
+                scan.problems.push(ProfileProblem::Unusable { id, message });
+                continue;
+            }
+            let dir = id.dir(root);
+            match read_profile(id, &dir) {
+                Ok(Some(p)) => scan.profiles.push(p),
+                Ok(None) => scan.skipped.push(format!(
+                    "{}: neither {METADATA_FILE} nor {MANIFESTS_FILE}",
+                    dir.display()
+                )),
+                Err(problem) => scan.problems.push(problem),
+            }
         }
     }
     Ok(scan)
+}
+
+/// The entries of `dir` by name, in name order.
+fn children(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
+    let mut entries: Vec<(String, PathBuf)> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    entries.sort();
+    Ok(entries)
 }
 
 /// `None` when the folder holds neither file (not a profile); one file without the other is a
@@ -264,9 +301,9 @@ impl ProfileCatalog {
         catalog
     }
 
-    /// Scans `root` for profile `profile` (see [`scan`]).
-    pub fn read(root: &Path, profile: &str) -> std::io::Result<Self> {
-        Ok(Self::new(scan(root, profile)?))
+    /// Scans `root` for every profile, or only the one named `only` (see [`scan`]).
+    pub fn read(root: &Path, only: Option<&str>) -> std::io::Result<Self> {
+        Ok(Self::new(scan(root, only)?))
     }
 
     /// The usable profiles, each with the provider it declares, in the reference's install order
@@ -386,7 +423,7 @@ mod tests {
             MANIFESTS,
         );
 
-        let scan = scan(root, "default").unwrap();
+        let scan = scan(root, Some("default")).unwrap();
         let ids: Vec<String> = scan.profiles.iter().map(|p| p.id.to_string()).collect();
         assert_eq!(ids, ["profile aws-img/default", "profile core-img/default"]);
         assert_eq!(scan.profiles[1].manifests.as_deref(), Ok(MANIFESTS));
@@ -409,10 +446,91 @@ mod tests {
         assert_eq!(scan.skipped.len(), 3, "{:?}", scan.skipped);
 
         // Another profile name reads other folders.
-        let other = super::scan(root, "techpreview").unwrap();
+        let other = super::scan(root, Some("techpreview")).unwrap();
         assert!(other.profiles.is_empty());
         assert_eq!(other.problems.len(), 1, "{:?}", other.problems);
-        assert!(super::scan(&root.join("nope"), "default").is_err());
+        assert!(super::scan(&root.join("nope"), Some("default")).is_err());
+    }
+
+    /// Without `--profile`, as the reference: every profile of every image, in image then profile
+    /// name order, and the catalog in install order (`installOrder`, platform, name). Which of them
+    /// is installed is the selection's business (the platform's provider, `InfrastructureProvider`s).
+    #[test]
+    fn every_profile_of_every_image_is_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let d = "capi-operator-manifests";
+        let gcp_md = "attributes: {type: infrastructure, version: v1.10.0}\ninstallOrder: 20\nname: cluster-api-provider-gcp\nocpPlatform: GCP\n";
+        // One image carrying two providers' profiles (one for another platform), one core image
+        // with a second profile, and a profile name that cannot be a key.
+        for (rel, text) in [
+            ("providers/aws/metadata.yaml", AWS_MD),
+            ("providers/aws/manifests.yaml", MANIFESTS),
+            ("providers/gcp/metadata.yaml", gcp_md),
+            ("providers/gcp/manifests.yaml", MANIFESTS),
+            ("core/default/metadata.yaml", CORE_MD),
+            ("core/default/manifests.yaml", MANIFESTS),
+            (
+                "core/extra/metadata.yaml",
+                "name: core-extras\ninstallOrder: 5\n",
+            ),
+            ("core/extra/manifests.yaml", MANIFESTS),
+            ("core/bad.name/metadata.yaml", CORE_MD),
+        ] {
+            let (image, rest) = rel.split_once('/').unwrap();
+            write(root, &format!("{image}/{d}/{rest}"), text);
+        }
+        write(root, &format!("core/{d}/README"), "not a profile");
+        std::fs::create_dir_all(root.join(format!("placeholder/{d}"))).unwrap();
+
+        let scan = scan(root, None).unwrap();
+        let ids: Vec<String> = scan.profiles.iter().map(|p| p.id.to_string()).collect();
+        assert_eq!(
+            ids,
+            [
+                "profile core/default",
+                "profile core/extra",
+                "profile providers/aws",
+                "profile providers/gcp"
+            ]
+        );
+        let problems: Vec<String> = scan.problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("profile core/bad.name: profile name"),
+            "{problems:?}"
+        );
+        assert_eq!(
+            scan.skipped,
+            [format!(
+                "{}: no profile in {d}",
+                root.join("placeholder").display()
+            )]
+        );
+
+        let catalog = ProfileCatalog::new(scan);
+        let providers: Vec<(String, String)> = catalog
+            .candidates()
+            .into_iter()
+            .map(|c| (c.id.to_string(), c.name))
+            .collect();
+        assert_eq!(
+            providers,
+            [
+                (
+                    "profile core/default".to_string(),
+                    "cluster-api".to_string()
+                ),
+                ("profile providers/aws".to_string(), "aws".to_string()),
+                ("profile providers/gcp".to_string(), "gcp".to_string()),
+            ],
+            "installOrder, then platform: AWS before GCP"
+        );
+        // core-extras is neither core nor an infrastructure provider: reported, not installed.
+        assert_eq!(catalog.problems.len(), 2, "{:?}", catalog.problems);
+        // `--profile` reads one name only.
+        let only = super::scan(root, Some("default")).unwrap();
+        assert_eq!(only.profiles.len(), 1);
     }
 
     #[test]
@@ -423,7 +541,7 @@ mod tests {
         let big = tmp.path().join(format!("img/{d}/manifests.yaml"));
         let f = std::fs::File::create(&big).unwrap();
         f.set_len(MAX_MANIFESTS_BYTES + 1).unwrap();
-        let catalog = ProfileCatalog::read(tmp.path(), "default").unwrap();
+        let catalog = ProfileCatalog::read(tmp.path(), None).unwrap();
         let candidates = catalog.candidates();
         assert_eq!(candidates.len(), 1, "the provider is known");
         let err = catalog.load(&candidates[0].id).unwrap().unwrap_err();
@@ -446,7 +564,7 @@ mod tests {
             "name: cluster-capi-operator\ninstallOrder: 30\n",
         );
         write(root, &format!("operator/{d}/manifests.yaml"), MANIFESTS);
-        let catalog = ProfileCatalog::read(root, "default").unwrap();
+        let catalog = ProfileCatalog::read(root, None).unwrap();
         let got: Vec<(String, String, &str, Option<String>)> = catalog
             .candidates()
             .into_iter()
