@@ -1,5 +1,6 @@
 //! `capi-installer diff` against a real control plane with core and aws installed: the release as
-//! installed changes nothing (exit 0); an upgrade of aws (a changed argument, a dropped RoleBinding, a
+//! installed changes nothing (exit 0, with the images from a file or from the installer's ConfigMap);
+//! an upgrade of aws (a changed argument, a dropped RoleBinding, a
 //! new CRD version) shows exactly those changes, field by field, and writes nothing (audit log; exit
 //! 1); a bundle the policy refuses is named with its rule.
 
@@ -50,6 +51,38 @@ async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
 
     // 1. The release as installed: nothing would change.
     let out = diff(&env, dir.path(), &fixture_configmap(AWS_CM), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("nothing would change"),
+        "{}",
+        text(&out)
+    );
+
+    // 1b. Without --images-json the images are the installer's own, from its ConfigMap in the
+    // cluster (what its Deployment mounts): the same images, so nothing would change either.
+    let images_cm: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "capi-installer-images", "namespace": NS},
+        "data": {"images.json": serde_json::to_string(&images()).unwrap()},
+    }))
+    .unwrap();
+    kube::Api::namespaced(env.admin.clone(), NS)
+        .create(&Default::default(), &images_cm)
+        .await
+        .unwrap();
+    let file = dir.path().join("as-installed.yaml");
+    std::fs::write(
+        &file,
+        serde_json::to_string(&fixture_configmap(AWS_CM)).unwrap(),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("diff")
+        .arg(&file)
+        .arg("--kubeconfig")
+        .arg(env.cp.kubeconfig_path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("nothing would change"),
