@@ -36,7 +36,7 @@ struct RunArgs {
     kube: KubeArgs,
     /// Namespace of the Cluster API objects the controllers keep (InfraCluster, Cluster, the kubeconfig
     /// and user-data Secrets, the kubeconfig's ServiceAccount) and of the leader Lease.
-    #[arg(long, default_value = names::CAPI_NAMESPACE, value_name = "NS")]
+    #[arg(short, long, default_value = names::CAPI_NAMESPACE, value_name = "NS")]
     namespace: String,
     #[command(flatten)]
     leader: LeaderElectionArgs,

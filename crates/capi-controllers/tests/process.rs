@@ -181,9 +181,11 @@ fn a_kubeconfig_without_a_ca_is_refused_naming_the_file_and_the_fix() {
 }
 
 /// Its health and metrics ports are not the installer's (9440, 8443): both run on one host without
-/// flags. `run --help` states them.
+/// flags. `run --help` states them, and the usage in docs/admin/controllers.md is the binary's: the
+/// same flags, and each value written there that is not a placeholder (`NAME`, `text|json`) is the
+/// flag's default.
 #[test]
-fn its_default_ports_are_its_own() {
+fn its_ports_are_its_own_and_the_documented_usage_is_the_binarys() {
     let out = Command::new(BIN).args(["run", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
@@ -191,4 +193,85 @@ fn its_default_ports_are_its_own() {
         help.contains("[default: 0.0.0.0:9441]") && help.contains("[default: 0.0.0.0:8444]"),
         "{help}"
     );
+
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/admin/controllers.md"),
+    )
+    .unwrap();
+    let usage = docs
+        .split("```")
+        .find(|b| b.trim_start().starts_with("capi-controllers run"))
+        .expect("the usage block of controllers.md");
+    // (flag, the value written after it)
+    let mut documented: Vec<(String, Option<String>)> = Vec::new();
+    let tokens: Vec<&str> = usage
+        .split(|c: char| c.is_whitespace() || c == '[' || c == ']')
+        .filter(|t| !t.is_empty())
+        .collect();
+    // A short flag (`-n`) stands for the long one `--help` pairs it with (`-n, --namespace`).
+    let long_of = |short: &str| {
+        help.lines()
+            .map(str::trim_start)
+            .find_map(|l| l.strip_prefix(&format!("{short}, --")))
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| {
+                panic!("{short} of controllers.md is not a short flag of run:\n{help}")
+            })
+            .to_string()
+    };
+    for (i, token) in tokens.iter().enumerate() {
+        let long;
+        let flag = match token.strip_prefix("--") {
+            Some(flag) => flag,
+            None if token.len() == 2 && token.starts_with('-') => {
+                long = long_of(token);
+                &long
+            }
+            None => continue,
+        };
+        let (flag, value) = match flag.split_once('=') {
+            Some((f, v)) => (f, Some(v)),
+            None => (
+                flag,
+                tokens.get(i + 1).copied().filter(|v| !v.starts_with('-')),
+            ),
+        };
+        documented.push((format!("--{flag}"), value.map(str::to_string)));
+    }
+    let placeholder = |v: &str| v.contains('|') || v.chars().all(|c| c.is_ascii_uppercase());
+    let mut flags = Vec::new();
+    for line in help.lines().map(str::trim_start) {
+        if let Some(flag) = line
+            .split_whitespace()
+            .find(|t| t.starts_with("--") && *t != "--help")
+            .filter(|_| line.starts_with('-'))
+        {
+            flags.push(flag.to_string());
+        }
+    }
+    for flag in &flags {
+        assert!(
+            documented.iter().any(|(f, _)| f == flag),
+            "{flag} is not in the usage of controllers.md:\n{usage}"
+        );
+    }
+    for (flag, value) in &documented {
+        assert!(
+            flags.contains(flag),
+            "{flag} of controllers.md is not a flag of run:\n{help}"
+        );
+        let Some(value) = value.as_deref().filter(|v| !placeholder(v)) else {
+            continue;
+        };
+        let start = help.find(&format!("{flag} ")).unwrap();
+        let mut lines = help[start..].lines();
+        let block: Vec<&str> = std::iter::once(lines.next().unwrap())
+            .chain(lines.take_while(|l| !l.trim_start().starts_with('-')))
+            .collect();
+        let block = block.join("\n");
+        assert!(
+            block.contains(&format!("[default: {value}]")),
+            "{flag}: controllers.md says {value}:\n{block}"
+        );
+    }
 }
