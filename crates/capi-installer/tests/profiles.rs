@@ -65,6 +65,56 @@ async fn set_tls_profile(client: &Client, profile: serde_json::Value) {
     .unwrap();
 }
 
+/// `ClusterAPI` status as openshift/api's `operator/v1alpha1` types define it (the fields tools
+/// written for the reference read).
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClusterApiStatus {
+    desired_revision: String,
+    current_revision: Option<String>,
+    revisions: Vec<ClusterApiRevision>,
+    observed_revision_generation: Option<i64>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClusterApiRevision {
+    name: String,
+    revision: i64,
+    #[serde(rename = "contentID")]
+    content_id: String,
+    #[serde(default)]
+    manifest_substitutions: Vec<Substitution>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct Substitution {
+    key: String,
+    value: String,
+}
+
+/// Waits until `ClusterAPI/cluster` status names revision `n` as desired and current.
+async fn current_revision(api: &Api<kube::api::DynamicObject>, n: i64) -> ClusterApiStatus {
+    eventually(
+        Duration::from_secs(120),
+        &format!("revision {n} current in ClusterAPI cluster"),
+        || async {
+            let object = api.get("cluster").await.ok()?;
+            let status: ClusterApiStatus =
+                serde_json::from_value(object.data.get("status")?.clone()).ok()?;
+            let newest = status
+                .revisions
+                .iter()
+                .find(|r| r.name == status.desired_revision)?;
+            (newest.revision == n
+                && status.current_revision.as_ref() == Some(&status.desired_revision)
+                && status.observed_revision_generation.is_some())
+            .then_some(status)
+        },
+    )
+    .await
+}
+
 /// The arguments of the first container of Deployment `name`.
 async fn manager_args(deployments: &Api<Deployment>, name: &str) -> Vec<String> {
     let d = deployments.get(name).await.unwrap();
@@ -126,9 +176,37 @@ async fn core_and_aws_from_profiles_reach_available() {
     set_tls_profile(&env.admin, json!({"type": "Modern", "modern": {}})).await;
     let mut config = config();
     config.profiles = Some(ProfilesConfig { dir, profile: None });
+    // The reference's singleton, as CVO creates it.
+    let cluster_api = api_for(
+        &env.admin,
+        "operator.openshift.io/v1alpha1",
+        "ClusterAPI",
+        None,
+    )
+    .await;
+    cluster_api
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "operator.openshift.io/v1alpha1",
+                "kind": "ClusterAPI", "metadata": {"name": "cluster"}, "spec": {}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
     let _installer = Running::as_admin(&env, config);
 
     let status = wait_available(&env.admin, Duration::from_secs(300)).await;
+    let first = current_revision(&cluster_api, 1).await;
+    assert_eq!(first.revisions.len(), 1, "{first:?}");
+    let substitutions: Vec<(&str, &str)> = first.revisions[0]
+        .manifest_substitutions
+        .iter()
+        .map(|s| (s.key.as_str(), s.value.as_str()))
+        .collect();
+    assert!(
+        substitutions.contains(&("TLS_MIN_VERSION", "VersionTLS13")),
+        "{substitutions:?}"
+    );
     let crds = api_for(
         &env.admin,
         "apiextensions.k8s.io/v1",
@@ -284,6 +362,13 @@ async fn core_and_aws_from_profiles_reach_available() {
         .generation;
     assert!(rolled > generation, "{rolled:?} after {generation:?}");
     wait_available(&env.admin, Duration::from_secs(120)).await;
+    // A new revision in ClusterAPI status, current once served; the first one trimmed.
+    let second = current_revision(&cluster_api, 2).await;
+    assert_eq!(second.revisions.len(), 1, "{second:?}");
+    assert_ne!(
+        second.revisions[0].content_id,
+        first.revisions[0].content_id
+    );
 
     // `capi-installer status` shows the providers and where they came from.
     let kubeconfig = env.cp.kubeconfig_path();

@@ -379,6 +379,75 @@ impl Installer {
         report::operator::write(&self.client, &conditions, version, &related).await
     }
 
+    /// This pass's providers as a revision in `ClusterAPI/cluster` status, in the reference's fields
+    /// ([`report::cluster_api`]), written (server-side apply on the status subresource) only when it
+    /// changes; nothing without the object, or while a provider did not get as far as a plan (what it
+    /// wants is not known).
+    async fn record_revisions(
+        &self,
+        outcomes: &[Outcome],
+        substitutions: &std::collections::BTreeMap<String, String>,
+    ) {
+        let objects = self.cluster_api.objects().unwrap_or_default();
+        let Some(object) = objects.first() else {
+            return;
+        };
+        let Some(components) = outcomes
+            .iter()
+            .map(|o| {
+                Some(report::cluster_api::Component {
+                    name: o.target.source.name.clone(),
+                    digest: o.digest.clone()?,
+                    image: None,
+                })
+            })
+            .collect::<Option<Vec<_>>>()
+        else {
+            return;
+        };
+        let complete = outcomes
+            .iter()
+            .all(|o| matches!(o.state, ProviderState::Installed));
+        let desired = report::cluster_api::Desired {
+            components,
+            substitutions: substitutions.clone(),
+        };
+        let previous = object.data.get("status").cloned().unwrap_or_default();
+        let release = self
+            .config
+            .release_version
+            .as_deref()
+            .unwrap_or(report::cluster_api::UNKNOWN_RELEASE);
+        let generation = object.metadata.generation.unwrap_or(1);
+        let status = match report::cluster_api::next_status(
+            &previous, release, &desired, complete, generation,
+        ) {
+            Ok(status) => status,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot record the revision in ClusterAPI cluster");
+                return;
+            }
+        };
+        if status == previous {
+            return;
+        }
+        let api: Api<DynamicObject> =
+            Api::all_with(self.client.clone(), &unmanaged::cluster_api_resource());
+        let patch = serde_json::json!({
+            "apiVersion": "operator.openshift.io/v1alpha1",
+            "kind": "ClusterAPI",
+            "metadata": {"name": "cluster"},
+            "status": status,
+        });
+        let params = kube::api::PatchParams::apply(crate::config::FIELD_MANAGER).force();
+        if let Err(e) = api
+            .patch_status("cluster", &params, &kube::api::Patch::Apply(&patch))
+            .await
+        {
+            tracing::warn!(error = %e, "cannot write ClusterAPI cluster status");
+        }
+    }
+
     /// The unmanaged CRDs of `ClusterAPI/cluster` (none when the object or its kind does not exist).
     fn unmanaged(&self) -> Result<Unmanaged, UnmanagedError> {
         let objects = self.cluster_api.objects().unwrap_or_default();
@@ -461,6 +530,7 @@ impl Installer {
             };
             outcomes.push(outcome);
         }
+        self.record_revisions(&outcomes, &round.substitutions).await;
         // After every selected provider, so that a refused second source of core holds nothing back.
         for refused in &selection.refused {
             let error = ProviderError::DuplicateSource {

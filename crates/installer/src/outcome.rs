@@ -90,6 +90,9 @@ pub struct Outcome {
     /// The revision applied instead of the source's content because it was rolled back to by hand
     /// (`capi-installer rollback`): not at the release's content.
     pub held: Option<u32>,
+    /// The digest of the content this pass wanted (rendered and planned), when it got that far:
+    /// what `ClusterAPI/cluster`'s revisions are made of ([`crate::report::cluster_api`]).
+    pub digest: Option<String>,
 }
 
 impl Outcome {

@@ -41,6 +41,7 @@ impl Reconciler {
             rolled_out: None,
             related,
             held: None,
+            digest: None,
         };
         let record = ProviderRecord::next(previous.as_ref(), &outcome, rolled_out, &now());
         outcome.rolled_out = record

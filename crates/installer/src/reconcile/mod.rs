@@ -245,6 +245,7 @@ impl Reconciler {
             Ok(mut p) => self.take_unmanaged(&mut p, round).await.map(|()| p),
             Err(e) => Err(e),
         };
+        let digest = prepared.as_ref().ok().map(|p| p.digest.clone());
         let run = match prepared {
             Ok(prepared) => self.revision_step(target, prepared, round).await,
             // Refused before anything of it was written: the last good version stays reconciled.
@@ -259,6 +260,7 @@ impl Reconciler {
             )
             .await;
         outcome.held = run.held;
+        outcome.digest = digest;
         outcome
     }
 

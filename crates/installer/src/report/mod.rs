@@ -1,6 +1,7 @@
 //! Status from outcomes: the ClusterOperator's conditions, `relatedObjects` and version, computed only
 //! from what the providers' reconciles returned ([`Outcome`]). Pure, except [`operator::write`].
 
+pub mod cluster_api;
 pub mod operator;
 pub mod provider;
 

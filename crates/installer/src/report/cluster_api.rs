@@ -1,0 +1,263 @@
+//! This installer's revisions in the fields of
+//! `ClusterAPI/cluster` status (operator.openshift.io/v1alpha1) that the reference's revision and
+//! installer controllers write (ref §3.3, §3.4), so that tools written for the reference read them.
+//! Pure: the next status from the previous one and what this pass wants.
+//!
+//! This installer keeps revisions per provider (`capi-installer-revisions-*`); the reference keeps
+//! one cluster-wide list of snapshots. A cluster-wide revision here is the list of every selected
+//! provider's content digest, in install order, with the substitutions of the pass: a new one is
+//! added when that list changes, and it becomes `currentRevision` once every provider serves its
+//! digest. Components are listed only for profiles whose image reference is known as a digest (the
+//! API refuses anything else); today none is (see the known gaps), so `components` stays unset.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+/// The release of a process started without one (the reference's default).
+pub const UNKNOWN_RELEASE: &str = "0.0.1-snapshot";
+
+/// At most this many revisions (the CRD's `maxItems`).
+pub const MAX_REVISIONS: usize = 16;
+/// The longest revision name (the CRD's `maxLength`).
+const MAX_NAME: usize = 255;
+
+/// One provider's part of a cluster-wide revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Component {
+    /// The provider's name (`cluster-api`, `aws`): letters, digits and `-`.
+    pub name: String,
+    /// Its content's digest (`Prepared::digest`).
+    pub digest: String,
+    /// `(image reference by digest, profile)` of a profile, when known.
+    pub image: Option<(String, String)>,
+}
+
+/// What this pass wants installed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Desired {
+    /// In install order.
+    pub components: Vec<Component>,
+    pub substitutions: BTreeMap<String, String>,
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StatusError {
+    #[error(
+        "ClusterAPI cluster: status.revisions would hold more than {MAX_REVISIONS} revisions; remove old ones once the newest is current"
+    )]
+    TooManyRevisions,
+    #[error("ClusterAPI cluster: status.revisions[{index}]: {message}")]
+    Invalid { index: usize, message: String },
+}
+
+/// The content ID of `desired`: sha256 over the components' digests in order, then the
+/// substitutions sorted by key (a change of either is a new revision, as in the reference).
+pub fn content_id(desired: &Desired) -> String {
+    let parts: Vec<Value> = desired
+        .components
+        .iter()
+        .map(|c| json!([c.name, c.digest]))
+        .collect();
+    capi_apply::drift::hash_value(&json!({
+        "components": parts,
+        "substitutions": desired.substitutions,
+    }))
+}
+
+/// `<release>-<first 8 of the content ID>-<n>`, the release cut so that the whole fits 255
+/// characters.
+pub fn revision_name(release: &str, content_id: &str, n: i64) -> String {
+    let suffix = format!("-{}-{n}", &content_id[..content_id.len().min(8)]);
+    let room = MAX_NAME.saturating_sub(suffix.len());
+    let release: String = release.chars().take(room).collect();
+    format!("{release}{suffix}")
+}
+
+/// The next `status` of `ClusterAPI/cluster` (`previous`: its status now, `Value::Null` when
+/// unset), for `desired` of release `release`, observed at `generation`; `complete`: every
+/// provider of `desired` serves its digest. Fields of the status this installer does not write are
+/// kept.
+pub fn next_status(
+    previous: &Value,
+    release: &str,
+    desired: &Desired,
+    complete: bool,
+    generation: i64,
+) -> Result<Value, StatusError> {
+    let mut revisions: Vec<Value> = previous
+        .get("revisions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let number = |r: &Value| r.get("revision").and_then(Value::as_i64);
+    for (index, r) in revisions.iter().enumerate() {
+        if number(r).is_none() || r.get("name").and_then(Value::as_str).is_none() {
+            return Err(StatusError::Invalid {
+                index,
+                message: "needs a name and a revision number".into(),
+            });
+        }
+    }
+    revisions.sort_by_key(|r| std::cmp::Reverse(number(r)));
+    let id = content_id(desired);
+    let newest_matches = revisions
+        .first()
+        .and_then(|r| r.get("contentID"))
+        .and_then(Value::as_str)
+        == Some(id.as_str());
+    if !newest_matches {
+        let n = revisions.first().and_then(number).unwrap_or(0) + 1;
+        let mut revision = json!({
+            "name": revision_name(release, &id, n),
+            "revision": n,
+            "contentID": id,
+        });
+        let components: Vec<Value> = desired
+            .components
+            .iter()
+            .filter_map(|c| {
+                let (reference, profile) = c.image.as_ref()?;
+                Some(json!({"name": c.name, "type": "Image",
+                    "image": {"ref": reference, "profile": profile}}))
+            })
+            .collect();
+        if !components.is_empty() {
+            revision["components"] = Value::Array(components);
+        }
+        if !desired.substitutions.is_empty() {
+            revision["manifestSubstitutions"] = desired
+                .substitutions
+                .iter()
+                .map(|(k, v)| json!({"key": k, "value": v}))
+                .collect();
+        }
+        revisions.insert(0, revision);
+    }
+    if revisions.len() > MAX_REVISIONS {
+        return Err(StatusError::TooManyRevisions);
+    }
+    let newest = revisions[0]["name"].clone();
+    let mut status = match previous {
+        Value::Object(_) => previous.clone(),
+        _ => json!({}),
+    };
+    let current = match complete {
+        true => Some(newest.clone()),
+        false => status.get("currentRevision").cloned(),
+    };
+    // Once the newest is current the older ones are done with (the reference trims them too).
+    if current.as_ref() == Some(&newest) {
+        revisions.truncate(1);
+    }
+    // The API wants the current revision among the revisions.
+    let current = current.filter(|c| revisions.iter().any(|r| &r["name"] == c));
+    if current.is_none()
+        && let Some(status) = status.as_object_mut()
+    {
+        status.remove("currentRevision");
+    }
+    status["revisions"] = Value::Array(revisions);
+    status["desiredRevision"] = newest;
+    if let Some(current) = current {
+        status["currentRevision"] = current;
+    }
+    let observed = status
+        .get("observedRevisionGeneration")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    // It may not decrease (a CEL rule of the CRD).
+    status["observedRevisionGeneration"] = json!(observed.max(generation));
+    Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desired(digests: &[(&str, &str)]) -> Desired {
+        Desired {
+            components: digests
+                .iter()
+                .map(|(name, digest)| Component {
+                    name: name.to_string(),
+                    digest: digest.to_string(),
+                    image: None,
+                })
+                .collect(),
+            substitutions: [("TLS_MIN_VERSION".to_string(), "VersionTLS12".to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn a_new_content_is_a_new_revision_that_becomes_current_once_served() {
+        let first = desired(&[("cluster-api", "a"), ("aws", "b")]);
+        let s1 = next_status(&Value::Null, "4.22.0", &first, false, 1).unwrap();
+        let id = content_id(&first);
+        assert_eq!(s1["desiredRevision"], format!("4.22.0-{}-1", &id[..8]));
+        assert_eq!(s1.get("currentRevision"), None);
+        assert_eq!(
+            s1["revisions"][0]["manifestSubstitutions"],
+            json!([{"key": "TLS_MIN_VERSION", "value": "VersionTLS12"}])
+        );
+        assert_eq!(s1["revisions"][0].get("components"), None);
+        assert_eq!(s1["observedRevisionGeneration"], 1);
+
+        // Served: current, nothing else changes.
+        let s2 = next_status(&s1, "4.22.0", &first, true, 1).unwrap();
+        assert_eq!(s2["currentRevision"], s1["desiredRevision"]);
+        assert_eq!(s2["revisions"], s1["revisions"]);
+
+        // An upgrade: revision 2 prepended, revision 1 current until 2 is served, then trimmed.
+        let second = desired(&[("cluster-api", "a"), ("aws", "c")]);
+        let s3 = next_status(&s2, "4.22.1", &second, false, 1).unwrap();
+        let names: Vec<&str> = s3["revisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2);
+        assert!(
+            names[0].starts_with("4.22.1-") && names[0].ends_with("-2"),
+            "{names:?}"
+        );
+        assert_eq!(s3["currentRevision"], s2["currentRevision"]);
+        let s4 = next_status(&s3, "4.22.1", &second, true, 2).unwrap();
+        assert_eq!(s4["revisions"].as_array().unwrap().len(), 1);
+        assert_eq!(s4["currentRevision"], s4["desiredRevision"]);
+        assert_eq!(s4["observedRevisionGeneration"], 2);
+        // A new substitution alone is new content.
+        let mut third = second.clone();
+        third
+            .substitutions
+            .insert("TLS_CIPHER_SUITES".into(), "X".into());
+        assert_ne!(content_id(&third), content_id(&second));
+    }
+
+    #[test]
+    fn limits_of_the_api_are_kept() {
+        let long = "9".repeat(300);
+        let name = revision_name(&long, &"f".repeat(64), 12);
+        assert_eq!(name.len(), 255);
+        assert!(name.ends_with("-ffffffff-12"));
+        let mut status = Value::Null;
+        for i in 0..MAX_REVISIONS {
+            status = next_status(
+                &status,
+                "4.22",
+                &desired(&[("aws", &i.to_string())]),
+                false,
+                1,
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            next_status(&status, "4.22", &desired(&[("aws", "x")]), false, 1),
+            Err(StatusError::TooManyRevisions)
+        );
+        // The observed generation never goes down.
+        let back = next_status(&status, "4.22", &desired(&[("aws", "15")]), false, 0).unwrap();
+        assert_eq!(back["observedRevisionGeneration"], 1);
+    }
+}
