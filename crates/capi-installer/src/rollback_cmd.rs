@@ -37,6 +37,36 @@ pub struct RollbackArgs {
     /// How long to wait for the installer to carry it out (0s: do not wait).
     #[arg(long, default_value = "5m", value_parser = parse_duration_arg, value_name = "DURATION")]
     wait: Duration,
+    /// `text` for people; `json` or `yaml` for scripts (the exit code is the same)
+    #[arg(short, long, value_enum, default_value = "text", value_name = "FORMAT")]
+    output: Output,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// A line when asked, and one when the revision is live.
+    Text,
+    /// One JSON document at the end: provider, revision, configMap, live (false with --wait 0s).
+    Json,
+    /// The JSON document as YAML.
+    Yaml,
+}
+
+/// What a script reads of a rollback, printed once it is asked (`live: false`) or carried out.
+fn print_result(args: &RollbackArgs, configmap: &str, live: bool) -> Result<()> {
+    let document = json!({
+        "provider": args.provider,
+        "revision": args.to,
+        "configMap": format!("{}/{configmap}", args.namespace),
+        "live": live,
+    });
+    let text = match args.output {
+        Output::Text => return Ok(()),
+        Output::Json => format!("{}\n", serde_json::to_string_pretty(&document)?),
+        Output::Yaml => capi_manifests::yaml::to_yaml("the rollback", &document)?,
+    };
+    write_stdout(text)?;
+    Ok(())
 }
 
 pub async fn main(args: RollbackArgs) -> Result<()> {
@@ -57,23 +87,27 @@ pub async fn main(args: RollbackArgs) -> Result<()> {
     )
     .await
     .with_context(|| format!("writing the rollback request into ConfigMap {configmap}"))?;
-    write_stdout(format_args!(
-        "asked the installer to roll {} back to revision {} (ConfigMap {}/{configmap})\n",
-        args.provider, args.to, args.namespace
-    ))?;
+    if args.output == Output::Text {
+        write_stdout(format_args!(
+            "asked the installer to roll {} back to revision {} (ConfigMap {}/{configmap})\n",
+            args.provider, args.to, args.namespace
+        ))?;
+    }
     if args.wait.is_zero() {
-        return Ok(());
+        return print_result(&args, configmap, false);
     }
     let deadline = Instant::now() + args.wait;
     loop {
         let cm = api.get(configmap).await.context(configmap.to_string())?;
         let log = Stored::from_configmap(&cm)?.log;
         if revision::carried_out(&log, &request) {
-            write_stdout(format_args!(
-                "revision {} of {} is live\n",
-                args.to, args.provider
-            ))?;
-            return Ok(());
+            if args.output == Output::Text {
+                write_stdout(format_args!(
+                    "revision {} of {} is live\n",
+                    args.to, args.provider
+                ))?;
+            }
+            return print_result(&args, configmap, true);
         }
         if Instant::now() > deadline {
             bail!(

@@ -342,6 +342,8 @@ async fn rollback_by_hand(env: &Env) {
             &v3.to_string(),
             "--wait",
             "2m",
+            "-o",
+            "json",
         ],
     );
     assert!(
@@ -349,6 +351,19 @@ async fn rollback_by_hand(env: &Env) {
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+    // For scripts: one document, written once the revision is live.
+    let done: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(
+        done,
+        serde_json::json!({"provider": "aws", "revision": v3, "configMap": done["configMap"], "live": true}),
+        "{done}"
+    );
+    assert!(
+        done["configMap"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("openshift-cluster-api/")),
+        "{done}"
     );
     let (args, _) = deployment_args(client, "capat-controller-manager")
         .await
