@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | resolve kinds | [`KindResolver::discover`] (+ CRDs in the set) | discovery |
 //! | plan | [`plan()`] → [`Plan`] of [`PlannedPhase`]s | none (pure) |
+//! | names | [`NameClaims`]: CRD names unique per group across several plans and the cluster; a clashing short name dropped ([`crd_names`]) | none (pure) |
 //! | observe | [`LiveCache`]: a watch per kind, slim copies ([`slim`]) of ours and others' objects | one watch per kind (streaming list) |
 //! | check | [`Applier::dry_run_all`]: ownership, [CRD safety](crd_safety), server-side dry-run; objects of kinds only the plan's CRDs define ([`Plan::split_by_served`]) once those are Established | 0 when unchanged, else dry-run PATCH (+ a list when a CRD stops serving a version) |
 //! | apply | [`Applier::apply`] / [`Applier::apply_phase`] → [`ApplyOutcome`] | 0 when unchanged, else SSA PATCH (no read first: [`Applier::with_cache`]) |
@@ -83,6 +84,7 @@
 
 pub mod apply;
 pub mod changes;
+pub mod crd_names;
 pub mod crd_safety;
 pub mod drift;
 pub mod inventory;
@@ -101,6 +103,7 @@ pub use apply::{
     DEFAULT_HASH_ANNOTATION, DERIVING_MANAGERS, Ownership, OwnershipPolicy, PhaseOutcome, Preview,
 };
 pub use changes::{FieldChange, managed_changes};
+pub use crd_names::{CrdNames, DroppedShortName, NameClaims, NameConflict, NameConflicts};
 pub use crd_safety::{CrdProblem, check_crd_change};
 pub use drift::needs_apply;
 pub use inventory::{Inventory, InventoryError, InventoryStore};

@@ -10,6 +10,7 @@
 //! | drift ([`crate::Applier`]) | the desired-hash annotation, `resourceVersion`, the digest of our managed fields ([`drift::managed_digest`]) |
 //! | readiness ([`crate::readiness()`]) | `generation`, [`readiness::READS`] of the kind |
 //! | CRD safety and prune ([`crate::crd_safety`]) | [`crd_safety::READS`], each version's name, `served` and `storage` |
+//! | CRD names ([`crate::crd_names`]) | [`crd_names::READS`]: the group and the accepted names |
 //!
 //! A slim object is marked (see [`is_slim`]); the applier never sends one, and reads the full object
 //! when a slim one cannot answer (after a restart, before it has seen its own apply).
@@ -19,7 +20,7 @@ use kube::api::DynamicObject;
 use kube::core::ObjectMeta;
 use serde_json::{Map, Value};
 
-use crate::{crd_safety, drift, readiness};
+use crate::{crd_names, crd_safety, drift, readiness};
 
 /// The key in a slim object's body that marks it and carries the digest of our managed fields. No
 /// Kubernetes object has a top-level field of this name.
@@ -75,9 +76,14 @@ impl Slimmer {
             })
             .unwrap_or_default();
         let mut data = Value::Object(Map::new());
+        let names = match (group, kind) {
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => crd_names::READS,
+            _ => &[],
+        };
         for pointer in readiness::reads(group, kind)
             .iter()
             .chain(crd_safety::reads(group, kind))
+            .chain(names)
         {
             if let Some(v) = obj.data.pointer(pointer) {
                 put(&mut data, pointer, v.clone());
