@@ -18,40 +18,6 @@ const MINUTE: Duration = Duration::from_secs(60);
 const BIN: &str = env!("CARGO_BIN_EXE_capi-installer");
 const GKECONFIGS: &str = "gkeconfigs.bootstrap.cluster.x-k8s.io";
 
-fn providers(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(
-        client.clone(),
-        &ar(
-            "installer.cluster-api.openshift.io",
-            "v1alpha1",
-            "InfrastructureProvider",
-            "infrastructureproviders",
-        ),
-    )
-}
-
-async fn request(client: &Client, name: &str) {
-    let obj = json!({"apiVersion": "installer.cluster-api.openshift.io/v1alpha1",
-        "kind": "InfrastructureProvider", "metadata": {"name": name}});
-    providers(client)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(obj).unwrap(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("InfrastructureProvider {name}: {e}"));
-}
-
-/// A condition of an `InfrastructureProvider`'s status: (status, reason, message).
-fn provider_condition(obj: &DynamicObject, type_: &str) -> Option<(String, String, String)> {
-    let c = obj.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)?;
-    let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-    Some((text("status"), text("reason"), text("message")))
-}
-
 async fn deployment_exists(client: &Client, name: &str) -> bool {
     let api: Api<Deployment> = Api::namespaced(client.clone(), NS);
     api.get_opt(name).await.unwrap().is_some()
@@ -94,18 +60,12 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     {
         return;
     }
-    let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../manifests/0000_30_capi-installer_01_infrastructureproviders.crd.yaml");
-    apply_as_release_payload(&client, &read_documents(&crd)).await;
+    load_infrastructure_provider_crd(&client).await;
     // The platform's own provider is broken: a document outside the namespace.
     let aws = fixture_components(AWS_CM);
     let stray = "\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: stray, namespace: kube-system}\n";
     put_components(&client, AWS_CM, &format!("{aws}{stray}")).await;
-    eventually(MINUTE, "the InfrastructureProvider kind served", || async {
-        providers(&client).list(&Default::default()).await.ok()
-    })
-    .await;
-    request(&client, "gcp").await;
+    request_provider(&client, "gcp").await;
     apply_as_release_payload(&client, &installer_rbac()).await;
     let sa = env.service_account_config(NS, "capi-installer").await;
     let _running = Running::start(installer_client(sa), config());
@@ -136,9 +96,9 @@ async fn broken_platform_provider(client: &Client) {
         3 * MINUTE,
         "InfrastructureProvider gcp Available",
         || async {
-            let gcp = providers(client).get("gcp").await.ok()?;
-            let (status, ..) = provider_condition(&gcp, "Available")?;
-            (status == "True").then_some(gcp)
+            let gcp = infrastructure_providers(client).get("gcp").await.ok()?;
+            let available = provider_condition(&gcp, "Available")?;
+            (available.status == "True").then_some(gcp)
         },
     )
     .await;
@@ -161,14 +121,14 @@ async fn broken_platform_provider(client: &Client) {
 /// An object naming the platform's provider says it is always installed; deleting it removes nothing.
 async fn platform_provider_object(env: &Env) {
     let client = &env.admin;
-    request(client, "aws").await;
+    request_provider(client, "aws").await;
     let aws = eventually(MINUTE, "InfrastructureProvider aws reported", || async {
-        let aws = providers(client).get("aws").await.ok()?;
+        let aws = infrastructure_providers(client).get("aws").await.ok()?;
         provider_condition(&aws, "Uninstallable")
     })
     .await;
     assert_eq!(
-        (aws.0.as_str(), aws.1.as_str()),
+        (aws.status.as_str(), aws.reason.as_str()),
         ("False", "PlatformProvider")
     );
     let out = Command::new(BIN)
@@ -181,12 +141,12 @@ async fn platform_provider_object(env: &Env) {
         text.contains("InfrastructureProviders:") && text.contains("ConfigMap gcp"),
         "{text}"
     );
-    providers(client)
+    infrastructure_providers(client)
         .delete("aws", &DeleteParams::default())
         .await
         .unwrap();
     wait_gone(
-        &providers(client),
+        &infrastructure_providers(client),
         "aws",
         MINUTE,
         "InfrastructureProvider aws released",
@@ -207,7 +167,7 @@ async fn uninstall(client: &Client) {
         )
         .await
         .expect("a GKEConfig");
-    providers(client)
+    infrastructure_providers(client)
         .patch(
             "gcp",
             &PatchParams::apply("admin"),
@@ -219,12 +179,12 @@ async fn uninstall(client: &Client) {
         )
         .await
         .unwrap();
-    providers(client)
+    infrastructure_providers(client)
         .delete("gcp", &DeleteParams::default())
         .await
         .unwrap();
     let kept = eventually(2 * MINUTE, "gcp uninstalled but its used CRD", || async {
-        let gcp = providers(client).get("gcp").await.ok()?;
+        let gcp = infrastructure_providers(client).get("gcp").await.ok()?;
         let kept = gcp.data["status"]["keptCustomResourceDefinitions"].clone();
         let gone = !deployment_exists(client, "capg-controller-manager").await
             && !crd_exists(client, "gcpclusters.infrastructure.cluster.x-k8s.io").await;
@@ -249,7 +209,7 @@ async fn uninstall(client: &Client) {
         .await
         .unwrap();
     wait_gone(
-        &providers(client),
+        &infrastructure_providers(client),
         "gcp",
         2 * MINUTE,
         "InfrastructureProvider gcp gone",

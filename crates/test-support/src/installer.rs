@@ -100,3 +100,53 @@ impl Running {
         self.process.stop(Duration::from_secs(60)).await;
     }
 }
+
+/// `InfrastructureProvider` objects (cluster-scoped), the installer's own API.
+pub fn infrastructure_providers(client: &Client) -> kube::Api<kube::api::DynamicObject> {
+    kube::Api::all_with(
+        client.clone(),
+        &crate::ar(
+            "installer.cluster-api.openshift.io",
+            "v1alpha1",
+            "InfrastructureProvider",
+            "infrastructureproviders",
+        ),
+    )
+}
+
+/// The `InfrastructureProvider` CRD of this repository's `manifests/`, applied as the release payload
+/// would, and served.
+pub async fn load_infrastructure_provider_crd(client: &Client) {
+    let crd =
+        crate::manifests_dir().join("0000_30_capi-installer_01_infrastructureproviders.crd.yaml");
+    crate::apply_as_release_payload(client, &crate::read_documents(&crd)).await;
+    crate::eventually(
+        Duration::from_secs(60),
+        "the InfrastructureProvider kind served",
+        || async {
+            infrastructure_providers(client)
+                .list(&Default::default())
+                .await
+                .ok()
+        },
+    )
+    .await;
+}
+
+/// Asks for infrastructure provider `name` with an `InfrastructureProvider` object.
+pub async fn request_provider(client: &Client, name: &str) {
+    let obj = serde_json::json!({"apiVersion": "installer.cluster-api.openshift.io/v1alpha1",
+        "kind": "InfrastructureProvider", "metadata": {"name": name}});
+    infrastructure_providers(client)
+        .create(
+            &Default::default(),
+            &serde_json::from_value(obj).expect("an InfrastructureProvider"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("InfrastructureProvider {name}: {e}"));
+}
+
+/// Condition `type_` of an `InfrastructureProvider`'s status.
+pub fn provider_condition(obj: &kube::api::DynamicObject, type_: &str) -> Option<crate::Cond> {
+    crate::condition(&obj.data["status"], type_)
+}

@@ -19,6 +19,9 @@ pub const AWS_CM: &str = "0000_30_cluster-api_04_cm.infrastructure-aws.yaml";
 pub const GCP_CM: &str = "0000_30_cluster-api_04_cm.infrastructure-gcp.yaml";
 pub const AZURE_CM: &str = "0000_30_cluster-api_04_cm.infrastructure-azure.yaml";
 pub const VSPHERE_CM: &str = "0000_30_cluster-api_04_cm.infrastructure-vsphere.yaml";
+/// The PowerVS provider, published as `ibmcloud`. The fixtures have none: [`ibmcloud_configmap`]
+/// generates it from the stand-in in `examples/providers/ibmcloud`.
+pub const IBMCLOUD_CM: &str = "0000_30_cluster-api_04_cm.infrastructure-ibmcloud.yaml";
 
 /// The release the tests install.
 pub const RELEASE_VERSION: &str = "4.21.0-test";
@@ -77,10 +80,61 @@ pub async fn load_payload(client: &Client, configmaps: &[&str]) -> Option<()> {
     let crds = fixture(&format!("transport-configmaps/{CORE_CRDS}"))?;
     apply_as_release_payload(client, &read_documents(&crds)).await;
     for name in configmaps {
-        let path = fixture(&format!("transport-configmaps/{name}"))?;
-        apply_as_release_payload(client, &read_documents(&path)).await;
+        apply_as_release_payload(client, &[payload_configmap(name)?]).await;
     }
     Some(())
+}
+
+/// The transport ConfigMap of the example provider in `examples/providers/<folder>`, generated with the
+/// data model as `manifests-gen` would from its `components.yaml`, `metadata.yaml` and `provider.env`.
+pub fn example_configmap(folder: &str) -> Value {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/providers")
+        .join(folder);
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
+    };
+    let env = read("provider.env");
+    let var = |key: &str| {
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("{folder}/provider.env has no {key}"))
+            .to_string()
+    };
+    let cli_name = var("NAME");
+    let (flavor, name) = capi_manifests::customize::Flavor::for_cli_name(&cli_name);
+    let provider_type: capi_manifests::ProviderType = var("TYPE").parse().expect("provider type");
+    let provider = capi_manifests::Provider::new(name, provider_type, &var("VERSION"))
+        .expect("example provider identity");
+    let generated = capi_manifests::customize::generate(
+        &provider,
+        flavor,
+        "components.yaml",
+        &read("components.yaml"),
+        "metadata.yaml",
+        &read("metadata.yaml"),
+    )
+    .unwrap_or_else(|e| panic!("examples/providers/{folder}: {e}"));
+    capi_manifests::yaml::parse_documents("ConfigMap", &generated.configmap_yaml)
+        .expect("generated ConfigMap parses")
+        .remove(0)
+        .value
+}
+
+/// The transport ConfigMap of the PowerVS provider (`ibmcloud`), from its stand-in.
+pub fn ibmcloud_configmap() -> Value {
+    example_configmap("ibmcloud")
+}
+
+/// A transport ConfigMap of the release payload by file name: from the fixtures, or, for
+/// [`IBMCLOUD_CM`], from its stand-in.
+pub fn payload_configmap(file: &str) -> Option<Value> {
+    if file == IBMCLOUD_CM {
+        return Some(ibmcloud_configmap());
+    }
+    let path = fixture(&format!("transport-configmaps/{file}"))?;
+    Some(read_documents(&path).remove(0))
 }
 
 /// Applies a ConfigMap in the installer's namespace as the release payload would.
@@ -92,10 +146,11 @@ pub async fn put_configmap(client: &Client, cm: &Value) {
         .unwrap_or_else(|e| panic!("ConfigMap {name}: {e}"));
 }
 
-/// A fixture transport ConfigMap with other components, encoded as manifests-gen would (zstd when
-/// large), keeping its labels and metadata.
+/// A transport ConfigMap of the release payload ([`payload_configmap`]) with other components, encoded
+/// as manifests-gen would (zstd when large), keeping its labels and metadata.
 pub fn with_components(file: &str, components: &str) -> Value {
-    let mut content = capi_manifests::TransportConfigMap::decode(&fixture_configmap(file))
+    let cm = payload_configmap(file).expect("fixture present");
+    let mut content = capi_manifests::TransportConfigMap::decode(&cm)
         .unwrap()
         .content;
     content.components = components.to_string();
@@ -131,6 +186,7 @@ pub fn images() -> BTreeMap<String, String> {
         "gcp-cluster-api-controllers",
         "azure-cluster-api-controllers",
         "vsphere-cluster-api-controllers",
+        "ibmcloud-cluster-api-controllers",
         "kube-rbac-proxy",
     ]
     .into_iter()
