@@ -14,7 +14,9 @@ DEMO_ONCE="${DEMO_ONCE:-}"
 TIMEOUT="${DEMO_TIMEOUT:-420}"
 target="${CARGO_TARGET_DIR:-$root/target}"
 bin="$target/debug"
-ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_namespace.yaml | head -1)
+# The providers' namespace and the installer's, as the release payload names them.
+ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_providers-namespace.yaml | head -1)
+installer_ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_namespace.yaml | head -1)
 fixtures="$root/../shared/fixtures"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
@@ -100,7 +102,13 @@ for f in "${payload[@]}"; do
       --dry-run=client -o yaml | apply cloud-credential-operator -
   fi
   echo "   $(basename "$f")"
-  apply cluster-version-operator "$f"
+  if grep -q '^    release.openshift.io/delete: "true"' "$f"; then
+    # A manifest of removal: the cluster-version operator deletes what it names (on an upgrade;
+    # on this new cluster there is nothing to delete).
+    k delete --ignore-not-found --wait=false -f "$f" >/dev/null
+  else
+    apply cluster-version-operator "$f"
+  fi
 done
 
 say "installing: the installer runs as pods of registry.ci.openshift.org/openshift:capi-installer"
@@ -114,12 +122,14 @@ until [[ "$(condition Available status)" == True ]]; do
   if (( $(date +%s) - start > TIMEOUT )); then
     echo "ClusterOperator cluster-api is not Available after ${TIMEOUT}s:" >&2
     k get clusteroperator cluster-api -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2 || true
+    k -n "$installer_ns" get pods -o wide >&2 || true
     k -n "$ns" get pods -o wide >&2 || true
     exit 1
   fi
   sleep 2
 done
 say "Available in $(elapsed): $(condition Available message)"
+k -n "$installer_ns" get deployments,pods -o wide
 k -n "$ns" get deployments,pods -o wide
 
 say "the controllers pod's work, accepted by the real webhooks and reconciled by the real core controller"
@@ -162,7 +172,8 @@ echo
 echo
 say "reach the cluster"
 echo "   export KUBECONFIG=$KUBECONFIG"
-echo "   $kubectl -n $ns get pods -o wide"
+echo "   $kubectl -n $installer_ns get pods -o wide   # the installer"
+echo "   $kubectl -n $ns get pods -o wide   # the providers and the controllers pod"
 echo "   $kubectl -n $ns logs deploy/capa-controller-manager"
 echo "   node logs: $DEMO_DIR/logs/ (kubelet, containerd, kube-proxy, ...)"
 

@@ -15,7 +15,9 @@ DEMO_ONCE="${DEMO_ONCE:-}"
 TIMEOUT="${DEMO_TIMEOUT:-180}"
 target="${CARGO_TARGET_DIR:-$root/target}"
 bin="$target/debug"
-ns=openshift-cluster-api
+# The providers' namespace and the installer's, as the release payload names them.
+ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_providers-namespace.yaml | head -1)
+installer_ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_namespace.yaml | head -1)
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
@@ -64,7 +66,9 @@ case "$PLATFORM" in
 esac
 k patch infrastructure cluster --subresource=status --type=merge \
   -p "{\"status\":{\"platform\":\"$PLATFORM\",\"platformStatus\":{\"type\":\"$PLATFORM\"${platform_status:+,$platform_status}},\"infrastructureName\":\"demo\",\"apiServerInternalURI\":\"https://api-int.demo.example.com:6443\"}}" >/dev/null
-k create namespace "$ns" --dry-run=client -o yaml | k apply --server-side --field-manager=cluster-version-operator -f - >/dev/null
+for n in "$ns" "$installer_ns"; do
+  k create namespace "$n" --dry-run=client -o yaml | k apply --server-side --field-manager=cluster-version-operator -f - >/dev/null
+done
 
 fixtures="${DEMO_FIXTURES:-$root/../shared/fixtures/transport-configmaps}"
 payload="$DEMO_DIR/payload"
@@ -109,7 +113,7 @@ EOF
 
 say "starting the installer (log: $DEMO_DIR/installer.log)"
 RELEASE_VERSION=4.21.0-demo "$bin/capi-installer" run --kubeconfig "$KUBECONFIG" --images-json "$images" \
-  --instance capi-installer-demo --http-addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0 >"$DEMO_DIR/installer.log" 2>&1 &
+  --namespace "$ns" --installer-namespace "$installer_ns" --instance capi-installer-demo --http-addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0 >"$DEMO_DIR/installer.log" 2>&1 &
 installer_pid=$!
 
 say "installing (progress from ClusterOperator cluster-api and the installer's log)"

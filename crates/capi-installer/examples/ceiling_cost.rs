@@ -91,7 +91,9 @@ fn with_escalate_and_bind(mut docs: Vec<Value>) -> Vec<Value> {
 async fn install(rbac: &[Value]) -> Measured {
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
     apply_as_release_payload(&env.admin, rbac).await;
-    let sa = env.service_account_config(NS, "capi-installer").await;
+    let sa = env
+        .service_account_config(INSTALLER_NS, "capi-installer")
+        .await;
     let started = Instant::now();
     let installer = Running::start(installer_client(sa), config());
     wait_available(&env.admin, Duration::from_secs(600)).await;

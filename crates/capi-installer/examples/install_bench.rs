@@ -46,7 +46,7 @@ use kube::discovery::{Discovery, Scope};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-const NS: &str = "openshift-cluster-api";
+const NS: &str = test_support::NS;
 const RELEASE_VERSION: &str = "4.21.0-bench";
 const CRD_FILE: &str = "transport-configmaps/0000_30_cluster-api_04_crd.core-cluster-api.yaml";
 const CONFIGMAPS: [&str; 2] = [

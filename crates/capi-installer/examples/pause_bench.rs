@@ -113,7 +113,7 @@ async fn run(bin: &std::path::Path, stress: bool) -> Result<String> {
     })
     .await?;
     let probe = HealthProbe::start(replica.http);
-    let lease = LeaseWatch::start(&env.admin, NS, LEASE);
+    let lease = LeaseWatch::start(&env.admin, INSTALLER_NS, LEASE);
 
     let started = Instant::now();
     settle(&env, &mut replica, "the cold install settled").await?;

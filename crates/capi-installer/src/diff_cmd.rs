@@ -36,14 +36,8 @@ pub struct DiffArgs {
     /// YAML or JSON map of variables for `${VAR}` substitution.
     #[arg(long, value_name = "PATH")]
     substitutions: Option<PathBuf>,
-    /// The namespace of the transport ConfigMaps and of every namespaced provider object.
-    #[arg(
-        short,
-        long,
-        default_value = "openshift-cluster-api",
-        value_name = "NS"
-    )]
-    namespace: String,
+    #[command(flatten)]
+    namespaces: crate::namespace_args::NamespaceArgs,
     #[command(flatten)]
     adopt: crate::adopt_args::AdoptArgs,
     #[command(flatten)]
@@ -72,11 +66,15 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
     let client = crate::connect(&args.kube).await?;
     let images = match images {
         Some(images) => images,
-        None => crate::images_from_cluster(&client, &args.namespace).await?,
+        None => {
+            crate::images_from_cluster(&client, &args.namespaces.installer.installer_namespace)
+                .await?
+        }
     };
     let config = DiffConfig {
-        policy: args.policy.config(&args.namespace),
-        namespace: args.namespace,
+        policy: args.policy.config(&args.namespaces.namespace),
+        namespace: args.namespaces.namespace,
+        installer_namespace: args.namespaces.installer.installer_namespace,
         images,
         substitutions,
         retired_managers: args.adopt.retired_managers(),

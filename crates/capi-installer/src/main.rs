@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use capi_installer_controller::config::ProfilesConfig;
+use capi_installer_controller::records::{self, Mover};
 use capi_installer_controller::source::profile::validate_profile_name;
 use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
 use capi_runtime::args::{HttpArgs, KubeArgs, LeaderElectionArgs, LogArgs};
@@ -18,6 +19,7 @@ use prometheus_client::registry::Registry;
 
 mod adopt_args;
 mod diff_cmd;
+mod namespace_args;
 mod policy_args;
 mod render_cmd;
 mod rollback_cmd;
@@ -25,7 +27,7 @@ mod status_cmd;
 mod status_providers;
 
 /// The installer's Lease: only its holder reconciles.
-pub(crate) const LEASE_NAME: &str = "capi-installer-leader";
+pub(crate) const LEASE_NAME: &str = capi_installer_controller::policy::LEADER_LEASE;
 
 #[derive(Parser)]
 #[command(
@@ -58,14 +60,8 @@ enum Command {
 struct RunArgs {
     #[command(flatten)]
     kube: KubeArgs,
-    /// The namespace of the transport ConfigMaps and of every namespaced provider object.
-    #[arg(
-        short,
-        long,
-        default_value = "openshift-cluster-api",
-        value_name = "NS"
-    )]
-    namespace: String,
+    #[command(flatten)]
+    namespaces: namespace_args::NamespaceArgs,
     /// JSON object of release image references: key → image.
     #[arg(long, value_name = "PATH")]
     images_json: PathBuf,
@@ -194,8 +190,10 @@ async fn run(args: RunArgs) -> Result<()> {
         }
         None => None,
     };
+    let namespaces = args.namespaces;
     let config = InstallerConfig {
-        namespace: args.namespace.clone(),
+        namespace: namespaces.namespace.clone(),
+        installer_namespace: namespaces.installer.installer_namespace.clone(),
         images,
         substitutions,
         release_version: args.release_version,
@@ -204,7 +202,7 @@ async fn run(args: RunArgs) -> Result<()> {
         resync: args.resync,
         retired_managers: args.adopt.retired_managers(),
         adoptable_managers: args.adopt.adopt_from_managers,
-        policy: args.policy.config(&args.namespace),
+        policy: args.policy.config(&namespaces.namespace),
         instance: args.leader.instance.clone(),
         profiles,
     };
@@ -214,10 +212,15 @@ async fn run(args: RunArgs) -> Result<()> {
     let client = kube::Client::try_from(kube_config.clone())?;
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %config.namespace, "starting installer");
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %config.namespace,
+        installer_namespace = %config.installer_namespace, "starting installer");
+    let mover = Mover {
+        identity: args.leader.identity(),
+        timing: args.leader.timing(),
+    };
     let runtime = capi_runtime::Runtime {
         config: kube_config,
-        namespace: args.namespace,
+        namespace: config.installer_namespace.clone(),
         lease_name: LEASE_NAME.into(),
         leader: args.leader,
         http: args.http,
@@ -225,6 +228,11 @@ async fn run(args: RunArgs) -> Result<()> {
         process: metrics.process.clone(),
     };
     capi_runtime::run(runtime, |shutdown| async move {
+        // Before a single watch starts: what an earlier release kept among the providers'.
+        tokio::select! {
+            _ = records::carry_over_until_done(&client, &config, &mover) => {}
+            _ = shutdown.clone().requested() => return Ok(()),
+        }
         Installer::new(client, config, metrics)
             .run(shutdown.requested())
             .await;

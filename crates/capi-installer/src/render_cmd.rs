@@ -55,11 +55,11 @@ pub struct RenderArgs {
     /// YAML or JSON map of variables for `${VAR}` substitution.
     #[arg(long, value_name = "PATH")]
     substitutions: Option<PathBuf>,
-    /// The namespace of the transport ConfigMaps and of every namespaced provider object.
+    /// The providers' namespace: the transport ConfigMaps and every namespaced provider object.
     #[arg(
         short,
         long,
-        default_value = "openshift-cluster-api",
+        default_value = capi_manifests::TARGET_NAMESPACE,
         value_name = "NS"
     )]
     namespace: String,

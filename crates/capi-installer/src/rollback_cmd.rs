@@ -13,21 +13,12 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-/// The field manager of the request: the installer never writes that key.
-const FIELD_MANAGER: &str = "capi-installer-rollback";
-
 #[derive(clap::Args)]
 pub struct RollbackArgs {
     #[command(flatten)]
     kube: capi_runtime::args::KubeArgs,
-    /// The installer's namespace (where the revisions are recorded).
-    #[arg(
-        short,
-        long,
-        default_value = "openshift-cluster-api",
-        value_name = "NS"
-    )]
-    namespace: String,
+    #[command(flatten)]
+    namespace: crate::namespace_args::InstallerNamespaceArg,
     /// The provider, by name (`cluster-api`, `aws`, ...), as `capi-installer status` lists it.
     #[arg(long, value_name = "NAME")]
     provider: String,
@@ -57,7 +48,7 @@ fn print_result(args: &RollbackArgs, configmap: &str, live: bool) -> Result<()> 
     let document = json!({
         "provider": args.provider,
         "revision": args.to,
-        "configMap": format!("{}/{configmap}", args.namespace),
+        "configMap": format!("{}/{configmap}", args.namespace.installer_namespace),
         "live": live,
     });
     let text = match args.output {
@@ -71,18 +62,18 @@ fn print_result(args: &RollbackArgs, configmap: &str, live: bool) -> Result<()> 
 
 pub async fn main(args: RollbackArgs) -> Result<()> {
     let client = crate::connect(&args.kube).await?;
-    let api: Api<ConfigMap> = Api::namespaced(client, &args.namespace);
+    let api: Api<ConfigMap> = Api::namespaced(client, &args.namespace.installer_namespace);
     let logs = logs(&api).await?;
     let now = now_rfc3339();
     let (configmap, request) = revision::rollback_request(&logs, &args.provider, args.to, &now)?;
     let patch = json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": configmap, "namespace": args.namespace},
+        "metadata": {"name": configmap, "namespace": args.namespace.installer_namespace},
         "data": {revision::KEY_ROLLBACK: serde_json::to_string(&request)?},
     });
     api.patch(
         configmap,
-        &PatchParams::apply(FIELD_MANAGER).force(),
+        &PatchParams::apply(revision::ROLLBACK_FIELD_MANAGER).force(),
         &Patch::Apply(&patch),
     )
     .await
@@ -90,7 +81,7 @@ pub async fn main(args: RollbackArgs) -> Result<()> {
     if args.output == Output::Text {
         write_stdout(format_args!(
             "asked the installer to roll {} back to revision {} (ConfigMap {}/{configmap})\n",
-            args.provider, args.to, args.namespace
+            args.provider, args.to, args.namespace.installer_namespace
         ))?;
     }
     if args.wait.is_zero() {

@@ -23,6 +23,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
+use crate::namespace_args::NamespaceArgs;
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Output {
     /// Tables for people.
@@ -38,14 +40,8 @@ pub enum Output {
 pub struct StatusArgs {
     #[command(flatten)]
     kube: capi_runtime::args::KubeArgs,
-    /// The namespace of the transport ConfigMaps and of the inventory.
-    #[arg(
-        short,
-        long,
-        default_value = "openshift-cluster-api",
-        value_name = "NS"
-    )]
-    namespace: String,
+    #[command(flatten)]
+    namespaces: NamespaceArgs,
     /// `text` for people; `json` or `yaml` for scripts (the exit code is the same).
     #[arg(short, long, value_enum, default_value = "text", value_name = "FORMAT")]
     output: Output,
@@ -100,13 +96,14 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
     let extra = desired::requests(desired::platform_provider(status), &requested).install;
     let desired = desired::desired(status, &extra);
     let providers = match &desired {
-        Desired::Install(wants) => Some(providers(&client, &args.namespace, wants).await?),
+        Desired::Install(wants) => Some(providers(&client, &args.namespaces, wants).await?),
         _ => None,
     };
     let requests = crate::status_providers::requests_table(&requests);
-    let revisions = crate::status_providers::revisions(&client, &args.namespace).await?;
+    let installer_namespace = &args.namespaces.installer.installer_namespace;
+    let revisions = crate::status_providers::revisions(&client, installer_namespace).await?;
     let controllers = controllers_table(co.as_ref());
-    let processes = pods(&client, &args.namespace).await?;
+    let processes = pods(&client, &args.namespaces).await?;
     let out = match args.output {
         Output::Text => {
             let mut out = platform_line(&desired);
@@ -117,7 +114,7 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
                     let _ = writeln!(
                         out,
                         "(no transport ConfigMaps or recorded profiles for this platform in namespace {})",
-                        args.namespace
+                        args.namespaces.namespace
                     );
                 }
             }
@@ -224,15 +221,24 @@ fn controllers_table(co: Option<&DynamicObject>) -> Table {
     }
 }
 
-/// The installer's and the controllers pod's processes: Deployment readiness and who holds the Lease.
-async fn pods(client: &kube::Client, namespace: &str) -> Result<Table> {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+/// The installer's and the controllers pod's processes, each in its namespace: Deployment readiness
+/// and who holds the Lease.
+async fn pods(client: &kube::Client, namespaces: &NamespaceArgs) -> Result<Table> {
     let mut rows = Vec::new();
-    for (name, lease) in [
-        ("capi-installer", crate::LEASE_NAME),
-        ("capi-controllers", capi_cluster_controllers::names::LEASE),
+    for (namespace, name, lease) in [
+        (
+            &namespaces.installer.installer_namespace,
+            "capi-installer",
+            crate::LEASE_NAME,
+        ),
+        (
+            &namespaces.namespace,
+            "capi-controllers",
+            capi_cluster_controllers::names::LEASE,
+        ),
     ] {
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+        let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
         let deployment = deployments
             .get_opt(name)
             .await
@@ -303,16 +309,22 @@ fn platform_line(desired: &Desired) -> String {
 
 /// The provider table: one row per selected source (and the sources not reconciled); whether none is
 /// selected.
-async fn providers(client: &kube::Client, namespace: &str, wants: &Wants) -> Result<(Table, bool)> {
+async fn providers(
+    client: &kube::Client,
+    namespaces: &NamespaceArgs,
+    wants: &Wants,
+) -> Result<(Table, bool)> {
+    let namespace = &namespaces.namespace;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let list = cms
         .list(&ListParams::default().labels(configmap::SELECTOR))
         .await
         .with_context(|| format!("listing transport ConfigMaps in namespace {namespace}"))?;
-    let inventory = cms
+    let records = &namespaces.installer.installer_namespace;
+    let inventory = Api::<ConfigMap>::namespaced(client.clone(), records)
         .get_opt(INVENTORY_CONFIGMAP)
         .await
-        .with_context(|| format!("reading ConfigMap {namespace}/{INVENTORY_CONFIGMAP}"))?;
+        .with_context(|| format!("reading ConfigMap {records}/{INVENTORY_CONFIGMAP}"))?;
     let mut candidates: Vec<ProviderSource> =
         list.items.iter().filter_map(configmap::candidate).collect();
     candidates.extend(profile_candidates(inventory.as_ref()));

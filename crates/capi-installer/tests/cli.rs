@@ -972,16 +972,17 @@ async fn cluster_access_follows_kubectl() {
     );
 
     // Without --images-json, `diff` reads the images the installer in the cluster is given (its
-    // ConfigMap), with the checks of a file.
+    // ConfigMap, in the installer's namespace), with the checks of a file.
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
     use kube::api::{Api, PostParams};
     let admin = cp.admin_client().await.unwrap();
-    let ns: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": "openshift-cluster-api"}})).unwrap();
-    Api::<Namespace>::all(admin.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
+    for name in ["openshift-cluster-api", "openshift-cluster-api-operator"] {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+    }
     let real_kubeconfig = real.to_str().unwrap();
     let diff = || {
         run(
@@ -994,16 +995,16 @@ async fn cluster_access_follows_kubectl() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).starts_with(
-            "error: ConfigMap openshift-cluster-api/capi-installer-images, key images.json: the ConfigMap is not there; pass --images-json FILE"
+            "error: ConfigMap openshift-cluster-api-operator/capi-installer-images, key images.json: the ConfigMap is not there; pass --images-json FILE"
         ),
         "{}",
         stderr(&out)
     );
     let images_cm: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "capi-installer-images", "namespace": "openshift-cluster-api"},
+        "metadata": {"name": "capi-installer-images", "namespace": "openshift-cluster-api-operator"},
         "data": {"images.json": r#"{"cluster-capi-controllers": ""}"#}}))
     .unwrap();
-    Api::<ConfigMap>::namespaced(admin.clone(), "openshift-cluster-api")
+    Api::<ConfigMap>::namespaced(admin.clone(), "openshift-cluster-api-operator")
         .create(&PostParams::default(), &images_cm)
         .await
         .unwrap();
@@ -1011,7 +1012,7 @@ async fn cluster_access_follows_kubectl() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).starts_with(
-            r#"error: ConfigMap openshift-cluster-api/capi-installer-images, key images.json: key "cluster-capi-controllers": "" is not an image reference: it is empty"#
+            r#"error: ConfigMap openshift-cluster-api-operator/capi-installer-images, key images.json: key "cluster-capi-controllers": "" is not an image reference: it is empty"#
         ),
         "{}",
         stderr(&out)

@@ -264,7 +264,9 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
     require_fixture!("transport-configmaps");
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
     apply_as_release_payload(&env.admin, &installer_rbac()).await;
-    let sa = env.service_account_config(NS, "capi-installer").await;
+    let sa = env
+        .service_account_config(INSTALLER_NS, "capi-installer")
+        .await;
     let _installer = Running::start(installer_client(sa), config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
     let mut running = deployments(&env.admin).await;
@@ -347,7 +349,9 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
                 !restored
                     && !w.contains("config.openshift.io/clusteroperators")
                     && !w.contains("/events ")
-                    && !w.contains("configmaps openshift-cluster-api/capi-installer-inventory")
+                    && !w.contains(&format!(
+                        "configmaps {INSTALLER_NS}/capi-installer-inventory"
+                    ))
             })
             .collect();
         assert!(writes.is_empty(), "{}: wrote {writes:?}", hostile.what);

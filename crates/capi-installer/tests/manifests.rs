@@ -2,21 +2,33 @@
 //! control plane can serve is applied with strict validation in `process.rs`; this file checks what it
 //! cannot (the ServiceMonitor: cluster monitoring's CRD is not there) and the wiring between files that
 //! no API server validates: Service ↔ ServiceMonitor ↔ Deployment ↔ serving-certificate Secret, who may
-//! scrape, and how the image ships the manifests.
+//! scrape, the namespace layout (the installer's objects in its namespace, the manifests of removal of
+//! the earlier layout), and how the image ships the manifests.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use capi_manifests::{INSTALLER_NAMESPACE, TARGET_NAMESPACE};
 use serde_json::Value;
 
-const NS: &str = "openshift-cluster-api";
+/// The namespace a component of `manifests/` runs in.
+fn namespace_of(component: &str) -> &'static str {
+    match component {
+        "capi-installer" => INSTALLER_NAMESPACE,
+        _ => TARGET_NAMESPACE,
+    }
+}
+
+fn is_removal(doc: &Value) -> bool {
+    doc["metadata"]["annotations"]["release.openshift.io/delete"] == "true"
+}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Every document of `manifests/*.yaml`, with its file name.
-fn manifests() -> Vec<(String, Value)> {
+/// Every document of `manifests/*.yaml`, with its file name (manifests of removal included).
+fn all_manifests() -> Vec<(String, Value)> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("manifests"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -34,6 +46,14 @@ fn manifests() -> Vec<(String, Value)> {
         }
     }
     out
+}
+
+/// The documents of what the release applies (manifests of removal left out).
+fn manifests() -> Vec<(String, Value)> {
+    all_manifests()
+        .into_iter()
+        .filter(|(_, d)| !is_removal(d))
+        .collect()
 }
 
 fn find<'a>(docs: &'a [(String, Value)], kind: &str, name: &str) -> &'a (String, Value) {
@@ -106,7 +126,8 @@ fn scrape_wiring(component: &str) {
         "{file}: applied after cluster monitoring (and its CRD) exists"
     );
     assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
-    assert_eq!(monitor["metadata"]["namespace"], NS);
+    let ns = namespace_of(component);
+    assert_eq!(monitor["metadata"]["namespace"], ns);
     let spec = &monitor["spec"];
     let unknown: Vec<&str> = keys(spec)
         .into_iter()
@@ -147,14 +168,14 @@ fn scrape_wiring(component: &str) {
     // The Service it selects: same namespace, labels match, the named port exists, and the certificate
     // service-ca issues for it is for the name the ServiceMonitor verifies.
     let (_, service) = find(&docs, "Service", &format!("{component}-metrics"));
-    assert_eq!(service["metadata"]["namespace"], NS);
-    assert_eq!(spec["namespaceSelector"]["matchNames"][0], NS);
+    assert_eq!(service["metadata"]["namespace"], ns);
+    assert_eq!(spec["namespaceSelector"]["matchNames"][0], ns);
     for (k, v) in spec["selector"]["matchLabels"].as_object().unwrap() {
         assert_eq!(&service["metadata"]["labels"][k], v, "selector {k}");
     }
     assert_eq!(
         tls["serverName"],
-        format!("{component}-metrics.{NS}.svc"),
+        format!("{component}-metrics.{ns}.svc"),
         "service-ca issues for <service>.<namespace>.svc"
     );
     let port = service["spec"]["ports"]
@@ -171,6 +192,7 @@ fn scrape_wiring(component: &str) {
     // The Deployment: the Service selects its pods, its container exposes the target port, mounts the
     // serving certificate Secret, and serves /metrics from those files on that port.
     let (_, deployment) = find(&docs, "Deployment", component);
+    assert_eq!(deployment["metadata"]["namespace"], ns);
     let pod = &deployment["spec"]["template"];
     for (k, v) in service["spec"]["selector"].as_object().unwrap() {
         assert_eq!(&pod["metadata"]["labels"][k], v, "Service selector {k}");
@@ -214,7 +236,7 @@ fn scrape_wiring(component: &str) {
     }
 
     // The namespace is monitored by cluster monitoring.
-    let (_, namespace) = find(&docs, "Namespace", NS);
+    let (_, namespace) = find(&docs, "Namespace", ns);
     assert_eq!(
         namespace["metadata"]["labels"]["openshift.io/cluster-monitoring"],
         "true"
@@ -236,24 +258,35 @@ fn prometheus_may_discover_and_read_metrics_and_the_installer_may_check_it() {
     };
     let rules = |kind: &str, name: &str| find(&docs, kind, name).1["rules"].clone();
 
-    // Discovery of the Service's endpoints in the namespace.
-    let (role, subjects) = binds("RoleBinding", "capi-installer-prometheus", "Role");
-    assert!(
-        subjects.as_array().unwrap().contains(&prometheus),
-        "{subjects}"
-    );
-    let discovery = rules("Role", &role);
-    assert!(
-        discovery.as_array().unwrap().iter().any(|r| {
-            r["resources"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|x| x == "endpoints")
-                && r["verbs"].as_array().unwrap().iter().any(|v| v == "list")
-        }),
-        "{discovery}"
-    );
+    // Discovery of the Service's endpoints, in each component's namespace.
+    for component in ["capi-installer", "capi-controllers"] {
+        let name = format!("{component}-prometheus");
+        let (file, binding) = find(&docs, "RoleBinding", &name);
+        assert_eq!(
+            binding["metadata"]["namespace"],
+            namespace_of(component),
+            "{file}"
+        );
+        let (role, subjects) = binds("RoleBinding", &name, "Role");
+        assert!(
+            subjects.as_array().unwrap().contains(&prometheus),
+            "{subjects}"
+        );
+        let (_, role) = find(&docs, "Role", &role);
+        assert_eq!(role["metadata"]["namespace"], namespace_of(component));
+        let discovery = &role["rules"];
+        assert!(
+            discovery.as_array().unwrap().iter().any(|r| {
+                r["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x == "endpoints")
+                    && r["verbs"].as_array().unwrap().iter().any(|v| v == "list")
+            }),
+            "{discovery}"
+        );
+    }
 
     // `get` on /metrics, which the installer checks with a SubjectAccessReview.
     let (role, subjects) = binds(
@@ -279,7 +312,8 @@ fn prometheus_may_discover_and_read_metrics_and_the_installer_may_check_it() {
         );
         assert_eq!(
             subjects,
-            serde_json::json!([{"kind": "ServiceAccount", "name": component, "namespace": NS}])
+            serde_json::json!([{"kind": "ServiceAccount", "name": component,
+                "namespace": namespace_of(component)}])
         );
         let auth = rules("ClusterRole", &role);
         for (group, resource) in [
@@ -300,14 +334,162 @@ fn prometheus_may_discover_and_read_metrics_and_the_installer_may_check_it() {
 }
 
 #[test]
-fn must_gather_finds_the_namespace_before_the_first_run() {
+fn must_gather_finds_both_namespaces_before_the_first_run() {
     let docs = manifests();
     let (_, operator) = find(&docs, "ClusterOperator", "cluster-api");
     let related = operator["status"]["relatedObjects"].as_array().unwrap();
-    assert!(
-        related.contains(&serde_json::json!({"group": "", "resource": "namespaces", "name": NS})),
-        "{related:?}"
+    for ns in [INSTALLER_NAMESPACE, TARGET_NAMESPACE] {
+        assert!(
+            related
+                .contains(&serde_json::json!({"group": "", "resource": "namespaces", "name": ns})),
+            "{ns}: {related:?}"
+        );
+    }
+}
+
+/// The namespace layout of docs/admin/operating.md, "Namespaces", from the manifests: the two
+/// Namespaces are the ones the code names; everything of the installer is in its namespace but the
+/// Role and RoleBindings that give it its rights among the providers; every ServiceAccount subject is
+/// where its ServiceAccount is; the Deployment is told both namespaces; the fence names them.
+#[test]
+fn the_installer_has_a_namespace_of_its_own() {
+    let docs = manifests();
+    let namespaces: BTreeSet<&str> = docs
+        .iter()
+        .filter(|(_, d)| d["kind"] == "Namespace")
+        .map(|(_, d)| d["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        namespaces,
+        BTreeSet::from([INSTALLER_NAMESPACE, TARGET_NAMESPACE])
     );
+    // Rights of the installer among the providers (granting is holding, for the namespaced ceiling).
+    let among_providers = [
+        ("Role", "capi-installer"),
+        ("RoleBinding", "capi-installer"),
+        ("RoleBinding", "capi-installer-provider-namespaced-ceiling"),
+    ];
+    for (file, d) in &docs {
+        let (kind, name) = (
+            d["kind"].as_str().unwrap(),
+            d["metadata"]["name"].as_str().unwrap(),
+        );
+        let Some(ns) = d["metadata"]["namespace"].as_str() else {
+            continue;
+        };
+        if name.starts_with("capi-installer") {
+            let expected = if ns == TARGET_NAMESPACE && among_providers.contains(&(kind, name)) {
+                TARGET_NAMESPACE
+            } else {
+                INSTALLER_NAMESPACE
+            };
+            assert_eq!(ns, expected, "{file}: {kind} {name}");
+        }
+        if name.starts_with("capi-controllers")
+            && ns != "openshift-machine-api"
+            && ns != "kube-system"
+        {
+            assert_eq!(ns, TARGET_NAMESPACE, "{file}: {kind} {name}");
+        }
+    }
+    for (file, d) in &docs {
+        for subject in d["subjects"].as_array().into_iter().flatten() {
+            let name = subject["name"].as_str().unwrap_or_default();
+            if subject["kind"] == "ServiceAccount" && name.starts_with("capi-") {
+                assert_eq!(
+                    subject["namespace"],
+                    namespace_of(if name == "capi-installer" {
+                        name
+                    } else {
+                        "capi-controllers"
+                    }),
+                    "{file}: subject {subject}"
+                );
+            }
+        }
+    }
+    let (_, deployment) = find(&docs, "Deployment", "capi-installer");
+    let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+    for wanted in [
+        format!("--namespace={TARGET_NAMESPACE}"),
+        format!("--installer-namespace={INSTALLER_NAMESPACE}"),
+    ] {
+        assert!(
+            args.as_array().unwrap().iter().any(|a| a == &wanted),
+            "{wanted} not in {args}"
+        );
+    }
+    let (_, fence) = find(
+        &docs,
+        "ValidatingAdmissionPolicy",
+        "capi-installer-namespace-fence",
+    );
+    assert_eq!(
+        fence["spec"]["matchConstraints"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        INSTALLER_NAMESPACE
+    );
+    assert!(
+        fence["spec"]["matchConditions"][0]["expression"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("'system:serviceaccount:{TARGET_NAMESPACE}:'")),
+        "{fence}"
+    );
+}
+
+/// The manifests of removal (`release.openshift.io/delete`) name what the earlier layout had in the
+/// providers' namespace and this one does not: never an object the release applies, each with the
+/// release's inclusion annotations, and at run level 30 before the installer's ServiceAccount, RBAC and
+/// Deployment (the cluster-version operator removes in file order).
+#[test]
+fn the_earlier_layout_is_removed_first() {
+    let all = all_manifests();
+    let applied: BTreeSet<String> = manifests().iter().map(|(_, d)| identity(d)).collect();
+    let removals: Vec<&(String, Value)> = all.iter().filter(|(_, d)| is_removal(d)).collect();
+    let removed: BTreeSet<String> = removals.iter().map(|(_, d)| identity(d)).collect();
+    for expected in [
+        "Deployment openshift-cluster-api/capi-installer",
+        "ServiceAccount openshift-cluster-api/capi-installer",
+        "ConfigMap openshift-cluster-api/capi-installer-images",
+        "Service openshift-cluster-api/capi-installer-metrics",
+        "ServiceMonitor openshift-cluster-api/capi-installer",
+    ] {
+        assert!(
+            removed.contains(expected),
+            "{expected} not removed: {removed:?}"
+        );
+    }
+    for (file, d) in &removals {
+        let id = identity(d);
+        assert!(
+            !applied.contains(&id),
+            "{file}: {id} is removed and applied"
+        );
+        assert_eq!(d["metadata"]["namespace"], TARGET_NAMESPACE, "{file}: {id}");
+        assert_eq!(
+            d["metadata"]["annotations"]["include.release.openshift.io/self-managed-high-availability"],
+            "true",
+            "{file}: {id}"
+        );
+        if file.starts_with("0000_30_") {
+            assert!(
+                file.as_str() < "0000_30_capi-installer_01",
+                "{file}: after the installer's own objects"
+            );
+        }
+    }
+}
+
+fn identity(d: &Value) -> String {
+    format!(
+        "{} {}{}",
+        d["kind"].as_str().unwrap(),
+        d["metadata"]["namespace"]
+            .as_str()
+            .map(|ns| format!("{ns}/"))
+            .unwrap_or_default(),
+        d["metadata"]["name"].as_str().unwrap()
+    )
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn replica_with(
 }
 
 async fn holder(client: &Client) -> Option<String> {
-    lease_holder(client, NS, LEASE).await
+    lease_holder(client, INSTALLER_NS, LEASE).await
 }
 
 async fn holder_in(client: &Client, namespace: &str) -> Option<String> {
@@ -81,6 +81,7 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
     let applied = apply_release_manifests(&admin, "0000_").await;
     for expected in [
         "Namespace openshift-cluster-api",
+        "Namespace openshift-cluster-api-operator",
         "ServiceAccount capi-installer",
         "ConfigMap capi-installer-images",
         "Deployment capi-installer",
@@ -97,7 +98,7 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
     let images = images_file(tmp.path());
     // The replicas run as the ServiceAccount of manifests/, with only the RBAC shipped there.
     let kubeconfig = cp
-        .service_account_kubeconfig(NS, "capi-installer")
+        .service_account_kubeconfig(INSTALLER_NS, "capi-installer")
         .await
         .expect("ServiceAccount kubeconfig");
     let mut replicas = vec![

@@ -166,7 +166,7 @@ async fn core_and_aws_from_profiles_reach_available() {
         return;
     };
     let env = Env::start(true).await;
-    ensure_namespace(&env.admin, NS).await;
+    ensure_namespaces(&env.admin).await;
     set_platform(&env.admin, "AWS").await;
     // The IPAM CRDs exist already, made by someone the ownership rules would refuse: the core profile
     // marks them `capi-operator.openshift.io/adopt-existing: always` (the release payload applied them
@@ -285,7 +285,7 @@ async fn core_and_aws_from_profiles_reach_available() {
             .is_none()
     );
     // One inventory (with its record) per profile.
-    let inventory = Api::<ConfigMap>::namespaced(env.admin.clone(), NS)
+    let inventory = Api::<ConfigMap>::namespaced(env.admin.clone(), INSTALLER_NS)
         .get("capi-installer-inventory")
         .await
         .unwrap();
@@ -573,7 +573,7 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
     config.profiles = Some(ProfilesConfig { dir, profile: None });
     let _installer = Running::as_admin(&env, config);
 
-    let inventory: Api<ConfigMap> = Api::namespaced(env.admin.clone(), NS);
+    let inventory: Api<ConfigMap> = Api::namespaced(env.admin.clone(), INSTALLER_NS);
     let stored = |cm: &ConfigMap, key: &str| -> Option<(usize, ProviderRecord)> {
         let inv = Inventory::from_json(key, cm.data.as_ref()?.get(key)?).ok()?;
         Some((inv.entries.len(), ProviderRecord::read(&inv)?))

@@ -67,7 +67,9 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     put_components(&client, AWS_CM, &format!("{aws}{stray}")).await;
     request_provider(&client, "gcp").await;
     apply_as_release_payload(&client, &installer_rbac()).await;
-    let sa = env.service_account_config(NS, "capi-installer").await;
+    let sa = env
+        .service_account_config(INSTALLER_NS, "capi-installer")
+        .await;
     let _running = Running::start(installer_client(sa), config());
 
     broken_platform_provider(&client).await;
@@ -216,7 +218,7 @@ async fn uninstall(client: &Client) {
     )
     .await;
     assert!(!crd_exists(client, GKECONFIGS).await);
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), INSTALLER_NS);
     let inventory = api.get("capi-installer-inventory").await.unwrap();
     let keys: Vec<&String> = inventory.data.as_ref().unwrap().keys().collect();
     assert!(!keys.iter().any(|k| k.contains("gcp")), "{keys:?}");

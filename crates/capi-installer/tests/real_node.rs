@@ -110,11 +110,11 @@ async fn the_installed_providers_run_on_a_real_node() {
             ready_at.0
         );
     }
-    for (deployment, account) in [
-        ("capi-installer", "capi-installer"),
-        ("capi-controllers", "capi-controllers"),
+    for (ns, deployment, account) in [
+        (INSTALLER_NS, "capi-installer", "capi-installer"),
+        (NS, "capi-controllers", "capi-controllers"),
     ] {
-        let pods = pods_of(&admin, deployment).await;
+        let pods = pods_in(&admin, ns, deployment).await;
         assert!(!pods.is_empty(), "{deployment} runs no pod");
         for pod in pods {
             let spec = pod.spec.as_ref().unwrap();
@@ -231,11 +231,11 @@ async fn the_installed_providers_run_on_a_real_node() {
     let since = now();
     tokio::time::sleep(STEADY).await;
     let events = cp.audit_events().unwrap();
-    for account in ["capi-installer", "capi-controllers"] {
+    for (ns, account) in [(INSTALLER_NS, "capi-installer"), (NS, "capi-controllers")] {
         let writes: Vec<String> = events
             .iter()
             .filter(|e| e.is_write() && e.stage_timestamp.0 > since)
-            .filter(|e| e.user.username == format!("system:serviceaccount:{NS}:{account}"))
+            .filter(|e| e.user.username == format!("system:serviceaccount:{ns}:{account}"))
             // Leader election renews its Lease; that is the one write a steady process makes.
             .filter(|e| e.object_ref.as_ref().is_none_or(|o| o.resource != "leases"))
             .map(|e| format!("{} {}", e.verb, e.request_uri))
@@ -337,9 +337,14 @@ fn now() -> k8s_openapi::jiff::Timestamp {
     k8s_openapi::jiff::Timestamp::now()
 }
 
-/// The pods of a Deployment of openshift-cluster-api (by its selector's labels).
+/// The pods of a Deployment of the providers' namespace (by its selector's labels).
 async fn pods_of(client: &Client, deployment: &str) -> Vec<Pod> {
-    let d = Api::<Deployment>::namespaced(client.clone(), NS)
+    pods_in(client, NS, deployment).await
+}
+
+/// The pods of Deployment `ns/deployment` (by its selector's labels).
+async fn pods_in(client: &Client, ns: &str, deployment: &str) -> Vec<Pod> {
+    let d = Api::<Deployment>::namespaced(client.clone(), ns)
         .get(deployment)
         .await
         .unwrap_or_else(|e| panic!("Deployment {deployment}: {e}"));
@@ -352,7 +357,7 @@ async fn pods_of(client: &Client, deployment: &str) -> Vec<Pod> {
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    Api::<Pod>::namespaced(client.clone(), NS)
+    Api::<Pod>::namespaced(client.clone(), ns)
         .list(&ListParams::default().labels(&selector.join(",")))
         .await
         .unwrap()

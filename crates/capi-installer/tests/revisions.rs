@@ -108,7 +108,7 @@ async fn deployment_args(client: &Client, name: &str) -> Option<(Vec<String>, bo
 }
 
 async fn revisions(client: &Client) -> Stored {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), INSTALLER_NS);
     let cm = api
         .get("capi-installer-revisions-aws")
         .await
@@ -139,7 +139,7 @@ fn cli(env: &Env, args: &[&str]) -> std::process::Output {
 async fn unmanaged_crds_are_left_alone_and_failed_upgrades_roll_back() {
     let env = Env::start(true).await;
     set_platform(&env.admin, "AWS").await;
-    ensure_namespace(&env.admin, NS).await;
+    ensure_namespaces(&env.admin).await;
     let client = env.admin.clone();
     put_foreign_crd(&client, true).await;
     set_unmanaged(&client, &["capattests.test.cluster.x-k8s.io"]).await;
@@ -362,7 +362,7 @@ async fn rollback_by_hand(env: &Env) {
     assert!(
         done["configMap"]
             .as_str()
-            .is_some_and(|c| c.starts_with("openshift-cluster-api/")),
+            .is_some_and(|c| c.starts_with(&format!("{INSTALLER_NS}/"))),
         "{done}"
     );
     let (args, _) = deployment_args(client, "capat-controller-manager")

@@ -34,7 +34,7 @@ async fn a_cold_install_and_an_edit_keep_the_lease_with_the_cores_busy_and_the_a
     let images = images_file(tmp.path());
     let kubeconfig = env
         .cp
-        .service_account_kubeconfig(NS, "capi-installer")
+        .service_account_kubeconfig(INSTALLER_NS, "capi-installer")
         .await
         .expect("ServiceAccount kubeconfig");
 
@@ -59,7 +59,7 @@ async fn a_cold_install_and_an_edit_keep_the_lease_with_the_cores_busy_and_the_a
         .args(LEADER_TIMINGS)
         .env("RELEASE_VERSION", RELEASE_VERSION);
     let mut replica = Replica::start(run, NAME, &kubeconfig, tmp.path());
-    let lease = LeaseWatch::start(&env.admin, NS, LEASE);
+    let lease = LeaseWatch::start(&env.admin, INSTALLER_NS, LEASE);
 
     let started = Instant::now();
     while_progressing(&env, &mut replica, "the cold install to settle", || async {
@@ -89,7 +89,7 @@ async fn a_cold_install_and_an_edit_keep_the_lease_with_the_cores_busy_and_the_a
     // Not the status from before the edit: the revision log records the new version as rolled out.
     while_progressing(&env, &mut replica, "the edit to settle", || async {
         let revisions: Api<k8s_openapi::api::core::v1::ConfigMap> =
-            Api::namespaced(env.admin.clone(), NS);
+            Api::namespaced(env.admin.clone(), INSTALLER_NS);
         let rolled_out = revisions
             .get_opt("capi-installer-revisions-aws")
             .await

@@ -27,7 +27,7 @@ fn aws() -> Tiny<'static> {
 async fn start(with_workloads: bool) -> Env {
     let env = Env::start(with_workloads).await;
     set_platform(&env.admin, "AWS").await;
-    ensure_namespace(&env.admin, NS).await;
+    ensure_namespaces(&env.admin).await;
     env
 }
 
@@ -42,7 +42,7 @@ async fn deployment(client: &Client, name: &str) -> Option<Deployment> {
 
 /// The stored inventory of one source (`objects` and `record`), if readable.
 async fn inventory(client: &Client, key: &str) -> Option<Value> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), INSTALLER_NS);
     let cm = api.get_opt("capi-installer-inventory").await.unwrap()?;
     serde_json::from_str(cm.data?.get(key)?).ok()
 }
@@ -536,7 +536,7 @@ async fn the_inventory_is_watched_and_repaired() {
     assert!(inventory_names(&stored).contains(&crd_entry));
 
     // Deleted: written back, the retry entry included.
-    let cms: Api<ConfigMap> = Api::namespaced(env.admin.clone(), NS);
+    let cms: Api<ConfigMap> = Api::namespaced(env.admin.clone(), INSTALLER_NS);
     cms.delete("capi-installer-inventory", &DeleteParams::default())
         .await
         .unwrap();
@@ -704,7 +704,9 @@ async fn a_new_process_writes_no_status_before_its_watches_have_listed() {
         }
     }
     apply_as_release_payload(&env.admin, &rbac).await;
-    let sa_config = env.service_account_config(NS, "capi-installer").await;
+    let sa_config = env
+        .service_account_config(INSTALLER_NS, "capi-installer")
+        .await;
 
     // Every version of the status from now on (a watch sees each write, not just the latest).
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
@@ -761,7 +763,7 @@ async fn a_new_process_writes_no_status_before_its_watches_have_listed() {
         "metadata": {"name": "test-infrastructure-reader"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
             "name": "test-infrastructure-reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "capi-installer", "namespace": NS}]});
+        "subjects": [{"kind": "ServiceAccount", "name": "capi-installer", "namespace": INSTALLER_NS}]});
     apply_as_release_payload(&env.admin, &[reader, binding]).await;
     eventually(2 * MINUTE, "the Available message corrected", || async {
         saw(&installed).then_some(())

@@ -36,7 +36,13 @@ pub fn user_agent() -> String {
 /// Settings of the installer.
 #[derive(Clone, Debug)]
 pub struct InstallerConfig {
+    /// The providers' namespace: transport ConfigMaps, every namespaced provider object, Events about
+    /// sources.
     pub namespace: String,
+    /// The installer's own namespace: its inventory and revisions (and, set by the binary, its Lease).
+    /// Records found in `namespace` instead, where an earlier release kept them, are carried over
+    /// ([`crate::records`]).
+    pub installer_namespace: String,
     pub images: render::Images,
     pub substitutions: BTreeMap<String, String>,
     /// `versions[operator]` of the ClusterOperator (`RELEASE_VERSION`).
@@ -73,6 +79,7 @@ impl Default for InstallerConfig {
     fn default() -> Self {
         InstallerConfig {
             namespace: capi_manifests::TARGET_NAMESPACE.to_string(),
+            installer_namespace: capi_manifests::INSTALLER_NAMESPACE.to_string(),
             images: Default::default(),
             substitutions: Default::default(),
             release_version: None,

@@ -149,24 +149,27 @@ impl Installer {
         let wake = Arc::new(Notify::new());
         let (infrastructure, infrastructure_watch) = watch_infrastructure(&client, &wake);
 
-        let watch_configmaps = |what, selector: watcher::Config| {
+        let watch_configmaps = |what, namespace: &str, selector: watcher::Config| {
             let (store, writer) = reflector::store();
-            let api: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
+            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
             let stream = watcher(api, selector).default_backoff().reflect(writer);
             (store, spawn_trigger(what, stream, wake.clone()))
         };
         let (configmaps, configmaps_watch) = watch_configmaps(
             "transport ConfigMaps",
+            &config.namespace,
             watcher::Config::default().labels(configmap::SELECTOR),
         );
         // The inventory is watched too: deleted or edited, it is repaired at once.
         let (inventory, inventory_watch) = watch_configmaps(
             "the inventory ConfigMap",
+            &config.installer_namespace,
             watcher::Config::default().fields(&format!("metadata.name={INVENTORY_CONFIGMAP}")),
         );
         // The revisions too: `capi-installer rollback` writes its request there.
         let (revisions, revisions_watch) = watch_configmaps(
             "the revisions ConfigMaps",
+            &config.installer_namespace,
             watcher::Config::default().labels(revision::LABEL),
         );
         let (infrastructure_providers, providers_watch) = OptionalKind::start(
@@ -365,7 +368,11 @@ impl Installer {
         let conditions = report::conditions(observed);
         let (related, at_release) = match observed.desired {
             Desired::Install(_) => (
-                report::related(&self.config.namespace, observed.outcomes),
+                report::related(
+                    &self.config.installer_namespace,
+                    &self.config.namespace,
+                    observed.outcomes,
+                ),
                 report::at_release(observed.missing, observed.outcomes),
             ),
             Desired::Unsupported { .. } => (Vec::new(), true),

@@ -33,7 +33,10 @@ use crate::source::{self, Target, configmap};
 /// What the diff needs of the installer's settings.
 #[derive(Debug, Clone)]
 pub struct DiffConfig {
+    /// The providers' namespace (transport ConfigMaps, provider objects).
     pub namespace: String,
+    /// The installer's namespace (its inventory).
+    pub installer_namespace: String,
     pub images: crate::render::Images,
     pub substitutions: std::collections::BTreeMap<String, String>,
     pub adoptable_managers: Vec<String>,
@@ -223,7 +226,7 @@ pub async fn diff(
     }
     let store = InventoryStore::new(
         client.clone(),
-        &config.namespace,
+        &config.installer_namespace,
         INVENTORY_CONFIGMAP,
         FIELD_MANAGER,
     );

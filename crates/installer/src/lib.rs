@@ -11,6 +11,7 @@
 //! | errors → reasons | [`error`] | none |
 //! | conditions, versions, records | [`report`], [`inventory`] | writes only on change |
 //! | the loop | [`controller`] | watches |
+//! | records carried over from an earlier release's namespace, before the loop | [`records`] | API server |
 //!
 //! One reconcile is a pipeline: *read inputs → render and validate the whole plan (pure) → apply phase by
 //! phase → write status from what was applied*. A plan that fails validation never reaches a write.
@@ -32,6 +33,7 @@ pub mod platform;
 pub mod policy;
 pub mod prepare;
 pub mod reconcile;
+pub mod records;
 pub mod reference;
 pub mod render;
 pub mod report;

@@ -29,6 +29,9 @@ pub const MAX_RECORDS: usize = 50;
 pub const LABEL: &str = "capi-installer.openshift.io/revisions";
 pub const KEY_LOG: &str = "revisions";
 pub const KEY_ROLLBACK: &str = "rollback";
+/// The field manager of a rollback request (`capi-installer rollback`): the installer never writes
+/// that key.
+pub const ROLLBACK_FIELD_MANAGER: &str = "capi-installer-rollback";
 const NAME_PREFIX: &str = "capi-installer-revisions-";
 /// The API server refuses a ConfigMap whose data and binaryData exceed 1 MiB together.
 const CONFIGMAP_LIMIT: usize = capi_manifests::transport::CONFIGMAP_SIZE_LIMIT;

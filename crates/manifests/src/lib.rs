@@ -34,8 +34,15 @@ pub use provider::{Provider, ProviderType};
 pub use transport::TransportConfigMap;
 pub use yaml::{DocLocation, Document, Object};
 
-/// The namespace every namespaced provider object is moved into, and where transport ConfigMaps
-/// live.
+/// The providers' namespace: every namespaced provider object is moved into it, and the transport
+/// ConfigMaps live there (so do the controllers pod and its objects).
+/// docs/admin/operating.md, "Namespaces".
 pub const TARGET_NAMESPACE: &str = "openshift-cluster-api";
+
+/// The installer's own namespace (the reference's newer generation's): its Deployment, ServiceAccount,
+/// Lease, inventory and revisions, images ConfigMap and metrics, apart from the providers so that no
+/// role a provider bundle may grant in [`TARGET_NAMESPACE`] reaches them. Nothing of a provider lives
+/// here. `manifests/` declares both namespaces; a test compares them with these constants.
+pub const INSTALLER_NAMESPACE: &str = "openshift-cluster-api-operator";
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

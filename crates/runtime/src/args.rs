@@ -54,6 +54,22 @@ pub struct LeaderElectionArgs {
     pub leader_elect_retry_period: Duration,
 }
 
+impl LeaderElectionArgs {
+    /// The election's timings, as given.
+    pub fn timing(&self) -> crate::leader::Timing {
+        crate::leader::Timing {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+        }
+    }
+
+    /// This replica's identity in the election ([`crate::leader::default_identity`]).
+    pub fn identity(&self) -> String {
+        crate::leader::default_identity(self.instance.as_deref())
+    }
+}
+
 impl Default for LeaderElectionArgs {
     fn default() -> Self {
         let timing = crate::leader::Timing::default();

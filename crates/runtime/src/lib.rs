@@ -49,7 +49,9 @@
 //! ```
 //!
 //! The `process` feature (default) holds everything that needs Kubernetes or a server; without it, only
-//! the command-line conventions ([`duration`], [`report`]) are built, for `manifests-gen`.
+//! the command-line conventions ([`duration`], [`report`]) are built, for `manifests-gen`. Feature
+//! `leader` alone builds the election (the installer library retires an earlier release's Lease with
+//! it); `metrics` alone, a component's series.
 
 pub mod duration;
 pub mod report;
@@ -62,7 +64,7 @@ pub mod args;
 pub mod auth;
 #[cfg(feature = "process")]
 pub mod http;
-#[cfg(feature = "process")]
+#[cfg(feature = "leader")]
 pub mod leader;
 #[cfg(feature = "metrics")]
 pub mod metrics;

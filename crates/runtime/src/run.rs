@@ -117,11 +117,7 @@ where
         registry,
         process,
     } = runtime;
-    let timing = Timing {
-        lease_duration: leader.leader_elect_lease_duration,
-        renew_deadline: leader.leader_elect_renew_deadline,
-        retry_period: leader.leader_elect_retry_period,
-    };
+    let timing = leader.timing();
     if leader.leader_elect {
         timing.validate()?;
     }
@@ -139,8 +135,8 @@ where
         return finish(controller(shutdown).await);
     }
 
+    let identity = leader.identity();
     let lease_namespace = leader.leader_elect_namespace.unwrap_or(namespace);
-    let identity = leader::default_identity(leader.instance.as_deref());
     tracing::info!(
         lease = %format!("{lease_namespace}/{lease_name}"),
         %identity,

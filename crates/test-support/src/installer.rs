@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use capi_installer_controller::policy::PolicyConfig;
 use capi_installer_controller::policy::ceiling::{Ceiling, Grants};
-use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
+use capi_installer_controller::{Installer, InstallerConfig, Metrics, records, user_agent};
 use control_plane::AuditEvent;
 use kube::Client;
 
@@ -70,6 +70,20 @@ pub fn short_config() -> InstallerConfig {
     }
 }
 
+/// Who carries the records over in an in-process installer: identity `capi-installer-test`, with the
+/// tests' lease timings (15 s / 10 s / 2 s), which a process of the earlier release's in a test also
+/// uses.
+pub fn mover() -> records::Mover {
+    records::Mover {
+        identity: "capi-installer-test".into(),
+        timing: records::Timing {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        },
+    }
+}
+
 /// An installer running in this process; stops when dropped (like a killed process: mid-flight work is
 /// abandoned, nothing is cleaned up).
 pub struct Running {
@@ -78,11 +92,22 @@ pub struct Running {
 }
 
 impl Running {
+    /// As the binary's leader starts: the records an earlier release kept among the providers' carried
+    /// over first ([`records::carry_over_until_done`], as [`mover`]), then the watches and the loop.
     pub fn start(client: Client, config: InstallerConfig) -> Running {
         let metrics = Arc::new(Metrics::unregistered());
-        let installer = Installer::new(client, config, metrics.clone());
+        let installer_metrics = metrics.clone();
         Running {
-            process: InProcess::spawn(|stop| installer.run(stop)),
+            process: InProcess::spawn(|mut stop| async move {
+                let mover = mover();
+                tokio::select! {
+                    _ = records::carry_over_until_done(&client, &config, &mover) => {}
+                    _ = &mut stop => return,
+                }
+                Installer::new(client, config, installer_metrics)
+                    .run(stop)
+                    .await;
+            }),
             metrics,
         }
     }

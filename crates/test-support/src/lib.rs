@@ -37,8 +37,10 @@ pub use process::*;
 pub use reference::*;
 pub use stress::*;
 
-/// The namespace of the transport ConfigMaps, the provider objects and both processes.
-pub const NS: &str = "openshift-cluster-api";
+/// The providers' namespace: the transport ConfigMaps, the provider objects and the controllers pod.
+pub const NS: &str = capi_manifests::TARGET_NAMESPACE;
+/// The installer's own namespace: its ServiceAccount, Lease, inventory and revisions.
+pub const INSTALLER_NS: &str = capi_manifests::INSTALLER_NAMESPACE;
 /// The Machine API's namespace (control-plane Machines, the worker user data).
 pub const MAPI_NS: &str = "openshift-machine-api";
 

@@ -66,6 +66,12 @@ pub async fn ensure_namespace(client: &Client, ns: &str) {
     .await;
 }
 
+/// The providers' namespace and the installer's, as the release payload creates them.
+pub async fn ensure_namespaces(client: &Client) {
+    ensure_namespace(client, crate::NS).await;
+    ensure_namespace(client, crate::INSTALLER_NS).await;
+}
+
 /// Every document of a YAML file.
 pub fn read_documents(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
@@ -134,21 +140,34 @@ pub fn installer_rbac() -> Vec<Value> {
     repo_manifests("0000_30_capi-installer_03_")
 }
 
+/// The cluster-version operator's annotation on a manifest of an object that a release removes: the
+/// object is deleted (on upgrade; an install never creates it), in file order.
+pub const RELEASE_DELETE: &str = "release.openshift.io/delete";
+
+/// Whether a release manifest is one of removal ([`RELEASE_DELETE`]).
+pub fn is_removal(doc: &Value) -> bool {
+    doc["metadata"]["annotations"][RELEASE_DELETE] == "true"
+}
+
 /// Applies the manifests of `manifests/` whose file names start with `prefix` as the release payload
 /// would, with strict field validation: an unknown or misspelt field fails the test instead of being
-/// dropped. Namespaces they use but do not declare (owned by other components on a real cluster, such
-/// as `openshift-machine-api`) are created first; cluster monitoring's kinds are skipped (its CRDs are
-/// not on the test control plane; `tests/manifests.rs` checks the ServiceMonitors field by field).
-/// Returns `Kind name` of each object applied.
+/// dropped. A manifest of removal ([`is_removal`]) deletes its object when it exists, as on an upgrade
+/// (on a new cluster there is none: as an install skips it). Namespaces they use but do not declare
+/// (owned by other components on a real cluster, such as `openshift-machine-api`) are created first;
+/// cluster monitoring's kinds are skipped (its CRDs are not on the test control plane;
+/// `tests/manifests.rs` checks the ServiceMonitors field by field). Returns `Kind name` of each
+/// object applied (not of those deleted).
 pub async fn apply_release_manifests(client: &Client, prefix: &str) -> Vec<String> {
-    let docs: Vec<Value> = repo_manifests(prefix)
+    let (removals, docs): (Vec<Value>, Vec<Value>) = repo_manifests(prefix)
         .into_iter()
         .filter(|d| {
             !d["apiVersion"]
                 .as_str()
                 .is_some_and(|v| v.starts_with("monitoring.coreos.com/"))
         })
-        .collect();
+        .partition(is_removal);
+    // The removals come first in the release's file order (0000_30_capi-installer_00_tombstones.yaml).
+    delete_documents(client, &removals).await;
     let declared: BTreeSet<&str> = docs
         .iter()
         .filter(|d| d["kind"] == "Namespace")
@@ -164,6 +183,28 @@ pub async fn apply_release_manifests(client: &Client, prefix: &str) -> Vec<Strin
     let mut params = PatchParams::apply(CVO).force();
     params.field_validation = Some(ValidationDirective::Strict);
     apply_documents(client, &docs, &params).await
+}
+
+/// Deletes the object of each document when it exists (its kind found by discovery), as the
+/// cluster-version operator does for a manifest of removal: without waiting for it to be gone.
+pub async fn delete_documents(client: &Client, docs: &[Value]) {
+    for doc in docs {
+        let api_version = doc["apiVersion"].as_str().unwrap();
+        let kind = doc["kind"].as_str().unwrap();
+        let name = doc["metadata"]["name"].as_str().unwrap();
+        let api = api_for(
+            client,
+            api_version,
+            kind,
+            doc["metadata"]["namespace"].as_str(),
+        )
+        .await;
+        match api.delete(name, &Default::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => panic!("deleting {kind} {name}: {e}"),
+        }
+    }
 }
 
 /// The API of a kind, found by discovery.

@@ -8,7 +8,10 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::{CVO, MAPI_NS, NS, apply, ar, ensure_namespace, fixture, install_crds, read_documents};
+use crate::{
+    CVO, MAPI_NS, apply, ar, ensure_namespace, ensure_namespaces, fixture, install_crds,
+    read_documents,
+};
 
 /// `status.infrastructureName` of every test cluster.
 pub const INFRA_NAME: &str = "demo-x7k2p";
@@ -79,8 +82,8 @@ pub async fn set_infrastructure(
         .expect("Infrastructure status applies");
 }
 
-/// What OpenShift leaves before Cluster API is installed: the namespaces of Cluster API and of the
-/// Machine API, `ClusterOperator/cluster-api`, and `Infrastructure/cluster` on `platform` (see
+/// What OpenShift leaves before Cluster API is installed: the namespaces of Cluster API (the
+/// providers' and the installer's) and of the Machine API, `ClusterOperator/cluster-api`, and `Infrastructure/cluster` on `platform` (see
 /// [`set_infrastructure`]).
 pub async fn openshift_cluster(
     client: &Client,
@@ -88,7 +91,7 @@ pub async fn openshift_cluster(
     platform_status: Value,
     spec: Value,
 ) {
-    ensure_namespace(client, NS).await;
+    ensure_namespaces(client).await;
     ensure_namespace(client, MAPI_NS).await;
     create_cluster_operator(client).await;
     set_infrastructure(client, platform, platform_status, spec).await;

@@ -10,7 +10,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::{CVO, NS, apply_as_release_payload, ensure_namespace, install_crds, read_documents};
+use crate::{CVO, NS, apply_as_release_payload, ensure_namespaces, install_crds, read_documents};
 
 pub const CORE_CM: &str = "0000_30_cluster-api_04_cm.core-cluster-api.yaml";
 /// The core CRD manifest, which the release payload applies itself.
@@ -73,10 +73,10 @@ pub async fn install_provider_crds(client: &Client, file: &str) {
     install_crds(client, crds_of_transport(file)).await;
 }
 
-/// What the release payload applies before the installer runs: the namespace, the core CRD manifest
+/// What the release payload applies before the installer runs: the namespaces, the core CRD manifest
 /// and the transport ConfigMaps named. `None` when a fixture is missing outside CI.
 pub async fn load_payload(client: &Client, configmaps: &[&str]) -> Option<()> {
-    ensure_namespace(client, NS).await;
+    ensure_namespaces(client).await;
     let crds = fixture(&format!("transport-configmaps/{CORE_CRDS}"))?;
     apply_as_release_payload(client, &read_documents(&crds)).await;
     for name in configmaps {
@@ -137,7 +137,7 @@ pub fn payload_configmap(file: &str) -> Option<Value> {
     Some(read_documents(&path).remove(0))
 }
 
-/// Applies a ConfigMap in the installer's namespace as the release payload would.
+/// Applies a ConfigMap in the providers' namespace as the release payload would.
 pub async fn put_configmap(client: &Client, cm: &Value) {
     let name = cm["metadata"]["name"].as_str().unwrap().to_string();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);

@@ -196,7 +196,9 @@ impl PolicyConfig {
     }
 
     /// The installer's policy in `namespace`: nothing allowed beyond the defaults, and every object of
-    /// the installer and its controllers protected (its run-time objects included).
+    /// the installer and its controllers protected (its run-time objects included, by name in
+    /// `namespace`, the only one a bundle may write, where an earlier release kept them; in the
+    /// installer's own namespace no bundle object may be at all).
     pub fn installer(namespace: &str) -> Self {
         PolicyConfig::new(
             namespace,

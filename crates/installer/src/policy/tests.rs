@@ -1,6 +1,7 @@
 use super::*;
 
-const NS: &str = "openshift-cluster-api";
+const NS: &str = capi_manifests::TARGET_NAMESPACE;
+const OWN: &str = capi_manifests::INSTALLER_NAMESPACE;
 
 /// A small bundle that follows every rule, in the shape of the real ones.
 const GOOD: &str = r#"
@@ -506,9 +507,11 @@ fn the_release_manifests_are_protected() {
     let keys = protected::release_manifests();
     let p = config().protected;
     for wanted in [
+        ObjectKey::new("apps", "v1", "Deployment", Some(OWN), "capi-installer"),
+        ObjectKey::new("", "v1", "ServiceAccount", Some(OWN), "capi-installer"),
+        ObjectKey::new("", "v1", "ConfigMap", Some(OWN), "capi-installer-images"),
+        // Removed by this release from the providers' namespace, still the installer's.
         ObjectKey::new("apps", "v1", "Deployment", Some(NS), "capi-installer"),
-        ObjectKey::new("", "v1", "ServiceAccount", Some(NS), "capi-installer"),
-        ObjectKey::new("", "v1", "ConfigMap", Some(NS), "capi-installer-images"),
         ObjectKey::new(
             "rbac.authorization.k8s.io",
             "v1",

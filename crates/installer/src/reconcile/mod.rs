@@ -145,17 +145,14 @@ impl Reconciler {
             &applier,
             Namespaces::Only(vec![config.namespace.clone()]),
         );
-        let store = InventoryStore::new(
-            client.clone(),
-            &config.namespace,
-            INVENTORY_CONFIGMAP,
-            FIELD_MANAGER,
-        );
+        let records = &config.installer_namespace;
+        let store =
+            InventoryStore::new(client.clone(), records, INVENTORY_CONFIGMAP, FIELD_MANAGER);
         Reconciler {
             applier: applier.with_cache(cache.clone()),
             cache,
-            inventories: Inventories::new(store, inventory, &config.namespace, INVENTORY_CONFIGMAP),
-            revisions: Revisions::new(client.clone(), &config.namespace, revisions),
+            inventories: Inventories::new(store, inventory, records, INVENTORY_CONFIGMAP),
+            revisions: Revisions::new(client.clone(), records, revisions),
             resolver: tokio::sync::Mutex::new(None),
             events: Events::new(client.clone(), config.instance.clone(), &config.namespace),
             context: RenderContext {

@@ -402,14 +402,16 @@ fn not_serving_message(o: &Outcome) -> String {
     }
 }
 
-/// `relatedObjects`: the namespace and the `InfrastructureProvider` objects, then every provider's
-/// related objects without duplicates.
-pub fn related(namespace: &str, outcomes: &[Outcome]) -> Vec<Value> {
+/// `relatedObjects`: the installer's namespace, the providers' namespace and the
+/// `InfrastructureProvider` objects, then every provider's related objects without duplicates.
+pub fn related(installer_namespace: &str, namespace: &str, outcomes: &[Outcome]) -> Vec<Value> {
     let mut seen = BTreeSet::new();
     let mut out = vec![
+        json!({"group": "", "resource": "namespaces", "name": installer_namespace}),
         json!({"group": "", "resource": "namespaces", "name": namespace}),
         json!({"group": crate::api::GROUP, "resource": crate::api::PLURAL, "name": ""}),
     ];
+    let fixed = out.len();
     for o in outcomes {
         for r in &o.related {
             if seen.insert(r.to_string()) {
@@ -420,7 +422,7 @@ pub fn related(namespace: &str, outcomes: &[Outcome]) -> Vec<Value> {
     // In the reference's order (namespace, group, resource, name): the order of providers must not
     // reorder the list between reconciles.
     let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    out[2..].sort_by_key(|v| {
+    out[fixed..].sort_by_key(|v| {
         (
             field(v, "namespace"),
             field(v, "group"),

@@ -351,7 +351,7 @@ fn conditions_of_other_components_are_not_compared() {
 }
 
 #[test]
-fn related_objects_start_with_the_namespace_and_have_no_duplicates() {
+fn related_objects_start_with_both_namespaces_and_have_no_duplicates() {
     let mut a = outcome("cluster-api", ProviderState::Installed);
     a.related = vec![
         json!({"group": "x", "resource": "b", "name": ""}),
@@ -359,7 +359,7 @@ fn related_objects_start_with_the_namespace_and_have_no_duplicates() {
     ];
     let mut b = outcome("aws", ProviderState::Installed);
     b.related = vec![json!({"group": "x", "resource": "a", "name": ""})];
-    let related = related("ns", &[a, b]);
+    let related = related("installer-ns", "ns", &[a, b]);
     let names: Vec<String> = related
         .iter()
         .map(|r| {
@@ -372,7 +372,13 @@ fn related_objects_start_with_the_namespace_and_have_no_duplicates() {
         .collect();
     assert_eq!(
         names,
-        ["namespaces/ns", "infrastructureproviders/", "a/", "b/"]
+        [
+            "namespaces/installer-ns",
+            "namespaces/ns",
+            "infrastructureproviders/",
+            "a/",
+            "b/"
+        ]
     );
 }
 
