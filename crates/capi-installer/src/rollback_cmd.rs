@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use capi_installer_controller::report::operator::now_rfc3339;
 use capi_installer_controller::revision::{self, RevisionLog, Stored};
+use capi_openshift::time::now_rfc3339;
 use capi_runtime::parse_duration_arg;
 use capi_runtime::report::write_stdout;
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -9,18 +9,23 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use capi_apply::{Inventory, KindResolver, Phase, Readiness, readiness};
 use capi_cluster_controllers::ControllerKind;
-use capi_installer_controller::config::{CLUSTER_OPERATOR, INVENTORY_CONFIGMAP};
+use capi_installer_controller::config::INVENTORY_CONFIGMAP;
 use capi_installer_controller::desired::{self, Desired, Wants};
 use capi_installer_controller::inventory::ProviderRecord;
 use capi_installer_controller::source::{
     self, ProviderSource, Selection, SourceId, Target, configmap,
 };
 use capi_manifests::ProviderType;
+use capi_openshift::resources::api_resource;
+use capi_openshift::{
+    CLUSTER_OPERATOR_NAME as CLUSTER_OPERATOR, INFRASTRUCTURE, INFRASTRUCTURE_NAME,
+    cluster_operator,
+};
 use capi_runtime::report::exit;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
 use crate::namespace_args::NamespaceArgs;
@@ -47,16 +52,6 @@ pub struct StatusArgs {
     output: Output,
 }
 
-fn config_resource(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: "config.openshift.io".into(),
-        version: "v1".into(),
-        api_version: "config.openshift.io/v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
 /// One row of the provider table.
 struct Row {
     provider: String,
@@ -73,19 +68,13 @@ struct Row {
 /// so that scripts can wait on it; 2 when the cluster cannot be read.
 pub async fn main(args: StatusArgs) -> Result<ExitCode> {
     let client = crate::connect(&args.kube).await?;
-    let infra_api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &config_resource("Infrastructure", "infrastructures"),
-    );
+    let infra_api: Api<DynamicObject> =
+        Api::all_with(client.clone(), &api_resource(&INFRASTRUCTURE));
     let infra = infra_api
-        .get_opt("cluster")
+        .get_opt(INFRASTRUCTURE_NAME)
         .await
         .context("reading Infrastructure cluster")?;
-    let co_api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &config_resource("ClusterOperator", "clusteroperators"),
-    );
-    let co = co_api
+    let co = cluster_operator::api(&client)
         .get_opt(CLUSTER_OPERATOR)
         .await
         .with_context(|| format!("reading ClusterOperator {CLUSTER_OPERATOR}"))?;
@@ -277,7 +266,7 @@ fn pod_row(name: &str, deployment: Option<&Deployment>, lease: Option<&Lease>) -
         .unwrap_or_else(|| "-".into());
     let renewed = spec
         .and_then(|s| s.renew_time.as_ref())
-        .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .map(|t| capi_openshift::time::rfc3339(t.0))
         .unwrap_or_else(|| "-".into());
     vec![name.to_string(), ready, holder, renewed]
 }

@@ -168,10 +168,10 @@ impl Context {
     /// The platform and cluster facts, or the conclusion when there is nothing to do on this cluster.
     pub fn cluster(&self, wake: &Arc<Notify>) -> Result<Cluster, Exit> {
         let watch = self.synced(
-            &WatchKey::object(Kind::infrastructure(), None, INFRASTRUCTURE),
+            &WatchKey::object(Kind::infrastructure(), None, INFRASTRUCTURE_NAME),
             wake,
         )?;
-        let infrastructure = watch.get(INFRASTRUCTURE);
+        let infrastructure = watch.get(INFRASTRUCTURE_NAME);
         let data = infrastructure.as_ref().map(|i| &i.data);
         match platform::decide(data) {
             PlatformDecision::Unset => Err(Outcome::report(State::Waiting {
@@ -382,11 +382,11 @@ pub fn needs_apply(desired: &Value, live: &DynamicObject) -> bool {
 
 /// `None` when the object carries our ownership label; otherwise who manages it (for messages).
 pub fn owned_by_label(live: &DynamicObject) -> Option<String> {
-    match live.labels().get(OWNERSHIP_LABEL_KEY) {
+    match live.labels().get(MANAGED_BY_LABEL) {
         Some(v) if v == OWNERSHIP_LABEL_VALUE => None,
-        Some(v) => Some(format!("{v:?} (label {OWNERSHIP_LABEL_KEY})")),
+        Some(v) => Some(format!("{v:?} (label {MANAGED_BY_LABEL})")),
         None => Some(format!(
-            "[{}] (no label {OWNERSHIP_LABEL_KEY}={OWNERSHIP_LABEL_VALUE})",
+            "[{}] (no label {MANAGED_BY_LABEL}={OWNERSHIP_LABEL_VALUE})",
             capi_apply::apply::field_managers(live).join(", ")
         )),
     }
@@ -404,13 +404,6 @@ fn ns_name(obj: &Value) -> (String, String) {
 
 pub fn describe(kind: &Kind, namespace: &str, name: &str) -> String {
     format!("{} {namespace}/{name}", kind.kind)
-}
-
-/// The current time as Kubernetes writes it.
-pub fn now() -> String {
-    k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
 }
 
 #[cfg(test)]
@@ -470,7 +463,7 @@ mod tests {
     fn ownership_is_the_label() {
         let ours: DynamicObject =
             serde_json::from_value(json!({"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "a", "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE}}}))
+            "metadata": {"name": "a", "labels": {MANAGED_BY_LABEL: OWNERSHIP_LABEL_VALUE}}}))
             .unwrap();
         assert_eq!(owned_by_label(&ours), None);
         let theirs: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Secret",

@@ -29,30 +29,31 @@ pub struct Metrics {
 impl Metrics {
     /// Creates the metrics and registers them (and build info) in `registry`.
     pub fn register(registry: &mut Registry) -> Self {
-        let r = capi_runtime::metrics::component(
+        let mut series = capi_runtime::metrics::component(
             registry,
             "capi_controllers",
             env!("CARGO_PKG_VERSION"),
         );
         let m = Metrics {
-            process: capi_runtime::metrics::ProcessMetrics::register(r),
+            process: capi_runtime::metrics::ProcessMetrics::register(&mut series),
             ..Metrics::unregistered()
         };
-        r.register(
-            "reconciles",
-            "Reconciles by controller and result (error: the reconcile failed and is retried)",
-            m.reconciles.clone(),
-        );
-        r.register(
-            "objects_written",
-            "Objects created or updated (an unchanged object is not written)",
-            m.writes.clone(),
-        );
-        r.register(
-            "status_writes",
-            "Writes of the controller's conditions on ClusterOperator cluster-api",
-            m.status_writes.clone(),
-        );
+        series
+            .add(
+                "reconciles",
+                "Reconciles by controller and result (error: the reconcile failed and is retried)",
+                m.reconciles.clone(),
+            )
+            .add(
+                "objects_written",
+                "Objects created or updated (an unchanged object is not written)",
+                m.writes.clone(),
+            )
+            .add(
+                "status_writes",
+                "Writes of the controller's conditions on ClusterOperator cluster-api",
+                m.status_writes.clone(),
+            );
         m
     }
 
@@ -123,10 +124,7 @@ mod tests {
         m.reconciled("kubeconfig", true);
         m.wrote("kubeconfig");
         m.wrote_status("kubeconfig");
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        let mut types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
-        types.sort();
+        let (text, types) = capi_runtime::metrics::exposition(&registry);
         assert_eq!(
             types,
             [

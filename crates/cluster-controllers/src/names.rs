@@ -1,5 +1,5 @@
-//! Names this pod reads and writes. One definition each; the manifests in `manifests/` and the README
-//! use the same values.
+//! Names this pod reads and writes. One definition each (those the installer shares come from
+//! `capi-openshift`); the manifests in `manifests/` and the README use the same values.
 
 /// Where the Cluster API objects of the OpenShift cluster live (InfraCluster, Cluster, kubeconfig and
 /// user-data Secrets), and where this pod runs.
@@ -10,12 +10,11 @@ pub const MAPI_NAMESPACE: &str = "openshift-machine-api";
 /// Where the vSphere credentials of the cluster are kept.
 pub const KUBE_SYSTEM_NAMESPACE: &str = "kube-system";
 
-pub const INFRASTRUCTURE: &str = "cluster";
-pub const CLUSTER_OPERATOR: &str = "cluster-api";
+pub use capi_openshift::{CLUSTER_OPERATOR_NAME, INFRASTRUCTURE_NAME, MANAGED_BY_LABEL};
 
-/// Objects this pod creates carry this label (the installer uses the same key with its own value):
-/// it is what "ours" means for every object except the InfraCluster (see [`MANAGED_BY_ANNOTATION`]).
-pub const OWNERSHIP_LABEL_KEY: &str = "app.kubernetes.io/managed-by";
+/// Objects this pod creates carry [`MANAGED_BY_LABEL`] with this value (the installer uses the same key
+/// with its own value): it is what "ours" means for every object except the InfraCluster (see
+/// [`MANAGED_BY_ANNOTATION`]).
 pub const OWNERSHIP_LABEL_VALUE: &str = "capi-controllers";
 
 /// Cluster API's "externally managed" marker: a provider leaves an InfraCluster carrying it alone. Its

@@ -9,9 +9,9 @@ use tokio::sync::Notify;
 
 use crate::context::{Context, ControllerKind, Exit, Outcome};
 use crate::error::ControllerError;
-use crate::names::CLUSTER_OPERATOR;
+use crate::names::CLUSTER_OPERATOR_NAME;
 use crate::status::{self, State};
-use crate::watch::WatchKey;
+use crate::watch::{Kind, WatchKey};
 
 /// A controller: one reconcile of its whole (singleton) job.
 pub trait Reconcile: Send + 'static {
@@ -143,23 +143,23 @@ fn write_status(
     wake: &Arc<Notify>,
 ) -> Result<Option<serde_json::Value>, String> {
     let watch = ctx.watches.watch(
-        &WatchKey::object(status::cluster_operator_kind(), None, CLUSTER_OPERATOR),
+        &WatchKey::object(Kind::cluster_operator(), None, CLUSTER_OPERATOR_NAME),
         wake,
     );
     if !watch.is_ready() {
         return Err(format!(
-            "waiting for the ClusterOperator {CLUSTER_OPERATOR} cache"
+            "waiting for the ClusterOperator {CLUSTER_OPERATOR_NAME} cache"
         ));
     }
-    let Some(co) = watch.get(CLUSTER_OPERATOR) else {
+    let Some(co) = watch.get(CLUSTER_OPERATOR_NAME) else {
         return Err(format!(
-            "ClusterOperator {CLUSTER_OPERATOR} does not exist yet; conditions are written once it does"
+            "ClusterOperator {CLUSTER_OPERATOR_NAME} does not exist yet; conditions are written once it does"
         ));
     };
     let conditions = status::conditions(kind.name(), state);
     Ok(status::patch(
         &conditions,
         co.data.get("status"),
-        &crate::context::now(),
+        &capi_openshift::time::now_rfc3339(),
     ))
 }

@@ -40,7 +40,7 @@ pub fn desired_user_data(source: &Value, namespace: &str) -> Result<Value, Input
         "metadata": {
             "name": USER_DATA_SECRET,
             "namespace": namespace,
-            "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
+            "labels": {MANAGED_BY_LABEL: OWNERSHIP_LABEL_VALUE},
         },
         "type": type_,
         "data": {

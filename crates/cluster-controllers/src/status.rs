@@ -9,12 +9,10 @@
 //! owns). A write happens only when the status, reason or message of one of them changed, and
 //! `lastTransitionTime` moves only when the status did: in steady state nothing is written.
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use capi_openshift::{CLUSTER_OPERATOR_NAME, cluster_operator, conditions};
 use serde_json::{Value, json};
 
 use crate::error::{ControllerError, FailureReason};
-use crate::names::CLUSTER_OPERATOR;
-use crate::watch::Kind;
 
 /// Reasons of a controller that is not failing.
 pub const AS_EXPECTED: &str = "AsExpected";
@@ -79,21 +77,19 @@ impl State {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Condition {
-    pub type_: String,
-    pub status: bool,
-    pub reason: String,
-    pub message: String,
-}
+/// A controller's condition: its reason is a plain string (its own [`Wait`] reasons and
+/// [`FailureReason`]s).
+pub type Condition = conditions::Condition;
 
 /// `<name>Available` and `<name>Degraded` for a state; `name` is e.g. `InfraClusterController`.
 pub fn conditions(name: &str, state: &State) -> [Condition; 2] {
-    let c = |suffix: &str, status: bool, reason: &str, message: &str| Condition {
-        type_: format!("{name}{suffix}"),
-        status,
-        reason: reason.into(),
-        message: message.into(),
+    let c = |suffix: &str, status: bool, reason: &str, message: &str| {
+        Condition::new(
+            format!("{name}{suffix}"),
+            status,
+            reason.to_string(),
+            message,
+        )
     };
     let not_degraded = c("Degraded", false, AS_EXPECTED, "");
     match state {
@@ -118,59 +114,16 @@ pub fn conditions(name: &str, state: &State) -> [Condition; 2] {
 
 /// The status patch that makes the live ClusterOperator status show `desired`, or `None` when it
 /// already does (same status, reason and message). `lastTransitionTime` is kept from the live
-/// condition when its status is unchanged.
+/// condition when its status is unchanged. Only these conditions are sent: never `versions` or
+/// `relatedObjects`.
 pub fn patch(desired: &[Condition], live_status: Option<&Value>, now: &str) -> Option<Value> {
-    let live: &[Value] = live_status
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    let find = |t: &str| live.iter().find(|c| c["type"] == t);
-    let status_str = |b: bool| if b { "True" } else { "False" };
-    let unchanged = desired.iter().all(|d| {
-        find(&d.type_).is_some_and(|l| {
-            l["status"] == status_str(d.status)
-                && l["reason"] == d.reason.as_str()
-                && l.get("message").and_then(Value::as_str).unwrap_or("") == d.message
-        })
-    });
-    if unchanged {
+    let rendered = conditions::render(desired, live_status, now);
+    if conditions::unchanged(live_status, &rendered) {
         return None;
     }
-    let rendered: Vec<Value> = desired
-        .iter()
-        .map(|d| {
-            let since = find(&d.type_)
-                .filter(|l| l["status"] == status_str(d.status))
-                .and_then(|l| l.get("lastTransitionTime").cloned())
-                .unwrap_or_else(|| Value::String(now.to_string()));
-            let mut c = json!({
-                "type": d.type_,
-                "status": status_str(d.status),
-                "reason": d.reason,
-                "lastTransitionTime": since,
-            });
-            if !d.message.is_empty() {
-                c["message"] = Value::String(d.message.clone());
-            }
-            c
-        })
-        .collect();
-    Some(json!({
-        "apiVersion": "config.openshift.io/v1",
-        "kind": "ClusterOperator",
-        "metadata": {"name": CLUSTER_OPERATOR},
-        "status": {"conditions": rendered},
-    }))
-}
-
-pub fn cluster_operator_kind() -> Kind {
-    Kind::new(
-        "config.openshift.io",
-        "v1",
-        "ClusterOperator",
-        "clusteroperators",
-    )
+    Some(cluster_operator::with_status(
+        json!({"conditions": rendered}),
+    ))
 }
 
 /// Applies a patch from [`patch`] to the status subresource, as `field_manager`.
@@ -179,20 +132,15 @@ pub async fn write(
     field_manager: &str,
     body: &Value,
 ) -> Result<(), ControllerError> {
-    let api: Api<DynamicObject> =
-        Api::all_with(client.clone(), &cluster_operator_kind().api_resource());
-    // Force: these condition types are ours alone; if someone else took them over, they come back.
-    let params = PatchParams::apply(field_manager).force();
-    api.patch_status(CLUSTER_OPERATOR, &params, &Patch::Apply(body))
+    cluster_operator::apply_status(client, field_manager, body)
         .await
         .map_err(|e| {
             ControllerError::api(
                 "apply status of",
-                format!("ClusterOperator {CLUSTER_OPERATOR}"),
+                format!("ClusterOperator {CLUSTER_OPERATOR_NAME}"),
                 e,
             )
-        })?;
-    Ok(())
+        })
 }
 
 #[cfg(test)]

@@ -70,12 +70,15 @@ impl Kind {
     }
 
     pub fn infrastructure() -> Kind {
-        Kind::new(
-            "config.openshift.io",
-            "v1",
-            "Infrastructure",
-            "infrastructures",
-        )
+        Kind::known(&capi_openshift::INFRASTRUCTURE)
+    }
+
+    pub fn cluster_operator() -> Kind {
+        Kind::known(&capi_openshift::CLUSTER_OPERATOR)
+    }
+
+    fn known(kind: &capi_object::KnownKind) -> Kind {
+        Kind::new(kind.group, kind.version, kind.kind, kind.plural)
     }
 }
 

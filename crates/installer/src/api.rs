@@ -114,14 +114,7 @@ pub async fn set_finalizer(
 /// of object labels), and not a name of the core provider or of a provider's companion ConfigMap
 /// (`openshift-cluster-api*`), whose objects belong to another provider.
 fn name_problem(name: &str) -> Option<String> {
-    let label = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if !label {
+    if !capi_object::is_dns_label(name) {
         return Some(format!(
             "{KIND} {name:?}: the name must be a provider name (a DNS label such as gcp or azure)"
         ));

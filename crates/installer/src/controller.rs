@@ -23,11 +23,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capi_apply::Phase;
+use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tokio::sync::Notify;
 
@@ -130,16 +131,6 @@ impl Drop for Installer {
         for watch in &self.watches {
             watch.abort();
         }
-    }
-}
-
-pub(crate) fn infrastructure_resource() -> ApiResource {
-    ApiResource {
-        group: "config.openshift.io".into(),
-        version: "v1".into(),
-        api_version: "config.openshift.io/v1".into(),
-        kind: "Infrastructure".into(),
-        plural: "infrastructures".into(),
     }
 }
 
@@ -306,8 +297,8 @@ impl Installer {
     pub async fn reconcile(&self) -> Next {
         let started = Instant::now();
         let infra = self.infrastructure.get(&reflector::ObjectRef::new_with(
-            "cluster",
-            infrastructure_resource(),
+            INFRASTRUCTURE_NAME,
+            capi_openshift::resources::api_resource(&INFRASTRUCTURE),
         ));
         let status = infra.as_ref().and_then(|i| i.data.get("status"));
         let objects = self.infrastructure_providers.objects().unwrap_or_default();
@@ -651,12 +642,16 @@ fn watch_infrastructure(
     client: &Client,
     wake: &Arc<Notify>,
 ) -> (reflector::Store<DynamicObject>, tokio::task::JoinHandle<()>) {
-    let writer = reflector::store::Writer::new(infrastructure_resource());
+    let writer =
+        reflector::store::Writer::new(capi_openshift::resources::api_resource(&INFRASTRUCTURE));
     let store = writer.as_reader();
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &infrastructure_resource());
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &capi_openshift::resources::api_resource(&INFRASTRUCTURE),
+    );
     let stream = watcher(
         api,
-        watcher::Config::default().fields("metadata.name=cluster"),
+        watcher::Config::default().fields(&format!("metadata.name={INFRASTRUCTURE_NAME}")),
     )
     .default_backoff()
     .reflect(writer);

@@ -188,10 +188,10 @@ pub async fn diff(
     };
     let infra: Api<DynamicObject> = Api::all_with(
         client.clone(),
-        &crate::controller::infrastructure_resource(),
+        &capi_openshift::resources::api_resource(&capi_openshift::INFRASTRUCTURE),
     );
     let infra = infra
-        .get_opt("cluster")
+        .get_opt(capi_openshift::INFRASTRUCTURE_NAME)
         .await
         .map_err(read("Infrastructure cluster"))?;
     let wants = match desired::desired(infra.as_ref().and_then(|i| i.data.get("status")), &[]) {

@@ -1,11 +1,11 @@
 //! Kubernetes Events on `ClusterOperator/cluster-api`.
 
 use capi_apply::ObjectKey;
+use capi_openshift::cluster_operator;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
-use crate::config::CLUSTER_OPERATOR;
 use crate::source::SourceId;
 
 /// Publishes Events regarding the ClusterOperator. A failure to publish is logged, never fatal.
@@ -74,18 +74,13 @@ impl Events {
             action: action.into(),
             secondary: related,
         };
-        if let Err(e) = self.recorder.publish(&event, &cluster_operator()).await {
+        if let Err(e) = self
+            .recorder
+            .publish(&event, &cluster_operator::reference())
+            .await
+        {
             tracing::debug!(error = %e, "cannot record event");
         }
-    }
-}
-
-fn cluster_operator() -> ObjectReference {
-    ObjectReference {
-        api_version: Some("config.openshift.io/v1".into()),
-        kind: Some("ClusterOperator".into()),
-        name: Some(CLUSTER_OPERATOR.into()),
-        ..Default::default()
     }
 }
 

@@ -55,7 +55,7 @@ pub struct Metrics {
 impl Metrics {
     /// Creates the metrics and registers them (and build info) in `registry`.
     pub fn register(registry: &mut Registry) -> Self {
-        let r =
+        let mut series =
             capi_runtime::metrics::component(registry, "capi_installer", env!("CARGO_PKG_VERSION"));
         let m = Metrics {
             reconciles: Family::default(),
@@ -72,48 +72,49 @@ impl Metrics {
             pruned: Counter::default(),
             errors: Family::default(),
             last_success: Gauge::default(),
-            process: capi_runtime::metrics::ProcessMetrics::register(r),
+            process: capi_runtime::metrics::ProcessMetrics::register(&mut series),
         };
-        r.register(
-            "reconciles",
-            "Reconciles by result (success or error)",
-            m.reconciles.clone(),
-        );
-        r.register(
-            "reconcile_duration_seconds",
-            "Duration of a whole reconcile",
-            m.reconcile_duration.clone(),
-        );
-        r.register(
-            "phase_duration_seconds",
-            "Duration of applying one phase of a provider",
-            m.phase_duration.clone(),
-        );
-        r.register(
-            "step_cpu_seconds",
-            "CPU time of one pure step of a provider's reconcile (decode, prepare, compress, replay), run off the async runtime",
-            m.step_cpu.clone(),
-        );
-        r.register(
-            "objects_applied",
-            "Objects written, by action (Created, Configured, Adopted)",
-            m.applied.clone(),
-        );
-        r.register(
-            "objects_pruned",
-            "Objects deleted because a new version dropped them",
-            m.pruned.clone(),
-        );
-        r.register(
-            "errors",
-            "Failed provider attempts by reason (rendering, apply, readiness timeouts)",
-            m.errors.clone(),
-        );
-        r.register(
-            "last_success_timestamp_seconds",
-            "Unix time of the last reconcile that found every provider installed",
-            m.last_success.clone(),
-        );
+        series
+            .add(
+                "reconciles",
+                "Reconciles by result (success or error)",
+                m.reconciles.clone(),
+            )
+            .add(
+                "reconcile_duration_seconds",
+                "Duration of a whole reconcile",
+                m.reconcile_duration.clone(),
+            )
+            .add(
+                "phase_duration_seconds",
+                "Duration of applying one phase of a provider",
+                m.phase_duration.clone(),
+            )
+            .add(
+                "step_cpu_seconds",
+                "CPU time of one pure step of a provider's reconcile (decode, prepare, compress, replay), run off the async runtime",
+                m.step_cpu.clone(),
+            )
+            .add(
+                "objects_applied",
+                "Objects written, by action (Created, Configured, Adopted)",
+                m.applied.clone(),
+            )
+            .add(
+                "objects_pruned",
+                "Objects deleted because a new version dropped them",
+                m.pruned.clone(),
+            )
+            .add(
+                "errors",
+                "Failed provider attempts by reason (rendering, apply, readiness timeouts)",
+                m.errors.clone(),
+            )
+            .add(
+                "last_success_timestamp_seconds",
+                "Unix time of the last reconcile that found every provider installed",
+                m.last_success.clone(),
+            );
         m
     }
 
@@ -195,10 +196,7 @@ mod tests {
         m.count_pruned();
         m.count_error("ApplyFailed");
         m.mark_success();
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        let mut types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
-        types.sort();
+        let (text, types) = capi_runtime::metrics::exposition(&registry);
         assert_eq!(
             types,
             [

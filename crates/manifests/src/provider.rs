@@ -131,14 +131,7 @@ pub fn parse_version(version: &str) -> Result<semver::Version, Error> {
 }
 
 fn validate_name(name: &str) -> Result<(), Error> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
+    if capi_object::is_dns_label(name) {
         Ok(())
     } else {
         Err(Error::Provider {

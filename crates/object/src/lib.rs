@@ -1,4 +1,4 @@
-//! Object identity, the table of well-known kinds, and small JSON helpers.
+//! Object identity, the table of well-known kinds, name rules, and small JSON helpers.
 //!
 //! The lowest crate of the workspace: both the data model (`capi-manifests`, which must not depend on a
 //! Kubernetes client) and the apply engine (`capi-apply`, which must not know about Cluster API) need
@@ -6,9 +6,11 @@
 
 mod key;
 pub mod kinds;
+pub mod names;
 
 pub use key::{ObjectKey, group_of, split_api_version};
 pub use kinds::{KindOrigin, KnownKind, is_cluster_scoped};
+pub use names::is_dns_label;
 
 use serde_json::Value;
 

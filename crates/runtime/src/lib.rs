@@ -27,8 +27,8 @@
 //! let config = capi_runtime::process::config(&args_kube, "my-binary/0.1.0").await?.config;
 //! let client = kube::Client::try_from(config.clone()).map_err(capi_runtime::Error::Client)?;
 //! let mut registry = prometheus_client::registry::Registry::default(); // the controller's metrics
-//! let component = capi_runtime::metrics::component(&mut registry, "my_binary", "0.1.0");
-//! let process = capi_runtime::metrics::ProcessMetrics::register(component);
+//! let mut component = capi_runtime::metrics::component(&mut registry, "my_binary", "0.1.0");
+//! let process = capi_runtime::metrics::ProcessMetrics::register(&mut component);
 //! let runtime = capi_runtime::Runtime {
 //!     config,
 //!     namespace: "openshift-cluster-api".into(),

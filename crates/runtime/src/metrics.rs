@@ -1,6 +1,7 @@
 //! The series of one component (the installer, the controllers): all named `<prefix>_…`, with the
 //! component's build info among them, so every binary exports `<prefix>_build_info{version}`, and the
-//! process's own responsiveness ([`ProcessMetrics`]).
+//! process's own responsiveness ([`ProcessMetrics`]). Both controller libraries register through
+//! [`component`], one [`Series::add`] per series.
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -8,18 +9,44 @@ use std::time::Duration;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
-/// The sub-registry of a component's series, each named `<prefix>_<name>`, with
-/// `<prefix>_build_info{version="<version>"}` registered in it.
-pub fn component<'a>(registry: &'a mut Registry, prefix: &str, version: &str) -> &'a mut Registry {
-    let sub = registry.sub_registry_with_prefix(prefix);
-    sub.register(
+/// A component's sub-registry: each series added is named `<prefix>_<name>`.
+pub struct Series<'a>(&'a mut Registry);
+
+impl Series<'_> {
+    /// Registers one series (a clone of the metric the component keeps and updates).
+    pub fn add(&mut self, name: &str, help: &str, metric: impl Metric) -> &mut Self {
+        self.0.register(name, help, metric);
+        self
+    }
+}
+
+/// The series of a component, each named `<prefix>_<name>`, with
+/// `<prefix>_build_info{version="<version>"}` registered among them.
+pub fn component<'a>(registry: &'a mut Registry, prefix: &str, version: &str) -> Series<'a> {
+    let mut series = Series(registry.sub_registry_with_prefix(prefix));
+    series.add(
         "build",
         "Build information: the binary's version",
         Info::new(vec![("version".to_string(), version.to_string())]),
     );
-    sub
+    series
+}
+
+/// The text exposition of `registry` (what `/metrics` serves) and its `# TYPE` lines, sorted: every
+/// series name and kind, for a component's test of what it exports.
+pub fn exposition(registry: &Registry) -> (String, Vec<String>) {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry)
+        .expect("encoding into a String cannot fail");
+    let mut types: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("# TYPE"))
+        .map(str::to_string)
+        .collect();
+    types.sort();
+    (text, types)
 }
 
 /// How responsive the process itself is, whatever its controller computes: how late a task on the
@@ -36,28 +63,29 @@ pub struct ProcessMetrics {
 
 impl ProcessMetrics {
     /// Registers the series in a component's registry (the one [`component`] returns).
-    pub fn register(component: &mut Registry) -> ProcessMetrics {
+    pub fn register(component: &mut Series) -> ProcessMetrics {
         let m = ProcessMetrics::unregistered();
-        component.register(
-            "runtime_stall_seconds",
-            "How late a task of the async runtime woke up (sampled every 100 ms): what probes, watches and reconciles wait for a worker thread",
-            m.stall.clone(),
-        );
-        component.register(
-            "runtime_longest_stall_seconds",
-            "The longest stall of the async runtime since the process started",
-            m.longest_stall.clone(),
-        );
-        component.register(
-            "leader_renewal_seconds",
-            "Time from when a renewal of the Lease was due until it succeeded (scheduling, the API server's answers, retries); the leader gives up when this reaches the renew deadline minus the retry period",
-            m.renewal.clone(),
-        );
-        component.register(
-            "leader_longest_renewal_seconds",
-            "The longest leader_renewal_seconds since the process started",
-            m.longest_renewal.clone(),
-        );
+        component
+            .add(
+                "runtime_stall_seconds",
+                "How late a task of the async runtime woke up (sampled every 100 ms): what probes, watches and reconciles wait for a worker thread",
+                m.stall.clone(),
+            )
+            .add(
+                "runtime_longest_stall_seconds",
+                "The longest stall of the async runtime since the process started",
+                m.longest_stall.clone(),
+            )
+            .add(
+                "leader_renewal_seconds",
+                "Time from when a renewal of the Lease was due until it succeeded (scheduling, the API server's answers, retries); the leader gives up when this reaches the renew deadline minus the retry period",
+                m.renewal.clone(),
+            )
+            .add(
+                "leader_longest_renewal_seconds",
+                "The longest leader_renewal_seconds since the process started",
+                m.longest_renewal.clone(),
+            );
         m
     }
 
@@ -112,35 +140,34 @@ mod tests {
     fn series_carry_the_prefix_and_build_info_the_version() {
         let mut registry = Registry::default();
         let counter = Counter::<u64>::default();
-        component(&mut registry, "capi_test", "1.2.3").register(
-            "things",
-            "Things",
-            counter.clone(),
-        );
+        component(&mut registry, "capi_test", "1.2.3").add("things", "Things", counter.clone());
         counter.inc();
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let (text, types) = exposition(&registry);
         assert!(
             text.contains("capi_test_build_info{version=\"1.2.3\"} 1\n"),
             "{text}"
         );
         assert!(text.contains("capi_test_things_total 1\n"), "{text}");
+        assert_eq!(
+            types,
+            [
+                "# TYPE capi_test_build info",
+                "# TYPE capi_test_things counter"
+            ]
+        );
     }
 
     #[test]
     fn process_series_keep_their_longest_sample() {
         let mut registry = Registry::default();
-        let m = ProcessMetrics::register(component(&mut registry, "capi_test", "1.2.3"));
+        let m = ProcessMetrics::register(&mut component(&mut registry, "capi_test", "1.2.3"));
         for ms in [5, 1500, 20] {
             m.observe_stall(Duration::from_millis(ms));
         }
         m.observe_renewal(Duration::from_millis(40));
         assert_eq!(m.longest_stall(), Duration::from_millis(1500));
         assert_eq!(m.longest_renewal(), Duration::from_millis(40));
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        let mut types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
-        types.sort();
+        let (text, types) = exposition(&registry);
         assert_eq!(
             types,
             [

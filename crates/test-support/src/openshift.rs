@@ -4,6 +4,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use capi_openshift::resources::api_resource;
+use capi_openshift::{
+    CLUSTER_OPERATOR, CLUSTER_OPERATOR_NAME, INFRASTRUCTURE, cluster_operator, conditions,
+};
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -17,27 +21,11 @@ use crate::{
 pub const INFRA_NAME: &str = "demo-x7k2p";
 
 pub fn infrastructures(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(
-        client.clone(),
-        &ar(
-            "config.openshift.io",
-            "v1",
-            "Infrastructure",
-            "infrastructures",
-        ),
-    )
+    Api::all_with(client.clone(), &api_resource(&INFRASTRUCTURE))
 }
 
 pub fn cluster_operators(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(
-        client.clone(),
-        &ar(
-            "config.openshift.io",
-            "v1",
-            "ClusterOperator",
-            "clusteroperators",
-        ),
-    )
+    cluster_operator::api(client)
 }
 
 /// `Infrastructure/cluster` as the OpenShift installer writes it: the platform, the infrastructure name,
@@ -52,12 +40,7 @@ pub async fn set_infrastructure(
     merge(&mut spec_obj, spec);
     apply(
         client,
-        &ar(
-            "config.openshift.io",
-            "v1",
-            "Infrastructure",
-            "infrastructures",
-        ),
+        &api_resource(&INFRASTRUCTURE),
         &json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
             "metadata": {"name": "cluster"}, "spec": spec_obj}),
         "openshift-installer",
@@ -165,19 +148,9 @@ pub async fn create_control_plane_machine(client: &Client, name: &str, provider_
 
 /// `ClusterOperator/cluster-api`, as the release payload creates it.
 pub async fn create_cluster_operator(client: &Client) {
-    apply(
-        client,
-        &ar(
-            "config.openshift.io",
-            "v1",
-            "ClusterOperator",
-            "clusteroperators",
-        ),
-        &json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
-            "metadata": {"name": "cluster-api"}, "spec": {}}),
-        CVO,
-    )
-    .await;
+    let mut object = cluster_operator::manifest();
+    object["spec"] = json!({});
+    apply(client, &api_resource(&CLUSTER_OPERATOR), &object, CVO).await;
 }
 
 /// One condition of a status.
@@ -193,7 +166,7 @@ pub struct Cond {
 /// The status of `ClusterOperator/cluster-api`, when it has one.
 pub async fn co_status(client: &Client) -> Option<Value> {
     cluster_operators(client)
-        .get_opt("cluster-api")
+        .get_opt(CLUSTER_OPERATOR_NAME)
         .await
         .ok()
         .flatten()
@@ -202,16 +175,12 @@ pub async fn co_status(client: &Client) -> Option<Value> {
 
 /// Condition `type_` of a status (a ClusterOperator's, an `InfrastructureProvider`'s...).
 pub fn condition(status: &Value, type_: &str) -> Option<Cond> {
-    status["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)
-        .map(|c| Cond {
-            status: c["status"].as_str().unwrap_or_default().into(),
-            reason: c["reason"].as_str().unwrap_or_default().into(),
-            message: c["message"].as_str().unwrap_or_default().into(),
-            since: c["lastTransitionTime"].as_str().unwrap_or_default().into(),
-        })
+    conditions::find(Some(status), type_).map(|c| Cond {
+        status: c["status"].as_str().unwrap_or_default().into(),
+        reason: c["reason"].as_str().unwrap_or_default().into(),
+        message: c["message"].as_str().unwrap_or_default().into(),
+        since: c["lastTransitionTime"].as_str().unwrap_or_default().into(),
+    })
 }
 
 /// Condition `type_` of `ClusterOperator/cluster-api`.

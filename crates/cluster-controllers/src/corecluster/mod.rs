@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::context::{Context, ControllerKind, Exit, Outcome, Synced, Writer, now, owned_by_label};
+use crate::context::{Context, ControllerKind, Exit, Outcome, Synced, Writer, owned_by_label};
 use crate::runner::Reconcile;
 use crate::status::{State, Wait};
 use crate::watch::WatchKey;
@@ -75,9 +75,11 @@ impl Reconcile for CoreClusterController {
             Synced::Unchanged(live) | Synced::Written(live) => live,
         };
         let live_value = serde_json::to_value(&*live).unwrap_or_default();
-        if let Some(status) =
-            spec::control_plane_initialized(&live_value, &cluster_kind.version, &now())
-        {
+        if let Some(status) = spec::control_plane_initialized(
+            &live_value,
+            &cluster_kind.version,
+            &capi_openshift::time::now_rfc3339(),
+        ) {
             writer.apply_status(cluster_kind, &status).await?;
         }
         Ok(Outcome::report(State::Done {

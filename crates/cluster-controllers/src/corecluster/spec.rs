@@ -60,7 +60,7 @@ pub fn desired_cluster(
         "metadata": {
             "name": name,
             "namespace": info.namespace,
-            "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
+            "labels": {MANAGED_BY_LABEL: OWNERSHIP_LABEL_VALUE},
         },
         "spec": {
             "infrastructureRef": infrastructure_ref,

@@ -156,7 +156,7 @@ pub fn derive(platform: Platform, s: &Sources) -> Result<Desired, InputError> {
     let mut metadata = json!({
         "name": info.infrastructure_name,
         "namespace": info.namespace,
-        "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
+        "labels": {MANAGED_BY_LABEL: OWNERSHIP_LABEL_VALUE},
     });
     if externally_managed {
         metadata["annotations"] = json!({MANAGED_BY_ANNOTATION: MANAGED_BY_VALUE});
@@ -449,7 +449,7 @@ fn owned_metadata(name: &str, namespace: &str) -> Value {
     json!({
         "name": name,
         "namespace": namespace,
-        "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
+        "labels": {MANAGED_BY_LABEL: OWNERSHIP_LABEL_VALUE},
     })
 }
 

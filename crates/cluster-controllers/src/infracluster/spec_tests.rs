@@ -64,7 +64,7 @@ openstack:
     // The provider fills the status itself, so the object must not look externally managed.
     assert!(ic["metadata"].get("annotations").is_none(), "{ic}");
     assert_eq!(
-        ic["metadata"]["labels"][OWNERSHIP_LABEL_KEY],
+        ic["metadata"]["labels"][MANAGED_BY_LABEL],
         OWNERSHIP_LABEL_VALUE
     );
     assert_eq!(
@@ -187,7 +187,7 @@ fn baremetal_needs_only_the_endpoint() {
             "metadata": {
                 "name": "demo-x7k2p",
                 "namespace": "openshift-cluster-api",
-                "labels": {OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE},
+                "labels": {MANAGED_BY_LABEL: OWNERSHIP_LABEL_VALUE},
                 "annotations": {MANAGED_BY_ANNOTATION: MANAGED_BY_VALUE},
             },
             "spec": {

@@ -109,7 +109,7 @@ impl Reconcile for KubeconfigController {
             Some(current) => current,
             None => {
                 let token = request_token(ctx, ns, settings).await?;
-                let issued = now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+                let issued = capi_openshift::time::rfc3339(now);
                 let text = render::render(cluster_name, ns, &settings.target, &token);
                 (text, issued, settings.rotate_after)
             }

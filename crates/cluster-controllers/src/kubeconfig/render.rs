@@ -86,7 +86,7 @@ pub fn desired_secret(cluster: &str, namespace: &str, kubeconfig: &str, issued_a
             "namespace": namespace,
             "labels": {
                 CLUSTER_NAME_LABEL: cluster,
-                OWNERSHIP_LABEL_KEY: OWNERSHIP_LABEL_VALUE,
+                MANAGED_BY_LABEL: OWNERSHIP_LABEL_VALUE,
             },
             "annotations": {TOKEN_REFRESH_ANNOTATION: issued_at},
         },

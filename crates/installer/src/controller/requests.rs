@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use capi_openshift::time::now_rfc3339;
 use kube::api::DynamicObject;
 
 use super::Installer;
@@ -10,7 +11,6 @@ use crate::api::{self, Request};
 use crate::desired::{Desired, Requests, Role};
 use crate::reconcile::Removal;
 use crate::report::Observed;
-use crate::report::operator::now_rfc3339;
 use crate::report::provider::{self, ProviderView};
 use crate::unmanaged::{Unmanaged, UnmanagedError};
 

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use capi_apply::{Phase, Readiness, readiness};
+use capi_openshift::time::now_rfc3339;
 use kube::runtime::events::EventType;
 use serde_json::Value;
 
@@ -43,7 +44,7 @@ impl Reconciler {
             held: None,
             digest: None,
         };
-        let record = ProviderRecord::next(previous.as_ref(), &outcome, rolled_out, &now());
+        let record = ProviderRecord::next(previous.as_ref(), &outcome, rolled_out, &now_rfc3339());
         outcome.rolled_out = record
             .rolled_out
             .as_ref()
@@ -149,10 +150,4 @@ impl Reconciler {
                 })
         })
     }
-}
-
-fn now() -> String {
-    k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
 }

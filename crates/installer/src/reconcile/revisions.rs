@@ -6,6 +6,7 @@
 use std::collections::btree_map::Entry;
 
 use capi_apply::Phase;
+use capi_openshift::time::now_rfc3339;
 use kube::runtime::events::EventType;
 use serde_json::Value;
 
@@ -14,7 +15,7 @@ use crate::compute::{self, Step};
 use crate::error::ProviderError;
 use crate::outcome::ProviderState;
 use crate::prepare::{self, Prepared, Rendered};
-use crate::report::{self, operator::now_rfc3339};
+use crate::report;
 use crate::revision::{self, Choice, Hold, Stored};
 use crate::source::Target;
 

@@ -23,21 +23,11 @@ pub const DEGRADED_AFTER: Duration = Duration::from_secs(120);
 
 pub const NOT_IMPLEMENTED_MESSAGE: &str = "Cluster API is not yet implemented on this platform";
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Condition {
-    pub type_: &'static str,
-    pub status: bool,
-    pub reason: Reason,
-    pub message: String,
-}
+/// A condition the installer writes: its reason is one of [`Reason`].
+pub type Condition = capi_openshift::Condition<Reason>;
 
 fn condition(type_: &'static str, status: bool, reason: Reason, message: String) -> Condition {
-    Condition {
-        type_,
-        status,
-        reason,
-        message,
-    }
+    Condition::new(type_, status, reason, message)
 }
 
 /// A provider that is no longer selected (its source was deleted, or the platform changed) whose objects
@@ -51,17 +41,6 @@ pub struct Unselected {
     pub label: Option<String>,
     pub objects: usize,
 }
-
-/// The condition types the installer writes. Others on the same ClusterOperator (the CAPI controllers'
-/// own conditions) are left alone and never compared.
-pub const OWNED_CONDITIONS: [&str; 6] = [
-    "Available",
-    "Progressing",
-    "Degraded",
-    "Upgradeable",
-    "CapiInstallerControllerAvailable",
-    "CapiInstallerControllerDegraded",
-];
 
 /// What one reconcile observed: the input of every status.
 pub struct Observed<'a> {

@@ -2,6 +2,7 @@
 //! the same outcomes as the ClusterOperator's (pure), written on the status subresource with the
 //! installer's field manager only when it differs from the live one.
 
+use capi_openshift::conditions as shared;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -160,7 +161,7 @@ fn version(view: &ProviderView<'_>) -> Option<String> {
 
 /// The whole `status`, keeping `lastTransitionTime` of every condition whose status did not change.
 pub fn status(view: &ProviderView<'_>, current: Option<&Value>, now: &str) -> Value {
-    let conditions = super::operator::render_conditions(&conditions(view), current, now);
+    let conditions = shared::render(&conditions(view), current, now);
     let generation = view.request.generation;
     let conditions: Vec<Value> = conditions
         .into_iter()
@@ -200,21 +201,19 @@ pub fn status(view: &ProviderView<'_>, current: Option<&Value>, now: &str) -> Va
 /// Whether the live status differs from the desired one, timestamps aside (the installer is the only
 /// writer of this status, so all of it is compared).
 pub fn differs(current: Option<&Value>, desired: &Value) -> bool {
-    fn strip(v: &Value) -> Value {
+    let without_conditions = |v: &Value| {
         let mut v = v.clone();
-        for c in v
-            .get_mut("conditions")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(m) = c.as_object_mut() {
-                m.remove("lastTransitionTime");
-            }
+        if let Some(m) = v.as_object_mut() {
+            m.remove("conditions");
         }
         v
-    }
-    current.is_none_or(|c| strip(c) != strip(desired))
+    };
+    let ours = shared::live(Some(desired));
+    current.is_none_or(|c| {
+        !shared::unchanged(Some(c), ours)
+            || shared::live(Some(c)).len() != ours.len()
+            || without_conditions(c) != without_conditions(desired)
+    })
 }
 
 /// Writes `status` on `InfrastructureProvider/name` when it differs from `current` (ignoring

@@ -24,7 +24,7 @@ pub fn candidate(cm: &ConfigMap) -> Option<ProviderSource> {
             .metadata
             .creation_timestamp
             .as_ref()
-            .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+            .map(|t| capi_openshift::time::rfc3339(t.0)),
     })
 }
 

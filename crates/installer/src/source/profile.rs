@@ -168,7 +168,7 @@ pub fn scan(root: &Path, only: Option<&str>) -> std::io::Result<Scan> {
                 }
             },
         };
-        if !is_dns_label(&image) {
+        if !capi_object::is_dns_label(&image) {
             // The name becomes part of the inventory key and of every message; the reference
             // derives it from the image reference as a DNS label.
             scan.problems.push(ProfileProblem::Unreadable {
@@ -344,15 +344,6 @@ impl Profile {
             version: self.metadata.version().map(str::to_string),
         })
     }
-}
-
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 #[cfg(test)]
