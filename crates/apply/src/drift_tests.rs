@@ -1,7 +1,8 @@
 use serde_json::json;
 
-use crate::apply::{Ownership, OwnershipPolicy, stamp};
+use crate::apply::stamp;
 use crate::drift::{desired_hash, is_subset, needs_apply, normalize, project, projection_hash};
+use crate::ownership::{Ownership, OwnershipPolicy};
 use crate::testutil::obj;
 
 const HASH: &str = "example.io/desired-hash";
@@ -489,8 +490,8 @@ mod copying {
 
     use capi_object::strip_nulls;
 
-    use crate::apply::OwnershipPolicy;
     use crate::drift::{hash_value, is_subset, normalized_metadata, project};
+    use crate::ownership::OwnershipPolicy;
 
     pub fn normalize(obj: &DynamicObject) -> Value {
         let mut out = Map::new();

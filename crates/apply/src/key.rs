@@ -1,7 +1,8 @@
 //! Object identity: [`ObjectKey`] (defined in `capi-object`, shared with the data model) read from a
-//! [`DynamicObject`].
+//! [`DynamicObject`], and the API that serves the object a key names.
 
-use kube::api::DynamicObject;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
 
 pub use capi_object::{ObjectKey, split_api_version};
 
@@ -16,6 +17,18 @@ pub fn key_of(obj: &DynamicObject) -> Option<ObjectKey> {
         obj.metadata.namespace.as_deref(),
         name,
     ))
+}
+
+/// The API of the object `key` names, served by `resource`: namespaced when the key has a namespace.
+pub(crate) fn api_for(
+    client: &Client,
+    resource: &ApiResource,
+    key: &ObjectKey,
+) -> Api<DynamicObject> {
+    match &key.namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    }
 }
 
 #[cfg(test)]

@@ -89,6 +89,7 @@ pub mod crd_safety;
 pub mod drift;
 pub mod inventory;
 pub mod key;
+pub mod ownership;
 pub mod plan;
 pub mod prune;
 pub mod readiness;
@@ -99,8 +100,8 @@ pub mod wait;
 pub mod watch;
 
 pub use apply::{
-    Applier, ApplyAction, ApplyError, ApplyOutcome, CONCURRENCY, DEFAULT_ADOPT_ANNOTATION,
-    DEFAULT_HASH_ANNOTATION, DERIVING_MANAGERS, Ownership, OwnershipPolicy, PhaseOutcome, Preview,
+    Applier, ApplyAction, ApplyError, ApplyOutcome, CONCURRENCY, DEFAULT_HASH_ANNOTATION,
+    PhaseOutcome, Preview,
 };
 pub use changes::{FieldChange, managed_changes};
 pub use crd_names::{CrdNames, DroppedShortName, NameClaims, NameConflict, NameConflicts};
@@ -108,6 +109,7 @@ pub use crd_safety::{CrdProblem, check_crd_change};
 pub use drift::needs_apply;
 pub use inventory::{Inventory, InventoryError, InventoryStore};
 pub use key::{ObjectKey, key_of};
+pub use ownership::{DEFAULT_ADOPT_ANNOTATION, DERIVING_MANAGERS, Ownership, OwnershipPolicy};
 pub use plan::{Phase, Plan, PlanError, PlanErrors, PlanInput, PlannedObject, PlannedPhase, plan};
 pub use prune::{KeepReason, PruneReport, PruneTarget, prune, prune_dry_run};
 pub use readiness::{Readiness, readiness};

@@ -8,8 +8,8 @@ use kube::api::{
 };
 use serde_json::Value;
 
-use crate::apply::{OwnershipPolicy, api_for};
-use crate::key::ObjectKey;
+use crate::key::{ObjectKey, api_for};
+use crate::ownership::OwnershipPolicy;
 use crate::plan::{Phase, apply_order};
 
 /// An object to prune. `resource` is `None` when the kind is no longer served (e.g. its CRD is

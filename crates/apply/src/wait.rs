@@ -7,8 +7,8 @@ use kube::Client;
 use kube::api::ApiResource;
 use tokio::time::Instant;
 
-use crate::apply::api_for;
 use crate::key::ObjectKey;
+use crate::key::api_for;
 use crate::plan::PlannedPhase;
 use crate::readiness::{Readiness, readiness};
 

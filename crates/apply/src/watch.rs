@@ -23,8 +23,8 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use crate::apply::{Applier, OwnershipPolicy};
 use crate::key::{ObjectKey, key_of};
+use crate::ownership::OwnershipPolicy;
 use crate::slim::Slimmer;
 
 /// Objects per list request when the API server cannot stream the initial state.
@@ -102,22 +102,20 @@ pub struct LiveCache {
 }
 
 impl LiveCache {
-    /// A cache for `applier`: its ownership label says what is ours, its field manager whose fields the
-    /// drift digest covers, and its annotations (desired hash, adopt) are kept.
-    pub fn new(client: Client, applier: &Applier, namespaces: Namespaces) -> Self {
+    /// A cache that keeps slim copies by `slimmer` and judges objects by `ownership` (see
+    /// [`LiveCache::new`], which builds one for an applier).
+    pub(crate) fn with(
+        client: Client,
+        namespaces: Namespaces,
+        slimmer: Slimmer,
+        ownership: OwnershipPolicy,
+    ) -> Self {
         let (changes, _) = broadcast::channel(1024);
-        let ownership = applier.ownership().clone();
         LiveCache {
             inner: Arc::new(Inner {
                 client,
                 namespaces,
-                slimmer: Slimmer {
-                    field_manager: applier.field_manager().to_owned(),
-                    annotations: vec![
-                        applier.hash_annotation().to_owned(),
-                        ownership.adopt_annotation.clone(),
-                    ],
-                },
+                slimmer,
                 ownership,
                 changes,
                 scopes: Default::default(),

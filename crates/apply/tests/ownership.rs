@@ -340,7 +340,7 @@ async fn retired_managers_hand_over_their_fields_and_the_aggregation_controller_
         .unwrap();
     let filled =
         |role: &DynamicObject| role.data["rules"].as_array().is_some_and(|r| !r.is_empty());
-    let managers = |o: &DynamicObject| capi_apply::apply::field_managers(o);
+    let managers = |o: &DynamicObject| capi_apply::ownership::field_managers(o);
     let mut role = None;
     for _ in 0..100 {
         let live = roles.get("own-retired-aggregated").await.unwrap();

@@ -10,79 +10,13 @@ use kube::{Client, ResourceExt};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use crate::config::{Config, ControllerKind};
 use crate::error::{ControllerError, InputError};
-use crate::kubeconfig;
 use crate::metrics::Metrics;
 use crate::names::*;
 use crate::platform::{self, ClusterInfo, Platform, PlatformDecision};
 use crate::status::{State, Wait};
 use crate::watch::{Kind, Watch, WatchKey, Watches};
-
-/// The controllers of the pod.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ControllerKind {
-    InfraCluster,
-    CoreCluster,
-    Kubeconfig,
-    SecretSync,
-}
-
-impl ControllerKind {
-    pub const ALL: [ControllerKind; 4] = [
-        ControllerKind::InfraCluster,
-        ControllerKind::CoreCluster,
-        ControllerKind::Kubeconfig,
-        ControllerKind::SecretSync,
-    ];
-
-    /// The prefix of its condition types, as in the reference (`InfraClusterControllerAvailable`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ControllerKind::InfraCluster => "InfraClusterController",
-            ControllerKind::CoreCluster => "CoreClusterController",
-            ControllerKind::Kubeconfig => "KubeconfigController",
-            ControllerKind::SecretSync => "SecretSyncController",
-        }
-    }
-
-    /// Its field manager, for its objects and its conditions.
-    pub fn field_manager(self) -> &'static str {
-        match self {
-            ControllerKind::InfraCluster => "capi-controllers-infracluster",
-            ControllerKind::CoreCluster => "capi-controllers-corecluster",
-            ControllerKind::Kubeconfig => "capi-controllers-kubeconfig",
-            ControllerKind::SecretSync => "capi-controllers-secretsync",
-        }
-    }
-}
-
-/// Settings of the controllers.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// Where the Cluster API objects live (default openshift-cluster-api).
-    pub namespace: String,
-    /// Which controllers run (all by default).
-    pub controllers: Vec<ControllerKind>,
-    pub kubeconfig: kubeconfig::Settings,
-    /// Reconcile this often without events (a safety net; reads only the caches).
-    pub resync: Duration,
-    /// Retry delays after failures: doubling from `min` to `max`.
-    pub backoff_min: Duration,
-    pub backoff_max: Duration,
-}
-
-impl Config {
-    pub fn new(kubeconfig: kubeconfig::Settings) -> Config {
-        Config {
-            namespace: CAPI_NAMESPACE.to_string(),
-            controllers: ControllerKind::ALL.to_vec(),
-            kubeconfig,
-            resync: Duration::from_secs(600),
-            backoff_min: Duration::from_secs(1),
-            backoff_max: Duration::from_secs(60),
-        }
-    }
-}
 
 /// Shared by the controllers of one process.
 pub struct Context {
@@ -387,7 +321,7 @@ pub fn owned_by_label(live: &DynamicObject) -> Option<String> {
         Some(v) => Some(format!("{v:?} (label {MANAGED_BY_LABEL})")),
         None => Some(format!(
             "[{}] (no label {MANAGED_BY_LABEL}={OWNERSHIP_LABEL_VALUE})",
-            capi_apply::apply::field_managers(live).join(", ")
+            capi_apply::ownership::field_managers(live).join(", ")
         )),
     }
 }

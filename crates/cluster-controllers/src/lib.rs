@@ -32,6 +32,7 @@
 //!    object lacks a desired field;
 //! 6. conclude a [`status::State`], written as two conditions only when they changed.
 
+pub mod config;
 pub mod context;
 pub mod corecluster;
 pub mod error;
@@ -48,7 +49,7 @@ pub mod watch;
 use std::future::Future;
 use std::sync::Arc;
 
-pub use context::{Config, ControllerKind};
+pub use config::{Config, ControllerKind};
 pub use metrics::Metrics;
 pub use names::user_agent;
 

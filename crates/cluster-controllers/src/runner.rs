@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::context::{Context, ControllerKind, Exit, Outcome};
+use crate::config::ControllerKind;
+use crate::context::{Context, Exit, Outcome};
 use crate::error::ControllerError;
 use crate::names::CLUSTER_OPERATOR_NAME;
 use crate::status::{self, State};

@@ -11,7 +11,8 @@ use base64::Engine;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::context::{Context, ControllerKind, Exit, Outcome, Synced, Writer, owned_by_label};
+use crate::config::ControllerKind;
+use crate::context::{Context, Exit, Outcome, Synced, Writer, owned_by_label};
 use crate::error::InputError;
 use crate::names::*;
 use crate::runner::Reconcile;

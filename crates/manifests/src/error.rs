@@ -1,4 +1,4 @@
-use crate::yaml::DocLocation;
+use crate::location::DocLocation;
 use capi_object::ObjectKey;
 
 /// Every error names what it concerns: the input location (file, document index, line) and/or

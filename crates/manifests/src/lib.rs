@@ -15,6 +15,7 @@ mod error;
 /// Container image references and the images file: parsed where they are read.
 pub mod image;
 pub mod kustomization;
+mod location;
 pub mod metadata;
 pub mod object;
 pub mod platform;

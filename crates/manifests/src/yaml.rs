@@ -8,7 +8,6 @@
 //! feature of `serde_json` switched on elsewhere in the build cannot change the output), block
 //! style, documents joined by a line `---`, exactly one trailing newline.
 
-use std::fmt;
 use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -16,42 +15,8 @@ use serde_json::Value;
 
 use crate::budget::{Budget, Meter, MeterError};
 use crate::error::Error;
+pub use crate::location::DocLocation;
 use capi_object::ObjectKey;
-
-/// Where a document came from: the source name given by the caller (usually a file name), the
-/// 0-based index of the document among the non-empty documents of that source, and the 1-based
-/// line where it starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DocLocation {
-    pub source: Arc<str>,
-    pub index: usize,
-    pub line: usize,
-}
-
-impl DocLocation {
-    /// A location for objects that do not come from a parsed input (e.g. generated ones).
-    pub fn generated(what: &str) -> Self {
-        DocLocation {
-            source: Arc::from(what),
-            index: 0,
-            line: 0,
-        }
-    }
-}
-
-impl fmt::Display for DocLocation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}", self.source)
-        } else {
-            write!(
-                f,
-                "{}: document {} (line {})",
-                self.source, self.index, self.line
-            )
-        }
-    }
-}
 
 /// One parsed, non-empty YAML document.
 #[derive(Debug, Clone, PartialEq)]

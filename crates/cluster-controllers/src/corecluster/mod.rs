@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::context::{Context, ControllerKind, Exit, Outcome, Synced, Writer, owned_by_label};
+use crate::config::ControllerKind;
+use crate::context::{Context, Exit, Outcome, Synced, Writer, owned_by_label};
 use crate::runner::Reconcile;
 use crate::status::{State, Wait};
 use crate::watch::WatchKey;

@@ -15,7 +15,8 @@ use kube::api::DynamicObject;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::context::{Context, ControllerKind, Exit, Outcome, Synced, Writer, owned_by_label};
+use crate::config::ControllerKind;
+use crate::context::{Context, Exit, Outcome, Synced, Writer, owned_by_label};
 use crate::names::*;
 use crate::platform::Platform;
 use crate::runner::Reconcile;

@@ -13,7 +13,6 @@
 pub mod render;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -21,52 +20,15 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use tokio::sync::Notify;
 
-use crate::context::{Context, ControllerKind, Exit, Outcome, Synced, Writer, owned_by_label};
+use crate::config::ControllerKind;
+use crate::context::{Context, Exit, Outcome, Synced, Writer, owned_by_label};
 use crate::error::{ControllerError, InputError};
 use crate::names::*;
 use crate::runner::Reconcile;
 use crate::status::State;
 use crate::watch::{Kind, WatchKey};
 
-pub use render::Target;
-
-/// Settings of the kubeconfig controller.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// The API server and CA the kubeconfig points at.
-    pub target: Target,
-    /// The ServiceAccount (in openshift-cluster-api) the token is issued for.
-    pub service_account: String,
-    /// Renew the token when it is this old.
-    pub rotate_after: Duration,
-    /// Lifetime of a token; longer than `rotate_after`, so a replaced token stays valid while Cluster
-    /// API switches to the new kubeconfig.
-    pub token_lifetime: Duration,
-}
-
-impl Settings {
-    /// The server and CA of `config` (the configuration this pod's client uses), the default
-    /// ServiceAccount, 30-minute rotation and one-hour tokens.
-    pub fn from_client_config(config: &kube::Config) -> Result<Settings, String> {
-        let certificates =
-            config.root_cert.as_ref().filter(|c| !c.is_empty()).ok_or(
-                "the client configuration has no CA certificate to put into the kubeconfig",
-            )?;
-        Ok(Settings {
-            target: Target {
-                server: config
-                    .cluster_url
-                    .to_string()
-                    .trim_end_matches('/')
-                    .to_string(),
-                ca_pem: render::pem(certificates),
-            },
-            service_account: KUBECONFIG_SERVICE_ACCOUNT.into(),
-            rotate_after: Duration::from_secs(30 * 60),
-            token_lifetime: Duration::from_secs(60 * 60),
-        })
-    }
-}
+pub use crate::config::{Settings, Target};
 
 pub struct KubeconfigController;
 

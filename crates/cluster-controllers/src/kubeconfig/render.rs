@@ -6,18 +6,11 @@ use base64::Engine;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
+use crate::config::Target;
 use crate::names::*;
 
 /// Cluster API's Secret type for cluster kubeconfigs.
 pub const CLUSTER_SECRET_TYPE: &str = "cluster.x-k8s.io/secret";
-
-/// Where the kubeconfig points: the API server this pod talks to, and its CA.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    pub server: String,
-    /// PEM.
-    pub ca_pem: String,
-}
 
 pub fn secret_name(cluster: &str) -> String {
     format!("{cluster}-kubeconfig")
@@ -106,24 +99,10 @@ pub fn remaining(issued_at: Option<&str>, now: Timestamp, rotate_after: Duration
     rotate_after.saturating_sub(age)
 }
 
-/// PEM of DER certificates (what `kube::Config::root_cert` holds).
-pub fn pem(certificates: &[Vec<u8>]) -> String {
-    let mut out = String::new();
-    for der in certificates {
-        out.push_str("-----BEGIN CERTIFICATE-----\n");
-        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-        for chunk in b64.as_bytes().chunks(64) {
-            out.push_str(std::str::from_utf8(chunk).expect("base64 is ASCII"));
-            out.push('\n');
-        }
-        out.push_str("-----END CERTIFICATE-----\n");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::pem;
 
     fn target() -> Target {
         Target {
