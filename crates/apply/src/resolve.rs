@@ -94,6 +94,14 @@ impl KindResolver {
         );
     }
 
+    /// Adds every kind `other` knows; a kind both know is served as `other` says (the newer knowledge,
+    /// e.g. a CRD about to be applied over a served one).
+    pub fn extend(&mut self, other: &KindResolver) {
+        for kind in other.kinds.values() {
+            self.insert(kind.resource.clone(), kind.namespaced);
+        }
+    }
+
     /// Adds the kinds a CustomResourceDefinition object defines (one per served version).
     /// Returns a description of what is wrong when the object is not a usable CRD.
     pub fn insert_crd(&mut self, crd: &DynamicObject) -> Result<(), String> {

@@ -10,10 +10,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use capi_apply::{KindResolver, Phase, Plan};
 use capi_installer_controller::desired::{self, Desired, Wants};
-use capi_installer_controller::prepare::{self, RenderContext};
+use capi_installer_controller::prepare::RenderContext;
+use capi_installer_controller::round::Round;
 use capi_installer_controller::source::profile::{ProfileCatalog, validate_profile_name};
 use capi_installer_controller::source::{
-    self, ProviderSource, Selection, SourceCatalog, SourceId, Target, configmap,
+    self, ProviderSource, SourceCatalog, SourceId, Target, configmap,
 };
 use capi_manifests::ProviderType;
 use capi_manifests::platform::Platform;
@@ -88,10 +89,11 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         .collect();
     let infra = infra.join(", ");
 
-    let Some(selection) = select(&args, &sources, &wants) else {
+    let Some(round) = select(&args, &sources, &wants, &ctx) else {
         return Ok(ExitCode::from(exit::FAILED));
     };
-    let (plans, mut errors) = plan_all(&args.namespace, &ctx, &sources, &selection);
+    let selection = &round.selection;
+    let (plans, mut errors) = plan_all(&args.namespace, &sources, &round);
     // As the installer does: a second source of one provider is refused, naming the one kept.
     errors.extend(selection.refused.iter().map(|r| {
         format!(
@@ -127,18 +129,8 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
         Some(dir) => read_input(dir, &args.namespace)?,
         None => Input::default(),
     };
-    // The installer's policy (with `run`'s allowances), with every transport ConfigMap of the input
-    // protected as it would be in the cluster.
-    let mut policy = args.policy.config(&args.namespace);
-    for cm in &input.configmaps {
-        policy.protected = policy.protected.with(capi_apply::ObjectKey::new(
-            "",
-            "v1",
-            "ConfigMap",
-            Some(&args.namespace),
-            cm.name(),
-        ));
-    }
+    // The installer's policy (with `run`'s allowances); the round protects the transport ConfigMaps
+    // of the input as they would be in the cluster.
     // Offline: as on a cluster without a TLS profile of its own (the Intermediate profile).
     let (substitutions, unavailable) =
         capi_installer_controller::tls::with_cluster_profile(None, &substitutions);
@@ -147,7 +139,7 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
         images,
         substitutions,
         unavailable,
-        policy,
+        policy: args.policy.config(&args.namespace),
     };
     for note in &input.notes {
         eprintln!("note: {note}");
@@ -215,9 +207,14 @@ fn report_errors(
     ExitCode::SUCCESS
 }
 
-/// The sources the platform selects; notes for the others; `None` (after printing the error) when a
-/// required provider has none.
-fn select(args: &RenderArgs, sources: &Sources, wants: &Wants) -> Option<Selection> {
+/// The round of the sources the platform selects; notes for the others; `None` (after printing the
+/// error) when a required provider has none.
+fn select(
+    args: &RenderArgs,
+    sources: &Sources,
+    wants: &Wants,
+    ctx: &RenderContext,
+) -> Option<Round> {
     let mut candidates: Vec<ProviderSource> = sources
         .input
         .configmaps
@@ -225,7 +222,8 @@ fn select(args: &RenderArgs, sources: &Sources, wants: &Wants) -> Option<Selecti
         .filter_map(|c| configmap::candidate(&c.typed))
         .collect();
     candidates.extend(sources.profiles.candidates());
-    let selection = source::select(&wants.providers, &candidates, &Default::default());
+    let round = Round::new(&wants.providers, &candidates, &Default::default(), ctx);
+    let selection = &round.selection;
     let selected = |id: &SourceId| selection.targets.iter().any(|t| &t.source.id == id);
     for c in &sources.input.configmaps {
         if !selected(&SourceId::ConfigMap(c.name().to_string())) {
@@ -282,7 +280,7 @@ fn select(args: &RenderArgs, sources: &Sources, wants: &Wants) -> Option<Selecti
         );
         return None;
     }
-    Some(selection)
+    Some(round)
 }
 
 /// Where the payloads come from.
@@ -292,26 +290,34 @@ struct Sources {
 }
 
 impl Sources {
-    /// The payload of a selected source, and where it came from as errors name it.
-    fn payload(&self, id: &SourceId) -> (String, Result<source::Payload, String>) {
-        if let SourceId::ConfigMap(name) = id {
-            let cm = self
-                .input
-                .configmaps
-                .iter()
-                .find(|c| c.name() == name)
-                .expect("selected from the input");
-            return (
-                cm.origin.clone(),
-                configmap::payload(&cm.value).map_err(|e| e.to_string()),
-            );
+    fn configmap(&self, name: &str) -> &InputConfigMap {
+        self.input
+            .configmaps
+            .iter()
+            .find(|c| c.name() == name)
+            .expect("selected from the input")
+    }
+
+    /// Where a selected source came from, as errors name it.
+    fn origin(&self, id: &SourceId) -> String {
+        match id {
+            SourceId::ConfigMap(name) => self.configmap(name).origin.clone(),
+            other => other.to_string(),
         }
-        let payload = self
-            .profiles
-            .load(id)
-            .expect("selected from the profiles")
-            .map_err(|e| e.to_string());
-        (id.to_string(), payload)
+    }
+
+    /// The payload of a selected source.
+    fn payload(&self, id: &SourceId) -> Result<source::Payload, String> {
+        match id {
+            SourceId::ConfigMap(name) => {
+                configmap::payload(&self.configmap(name).value).map_err(|e| e.to_string())
+            }
+            other => self
+                .profiles
+                .load(other)
+                .expect("selected from the profiles")
+                .map_err(|e| e.to_string()),
+        }
     }
 }
 
@@ -319,18 +325,20 @@ impl Sources {
 /// cannot be planned (the others are still planned).
 fn plan_all<'a>(
     namespace: &str,
-    ctx: &RenderContext,
     sources: &Sources,
-    selection: &'a Selection,
+    round: &'a Round,
 ) -> (Vec<(&'a Target, Plan)>, Vec<String>) {
-    let mut resolver = sources.input.resolver.clone();
     let mut errors = Vec::new();
     let mut plans: Vec<(&Target, Plan)> = Vec::new();
-    for target in &selection.targets {
-        let (origin, payload) = sources.payload(&target.source.id);
-        let prepared = payload.map_err(|e| vec![e]).and_then(|payload| {
-            prepare::prepare(&payload, target, ctx, &resolver).map_err(|e| e.problems())
-        });
+    let planned = round.plan_all(&sources.input.resolver, |target| {
+        sources.payload(&target.source.id)
+    });
+    for planned in planned {
+        let target = planned.target;
+        let prepared = planned
+            .prepared
+            .map_err(|e| vec![e])
+            .and_then(|prepared| prepared.map_err(|e| e.problems()));
         match prepared {
             Ok(prepared) => {
                 for field in &prepared.stripped {
@@ -339,27 +347,20 @@ fn plan_all<'a>(
                         describe_source(namespace, &target.source.id)
                     );
                 }
-                // Later providers may use the kinds of earlier ones, as discovery would show them in the
-                // cluster once the earlier provider is installed.
-                for o in prepared
-                    .plan
-                    .objects()
-                    .filter(|o| o.key.kind == "CustomResourceDefinition")
-                {
-                    let _ = resolver.insert_crd(&o.object);
-                }
                 plans.push((target, prepared.plan));
             }
             // One provider's problems, each on a line of its own.
-            Err(e) => errors.push(
-                e.iter()
-                    .map(|p| format!("{origin}: {p}"))
-                    .collect::<Vec<_>>()
-                    .join("\nerror: "),
-            ),
+            Err(e) => {
+                let origin = sources.origin(&target.source.id);
+                errors.push(
+                    e.iter()
+                        .map(|p| format!("{origin}: {p}"))
+                        .collect::<Vec<_>>()
+                        .join("\nerror: "),
+                )
+            }
         }
     }
-
     (plans, errors)
 }
 

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use capi_apply::{Inventory, KindResolver, Phase, Readiness, readiness};
 use capi_cluster_controllers::ControllerKind;
-use capi_installer_controller::config::INVENTORY_CONFIGMAP;
 use capi_installer_controller::desired::{self, Desired, Wants};
 use capi_installer_controller::inventory::ProviderRecord;
+use capi_installer_controller::names::INVENTORY_CONFIGMAP;
 use capi_installer_controller::source::{
     self, ProviderSource, Selection, SourceId, Target, configmap,
 };

@@ -97,7 +97,7 @@ pub async fn set_finalizer(
         .patch(
             &obj.name_any(),
             &PatchParams {
-                field_manager: Some(crate::config::FIELD_MANAGER.into()),
+                field_manager: Some(crate::names::FIELD_MANAGER.into()),
                 ..Default::default()
             },
             &Patch::Merge(&patch),

@@ -6,8 +6,10 @@
 //!
 //! 1. [`desired`]: the providers the platform and the `InfrastructureProvider` objects need, and the
 //!    providers to uninstall (pure);
-//! 2. [`source::select`]: the available sources that provide them (pure, from watch caches);
-//! 3. per provider, in order, [`Reconciler::reconcile`] → [`Outcome`] (see [`crate::reconcile`]);
+//! 2. [`Round::new`]: the available sources that provide them (pure, from watch caches), and what
+//!    rendering needs this pass (see [`crate::round`]);
+//! 3. per provider, in install order: [`order::admit`] (who waits for whom), the round's planner
+//!    ([`Reconciler::prepare`]), [`Reconciler::reconcile`] → [`Outcome`] (see [`crate::reconcile`]);
 //!    then each uninstall ([`Reconciler::uninstall`]);
 //! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, each provider's record
 //!    and each `InfrastructureProvider`'s status; written only when they differ from what is stored.
@@ -22,7 +24,6 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capi_apply::Phase;
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -34,18 +35,21 @@ use tokio::sync::Notify;
 
 use crate::api;
 use crate::compute::{self, Step};
-use crate::config::{INVENTORY_CONFIGMAP, InstallerConfig, ProfilesConfig};
+use crate::config::{InstallerConfig, ProfilesConfig};
 use crate::desired::{self, Desired, Wanted, Wants};
 use crate::error::ProviderError;
 use crate::history::History;
 use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
+use crate::names::INVENTORY_CONFIGMAP;
 use crate::optional_watch::OptionalKind;
-use crate::outcome::{Outcome, ProviderState, blocked_by};
+use crate::order::{self, Admit};
+use crate::outcome::{Outcome, ProviderState};
 use crate::policy;
-use crate::reconcile::{Hold, Reconciler, Round};
+use crate::reconcile::Reconciler;
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
+use crate::round::Round;
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, configmap};
 use crate::tls;
@@ -437,7 +441,7 @@ impl Installer {
             "metadata": {"name": "cluster"},
             "status": status,
         });
-        let params = kube::api::PatchParams::apply(crate::config::FIELD_MANAGER).force();
+        let params = kube::api::PatchParams::apply(crate::names::FIELD_MANAGER).force();
         if let Err(e) = api
             .patch_status("cluster", &params, &kube::api::Patch::Apply(&patch))
             .await
@@ -460,75 +464,50 @@ impl Installer {
         unmanaged: &Result<Unmanaged, UnmanagedError>,
     ) -> (Vec<Wanted>, Vec<Outcome>, Vec<Unselected>) {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
-        self.reconciler.protect_sources(
-            candidates
-                .iter()
-                .filter_map(|c| c.id.configmap())
-                .map(|name| {
-                    capi_apply::ObjectKey::new(
-                        "",
-                        "v1",
-                        "ConfigMap",
-                        Some(&self.config.namespace),
-                        name,
-                    )
-                })
-                .collect(),
-        );
         let roles: Vec<serde_json::Value> = self
             .ceiling
             .state()
             .iter()
             .filter_map(|r| serde_json::to_value(r.as_ref()).ok())
             .collect();
-        self.reconciler
-            .extend_ceiling(policy::Ceiling::from_roles(&roles));
         let inventories = self.reconciler.inventories().all();
         let owners = inventories.iter().map(|(id, _)| id.clone()).collect();
-        let selection = source::select(&wants.providers, &candidates, &owners);
         let apiserver = self.apiserver.objects().unwrap_or_default();
         let apiserver = apiserver
             .first()
             .map(|a| serde_json::to_value(&**a).expect("an object serializes"));
-        let (substitutions, unavailable) =
+        // The `${VAR}` values of this pass: the administrator's over the cluster's TLS profile, and the
+        // variables that have none.
+        let mut ctx = self.reconciler.context().clone();
+        (ctx.substitutions, ctx.unavailable) =
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
-        let round = Round {
-            selected: selection.ids(),
-            unmanaged: unmanaged.clone(),
-            hold: None,
-            substitutions,
-            unavailable,
-        };
+        let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
+            .with_ceiling(&policy::Ceiling::from_roles(&roles))
+            .with_unmanaged(unmanaged.clone());
+        let mut planner = round.planner();
+        let selection = &round.selection;
         let mut outcomes: Vec<Outcome> = Vec::new();
         for target in &selection.targets {
-            let outcome = match blocked_by(&outcomes, &selection.missing, target) {
-                // While what it waits for rolls out (core's Deployments), a provider applies what needs
-                // nothing of it, its CRDs and base objects, to shorten a cold install (SPEC §4); its
-                // Deployments and admission objects wait. Behind a missing or failing provider it waits
-                // whole.
-                Some(behind) if rolling_out(&outcomes, &behind) => {
-                    let ahead = Round {
-                        hold: Some(Hold {
-                            before: Phase::Workloads,
-                            behind,
-                        }),
-                        ..round.clone()
-                    };
-                    let payload = self.load(&target.source.id).await;
-                    self.reconciler.reconcile(target, payload, &ahead).await
-                }
-                Some(behind) => {
+            let outcome = match order::admit(target, &outcomes, &selection.missing) {
+                Admit::Blocked { behind } => {
                     let blocked = ProviderState::Blocked { behind };
-                    self.reconciler.hold(target, Ok(blocked)).await
+                    self.reconciler.not_reconciled(target, Ok(blocked)).await
                 }
-                None => {
+                admit => {
                     let payload = self.load(&target.source.id).await;
-                    self.reconciler.reconcile(target, payload, &round).await
+                    // The version its source declared when the payload was read: the source may have
+                    // changed since the round selected it.
+                    let target = &target.as_read(&payload);
+                    let prepared = self.reconciler.prepare(&mut planner, target, payload).await;
+                    self.reconciler
+                        .reconcile(target, prepared, &round, admit.until())
+                        .await
                 }
             };
             outcomes.push(outcome);
         }
-        self.record_revisions(&outcomes, &round.substitutions).await;
+        self.record_revisions(&outcomes, &round.ctx.substitutions)
+            .await;
         // After every selected provider, so that a refused second source of core holds nothing back.
         for refused in &selection.refused {
             let error = ProviderError::DuplicateSource {
@@ -539,7 +518,11 @@ impl Installer {
                 ),
                 kept: refused.kept.clone(),
             };
-            outcomes.push(self.reconciler.hold(&refused.target, Err(error)).await);
+            outcomes.push(
+                self.reconciler
+                    .not_reconciled(&refused.target, Err(error))
+                    .await,
+            );
         }
         // Read again: a source may have taken over an unselected one's inventory.
         let unselected = self
@@ -560,7 +543,7 @@ impl Installer {
                 }
             })
             .collect();
-        (selection.missing, outcomes, unselected)
+        (round.selection.missing, outcomes, unselected)
     }
 
     /// A source's payload, decoded off the async runtime (a transport ConfigMap is up to 1 MiB of
@@ -697,14 +680,6 @@ fn read_profiles(config: &ProfilesConfig) -> ProfileCatalog {
         tracing::info!(source = %source.id, provider = %source.describe(), path = %profile.manifests_path.display(), "profile");
     }
     catalog
-}
-
-/// Whether the provider `id` (as [`blocked_by`] names it) is on its way: progressing, not failing or
-/// missing.
-fn rolling_out(outcomes: &[Outcome], id: &str) -> bool {
-    outcomes
-        .iter()
-        .any(|o| o.id().to_string() == id && matches!(o.state, ProviderState::Progressing { .. }))
 }
 
 /// Hands the heap pages that a reconcile freed back to the system. A reconcile renders every

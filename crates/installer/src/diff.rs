@@ -1,10 +1,11 @@
 //! What the installer would change in a cluster, without writing anything: `capi-installer diff`.
 //!
 //! The same steps as a reconcile ([`crate::reconcile`]), stopped before the first write: the platform
-//! and the providers it needs ([`desired`]), their sources ([`source::select`]: the transport
-//! ConfigMaps of the cluster, replaced or completed by the ones given), then per provider
-//! [`prepare::prepare`] (render, bundle policy, plan), the apply engine's own decision and server-side
-//! dry-run for every object ([`Applier::preview`]) and for prune ([`capi_apply::prune_dry_run`]).
+//! and the providers it needs ([`desired`]), the round of their sources ([`Round::new`]: the transport
+//! ConfigMaps of the cluster, replaced or completed by the ones given), then per provider the round's
+//! planner (render, bundle policy, plan, ahead of the cluster: see [`crate::round`]), the apply
+//! engine's own decision and server-side dry-run for every object ([`Applier::preview`]) and for prune
+//! ([`capi_apply::prune_dry_run`]).
 //! A provider the installer would refuse (a policy violation, an unsafe CRD change, an object the API
 //! server rejects or that is not ours) is reported with why, and nothing else of it.
 //!
@@ -12,23 +13,27 @@
 //! would be written, a GET and a dry-run DELETE per object that would be pruned. Dry-runs are not
 //! writes: the audit log shows none.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use capi_apply::{
     Applier, ApplyAction, ApplyError, FieldChange, Inventory, InventoryStore, KeepReason,
-    KindResolver, ObjectKey, PlannedObject,
+    KindResolver, PlannedObject,
 };
+use capi_openshift::resources::api_resource;
+use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
 use crate::desired::{self, Desired};
+use crate::names::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
 use crate::policy::PolicyConfig;
-use crate::prepare::{self, RenderContext};
-use crate::source::{self, Target, configmap};
+use crate::prepare::{Prepared, RenderContext};
+use crate::round::{Planner, Round};
+use crate::source::{ProviderSource, SourceId, Target, configmap};
 
 /// What the diff needs of the installer's settings.
 #[derive(Debug, Clone)]
@@ -182,19 +187,7 @@ pub async fn diff(
     config: &DiffConfig,
     given: Vec<Value>,
 ) -> Result<Report, DiffError> {
-    let read = |what: &str| {
-        let what = what.to_owned();
-        move |source| DiffError::Read { what, source }
-    };
-    let infra: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &capi_openshift::resources::api_resource(&capi_openshift::INFRASTRUCTURE),
-    );
-    let infra = infra
-        .get_opt(capi_openshift::INFRASTRUCTURE_NAME)
-        .await
-        .map_err(read("Infrastructure cluster"))?;
-    let wants = match desired::desired(infra.as_ref().and_then(|i| i.data.get("status")), &[]) {
+    let wants = match platform(client).await? {
         Desired::Install(wants) => wants,
         other => {
             return Ok(Report {
@@ -204,20 +197,7 @@ pub async fn diff(
             });
         }
     };
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &config.namespace);
-    let mut configmaps: Vec<Value> = Vec::new();
-    for cm in cms
-        .list(&ListParams::default().labels(configmap::SELECTOR))
-        .await
-        .map_err(read("transport ConfigMaps"))?
-    {
-        configmaps.push(serde_json::to_value(cm).map_err(|e| DiffError::Input(e.to_string()))?);
-    }
-    for cm in given {
-        let name = cm.pointer("/metadata/name").cloned();
-        configmaps.retain(|c| c.pointer("/metadata/name") != name.as_ref());
-        configmaps.push(cm);
-    }
+    let configmaps = transport_configmaps(client, &config.namespace, given).await?;
     let mut candidates = Vec::new();
     for cm in &configmaps {
         let typed: ConfigMap =
@@ -230,32 +210,7 @@ pub async fn diff(
         INVENTORY_CONFIGMAP,
         FIELD_MANAGER,
     );
-    // As a reconcile: of two sources of one provider, the one that owns objects is kept.
-    let mut owners = std::collections::BTreeSet::new();
-    for c in &candidates {
-        let inventory = store
-            .load(&c.id.inventory_key())
-            .await
-            .map_err(|e| DiffError::Input(format!("{}: inventory: {e}", c.id)))?;
-        if !inventory.entries.is_empty() {
-            owners.insert(c.id.clone());
-        }
-    }
-    let selection = source::select(&wants.providers, &candidates, &owners);
-
-    // As a reconcile: the transport ConfigMaps present are protected from every bundle.
-    let mut policy = config.policy.clone();
-    for cm in &configmaps {
-        if let Some(name) = cm.pointer("/metadata/name").and_then(Value::as_str) {
-            policy.protected = policy.protected.with(ObjectKey::new(
-                "",
-                "v1",
-                "ConfigMap",
-                Some(&config.namespace),
-                name,
-            ));
-        }
-    }
+    let owners = owners(&store, &candidates).await?;
     let apiserver =
         Api::<DynamicObject>::all_with(client.clone(), &crate::tls::apiserver_resource())
             .get_opt(crate::tls::APISERVER_NAME)
@@ -265,7 +220,7 @@ pub async fn diff(
                 kube::Error::Api(s) if s.code == 404 => Ok(None),
                 e => Err(e),
             })
-            .map_err(read("APIServer cluster"))?;
+            .map_err(read_error("APIServer cluster"))?;
     let apiserver = apiserver.map(|a| serde_json::to_value(a).expect("an object serializes"));
     let (substitutions, unavailable) =
         crate::tls::with_cluster_profile(apiserver.as_ref(), &config.substitutions);
@@ -274,24 +229,127 @@ pub async fn diff(
         images: config.images.clone(),
         substitutions,
         unavailable,
-        policy,
+        policy: config.policy.clone(),
     };
+    let round = Round::new(&wants.providers, &candidates, &owners, &ctx);
     let applier = Applier::new(
         client.clone(),
         FIELD_MANAGER,
-        crate::config::ownership(&config.adoptable_managers, &config.retired_managers),
+        crate::names::ownership(&config.adoptable_managers, &config.retired_managers),
     );
-    let mut resolver = KindResolver::discover(client)
-        .await
-        .map_err(read("the API server's kinds"))?;
-
+    let served = discover(client).await?;
+    let preview = Preview {
+        client,
+        applier: &applier,
+        store: &store,
+    };
+    // Later providers may use the kinds of earlier ones, as a reconcile finds them served.
+    let mut planner = round.planner_ahead();
     let mut providers = Vec::new();
-    for target in &selection.targets {
+    for target in &round.selection.targets {
         let cm = target.source.id.configmap().and_then(|name| {
             configmaps
                 .iter()
                 .find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
         });
+        providers.push(preview.provider(&mut planner, &served, target, cm).await?);
+    }
+    Ok(Report {
+        platform: format!("{:?}", wants.platform),
+        providers,
+        missing: round
+            .selection
+            .missing
+            .iter()
+            .map(|w| w.describe())
+            .collect(),
+    })
+}
+
+fn read_error(what: &str) -> impl FnOnce(kube::Error) -> DiffError {
+    let what = what.to_owned();
+    move |source| DiffError::Read { what, source }
+}
+
+/// What the platform of `Infrastructure/cluster` asks for.
+async fn platform(client: &Client) -> Result<Desired, DiffError> {
+    let infra: Api<DynamicObject> = Api::all_with(client.clone(), &api_resource(&INFRASTRUCTURE));
+    let infra = infra
+        .get_opt(INFRASTRUCTURE_NAME)
+        .await
+        .map_err(read_error("Infrastructure cluster"))?;
+    Ok(desired::desired(
+        infra.as_ref().and_then(|i| i.data.get("status")),
+        &[],
+    ))
+}
+
+/// The cluster's transport ConfigMaps, each replaced by the given one of the same name, and the given
+/// ones the cluster lacks.
+async fn transport_configmaps(
+    client: &Client,
+    namespace: &str,
+    given: Vec<Value>,
+) -> Result<Vec<Value>, DiffError> {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let mut configmaps: Vec<Value> = Vec::new();
+    for cm in cms
+        .list(&ListParams::default().labels(configmap::SELECTOR))
+        .await
+        .map_err(read_error("transport ConfigMaps"))?
+    {
+        configmaps.push(serde_json::to_value(cm).map_err(|e| DiffError::Input(e.to_string()))?);
+    }
+    for cm in given {
+        let name = cm.pointer("/metadata/name").cloned();
+        configmaps.retain(|c| c.pointer("/metadata/name") != name.as_ref());
+        configmaps.push(cm);
+    }
+    Ok(configmaps)
+}
+
+/// The candidates that own objects: as a reconcile, of two sources of one provider the one that owns
+/// objects is kept.
+async fn owners(
+    store: &InventoryStore,
+    candidates: &[ProviderSource],
+) -> Result<BTreeSet<SourceId>, DiffError> {
+    let mut owners = BTreeSet::new();
+    for c in candidates {
+        let inventory = store
+            .load(&c.id.inventory_key())
+            .await
+            .map_err(|e| DiffError::Input(format!("{}: inventory: {e}", c.id)))?;
+        if !inventory.entries.is_empty() {
+            owners.insert(c.id.clone());
+        }
+    }
+    Ok(owners)
+}
+
+async fn discover(client: &Client) -> Result<KindResolver, DiffError> {
+    KindResolver::discover(client)
+        .await
+        .map_err(read_error("the API server's kinds"))
+}
+
+/// What previewing a provider against the cluster needs.
+struct Preview<'a> {
+    client: &'a Client,
+    applier: &'a Applier,
+    store: &'a InventoryStore,
+}
+
+impl Preview<'_> {
+    /// What the installer would do for one provider: its plan (or why there is none), compared with
+    /// the cluster. `cm` is its transport ConfigMap (none for another kind of source).
+    async fn provider(
+        &self,
+        planner: &mut Planner,
+        served: &KindResolver,
+        target: &Target,
+        cm: Option<&Value>,
+    ) -> Result<ProviderDiff, DiffError> {
         let mut report = ProviderDiff {
             source: target.source.id.to_string(),
             provider: target.source.name.clone(),
@@ -299,125 +357,103 @@ pub async fn diff(
             objects: Vec::new(),
             refused: Vec::new(),
         };
-        let prepared = match cm.map(configmap::payload) {
-            Some(Ok(payload)) => prepare::prepare(&payload, target, &ctx, &resolver),
+        let payload = match cm.map(configmap::payload) {
+            Some(Ok(payload)) => payload,
             Some(Err(e)) => {
                 report.refused.push(e.to_string());
-                providers.push(report);
-                continue;
+                return Ok(report);
             }
             None => {
                 report
                     .refused
                     .push("only transport ConfigMaps can be compared".into());
-                providers.push(report);
-                continue;
+                return Ok(report);
             }
         };
-        match prepared {
+        match planner.plan(target, &payload, served) {
             Ok(prepared) => {
-                // Later providers may use the kinds of earlier ones, as a reconcile finds them served.
-                for o in prepared
-                    .plan
-                    .objects()
-                    .filter(|o| o.key.kind == "CustomResourceDefinition")
-                {
-                    let _ = resolver.insert_crd(&o.object);
-                }
-                compare(
-                    client,
-                    &applier,
-                    &store,
-                    &resolver,
-                    target,
-                    &prepared,
-                    &mut report,
-                )
-                .await?;
+                let kinds = planner.kinds(served);
+                self.compare(&kinds, target, &prepared, &mut report).await?;
             }
             // One entry per problem (each bundle-policy violation, each object the images cannot
             // complete), as `render` prints them one per line.
             Err(e) => report.refused.extend(e.problems()),
         }
-        providers.push(report);
+        Ok(report)
     }
-    Ok(Report {
-        platform: format!("{:?}", wants.platform),
-        providers,
-        missing: selection.missing.iter().map(|w| w.describe()).collect(),
-    })
-}
 
-/// Every object of a prepared version against the cluster, and what its prune would delete.
-async fn compare(
-    client: &Client,
-    applier: &Applier,
-    store: &InventoryStore,
-    resolver: &KindResolver,
-    target: &Target,
-    prepared: &prepare::Prepared,
-    report: &mut ProviderDiff,
-) -> Result<(), DiffError> {
-    let served = KindResolver::discover(client)
-        .await
-        .map_err(|source| DiffError::Read {
-            what: "the API server's kinds".into(),
-            source,
-        })?;
-    let (now, later) = prepared.plan.split_by_served(&served);
-    for planned in now {
-        match applier.preview(planned, None).await {
-            Ok(preview) => report
-                .objects
-                .extend(object_diff(applier, planned, preview)),
-            Err(e) => report.refused.push(refusal(&e)),
+    /// Every object of a prepared version against the cluster, and what its prune would delete
+    /// (`resolver`: the kinds served, and those of the providers planned before).
+    async fn compare(
+        &self,
+        resolver: &KindResolver,
+        target: &Target,
+        prepared: &Prepared,
+        report: &mut ProviderDiff,
+    ) -> Result<(), DiffError> {
+        let Preview {
+            client,
+            applier,
+            store,
+        } = *self;
+        let served = discover(client).await?;
+        let (now, later) = prepared.plan.split_by_served(&served);
+        for planned in now {
+            match applier.preview(planned, None).await {
+                Ok(preview) => report
+                    .objects
+                    .extend(object_diff(applier, planned, preview)),
+                Err(e) => report.refused.push(refusal(&e)),
+            }
         }
-    }
-    for planned in later {
-        report.objects.push(ObjectDiff {
-            object: planned.key.to_string(),
-            change: Change::Created,
-            fields: Vec::new(),
-            note: Some("its kind comes with a new CRD: checked once that is Established".into()),
-        });
-    }
-    if !report.refused.is_empty() {
-        // Refused whole: nothing of this version would be written, so nothing would be pruned.
-        report.objects.clear();
-        return Ok(());
-    }
-    let old = store
-        .load(&target.source.id.inventory_key())
-        .await
-        .map_err(|e| DiffError::Input(format!("{}: inventory: {e}", target.source.id)))?;
-    let new = Inventory::from_plan(target.source.id.inventory_key(), &prepared.plan);
-    let pruned = capi_apply::prune_dry_run(
-        client,
-        old.prune_targets(&new, resolver),
-        applier.ownership(),
-        Some(&target.clusterctl_label),
-    )
-    .await;
-    for key in pruned.deleted {
-        report.objects.push(ObjectDiff {
-            object: key.to_string(),
-            change: Change::Pruned,
-            fields: Vec::new(),
-            note: None,
-        });
-    }
-    for (key, reason) in pruned.kept {
-        if matches!(reason, KeepReason::NotOwned) {
-            continue;
+        for planned in later {
+            report.objects.push(ObjectDiff {
+                object: planned.key.to_string(),
+                change: Change::Created,
+                fields: Vec::new(),
+                note: Some(
+                    "its kind comes with a new CRD: checked once that is Established".into(),
+                ),
+            });
         }
-        report.objects.push(ObjectDiff {
-            object: key.to_string(),
-            change: Change::Pruned,
-            fields: Vec::new(),
-            note: Some(format!("kept for now: {reason}")),
-        });
+        if !report.refused.is_empty() {
+            // Refused whole: nothing of this version would be written, so nothing would be pruned.
+            report.objects.clear();
+            return Ok(());
+        }
+        let old = store
+            .load(&target.source.id.inventory_key())
+            .await
+            .map_err(|e| DiffError::Input(format!("{}: inventory: {e}", target.source.id)))?;
+        let new = Inventory::from_plan(target.source.id.inventory_key(), &prepared.plan);
+        let pruned = capi_apply::prune_dry_run(
+            client,
+            old.prune_targets(&new, resolver),
+            applier.ownership(),
+            Some(&target.clusterctl_label),
+        )
+        .await;
+        for key in pruned.deleted {
+            report.objects.push(ObjectDiff {
+                object: key.to_string(),
+                change: Change::Pruned,
+                fields: Vec::new(),
+                note: None,
+            });
+        }
+        for (key, reason) in pruned.kept {
+            if matches!(reason, KeepReason::NotOwned) {
+                continue;
+            }
+            report.objects.push(ObjectDiff {
+                object: key.to_string(),
+                change: Change::Pruned,
+                fields: Vec::new(),
+                note: Some(format!("kept for now: {reason}")),
+            });
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 fn object_diff(

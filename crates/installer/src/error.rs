@@ -4,13 +4,25 @@
 use std::fmt;
 use std::time::Duration;
 
-use capi_apply::{ApplyError, InventoryError, ObjectKey, Phase};
+use capi_apply::{ApplyError, InventoryError, ObjectKey, Phase, Readiness};
 
-use crate::outcome::Pending;
 use crate::prepare::RenderError;
 use crate::revision::RevisionError;
 use crate::source::{SourceError, SourceId};
 use crate::unmanaged::{UnmanagedCrd, UnmanagedError};
+
+/// An object a readiness gate waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    pub key: ObjectKey,
+    pub readiness: Readiness,
+}
+
+impl fmt::Display for Pending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.readiness)
+    }
+}
 
 /// Every reason the installer writes on the ClusterOperator's conditions. The reason table of
 /// `docs/admin/status.md` lists exactly these (a unit test checks it).

@@ -16,8 +16,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::reflector;
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::{Outcome, ProviderState};
-use crate::source::SourceId;
+use crate::outcome::ProviderState;
+use crate::source::{SourceId, Target};
 
 /// A provider's state as last reported, kept with its inventory. Written only when it changes, so a
 /// steady state writes nothing.
@@ -74,15 +74,17 @@ pub struct FailureRecord {
 }
 
 impl ProviderRecord {
-    /// The record after `outcome`, continuing `previous`. `rolled_out` is the content digest of the
-    /// version reconciled when it has just been seen fully rolled out; `now` is RFC 3339.
+    /// The record after a reconcile of `target` that ended in `state`, continuing `previous`.
+    /// `rolled_out` is the content digest of the version reconciled when it has just been seen fully
+    /// rolled out; `now` is RFC 3339.
     pub fn next(
         previous: Option<&ProviderRecord>,
-        outcome: &Outcome,
+        target: &Target,
+        state: &ProviderState,
         rolled_out: Option<&str>,
         now: &str,
     ) -> Self {
-        let source = &outcome.target.source;
+        let source = &target.source;
         let rolled_out = match rolled_out {
             Some(digest) => Some(RolledOut {
                 version: source.version.clone(),
@@ -95,7 +97,7 @@ impl ProviderRecord {
             _ => previous.and_then(|p| p.rolled_out.clone()),
         };
         let previous_failure = previous.and_then(|p| p.failure.clone());
-        let failure = match &outcome.state {
+        let failure = match state {
             ProviderState::Failed {
                 error, attempts, ..
             } => Some(FailureRecord {
@@ -111,10 +113,10 @@ impl ProviderRecord {
             provider: source.name.clone(),
             provider_type: source.provider_type.label().to_string(),
             source: source.id.to_string(),
-            label: outcome.target.clusterctl_label.clone(),
+            label: target.clusterctl_label.clone(),
             version: source.version.clone(),
-            state: outcome.state.name().to_string(),
-            phase: match &outcome.state {
+            state: state.name().to_string(),
+            phase: match state {
                 ProviderState::Progressing { phase, .. } => Some(phase.to_string()),
                 _ => None,
             },

@@ -1,28 +1,13 @@
-//! One provider's reconcile result: the only input to status, Events and the provider's record.
+//! One provider's reconcile result ([`Outcome`]) and one uninstall's ([`Removal`]): the only inputs to
+//! status, Events and the provider's record.
 
-use std::fmt;
 use std::time::Duration;
 
-use capi_apply::{ObjectKey, Phase, Readiness};
-use capi_manifests::ProviderType;
+use capi_apply::Phase;
 use serde_json::Value;
 
-use crate::desired::Wanted;
-use crate::error::ProviderError;
+use crate::error::{Pending, ProviderError};
 use crate::source::{SourceId, Target};
-
-/// An object a readiness gate waits for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
-    pub key: ObjectKey,
-    pub readiness: Readiness,
-}
-
-impl fmt::Display for Pending {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.key, self.readiness)
-    }
-}
 
 /// Where one provider stands after a reconcile.
 #[derive(Debug)]
@@ -133,26 +118,41 @@ impl Outcome {
     }
 }
 
-/// What `target` waits for, if anything: core serves before any infrastructure provider starts (their
-/// controllers need core's CRDs and conversion webhooks) — a missing core source included — and an
-/// infrastructure provider's companion waits for that provider. A provider that fails while its
-/// previous version still serves holds nothing back. Infrastructure providers never wait for each
-/// other.
-pub fn blocked_by(earlier: &[Outcome], missing: &[Wanted], target: &Target) -> Option<String> {
-    let infrastructure = target.source.provider_type == ProviderType::Infrastructure;
-    if infrastructure
-        && let Some(core) = missing
+/// How an uninstall stands after one pass.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Removal {
+    /// The provider.
+    pub name: String,
+    /// Objects deleted in this pass.
+    pub deleted: usize,
+    /// CRDs left in place, with why (instances left, not asked for, unmanaged).
+    pub kept: Vec<(String, String)>,
+    /// What could not be deleted, and why (retried).
+    pub failed: Vec<String>,
+    /// Nothing is left to do: the finalizer may go.
+    pub done: bool,
+}
+
+impl Removal {
+    /// `gcpclusters.infrastructure.cluster.x-k8s.io: instances of GCPCluster still exist`.
+    pub fn kept_lines(&self) -> Vec<String> {
+        self.kept
             .iter()
-            .find(|w| w.provider_type == ProviderType::Core)
-    {
-        return Some(format!("{}, which has no source", core.describe()));
+            .map(|(n, why)| format!("{n}: {why}"))
+            .collect()
     }
-    let depends_on = |o: &Outcome| {
-        o.target.source.provider_type == ProviderType::Core
-            || o.target.clusterctl_label == target.clusterctl_label
-    };
-    earlier
-        .iter()
-        .find(|o| depends_on(o) && !o.serving)
-        .map(|o| o.id().to_string())
+
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("uninstalling {}", self.name)];
+        if !self.kept.is_empty() {
+            parts.push(format!(
+                "CustomResourceDefinitions kept: {}",
+                self.kept_lines().join("; ")
+            ));
+        }
+        if !self.failed.is_empty() {
+            parts.push(format!("not deleted yet: {}", self.failed.join("; ")));
+        }
+        parts.join("; ")
+    }
 }

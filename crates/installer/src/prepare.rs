@@ -12,7 +12,7 @@ use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
 use capi_manifests::profile;
 use capi_object::kinds::is_cluster_scoped;
 use kube::api::DynamicObject;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::platform;
 use crate::policy::{self, BundleObject, Origin, PolicyConfig, Violations};
@@ -130,6 +130,36 @@ pub struct Prepared {
     /// sha256 of the rendered objects: what identifies this version of the provider for this cluster
     /// (a new payload, image or substitution changes it).
     pub digest: String,
+}
+
+impl Prepared {
+    /// `relatedObjects` entries of the plan: its cluster-scoped objects, and the instances of its CRDs
+    /// (so `oc adm inspect` gathers the Cluster API resources too) — those of a namespaced CRD in
+    /// `namespace` only, as the reference scoped them (ref §2.8): listed without a namespace,
+    /// must-gather would collect every Cluster, Machine and AWSCluster of every namespace of a
+    /// management cluster.
+    pub fn related_objects(&self, namespace: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        for o in self.plan.objects() {
+            if !o.namespaced {
+                out.push(json!({"group": o.resource.group, "resource": o.resource.plural, "name": o.key.name}));
+            }
+            if o.key.kind == "CustomResourceDefinition" {
+                let spec = o.object.data.get("spec");
+                let text = |pointer: &str| {
+                    spec.and_then(|s| s.pointer(pointer))
+                        .and_then(Value::as_str)
+                };
+                if let (Some(group), Some(plural)) = (text("/group"), text("/names/plural")) {
+                    out.push(match text("/scope") {
+                        Some("Cluster") => json!({"group": group, "resource": plural, "name": ""}),
+                        _ => json!({"group": group, "resource": plural, "namespace": namespace, "name": ""}),
+                    });
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Substitutes, parses and renders `payload` for `target`.

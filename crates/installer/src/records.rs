@@ -36,7 +36,8 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use crate::config::{FIELD_MANAGER, INVENTORY_CONFIGMAP, InstallerConfig};
+use crate::config::InstallerConfig;
+use crate::names::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
 use crate::policy::LEADER_LEASE;
 use crate::revision;
 

@@ -9,7 +9,7 @@ use kube::api::DynamicObject;
 use super::Installer;
 use crate::api::{self, Request};
 use crate::desired::{Desired, Requests, Role};
-use crate::reconcile::Removal;
+use crate::outcome::Removal;
 use crate::report::Observed;
 use crate::report::provider::{self, ProviderView};
 use crate::unmanaged::{Unmanaged, UnmanagedError};

@@ -202,7 +202,7 @@ impl PolicyConfig {
     pub fn installer(namespace: &str) -> Self {
         PolicyConfig::new(
             namespace,
-            Protected::installer(namespace, crate::config::INVENTORY_CONFIGMAP, LEADER_LEASE),
+            Protected::installer(namespace, crate::names::INVENTORY_CONFIGMAP, LEADER_LEASE),
         )
     }
 

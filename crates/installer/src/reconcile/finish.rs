@@ -14,15 +14,45 @@ use crate::inventory::ProviderRecord;
 use crate::outcome::{Outcome, ProviderState};
 use crate::source::{SourceId, Target};
 
+/// What a reconcile did, up to its outcome: the target (with the version of the content applied, a
+/// rolled-back revision's), how it went, and what the outcome carries besides.
+pub(super) struct Run {
+    pub target: Target,
+    pub result: Result<ProviderState, ProviderError>,
+    /// The digest of the content applied, when it was fully rolled out.
+    pub rolled_out: Option<String>,
+    pub related: Vec<Value>,
+    /// The revision served instead of the source's content, by hand.
+    pub held: Option<u32>,
+    /// The digest of the content the pass wanted, when it was rendered and planned.
+    pub digest: Option<String>,
+}
+
+impl Run {
+    pub fn failed(target: &Target, error: ProviderError, related: Vec<Value>) -> Run {
+        Run {
+            target: target.clone(),
+            result: Err(error),
+            rolled_out: None,
+            related,
+            held: None,
+            digest: None,
+        }
+    }
+}
+
 impl Reconciler {
-    /// Builds the outcome, records it (only what changed is written) and reports a failed attempt.
-    pub(super) async fn finish(
-        &self,
-        target: &Target,
-        result: Result<ProviderState, ProviderError>,
-        rolled_out: Option<&str>,
-        related: Vec<Value>,
-    ) -> Outcome {
+    /// Records the run (only what changed is written), reports a failed attempt, and builds the
+    /// outcome, once, from all of it.
+    pub(super) async fn finish(&self, run: Run) -> Outcome {
+        let Run {
+            target,
+            result,
+            rolled_out,
+            related,
+            held,
+            digest,
+        } = run;
         let id = &target.source.id;
         let previous = ProviderRecord::read(&self.inventories.current(id));
         self.seed_history(id, previous.as_ref());
@@ -33,28 +63,33 @@ impl Reconciler {
                 }
                 state
             }
-            Err(error) => self.failed(target, error).await,
+            Err(error) => self.failed(&target, error).await,
         };
-        let mut outcome = Outcome {
-            target: target.clone(),
-            state,
-            serving: false,
-            rolled_out: None,
-            related,
-            held: None,
-            digest: None,
-        };
-        let record = ProviderRecord::next(previous.as_ref(), &outcome, rolled_out, &now_rfc3339());
-        outcome.rolled_out = record
+        let record = ProviderRecord::next(
+            previous.as_ref(),
+            &target,
+            &state,
+            rolled_out.as_deref(),
+            &now_rfc3339(),
+        );
+        let rolled_out = record
             .rolled_out
             .as_ref()
             .map(|r| r.version.clone().unwrap_or_default());
-        outcome.serving = matches!(outcome.state, ProviderState::Installed)
-            || (outcome.rolled_out.is_some() && self.workloads_available(id).await);
+        let serving = matches!(state, ProviderState::Installed)
+            || (rolled_out.is_some() && self.workloads_available(id).await);
         if let Err(e) = self.inventories.save_record(id, &record).await {
             tracing::warn!(source = %id, error = %e, "cannot record the provider's state");
         }
-        outcome
+        Outcome {
+            target,
+            state,
+            serving,
+            rolled_out,
+            related,
+            held,
+            digest,
+        }
     }
 
     /// A process that has not seen this provider fail continues the series its record holds, so that a

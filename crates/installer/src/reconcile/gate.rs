@@ -10,8 +10,8 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 
 use super::Reconciler;
+use crate::error::Pending;
 use crate::error::ProviderError;
-use crate::outcome::Pending;
 use crate::source::Target;
 
 impl Reconciler {

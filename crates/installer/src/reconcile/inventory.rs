@@ -8,10 +8,11 @@ use std::time::Duration;
 use capi_apply::{Inventory, ObjectKey, key_of};
 use kube::runtime::events::EventType;
 
-use super::{Reconciler, Round};
+use super::Reconciler;
 use crate::error::ProviderError;
 use crate::inventory::Stored;
 use crate::prepare::Prepared;
+use crate::round::Round;
 use crate::source::Target;
 
 impl Reconciler {

@@ -3,7 +3,7 @@
 //! | step | function | requests |
 //! |---|---|---|
 //! | read | the source's payload (from a watch cache, by the caller) and the inventory | 0 (cached) |
-//! | prepare | [`crate::prepare::prepare`]: render, validate, plan — pure | discovery once, again for a new kind |
+//! | prepare | [`Reconciler::prepare`]: the round's [`Planner::plan`] (render, validate, plan — pure) with the API server's kinds | discovery once, again for a new kind |
 //! | unmanaged | [`Reconciler::take_unmanaged`]: CRDs `ClusterAPI/cluster` leaves to others out of the plan, the live ones checked | a GET per unmanaged CRD of the provider (none without) |
 //! | revision | [`Reconciler::revision_step`]: the source's content or, while a rollback holds, a recorded revision; recorded before the first write, marked once rolled out, rolled back when its Deployments time out | 0–2 writes, only when it changes |
 //! | inventory | memory, else the watched ConfigMap, else rebuilt from labelled live objects | 0 (+ a write when rebuilt) |
@@ -13,7 +13,11 @@
 //! | apply | [`Reconciler::apply_phase`], phase by phase | 0 when unchanged, else one SSA PATCH per object |
 //! | gate | [`Reconciler::gate`]: readiness from the watch cache; a timer per version and phase | 0 |
 //! | prune | [`Reconciler::prune`]: what the new version dropped, with fresh discovery, then the inventory | discovery + GET + DELETE per object |
-//! | record | the provider's record (state, rolled-out version, failure series) | a write only on change |
+//! | record | [`Reconciler::finish`]: the provider's record (state, rolled-out version, failure series), then the [`Outcome`], built once | a write only on change |
+//!
+//! Per-pass state (the selection, the protected sources, the cluster's RBAC ceiling, the unmanaged CRDs) is the caller's
+//! [`Round`], and how far a provider may go while another rolls out its [`Until`]
+//! ([`crate::order`]); the reconciler keeps only what outlives a pass (caches, failure history).
 //!
 //! The pure steps that cost CPU (prepare, compressing a new revision, replaying a recorded one; decoding
 //! the payload, in the controller) run on tokio's blocking pool (`compute.rs`), never on a worker
@@ -36,66 +40,29 @@ mod revisions;
 mod uninstall;
 mod unmanaged;
 
-pub use uninstall::Removal;
-
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use capi_apply::{
-    Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, ObjectKey, Phase,
-};
+use capi_apply::{Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, Phase};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::runtime::reflector;
 
 use crate::compute::{self, Step};
-use crate::config::{FIELD_MANAGER, INVENTORY_CONFIGMAP, InstallerConfig};
+use crate::config::InstallerConfig;
 use crate::error::ProviderError;
 use crate::events::Events;
 use crate::history::History;
 use crate::inventory::Inventories;
 use crate::metrics::Metrics;
+use crate::names::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
+use crate::order::Until;
 use crate::outcome::{Outcome, ProviderState};
-use crate::prepare::{self, Prepared, RenderContext};
+use crate::prepare::{Prepared, RenderContext, RenderError};
 use crate::revision::Stored;
 use crate::revision::store::Revisions;
-use crate::source::{Payload, SourceError, SourceId, Target};
-use crate::unmanaged::{Unmanaged, UnmanagedError};
-
-/// What one reconcile of all providers shares: which sources are selected now, and which CRDs are
-/// unmanaged (an unreadable `ClusterAPI/cluster` fails every provider: no CRD may be written then).
-#[derive(Clone, Debug)]
-pub struct Round {
-    pub selected: BTreeSet<SourceId>,
-    pub unmanaged: Result<Unmanaged, UnmanagedError>,
-    /// For a provider that waits for another: how far it may go meanwhile.
-    pub hold: Option<Hold>,
-    /// The `${VAR}` values of this pass: the administrator's over the cluster's TLS profile (see
-    /// [`crate::tls::with_cluster_profile`]), and the variables that have none.
-    pub substitutions: BTreeMap<String, String>,
-    pub unavailable: BTreeMap<String, String>,
-}
-
-impl Default for Round {
-    fn default() -> Self {
-        Round {
-            selected: BTreeSet::new(),
-            unmanaged: Ok(Unmanaged::default()),
-            hold: None,
-            substitutions: BTreeMap::new(),
-            unavailable: BTreeMap::new(),
-        }
-    }
-}
-
-/// How far a provider may go while one it depends on rolls out: the phases before `before` need
-/// nothing of it (an infrastructure provider's CRDs and base objects while core's Deployments roll
-/// out, SPEC §4); at `before` the provider stops, `Blocked` behind `behind`.
-#[derive(Clone, Debug)]
-pub struct Hold {
-    pub before: Phase,
-    pub behind: String,
-}
+use crate::round::{Planner, Round};
+use crate::source::{Payload, SourceError, Target};
+use finish::Run;
 
 /// How far an install got, and whether every gate passed (the version is fully rolled out) even when a
 /// later step (prune) failed.
@@ -119,11 +86,6 @@ pub struct Reconciler {
     events: Events,
     metrics: Arc<Metrics>,
     history: Mutex<History>,
-    /// Objects no bundle may contain that are known only at run time: the transport ConfigMaps.
-    protected_sources: Mutex<Vec<ObjectKey>>,
-    /// The provider RBAC ceiling as the cluster has it (the administrator's extensions), beyond the
-    /// release's.
-    ceiling: Mutex<crate::policy::Ceiling>,
 }
 
 impl Reconciler {
@@ -138,7 +100,7 @@ impl Reconciler {
     ) -> Self {
         // One owner per object: the provider named by `cluster.x-k8s.io/provider`.
         let ownership =
-            crate::config::ownership(&config.adoptable_managers, &config.retired_managers);
+            crate::names::ownership(&config.adoptable_managers, &config.retired_managers);
         let applier = Applier::new(client.clone(), FIELD_MANAGER, ownership);
         let cache = LiveCache::new(
             client.clone(),
@@ -158,48 +120,21 @@ impl Reconciler {
             context: RenderContext {
                 namespace: config.namespace.clone(),
                 images: config.images.clone(),
-                // Per pass, from the round.
-                substitutions: BTreeMap::new(),
-                unavailable: BTreeMap::new(),
+                // Per pass: the round's, from the settings and the cluster's TLS profile.
+                substitutions: Default::default(),
+                unavailable: Default::default(),
                 policy: config.policy.clone(),
             },
             client,
             config,
             metrics,
             history: Mutex::default(),
-            protected_sources: Mutex::default(),
-            ceiling: Mutex::default(),
         }
     }
 
-    /// Sets the transport ConfigMaps present now: no bundle may write them (by name, whatever labels
-    /// the bundle's object carries).
-    pub fn protect_sources(&self, keys: Vec<ObjectKey>) {
-        *self.protected_sources.lock().expect("protected sources") = keys;
-    }
-
-    /// Sets the ceiling ClusterRoles present now (read from the cluster): the policy allows what they
-    /// grant too.
-    pub fn extend_ceiling(&self, ceiling: crate::policy::Ceiling) {
-        *self.ceiling.lock().expect("ceiling") = ceiling;
-    }
-
-    /// The render context with the protected sources and the ceiling of this moment.
-    fn context(&self) -> RenderContext {
-        let mut ctx = self.context.clone();
-        ctx.policy.ceiling = ctx
-            .policy
-            .ceiling
-            .with(&self.ceiling.lock().expect("ceiling"));
-        for key in self
-            .protected_sources
-            .lock()
-            .expect("protected sources")
-            .iter()
-        {
-            ctx.policy.protected = ctx.policy.protected.with(key.clone());
-        }
-        ctx
+    /// What rendering needs, from the settings; a [`Round`] adds what this pass knows.
+    pub fn context(&self) -> &RenderContext {
+        &self.context
     }
 
     /// The watches of every applied object; their changes should trigger a reconcile.
@@ -219,72 +154,26 @@ impl Reconciler {
         &self.revisions
     }
 
-    /// Reconciles one provider from its payload (or the error reading it).
-    pub async fn reconcile(
+    /// Renders, validates and plans one provider of `planner`'s round with the API server's kinds
+    /// (pure but for discovery: once, and again, once, for a kind served by a CRD created since), off
+    /// the async runtime.
+    pub async fn prepare(
         &self,
+        planner: &mut Planner,
         target: &Target,
         payload: Result<Payload, SourceError>,
-        round: &Round,
-    ) -> Outcome {
-        let target = &match &payload {
-            Ok(p) if p.version != target.source.version => {
-                let mut read = target.clone();
-                read.source.version = p.version.clone();
-                read
-            }
-            _ => target.clone(),
-        };
-        let prepared = match payload {
-            Ok(payload) => self.prepare(target, payload, round).await,
-            Err(e) => Err(e.into()),
-        };
-        let prepared = match prepared {
-            Ok(mut p) => self.take_unmanaged(&mut p, round).await.map(|()| p),
-            Err(e) => Err(e),
-        };
-        let digest = prepared.as_ref().ok().map(|p| p.digest.clone());
-        let run = match prepared {
-            Ok(prepared) => self.revision_step(target, prepared, round).await,
-            // Refused before anything of it was written: the last good version stays reconciled.
-            Err(e) => self.keep_last_good(target, e, round).await,
-        };
-        let mut outcome = self
-            .finish(
-                &run.target,
-                run.result,
-                run.rolled_out.as_deref(),
-                run.related,
-            )
-            .await;
-        outcome.held = run.held;
-        outcome.digest = digest;
-        outcome
-    }
-
-    /// The outcome of a provider that is not reconciled this time: blocked behind another, or refused
-    /// before anything is read.
-    pub async fn hold(
-        &self,
-        target: &Target,
-        result: Result<ProviderState, ProviderError>,
-    ) -> Outcome {
-        self.finish(target, result, None, Vec::new()).await
-    }
-
-    /// Render, validate and plan (pure, off the async runtime), with the API server's kinds.
-    async fn prepare(
-        &self,
-        target: &Target,
-        payload: Payload,
-        round: &Round,
     ) -> Result<Prepared, ProviderError> {
+        let payload = payload?;
         let resolver = self.resolver(false).await?;
-        let (payload, prepared) = self.prepare_with(target, payload, resolver, round).await;
+        let (payload, prepared) = self
+            .plan_off_runtime(planner, target, payload, resolver)
+            .await;
         let prepared = match prepared {
-            // A kind served by a CRD created since the last discovery: discover again, once.
             Err(e) if e.unknown_kind() => {
                 let resolver = self.resolver(true).await?;
-                self.prepare_with(target, payload, resolver, round).await.1
+                self.plan_off_runtime(planner, target, payload, resolver)
+                    .await
+                    .1
             }
             other => other,
         }?;
@@ -295,21 +184,62 @@ impl Reconciler {
         Ok(prepared)
     }
 
-    /// [`prepare::prepare`] on the blocking pool; the payload comes back for another try.
-    async fn prepare_with(
+    /// [`Planner::plan`] on the blocking pool; the planner and the payload come back for another try.
+    async fn plan_off_runtime(
         &self,
+        planner: &mut Planner,
         target: &Target,
         payload: Payload,
         resolver: KindResolver,
-        round: &Round,
-    ) -> (Payload, Result<Prepared, prepare::RenderError>) {
+    ) -> (Payload, Result<Prepared, RenderError>) {
+        let mut moved = planner.clone();
         let target = target.clone();
-        let mut ctx = self.context();
-        ctx.substitutions = round.substitutions.clone();
-        ctx.unavailable = round.unavailable.clone();
-        compute::run(&self.metrics, Step::Prepare, move || {
-            let prepared = prepare::prepare(&payload, &target, &ctx, &resolver);
-            (payload, prepared)
+        let (moved, payload, prepared) = compute::run(&self.metrics, Step::Prepare, move || {
+            let prepared = moved.plan(&target, &payload, &resolver);
+            (moved, payload, prepared)
+        })
+        .await;
+        *planner = moved;
+        (payload, prepared)
+    }
+
+    /// Reconciles one provider of `round` from its plan (or why it has none), up to `until` when it
+    /// goes ahead of a provider it waits for.
+    pub async fn reconcile(
+        &self,
+        target: &Target,
+        prepared: Result<Prepared, ProviderError>,
+        round: &Round,
+        until: Option<&Until>,
+    ) -> Outcome {
+        let prepared = match prepared {
+            Ok(mut p) => self.take_unmanaged(&mut p, round).await.map(|()| p),
+            Err(e) => Err(e),
+        };
+        let digest = prepared.as_ref().ok().map(|p| p.digest.clone());
+        let mut run = match prepared {
+            Ok(prepared) => self.revision_step(target, prepared, round, until).await,
+            // Refused before anything of it was written: the last good version stays reconciled.
+            Err(e) => self.keep_last_good(target, e, round, until).await,
+        };
+        run.digest = digest;
+        self.finish(run).await
+    }
+
+    /// The outcome of a provider that is not reconciled this time: blocked behind another, or refused
+    /// before anything is read.
+    pub async fn not_reconciled(
+        &self,
+        target: &Target,
+        result: Result<ProviderState, ProviderError>,
+    ) -> Outcome {
+        self.finish(Run {
+            target: target.clone(),
+            result,
+            rolled_out: None,
+            related: Vec::new(),
+            held: None,
+            digest: None,
         })
         .await
     }
@@ -322,6 +252,7 @@ impl Reconciler {
         target: &Target,
         prepared: &Prepared,
         round: &Round,
+        until: Option<&Until>,
         revision: Option<&mut Stored>,
     ) -> Installation {
         let mut rolled_out = false;
@@ -341,9 +272,9 @@ impl Reconciler {
             }
             let new = self.record_intent(target, &old, prepared).await?;
             for phase in &prepared.plan.phases {
-                if let Some(hold) = round.hold.as_ref().filter(|h| phase.phase >= h.before) {
+                if let Some(until) = until.filter(|u| phase.phase >= u.before) {
                     return Ok(ProviderState::Blocked {
-                        behind: hold.behind.clone(),
+                        behind: until.behind.clone(),
                     });
                 }
                 let fresh = self.apply_phase(target, phase).await?;

@@ -10,38 +10,16 @@ use capi_openshift::time::now_rfc3339;
 use kube::runtime::events::EventType;
 use serde_json::Value;
 
-use super::{Installation, Reconciler, Round};
+use super::finish::Run;
+use super::{Installation, Reconciler};
 use crate::compute::{self, Step};
 use crate::error::ProviderError;
+use crate::order::Until;
 use crate::outcome::ProviderState;
-use crate::prepare::{self, Prepared, Rendered};
-use crate::report;
+use crate::prepare::{Prepared, Rendered};
 use crate::revision::{self, Choice, Hold, Stored};
+use crate::round::Round;
 use crate::source::Target;
-
-/// What the revision step applied, and how it went.
-pub(super) struct Run {
-    /// The target, with the version of the content applied (a rolled-back revision's).
-    pub target: Target,
-    pub result: Result<ProviderState, ProviderError>,
-    /// The digest of the content applied, when it was fully rolled out.
-    pub rolled_out: Option<String>,
-    pub related: Vec<Value>,
-    /// The revision served instead of the source's content, by hand.
-    pub held: Option<u32>,
-}
-
-impl Run {
-    fn failed(target: &Target, error: ProviderError, related: Vec<Value>) -> Run {
-        Run {
-            target: target.clone(),
-            result: Err(error),
-            rolled_out: None,
-            related,
-            held: None,
-        }
-    }
-}
 
 impl Reconciler {
     pub(super) async fn revision_step(
@@ -49,18 +27,22 @@ impl Reconciler {
         target: &Target,
         prepared: Prepared,
         round: &Round,
+        until: Option<&Until>,
     ) -> Run {
         let id = &target.source.id;
         let mut stored = self
             .revisions
             .load(id, &id.to_string(), &target.source.name);
         match stored.log.choose(&prepared.digest, stored.request.as_ref()) {
-            Ok(Choice::Source) => self.roll_forward(target, prepared, stored, round).await,
-            Ok(Choice::Serve(hold)) => self.serve(target, &mut stored, hold, round).await,
+            Ok(Choice::Source) => {
+                self.roll_forward(target, prepared, stored, round, until)
+                    .await
+            }
+            Ok(Choice::Serve(hold)) => self.serve(target, &mut stored, hold, round, until).await,
             Err(e) => Run::failed(
                 target,
                 e.into(),
-                report::related_objects(&prepared.plan, &self.config.namespace),
+                prepared.related_objects(&self.config.namespace),
             ),
         }
     }
@@ -72,9 +54,10 @@ impl Reconciler {
         prepared: Prepared,
         mut stored: Stored,
         round: &Round,
+        until: Option<&Until>,
     ) -> Run {
         let id = &target.source.id;
-        let related = report::related_objects(&prepared.plan, &self.config.namespace);
+        let related = prepared.related_objects(&self.config.namespace);
         let now = now_rfc3339();
         let version = target.source.version.as_deref();
         let n = stored.log.begin(&prepared.digest, version, &now);
@@ -94,14 +77,14 @@ impl Reconciler {
         // Recorded before the first write (by `install`), as the inventory: a revision that was applied
         // is always recorded.
         let installation = self
-            .install(target, &prepared, round, Some(&mut stored))
+            .install(target, &prepared, round, until, Some(&mut stored))
             .await;
         let installation = match installation {
             Installation {
                 refused: true,
                 result: Err(refusal),
                 ..
-            } => return self.keep_last_good(target, refusal, round).await,
+            } => return self.keep_last_good(target, refusal, round, until).await,
             installation => installation,
         };
         if installation.rolled_out {
@@ -129,7 +112,7 @@ impl Reconciler {
                     return Run::failed(target, e, related);
                 }
                 self.rolling_back(target, &hold, &cause).await;
-                return self.serve(target, &mut stored, hold, round).await;
+                return self.serve(target, &mut stored, hold, round, until).await;
             }
         }
         Run {
@@ -138,11 +121,20 @@ impl Reconciler {
             rolled_out: installation.rolled_out.then_some(prepared.digest),
             related,
             held: None,
+            digest: None,
         }
     }
 
-    /// Applies revision `hold.serving` instead of the source's content.
-    async fn serve(&self, target: &Target, stored: &mut Stored, hold: Hold, round: &Round) -> Run {
+    /// Applies revision `hold.serving` instead of the source's content (up to `until`, as any
+    /// content).
+    async fn serve(
+        &self,
+        target: &Target,
+        stored: &mut Stored,
+        hold: Hold,
+        round: &Round,
+        until: Option<&Until>,
+    ) -> Run {
         let revision = stored.log.get(hold.serving).cloned();
         let mut served = target.clone();
         served.source.version = revision.as_ref().and_then(|r| r.version.clone());
@@ -151,7 +143,7 @@ impl Reconciler {
             Err(e) => return Run::failed(target, e, Vec::new()),
         };
         self.applier.stamp_plan(&mut replay.plan);
-        let installation = self.install(&served, &replay, round, None).await;
+        let installation = self.install(&served, &replay, round, until, None).await;
         if installation.rolled_out {
             stored.log.served(&hold);
             if let Err(e) = self.save_revisions(target, stored).await {
@@ -181,22 +173,24 @@ impl Reconciler {
             target: served,
             result,
             rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
-            related: report::related_objects(&replay.plan, &self.config.namespace),
+            related: replay.related_objects(&self.config.namespace),
             held: hold.failed.is_none().then_some(hold.serving),
+            digest: None,
         }
     }
 
     /// A version refused before its first write (it does not decode or render, breaks the bundle policy,
     /// or fails the dry-run, CRD safety or ownership checks) changes nothing: the revision that serves
-    /// (the last one rolled out, or the one a rollback holds) is reconciled as before, drift repaired,
-    /// and the provider fails with the refusal. Its status and related objects stay those of the
-    /// serving revision; only the reason is new. Without a serving revision (a first install), nothing
-    /// is applied.
+    /// (the last one rolled out, or the one a rollback holds) is reconciled as before (up to `until`, as
+    /// any content), drift repaired, and the provider fails with the refusal. Its status and related
+    /// objects stay those of the serving revision; only the reason is new. Without a serving revision
+    /// (a first install), nothing is applied.
     pub(super) async fn keep_last_good(
         &self,
         target: &Target,
         refusal: ProviderError,
         round: &Round,
+        until: Option<&Until>,
     ) -> Run {
         let id = &target.source.id;
         let stored = self
@@ -226,7 +220,7 @@ impl Reconciler {
             }
         };
         self.applier.stamp_plan(&mut replay.plan);
-        let installation = self.install(&served, &replay, round, None).await;
+        let installation = self.install(&served, &replay, round, until, None).await;
         if let Err(e) = &installation.result {
             tracing::warn!(source = %id, revision = serving, error = %e,
                 "the serving revision did not apply while a new version is refused");
@@ -235,8 +229,9 @@ impl Reconciler {
             target: served,
             result: Err(refusal),
             rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
-            related: report::related_objects(&replay.plan, &self.config.namespace),
+            related: replay.related_objects(&self.config.namespace),
             held: None,
+            digest: None,
         }
     }
 
@@ -268,7 +263,7 @@ impl Reconciler {
             .transpose()?;
         let serving = content(hold.serving)?;
         let resolver = self.resolver(false).await?;
-        let ctx = self.context();
+        let planner = round.planner();
         // Decompressing and planning a whole revision again is a render's work: off the runtime.
         let mut replay = compute::run(&self.metrics, Step::Replay, move || {
             let read = |(n, bytes): &(u32, Vec<u8>)| -> Result<Vec<Value>, ProviderError> {
@@ -287,9 +282,7 @@ impl Reconciler {
             };
             let objects = revision::rollback_objects(read(&serving)?, &newest_objects);
             let origin = format!("revision {} of {id}", serving.0);
-            let replay =
-                prepare::plan_rendered(Rendered::stored(&origin, objects)?, &ctx, &resolver)?;
-            Ok::<_, ProviderError>(replay)
+            Ok::<_, ProviderError>(planner.replan(Rendered::stored(&origin, objects)?, &resolver)?)
         })
         .await?;
         self.take_unmanaged(&mut replay, round).await?;

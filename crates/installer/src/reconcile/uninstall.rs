@@ -10,49 +10,11 @@ use kube::runtime::events::EventType;
 use super::Reconciler;
 use crate::desired::Uninstall;
 use crate::inventory::ProviderRecord;
+use crate::outcome::Removal;
 use crate::source::SourceId;
 use crate::unmanaged::Unmanaged;
 
 const CRD: &str = "CustomResourceDefinition";
-
-/// How an uninstall stands after one pass.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Removal {
-    /// The provider.
-    pub name: String,
-    /// Objects deleted in this pass.
-    pub deleted: usize,
-    /// CRDs left in place, with why (instances left, not asked for, unmanaged).
-    pub kept: Vec<(String, String)>,
-    /// What could not be deleted, and why (retried).
-    pub failed: Vec<String>,
-    /// Nothing is left to do: the finalizer may go.
-    pub done: bool,
-}
-
-impl Removal {
-    /// `gcpclusters.infrastructure.cluster.x-k8s.io: instances of GCPCluster still exist`.
-    pub fn kept_lines(&self) -> Vec<String> {
-        self.kept
-            .iter()
-            .map(|(n, why)| format!("{n}: {why}"))
-            .collect()
-    }
-
-    pub fn describe(&self) -> String {
-        let mut parts = vec![format!("uninstalling {}", self.name)];
-        if !self.kept.is_empty() {
-            parts.push(format!(
-                "CustomResourceDefinitions kept: {}",
-                self.kept_lines().join("; ")
-            ));
-        }
-        if !self.failed.is_empty() {
-            parts.push(format!("not deleted yet: {}", self.failed.join("; ")));
-        }
-        parts.join("; ")
-    }
-}
 
 impl Reconciler {
     /// One pass of `u`'s uninstall over every source recorded for its provider (the provider and its

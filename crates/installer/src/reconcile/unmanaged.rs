@@ -5,9 +5,10 @@
 use capi_apply::Inventory;
 use kube::api::{Api, ApiResource, DynamicObject};
 
-use super::{Reconciler, Round};
+use super::Reconciler;
 use crate::error::ProviderError;
 use crate::prepare::Prepared;
+use crate::round::Round;
 use crate::unmanaged;
 
 const CRD: &str = "CustomResourceDefinition";

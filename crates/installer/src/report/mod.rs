@@ -8,13 +8,12 @@ pub mod provider;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use capi_apply::Plan;
 use serde_json::{Value, json};
 
 use crate::desired::{Desired, Wanted};
 use crate::error::{ProviderError, Reason};
+use crate::outcome::Removal;
 use crate::outcome::{Outcome, ProviderState};
-use crate::reconcile::Removal;
 use crate::source::SourceId;
 
 /// A failure becomes `Degraded=True` only once it persists, never on one transient error.
@@ -409,33 +408,6 @@ pub fn related(installer_namespace: &str, namespace: &str, outcomes: &[Outcome])
             field(v, "name"),
         )
     });
-    out
-}
-
-/// `relatedObjects` entries for a plan: its cluster-scoped objects, and the instances of its CRDs
-/// (so `oc adm inspect` gathers the Cluster API resources too) — those of a namespaced CRD in
-/// `namespace` only, as the reference scoped them (ref §2.8): listed without a namespace, must-gather
-/// would collect every Cluster, Machine and AWSCluster of every namespace of a management cluster.
-pub fn related_objects(plan: &Plan, namespace: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    for o in plan.objects() {
-        if !o.namespaced {
-            out.push(json!({"group": o.resource.group, "resource": o.resource.plural, "name": o.key.name}));
-        }
-        if o.key.kind == "CustomResourceDefinition" {
-            let spec = o.object.data.get("spec");
-            let text = |pointer: &str| {
-                spec.and_then(|s| s.pointer(pointer))
-                    .and_then(Value::as_str)
-            };
-            if let (Some(group), Some(plural)) = (text("/group"), text("/names/plural")) {
-                out.push(match text("/scope") {
-                    Some("Cluster") => json!({"group": group, "resource": plural, "name": ""}),
-                    _ => json!({"group": group, "resource": plural, "namespace": namespace, "name": ""}),
-                });
-            }
-        }
-    }
     out
 }
 

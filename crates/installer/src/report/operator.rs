@@ -8,7 +8,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::Condition;
-use crate::config::FIELD_MANAGER;
+use crate::names::FIELD_MANAGER;
 
 /// Builds the `status`, keeping `lastTransitionTime` of every condition whose status did not change,
 /// so that an unchanged world produces an identical status (and no write).

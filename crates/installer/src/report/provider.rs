@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 
 use super::{Condition, condition, degraded, not_serving_message, progressing};
 use crate::api::{self, Request};
-use crate::config::FIELD_MANAGER;
 use crate::desired::{Desired, Role};
 use crate::error::Reason;
+use crate::names::FIELD_MANAGER;
 use crate::outcome::Outcome;
-use crate::reconcile::Removal;
+use crate::outcome::Removal;
 
 /// What one object's status is made of.
 pub struct ProviderView<'a> {

@@ -6,10 +6,10 @@ use capi_manifests::ProviderType;
 use super::operator::{cluster_operator_status, differs};
 use super::*;
 use crate::desired::{Wants, wanted};
+use crate::error::Pending;
 use crate::error::ProviderError;
-use crate::outcome::Pending;
+use crate::outcome::Removal;
 use crate::prepare::RenderError;
-use crate::reconcile::Removal;
 use crate::source::{ProviderSource, SourceId, Target};
 
 fn outcome(name: &str, state: ProviderState) -> Outcome {

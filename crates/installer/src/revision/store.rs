@@ -12,7 +12,7 @@ use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams};
 use kube::runtime::reflector;
 
 use super::{DEFAULT_KEPT, LABEL, RevisionLog, RollbackRequest, Stored, configmap_name};
-use crate::config::FIELD_MANAGER;
+use crate::names::FIELD_MANAGER;
 use crate::source::SourceId;
 
 pub struct Revisions {

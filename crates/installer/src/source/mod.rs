@@ -144,6 +144,18 @@ pub struct Target {
     pub clusterctl_label: String,
 }
 
+impl Target {
+    /// This target with the version its source declared when `payload` was read (see
+    /// [`Payload::version`]); unchanged when it could not be read.
+    pub fn as_read(&self, payload: &Result<Payload, SourceError>) -> Target {
+        let mut read = self.clone();
+        if let Ok(p) = payload {
+            read.source.version = p.version.clone();
+        }
+        read
+    }
+}
+
 /// A source refused because another one already provides its provider.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refused {

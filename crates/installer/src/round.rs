@@ -1,0 +1,191 @@
+//! One pass's inputs, gathered once, and the pure planning step that every pass shares — the
+//! controller's reconcile, `capi-installer diff` and `capi-installer render` (the way Flux's
+//! `ApplyAllStaged` composes `ApplyAll` and `WaitForSet` instead of copying them):
+//!
+//! ```text
+//! wanted providers + candidate sources + owners + render context
+//!     → Round::new: the selection (install order, missing, refused) and the context of this pass
+//!     → Planner::plan, provider by provider: render, bundle policy, plan (crate::prepare)
+//! the controller:  plan → admit (crate::order) → reconcile → Outcome → report
+//! diff:            plan → preview (server-side dry-run) → report
+//! render:          plan → print
+//! ```
+//!
+//! A new source kind is one more [`crate::source::SourceCatalog`] whose candidates go into
+//! [`Round::new`]; nothing here changes.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use capi_apply::{KindResolver, ObjectKey};
+
+use crate::desired::Wanted;
+use crate::policy::Ceiling;
+use crate::prepare::{self, Prepared, RenderContext, RenderError, Rendered};
+use crate::source::{self, Payload, ProviderSource, Selection, SourceId, Target};
+use crate::unmanaged::{Unmanaged, UnmanagedError};
+
+/// Everything one pass knows before it renders anything: which sources provide the wanted providers,
+/// and what rendering needs.
+#[derive(Clone, Debug)]
+pub struct Round {
+    /// The providers to reconcile in install order, the required ones without a source, and the
+    /// second sources of a provider.
+    pub selection: Selection,
+    /// Every source selected, refused ones included (their objects are not "unselected").
+    pub selected: BTreeSet<SourceId>,
+    /// What rendering needs, with every transport ConfigMap among the candidates protected: no bundle
+    /// may write one (by name, whatever labels the bundle's object carries). Shared with the planning
+    /// steps that run off the async runtime.
+    pub ctx: Arc<RenderContext>,
+    /// Which CRDs are unmanaged (`ClusterAPI/cluster`); an unreadable one fails every provider of the
+    /// pass, as no CRD may be written then. Only the controller reads it (none elsewhere).
+    pub unmanaged: Result<Unmanaged, UnmanagedError>,
+}
+
+impl Round {
+    /// Selects the sources of `wanted` among `candidates` (of two sources of one provider, the one in
+    /// `owners` — the sources that own objects — is kept; see [`source::select`]), and protects the
+    /// transport ConfigMaps among the candidates in `ctx`'s bundle policy. Pure.
+    pub fn new(
+        wanted: &[Wanted],
+        candidates: &[ProviderSource],
+        owners: &BTreeSet<SourceId>,
+        ctx: &RenderContext,
+    ) -> Round {
+        let selection = source::select(wanted, candidates, owners);
+        let mut ctx = ctx.clone();
+        for name in candidates.iter().filter_map(|c| c.id.configmap()) {
+            ctx.policy.protected = ctx.policy.protected.with(ObjectKey::new(
+                "",
+                "v1",
+                "ConfigMap",
+                Some(&ctx.namespace),
+                name,
+            ));
+        }
+        Round {
+            selected: selection.ids(),
+            selection,
+            ctx: Arc::new(ctx),
+            unmanaged: Ok(Unmanaged::default()),
+        }
+    }
+
+    /// With the provider RBAC ceiling the cluster has now (the administrator's ClusterRoles): the
+    /// bundle policy allows what they grant too, beyond the release's.
+    pub fn with_ceiling(mut self, cluster: &Ceiling) -> Round {
+        let ctx = Arc::make_mut(&mut self.ctx);
+        ctx.policy.ceiling = std::mem::take(&mut ctx.policy.ceiling).with(cluster);
+        self
+    }
+
+    /// With the unmanaged CRDs of this pass.
+    pub fn with_unmanaged(mut self, unmanaged: Result<Unmanaged, UnmanagedError>) -> Round {
+        self.unmanaged = unmanaged;
+        self
+    }
+
+    /// The planner of a pass against the cluster: the kinds are what the API server serves (the
+    /// controller discovers again when a plan names a kind it does not know).
+    pub fn planner(&self) -> Planner {
+        Planner {
+            ctx: self.ctx.clone(),
+            learned: None,
+        }
+    }
+
+    /// The planner of a pass ahead of the cluster (`diff`, `render`): the kinds of the CRDs of each
+    /// provider planned are known to the providers after it, as they will be served once it is applied
+    /// (core's before any infrastructure provider's).
+    pub fn planner_ahead(&self) -> Planner {
+        Planner {
+            ctx: self.ctx.clone(),
+            learned: Some(KindResolver::new()),
+        }
+    }
+
+    /// Every selected provider planned ahead of the cluster ([`Round::planner_ahead`]), in install
+    /// order, from `load`'s payloads: for the callers that do nothing between two providers (`render`,
+    /// `diff`).
+    pub fn plan_all<E>(
+        &self,
+        served: &KindResolver,
+        mut load: impl FnMut(&Target) -> Result<Payload, E>,
+    ) -> Vec<Planned<'_, E>> {
+        let mut planner = self.planner_ahead();
+        self.selection
+            .targets
+            .iter()
+            .map(|target| Planned {
+                target,
+                prepared: load(target).map(|payload| planner.plan(target, &payload, served)),
+            })
+            .collect()
+    }
+}
+
+/// One provider of [`Round::plan_all`]: its plan, why it has none, or why its payload could not be
+/// read (`Err`).
+pub struct Planned<'r, E> {
+    pub target: &'r Target,
+    pub prepared: Result<Result<Prepared, RenderError>, E>,
+}
+
+/// Plans the providers of a round one after the other, in install order. Owns what it needs (the
+/// round's context, shared), so that a plan can be made on the blocking pool (`crate::compute`).
+#[derive(Clone)]
+pub struct Planner {
+    ctx: Arc<RenderContext>,
+    /// Ahead of the cluster: the kinds of the CRDs of the providers planned so far.
+    learned: Option<KindResolver>,
+}
+
+impl Planner {
+    /// Renders, checks and plans `target`'s payload (see [`prepare::prepare`]) with the kinds `served`
+    /// knows (ahead of the cluster, and those of the providers planned before it). Pure.
+    pub fn plan(
+        &mut self,
+        target: &Target,
+        payload: &Payload,
+        served: &KindResolver,
+    ) -> Result<Prepared, RenderError> {
+        let ctx = &self.ctx;
+        if self.learned.is_none() {
+            return prepare::prepare(payload, target, ctx, served);
+        }
+        let prepared = prepare::prepare(payload, target, ctx, &self.kinds(served))?;
+        if let Some(learned) = &mut self.learned {
+            for crd in prepared
+                .plan
+                .objects()
+                .filter(|o| o.key.kind == "CustomResourceDefinition")
+            {
+                // A CRD the plan accepted defines its kinds; one that does not is the API server's to
+                // refuse.
+                let _ = learned.insert_crd(&crd.object);
+            }
+        }
+        Ok(prepared)
+    }
+
+    /// Objects rendered earlier (a revision's stored content) through the same checks and plan as a
+    /// fresh render: stored content is as untrusted as any ConfigMap of the namespace.
+    pub fn replan(
+        &self,
+        rendered: Rendered,
+        served: &KindResolver,
+    ) -> Result<Prepared, RenderError> {
+        prepare::plan_rendered(rendered, &self.ctx, served)
+    }
+
+    /// The kinds a plan may use now: those `served` knows and, ahead of the cluster, those of the
+    /// providers planned so far.
+    pub fn kinds(&self, served: &KindResolver) -> KindResolver {
+        let mut kinds = served.clone();
+        if let Some(learned) = &self.learned {
+            kinds.extend(learned);
+        }
+        kinds
+    }
+}
