@@ -112,7 +112,7 @@ pub use key::{ObjectKey, key_of};
 pub use ownership::{DEFAULT_ADOPT_ANNOTATION, DERIVING_MANAGERS, Ownership, OwnershipPolicy};
 pub use plan::{Phase, Plan, PlanError, PlanErrors, PlanInput, PlannedObject, PlannedPhase, plan};
 pub use prune::{KeepReason, PruneReport, PruneTarget, prune, prune_dry_run};
-pub use readiness::{Readiness, readiness};
+pub use readiness::{Availability, Readiness, availability, readiness};
 pub use resolve::{KindResolver, ResolvedKind};
 pub use wait::{WaitError, WaitTarget, wait_ready};
 pub use watch::{LiveCache, Lookup, Namespaces};

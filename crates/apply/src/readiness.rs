@@ -85,6 +85,65 @@ pub fn readiness(group: &str, kind: &str, obj: &DynamicObject) -> Readiness {
     }
 }
 
+/// Whether a workload serves now, whatever its rollout: what is reported of a version once it was
+/// rolled out, when waiting for it is over. Pure; answers the same on the watch cache's slim copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    Available,
+    Unavailable {
+        /// What its status says, e.g. `available replicas 0 of 1; Available=False:
+        /// MinimumReplicasUnavailable: Deployment does not have minimum availability.`
+        status: String,
+        /// Since when, by its own record (the `Available` condition's `lastTransitionTime`, RFC 3339),
+        /// when it has one.
+        since: Option<String>,
+    },
+}
+
+/// A Deployment serves while its `Available` condition is True: the Deployment controller's own
+/// judgement (enough replicas available for its `maxUnavailable`), which a rolling update to a new
+/// ReplicaSet keeps while the old pods serve. Other kinds serve while they are Current
+/// ([`readiness`]). An object being deleted does not serve.
+pub fn availability(group: &str, kind: &str, obj: &DynamicObject) -> Availability {
+    if obj.metadata.deletion_timestamp.is_some() {
+        return Availability::Unavailable {
+            status: "being deleted".into(),
+            since: None,
+        };
+    }
+    if (group, kind) != ("apps", "Deployment") {
+        return match readiness(group, kind, obj) {
+            Readiness::Current => Availability::Available,
+            other => Availability::Unavailable {
+                status: other.to_string(),
+                since: None,
+            },
+        };
+    }
+    let status = obj.data.get("status");
+    let conditions = Conditions(
+        status
+            .and_then(|s| s.get("conditions"))
+            .and_then(Value::as_array),
+    );
+    let replicas = format!(
+        "available replicas {} of {}",
+        int(obj, "/status/availableReplicas", 0),
+        int(obj, "/spec/replicas", 1)
+    );
+    match conditions.get("Available") {
+        Some(c) if c.is_true() => Availability::Available,
+        Some(c) => Availability::Unavailable {
+            status: format!("{replicas}; {}", c.describe("Available")),
+            since: Some(c.field("lastTransitionTime").to_string()).filter(|t| !t.is_empty()),
+        },
+        None => Availability::Unavailable {
+            status: format!("{replicas}; no Available condition yet"),
+            since: None,
+        },
+    }
+}
+
 /// Every field [`readiness`] reads for `group`/`kind` besides `metadata` (JSON pointers): what the
 /// watch cache keeps of an object for it ([`crate::slim`]). A new rule that reads a field adds it here,
 /// or the cache's copy answers differently (the tests check each case on both).

@@ -1,4 +1,4 @@
-use crate::readiness::{Readiness, readiness};
+use crate::readiness::{Availability, Readiness, availability, readiness};
 use crate::slim::Slimmer;
 use crate::testutil::obj;
 
@@ -186,6 +186,69 @@ fn deployment() {
         .map(|(n, y, r)| (*n, y.as_str(), r.clone()))
         .collect();
     check("apps", "Deployment", &cases);
+}
+
+/// Availability, as reported once a version was rolled out: a Deployment by its own `Available`
+/// condition (a rolling update whose old pods serve is Available), other kinds by readiness; the same
+/// on the cache's slim copy.
+#[test]
+fn availability_of_workloads() {
+    let slimmer = Slimmer {
+        field_manager: "us".into(),
+        annotations: Vec::new(),
+    };
+    let unavailable = |status: &str, since: Option<&str>| Availability::Unavailable {
+        status: status.into(),
+        since: since.map(Into::into),
+    };
+    let cases = [
+        (
+            "Deployment",
+            "rolling update, old pods serve",
+            "metadata: {name: d, generation: 2}\nspec: {replicas: 1}\nstatus: {observedGeneration: 2, replicas: 2, updatedReplicas: 1, availableReplicas: 1, conditions: [{type: Available, status: 'True'}, {type: Progressing, status: 'True', reason: ReplicaSetUpdated}]}\n",
+            Availability::Available,
+        ),
+        (
+            "Deployment",
+            "its pod killed",
+            "metadata: {name: d, generation: 1}\nspec: {replicas: 1}\nstatus: {observedGeneration: 1, replicas: 1, updatedReplicas: 1, unavailableReplicas: 1, conditions: [{type: Available, status: 'False', reason: MinimumReplicasUnavailable, message: Deployment does not have minimum availability., lastTransitionTime: '2026-12-01T12:00:00Z'}]}\n",
+            unavailable(
+                "available replicas 0 of 1; Available=False: MinimumReplicasUnavailable: Deployment does not have minimum availability.",
+                Some("2026-12-01T12:00:00Z"),
+            ),
+        ),
+        (
+            "Deployment",
+            "not synced by its controller yet",
+            "metadata: {name: d, generation: 1}\nspec: {replicas: 2}\n",
+            unavailable(
+                "available replicas 0 of 2; no Available condition yet",
+                None,
+            ),
+        ),
+        (
+            "Deployment",
+            "being deleted",
+            "metadata: {name: d, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: [x]}\nstatus: {conditions: [{type: Available, status: 'True'}]}\n",
+            unavailable("being deleted", None),
+        ),
+        (
+            "StatefulSet",
+            "not ready",
+            "metadata: {name: s}\nspec: {replicas: 1}\nstatus: {replicas: 1, readyReplicas: 0}\n",
+            unavailable("InProgress: ready: 0/1", None),
+        ),
+    ];
+    for (kind, name, yaml, want) in cases {
+        let o = obj(&format!("apiVersion: apps/v1\nkind: {kind}\n{yaml}"));
+        assert_eq!(availability("apps", kind, &o), want, "{kind}: {name}");
+        let slim = slimmer.slim(&o);
+        assert_eq!(
+            availability("apps", kind, &slim),
+            want,
+            "{kind}: {name}, slim"
+        );
+    }
 }
 
 #[test]

@@ -810,3 +810,84 @@ async fn a_new_process_writes_no_status_before_its_watches_have_listed() {
         "three ConfigMap watches (transport, inventory, revisions): {listed:#?}"
     );
 }
+
+/// Issue 16: a provider whose pod is lost after it was rolled out (deleted while no node takes its
+/// replacement) is reported at once, Available=False naming its Deployment, without claiming a rollout
+/// (Progressing stays False) or moving the version; Degraded once that lasts the Deployment timeout;
+/// meanwhile the installer neither writes anything but the ClusterOperator's status nor polls; back to
+/// Available when the pod runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_loses_its_pod_is_reported_until_it_is_back() {
+    let env = start(true).await;
+    core().put(&env.admin).await;
+    aws().put(&env.admin).await;
+    let _running = installer(&env, short_config());
+    wait_available(&env.admin, 2 * MINUTE).await;
+    let mark = audit_mark(&env);
+
+    cordon(&env.admin, true).await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.admin.clone(), NS);
+    let selector = format!("app={}", aws().prefix);
+    pods.delete_collection(
+        &DeleteParams::default().grace_period(0),
+        &kube::api::ListParams::default().labels(&selector),
+    )
+    .await
+    .unwrap();
+    let deployment = format!("Deployment {NS}/{}", aws().deployment());
+    let status = eventually(MINUTE, "Available=False for the lost pod", || async {
+        let s = co_status(&env.admin).await?;
+        (!is(&s, "Available", "True")).then_some(s)
+    })
+    .await;
+    let available = condition(&status, "Available").unwrap();
+    assert_eq!(available.reason, "ProviderUnavailable", "{available:?}");
+    assert!(
+        available.message.starts_with(&format!(
+            "aws v1.0.0: {deployment} is not Available: available replicas 0 of 1; Available=False: MinimumReplicasUnavailable"
+        )),
+        "{available:?}"
+    );
+    assert!(is(&status, "Progressing", "False"), "{status:#}");
+    assert_eq!(operator_version(&status).as_deref(), Some(RELEASE_VERSION));
+
+    let degraded = wait_degraded(&env.admin, MINUTE, "Degraded for the lasting loss").await;
+    assert_eq!(degraded.reason, "ProviderUnavailable", "{degraded:?}");
+    assert!(
+        degraded
+            .message
+            .contains(&format!("{deployment} has not been Available for 5s")),
+        "{degraded:?}"
+    );
+    // Nothing changes while the pod stays Pending, and nothing is reconciled: no poll (every
+    // reconcile reads the ClusterOperator), no write. (The InfrastructureProvider watch retries its
+    // list meanwhile, for want of its CRD, without waking the installer.)
+    let reconciles: Vec<String> = installer_requests_over(&env, Duration::from_secs(15))
+        .await
+        .iter()
+        .filter(|e| {
+            e.is_write()
+                || e.object_ref
+                    .as_ref()
+                    .is_some_and(|o| o.resource == "clusteroperators")
+        })
+        .map(describe)
+        .collect();
+    assert!(
+        reconciles.is_empty(),
+        "reconciled while nothing changed: {reconciles:#?}"
+    );
+
+    cordon(&env.admin, false).await;
+    wait_condition(&env.admin, "Available", "True", "AsExpected", MINUTE).await;
+    let status = wait_available(&env.admin, MINUTE).await;
+    assert_eq!(operator_version(&status).as_deref(), Some(RELEASE_VERSION));
+    // Reading availability is not drift: from the loss to the recovery only the ClusterOperator's
+    // status was written.
+    let writes: Vec<String> = installer_writes(&env.audit(), Some(mark))
+        .iter()
+        .map(describe)
+        .filter(|w| !w.contains("clusteroperators/status /cluster-api"))
+        .collect();
+    assert!(writes.is_empty(), "written besides the status: {writes:#?}");
+}

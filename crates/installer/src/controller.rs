@@ -93,12 +93,24 @@ impl Next {
     }
 
     fn of(outcome: &Outcome) -> Next {
-        match &outcome.state {
+        // A workload that lost its availability wakes the installer when it changes (the watch of
+        // its kind); the one thing no event announces is that it has lasted long enough to degrade.
+        let degrades_in = outcome
+            .unavailable
+            .iter()
+            .filter(|u| !u.persistent())
+            .map(|u| u.tolerated - u.lasted + Duration::from_secs(1))
+            .min();
+        let next = match &outcome.state {
             ProviderState::Installed | ProviderState::Blocked { .. } => Next::Idle,
             ProviderState::Progressing { .. } => Next::Poll(Duration::from_secs(5)),
             // A rollback holds until the source's content changes: its watch says when.
             ProviderState::Failed { error, .. } if error.waits_for_change() => Next::Idle,
             ProviderState::Failed { attempts, .. } => Next::Retry(History::retry_delay(*attempts)),
+        };
+        match degrades_in {
+            Some(d) => next.min(Next::Poll(d)),
+            None => next,
         }
     }
 }
@@ -575,7 +587,7 @@ impl Installer {
         let complete = missing.is_empty()
             && outcomes
                 .iter()
-                .all(|o| matches!(o.state, ProviderState::Installed));
+                .all(|o| matches!(o.state, ProviderState::Installed) && o.serving);
         if matches!(desired, Desired::Install(_)) && complete {
             self.metrics.mark_success();
         }

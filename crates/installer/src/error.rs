@@ -50,6 +50,9 @@ pub enum Reason {
     ApplyFailed,
     /// A Deployment did not become Available in time.
     DeploymentNotAvailable,
+    /// A workload of a version that was rolled out is not Available now (its pods were lost, are not
+    /// Ready, or crash): `Available=False` at once, `Degraded=True` once it lasts.
+    ProviderUnavailable,
     /// A CustomResourceDefinition did not become Established in time.
     CustomResourceDefinitionNotEstablished,
     /// Objects a new version dropped could not be deleted.
@@ -92,6 +95,7 @@ impl Reason {
         Reason::DuplicateProvider,
         Reason::ApplyFailed,
         Reason::DeploymentNotAvailable,
+        Reason::ProviderUnavailable,
         Reason::CustomResourceDefinitionNotEstablished,
         Reason::PruneFailed,
         Reason::InstallerDegraded,
@@ -121,6 +125,7 @@ impl Reason {
             Reason::DuplicateProvider => "DuplicateProvider",
             Reason::ApplyFailed => "ApplyFailed",
             Reason::DeploymentNotAvailable => "DeploymentNotAvailable",
+            Reason::ProviderUnavailable => "ProviderUnavailable",
             Reason::CustomResourceDefinitionNotEstablished => {
                 "CustomResourceDefinitionNotEstablished"
             }

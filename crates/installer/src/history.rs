@@ -4,11 +4,13 @@
 //! The failure series also lives in the provider's record (see [`crate::inventory`]), and a new process
 //! (a restart, a new leader) seeds it from there: `Degraded` does not drop to False and come back.
 //! Gate timers are per version: a fixed version that replaces a timed-out one starts a new wait.
+//! A serving workload that lost its availability is timed by its own `Available` condition; only one
+//! without such a record is timed here.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use capi_apply::Phase;
+use capi_apply::{ObjectKey, Phase};
 
 use crate::source::SourceId;
 
@@ -36,6 +38,8 @@ struct Gate {
 pub struct History {
     failures: HashMap<SourceId, Failures>,
     gates: HashMap<SourceId, Gate>,
+    /// Since when this process has seen a workload unavailable that does not say since when.
+    unavailable: HashMap<ObjectKey, Instant>,
 }
 
 impl History {
@@ -106,6 +110,16 @@ impl History {
         if self.gates.get(id).is_some_and(|g| g.phase == phase) {
             self.gates.remove(id);
         }
+    }
+
+    /// How long this process has seen `key` unavailable (zero the first time).
+    pub fn unavailable_for(&mut self, key: &ObjectKey, now: Instant) -> Duration {
+        now.duration_since(*self.unavailable.entry(key.clone()).or_insert(now))
+    }
+
+    /// `key` is Available: a later loss is timed afresh.
+    pub fn available(&mut self, key: &ObjectKey) {
+        self.unavailable.remove(key);
     }
 
     /// The backoff before retrying a failed provider: 5 s, doubling per counted attempt, at most 60 s.
@@ -181,6 +195,18 @@ mod tests {
             h.gate_since(&id, "v2", Phase::Workloads, much_later),
             much_later
         );
+    }
+
+    #[test]
+    fn an_unavailable_workload_is_timed_until_it_is_available_again() {
+        let key = ObjectKey::new("apps", "v1", "Deployment", Some("ns"), "d");
+        let mut h = History::default();
+        let t0 = Instant::now();
+        assert_eq!(h.unavailable_for(&key, t0), Duration::ZERO);
+        let later = t0 + Duration::from_secs(7);
+        assert_eq!(h.unavailable_for(&key, later), Duration::from_secs(7));
+        h.available(&key);
+        assert_eq!(h.unavailable_for(&key, later), Duration::ZERO, "a new loss");
     }
 
     #[test]

@@ -177,6 +177,7 @@ mod tests {
             target,
             state,
             serving,
+            unavailable: Vec::new(),
             rolled_out: None,
             related: Vec::new(),
             held: None,

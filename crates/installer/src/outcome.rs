@@ -1,18 +1,47 @@
 //! One provider's reconcile result ([`Outcome`]) and one uninstall's ([`Removal`]): the only inputs to
 //! status, Events and the provider's record.
 
+use std::fmt;
 use std::time::Duration;
 
-use capi_apply::Phase;
+use capi_apply::{ObjectKey, Phase};
 use serde_json::Value;
 
 use crate::error::{Pending, ProviderError};
 use crate::source::{SourceId, Target};
 
+/// A workload of the version that serves (rolled out before) that is not Available now: its pods were
+/// lost, are not Ready again yet, or crash. Not a rollout to wait for: it is reported, and the
+/// operator is Degraded once it lasts longer than tolerated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable {
+    pub key: ObjectKey,
+    /// What its status says (see [`capi_apply::Availability`]).
+    pub status: String,
+    /// How long it has been unavailable (by its own `Available` condition when it has one).
+    pub lasted: Duration,
+    /// How long it may be unavailable before the operator is Degraded (`--deployment-timeout`).
+    pub tolerated: Duration,
+}
+
+impl Unavailable {
+    /// It has lasted long enough to degrade the operator.
+    pub fn persistent(&self) -> bool {
+        self.lasted >= self.tolerated
+    }
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} is not Available: {}", self.key, self.status)
+    }
+}
+
 /// Where one provider stands after a reconcile.
 #[derive(Debug)]
 pub enum ProviderState {
-    /// Every object of the current version is applied and ready.
+    /// Every object of the current version is applied, and the version was fully rolled out (every
+    /// gate passed, now or before; whether its workloads serve now is [`Outcome::unavailable`]).
     Installed,
     /// A phase is applied and its readiness gate is not met yet.
     Progressing { phase: Phase, pending: Vec<Pending> },
@@ -65,9 +94,12 @@ pub struct Outcome {
     pub target: Target,
     pub state: ProviderState,
     /// Whether the provider serves: a version of it was fully rolled out at least once (every Deployment
-    /// Available at its current generation; recorded durably) and its Deployments are Available now.
-    /// Always true when `Installed`. A bad new version applies nothing, so the old one keeps serving.
+    /// Available at its current generation; recorded durably) and its workloads are Available now
+    /// (`unavailable` is empty). A bad new version applies nothing, so the old one keeps serving.
     pub serving: bool,
+    /// The workloads of the version that serves that are not Available now (empty before a first
+    /// rollout: those are waited for, see [`ProviderState::Progressing`]).
+    pub unavailable: Vec<Unavailable>,
     /// The version label of the last version fully rolled out, when there was one.
     pub rolled_out: Option<String>,
     /// `relatedObjects` entries of its plan: cluster-scoped objects and the CRDs' instance kinds.
@@ -96,14 +128,6 @@ impl Outcome {
         match self.held {
             Some(n) => format!("{serving} (revision {n}, rolled back by hand)"),
             None => serving,
-        }
-    }
-
-    /// The reason of a failed provider.
-    pub fn failure_reason(&self) -> Option<crate::error::Reason> {
-        match &self.state {
-            ProviderState::Failed { error, .. } => Some(error.reason()),
-            _ => None,
         }
     }
 

@@ -278,3 +278,19 @@ pub async fn install_crds(client: &Client, crds: Vec<Value>) {
         .unwrap();
     }
 }
+
+/// Marks every node unschedulable (cordoned, as `kubectl cordon` does) or schedulable again: a pod
+/// deleted meanwhile is replaced by one that stays Pending.
+pub async fn cordon(client: &Client, unschedulable: bool) {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    for node in nodes.list(&ListParams::default()).await.expect("nodes") {
+        nodes
+            .patch(
+                &node.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"unschedulable": unschedulable}})),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("cordon Node {}: {e}", node.name_any()));
+    }
+}

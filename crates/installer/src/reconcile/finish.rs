@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use capi_apply::{Phase, Readiness, readiness};
+use capi_apply::{Availability, Phase, availability};
 use capi_openshift::time::now_rfc3339;
 use kube::runtime::events::EventType;
 use serde_json::Value;
@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::Reconciler;
 use crate::error::ProviderError;
 use crate::inventory::ProviderRecord;
-use crate::outcome::{Outcome, ProviderState};
+use crate::outcome::{Outcome, ProviderState, Unavailable};
 use crate::source::{SourceId, Target};
 
 /// What a reconcile did, up to its outcome: the target (with the version of the content applied, a
@@ -76,8 +76,11 @@ impl Reconciler {
             .rolled_out
             .as_ref()
             .map(|r| r.version.clone().unwrap_or_default());
-        let serving = matches!(state, ProviderState::Installed)
-            || (rolled_out.is_some() && self.workloads_available(id).await);
+        let unavailable = match rolled_out {
+            Some(_) => self.unavailable_workloads(id).await,
+            None => Vec::new(),
+        };
+        let serving = rolled_out.is_some() && unavailable.is_empty();
         if let Err(e) = self.inventories.save_record(id, &record).await {
             tracing::warn!(source = %id, error = %e, "cannot record the provider's state");
         }
@@ -85,6 +88,7 @@ impl Reconciler {
             target,
             state,
             serving,
+            unavailable,
             rolled_out,
             related,
             held,
@@ -143,10 +147,11 @@ impl Reconciler {
         }
     }
 
-    /// Whether every workload the provider's inventory records is Available now (a Deployment with its
-    /// `Available` condition True, whatever its rollout; other kinds by kstatus). Read from the watch
-    /// cache; an object it does not have counts as unavailable.
-    async fn workloads_available(&self, id: &SourceId) -> bool {
+    /// The workloads the provider's inventory records that are not Available now (a Deployment by its
+    /// `Available` condition, whatever its rollout; other kinds by kstatus). Read from the watch cache,
+    /// whose Deployment watch also wakes the installer when one of them changes; an object it does not
+    /// have counts as unavailable.
+    async fn unavailable_workloads(&self, id: &SourceId) -> Vec<Unavailable> {
         let inventory = self.inventories.current(id);
         let workloads: Vec<_> = inventory
             .entries
@@ -155,34 +160,49 @@ impl Reconciler {
             .map(|(key, _)| key.clone())
             .collect();
         if workloads.is_empty() {
-            return true;
+            return Vec::new();
         }
-        let Ok(resolver) = self.resolver(false).await else {
-            return false;
-        };
-        for key in &workloads {
-            if let Some(kind) = resolver
-                .resolve_key(key)
-                .or_else(|| resolver.resolve_any_version(&key.group, &key.kind))
-            {
-                self.cache.ensure_watched(&kind.resource, kind.namespaced);
+        if let Ok(resolver) = self.resolver(false).await {
+            for key in &workloads {
+                if let Some(kind) = resolver
+                    .resolve_key(key)
+                    .or_else(|| resolver.resolve_any_version(&key.group, &key.kind))
+                {
+                    self.cache.ensure_watched(&kind.resource, kind.namespaced);
+                }
             }
         }
         self.cache.wait_synced(Duration::from_secs(5)).await;
-        workloads.iter().all(|key| {
-            self.cache
-                .get(key)
-                .is_some_and(|live| match key.kind.as_str() {
-                    "Deployment" => live
-                        .data
-                        .pointer("/status/conditions")
-                        .and_then(Value::as_array)
-                        .is_some_and(|cs| {
-                            cs.iter()
-                                .any(|c| c["type"] == "Available" && c["status"] == "True")
-                        }),
-                    _ => readiness(&key.group, &key.kind, &live) == Readiness::Current,
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let mut history = self.history.lock().expect("history");
+        workloads
+            .into_iter()
+            .filter_map(|key| {
+                let found = match self.cache.get(&key) {
+                    Some(live) => availability(&key.group, &key.kind, &live),
+                    None => Availability::Unavailable {
+                        status: "not found".into(),
+                        since: None,
+                    },
+                };
+                let Availability::Unavailable { status, since } = found else {
+                    history.available(&key);
+                    return None;
+                };
+                // The workload's own record of when it stopped serving survives a restart of the
+                // installer; without one, since when this process has seen it so.
+                let recorded = since
+                    .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                    .map(|t| Duration::from_secs((now.as_second() - t.as_second()).max(0) as u64));
+                let lasted =
+                    recorded.unwrap_or_else(|| history.unavailable_for(&key, Instant::now()));
+                Some(Unavailable {
+                    key,
+                    status,
+                    lasted,
+                    tolerated: self.config.deployment_timeout,
                 })
-        })
+            })
+            .collect()
     }
 }

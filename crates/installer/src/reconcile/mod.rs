@@ -52,7 +52,7 @@ use crate::config::InstallerConfig;
 use crate::error::ProviderError;
 use crate::events::Events;
 use crate::history::History;
-use crate::inventory::Inventories;
+use crate::inventory::{Inventories, ProviderRecord};
 use crate::metrics::Metrics;
 use crate::names::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
 use crate::order::Until;
@@ -259,6 +259,12 @@ impl Reconciler {
         let mut writing = false;
         let result = async {
             let old = self.inventory(target, prepared, round).await?;
+            // A version that was fully rolled out serves already: its workloads are not waited for
+            // again. A lost pod is a provider that does not serve (reported from `finish`), not a
+            // rollout to wait for, time out and roll back; later phases are repaired meanwhile.
+            let serves_already = ProviderRecord::read(&old)
+                .and_then(|r| r.rolled_out)
+                .is_some_and(|r| r.digest == prepared.digest);
             let old = self.release_unmanaged(old, round).await?;
             self.check_claims(target, prepared, round)?;
             // No half-applied version: everything the API server can judge now is judged before the
@@ -278,6 +284,9 @@ impl Reconciler {
                     });
                 }
                 let fresh = self.apply_phase(target, phase).await?;
+                if phase.phase == Phase::Workloads && serves_already {
+                    continue;
+                }
                 if let Some(pending) = self.gate(target, &prepared.digest, phase, &fresh)? {
                     return Ok(ProviderState::Progressing {
                         phase: phase.phase,

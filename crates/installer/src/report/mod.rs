@@ -269,20 +269,42 @@ fn first_failure_reason<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> 
 
 fn degraded(outcomes: &[&Outcome]) -> Condition {
     let failing: Vec<&Outcome> = outcomes.iter().copied().filter(|o| persistent(o)).collect();
-    if failing.is_empty() {
+    // A provider whose workloads stay unavailable degrades the operator; a pod that is replaced
+    // within the tolerated time does not (OpenShift: Degraded is a persistent observation).
+    let lasting: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| {
+            let lasting: Vec<String> = o
+                .unavailable
+                .iter()
+                .filter(|u| u.persistent())
+                .map(|u| {
+                    format!(
+                        "{} has not been Available for {}s: {}",
+                        u.key,
+                        u.tolerated.as_secs(),
+                        u.status
+                    )
+                })
+                .collect();
+            (!lasting.is_empty())
+                .then(|| format!("{}: {}", o.describe_serving(), lasting.join("; ")))
+        })
+        .collect();
+    if failing.is_empty() && lasting.is_empty() {
         return condition("Degraded", false, Reason::AsExpected, String::new());
     }
     let message = failing
         .iter()
         .filter_map(|o| o.failure_message())
+        .chain(lasting)
         .collect::<Vec<_>>()
         .join("; ");
-    condition(
-        "Degraded",
-        true,
-        first_failure_reason(failing.iter().copied()),
-        message,
-    )
+    let reason = match first_failure_reason(failing.iter().copied()) {
+        Reason::AsExpected => Reason::ProviderUnavailable,
+        failure => failure,
+    };
+    condition("Degraded", true, reason, message)
 }
 
 /// What the installer is waiting for, one entry per provider (and one for missing sources).
@@ -329,8 +351,10 @@ fn progressing(missing: &[Wanted], outcomes: &[&Outcome]) -> Condition {
     )
 }
 
-/// Available: every provider serves a version that was fully rolled out at least once (and no required
-/// one lacks a source). Otherwise False, naming each provider that does not serve and what blocks it.
+/// Available: every provider serves a version that was fully rolled out at least once and whose
+/// workloads are Available now (and no required one lacks a source). Otherwise False, naming each
+/// provider that does not serve and what blocks it (for a served version: each workload that is not
+/// Available, with what its status says).
 fn available(platform: &str, missing: &[Wanted], outcomes: &[&Outcome]) -> Condition {
     let providers: Vec<&Outcome> = outcomes.iter().copied().filter(|o| !duplicate(o)).collect();
     if missing.is_empty() && !providers.is_empty() && providers.iter().all(|o| o.serving) {
@@ -355,10 +379,7 @@ fn available(platform: &str, missing: &[Wanted], outcomes: &[&Outcome]) -> Condi
         ));
     }
     message.extend(not_serving.iter().map(|o| not_serving_message(o)));
-    let reason = match first_failure_reason(not_serving.iter().copied()) {
-        Reason::AsExpected => waiting_reason(missing),
-        failure => failure,
-    };
+    let reason = not_serving_reason(&not_serving).unwrap_or_else(|| waiting_reason(missing));
     let message = if message.is_empty() {
         "installing".to_string()
     } else {
@@ -367,8 +388,25 @@ fn available(platform: &str, missing: &[Wanted], outcomes: &[&Outcome]) -> Condi
     condition("Available", false, reason, message)
 }
 
-/// Why a provider does not serve: its failure, what it waits for, or what blocks it.
+/// The reason of `Available=False` for providers that do not serve: a served version that lost its
+/// workloads, else a failure; `None` when they only wait.
+fn not_serving_reason(not_serving: &[&Outcome]) -> Option<Reason> {
+    if not_serving.iter().any(|o| !o.unavailable.is_empty()) {
+        return Some(Reason::ProviderUnavailable);
+    }
+    match first_failure_reason(not_serving.iter().copied()) {
+        Reason::AsExpected => None,
+        failure => Some(failure),
+    }
+}
+
+/// Why a provider does not serve: the workloads of its served version that are not Available, its
+/// failure, what it waits for, or what blocks it.
 fn not_serving_message(o: &Outcome) -> String {
+    if !o.unavailable.is_empty() {
+        let each: Vec<String> = o.unavailable.iter().map(ToString::to_string).collect();
+        return format!("{}: {}", o.describe_serving(), each.join("; "));
+    }
     let describe = o.target.source.describe();
     match (&o.state, o.failure_message()) {
         (_, Some(failure)) => failure,

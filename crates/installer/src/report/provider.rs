@@ -7,7 +7,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::{Condition, condition, degraded, not_serving_message, progressing};
+use super::{Condition, condition, degraded, not_serving_message, not_serving_reason, progressing};
 use crate::api::{self, Request};
 use crate::desired::{Desired, Role};
 use crate::error::Reason;
@@ -116,11 +116,8 @@ fn available(outcomes: &[&Outcome]) -> Condition {
             format!("installed: {}", serving.join(", ")),
         );
     }
-    let not_serving: Vec<&&Outcome> = outcomes.iter().filter(|o| !o.serving).collect();
-    let reason = not_serving
-        .iter()
-        .find_map(|o| o.failure_reason())
-        .unwrap_or(Reason::Installing);
+    let not_serving: Vec<&Outcome> = outcomes.iter().copied().filter(|o| !o.serving).collect();
+    let reason = not_serving_reason(&not_serving).unwrap_or(Reason::Installing);
     let message: Vec<String> = not_serving.iter().map(|o| not_serving_message(o)).collect();
     condition("Available", false, reason, message.join("; "))
 }

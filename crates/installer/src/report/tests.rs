@@ -8,7 +8,7 @@ use super::*;
 use crate::desired::{Wants, wanted};
 use crate::error::Pending;
 use crate::error::ProviderError;
-use crate::outcome::Removal;
+use crate::outcome::{Removal, Unavailable};
 use crate::prepare::RenderError;
 use crate::source::{ProviderSource, SourceId, Target};
 
@@ -31,6 +31,7 @@ fn outcome(name: &str, state: ProviderState) -> Outcome {
         related: vec![],
         held: None,
         digest: None,
+        unavailable: vec![],
     }
 }
 
@@ -195,6 +196,82 @@ fn a_bad_new_version_keeps_the_old_one_available_but_not_at_the_release() {
     assert!(get(&cs, "Available").status);
     assert!(get(&cs, "Progressing").status);
     assert!(!at_release(&[], &upgrading));
+}
+
+/// An installed provider whose Deployment lost its pod `lasted` ago (tolerated for 300 s).
+fn lost_pod(name: &str, lasted: u64) -> Outcome {
+    let mut o = outcome(name, ProviderState::Installed);
+    o.serving = false;
+    o.unavailable = vec![Unavailable {
+        key: ObjectKey::new(
+            "apps",
+            "v1",
+            "Deployment",
+            Some("openshift-cluster-api"),
+            "capa-controller-manager",
+        ),
+        status: "available replicas 0 of 1; Available=False: MinimumReplicasUnavailable: Deployment does not have minimum availability.".into(),
+        lasted: Duration::from_secs(lasted),
+        tolerated: Duration::from_secs(300),
+    }];
+    o
+}
+
+#[test]
+fn a_provider_that_lost_its_pods_is_unavailable_at_once_and_degraded_once_it_lasts() {
+    let outcomes = [
+        outcome("cluster-api", ProviderState::Installed),
+        lost_pod("aws", 3),
+    ];
+    let cs = installing(&outcomes);
+    let available = get(&cs, "Available");
+    assert!(!available.status);
+    assert_eq!(available.reason, Reason::ProviderUnavailable);
+    assert_eq!(
+        available.message,
+        "aws v1.0.0: Deployment openshift-cluster-api/capa-controller-manager is not Available: available replicas 0 of 1; Available=False: MinimumReplicasUnavailable: Deployment does not have minimum availability."
+    );
+    assert_eq!(
+        get(&cs, "CapiInstallerControllerAvailable").reason,
+        Reason::ProviderUnavailable
+    );
+    // Nothing is rolling out, and a pod that is replaced soon is no persistent problem.
+    assert!(!get(&cs, "Progressing").status, "{cs:?}");
+    assert!(!get(&cs, "Degraded").status, "{cs:?}");
+    assert!(get(&cs, "Upgradeable").status);
+    // The version that is installed is still the release's.
+    assert!(at_release(&[], &outcomes));
+
+    let lasting = installing(&[
+        outcome("cluster-api", ProviderState::Installed),
+        lost_pod("aws", 300),
+    ]);
+    let degraded = get(&lasting, "Degraded");
+    assert!(degraded.status);
+    assert_eq!(degraded.reason, Reason::ProviderUnavailable);
+    assert_eq!(
+        degraded.message,
+        "aws v1.0.0: Deployment openshift-cluster-api/capa-controller-manager has not been Available for 300s: available replicas 0 of 1; Available=False: MinimumReplicasUnavailable: Deployment does not have minimum availability."
+    );
+    assert!(!get(&lasting, "Available").status);
+
+    // A failure elsewhere keeps its own reason on Degraded, and the message names both.
+    let both = installing(&[
+        serving_old(outcome("cluster-api", failed(5, 300))),
+        lost_pod("aws", 300),
+    ]);
+    let degraded = get(&both, "Degraded");
+    assert_eq!(degraded.reason, Reason::InvalidProviderManifests);
+    assert!(
+        degraded
+            .message
+            .contains("ConfigMap cluster-api: document 3")
+            && degraded
+                .message
+                .contains("capa-controller-manager has not been Available"),
+        "{degraded:?}"
+    );
+    assert_eq!(get(&both, "Available").reason, Reason::ProviderUnavailable);
 }
 
 #[test]
