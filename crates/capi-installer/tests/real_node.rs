@@ -232,14 +232,7 @@ async fn the_installed_providers_run_on_a_real_node() {
     tokio::time::sleep(STEADY).await;
     let events = cp.audit_events().unwrap();
     for (ns, account) in [(INSTALLER_NS, "capi-installer"), (NS, "capi-controllers")] {
-        let writes: Vec<String> = events
-            .iter()
-            .filter(|e| e.is_write() && e.stage_timestamp.0 > since)
-            .filter(|e| e.user.username == format!("system:serviceaccount:{ns}:{account}"))
-            // Leader election renews its Lease; that is the one write a steady process makes.
-            .filter(|e| e.object_ref.as_ref().is_none_or(|o| o.resource != "leases"))
-            .map(|e| format!("{} {}", e.verb, e.request_uri))
-            .collect();
+        let writes = writes_of(&events, ns, account, since, |_| false);
         assert!(
             writes.is_empty(),
             "{account} wrote in steady state: {writes:#?}"
@@ -259,20 +252,71 @@ async fn the_installed_providers_run_on_a_real_node() {
         );
     }
 
-    // A provider pod killed: the ReplicaSet replaces it and the ClusterOperator stays Available.
+    // A provider pod killed: the ClusterOperator reports it (Available=False naming the Deployment;
+    // nothing rolls out, so Progressing stays False), the ReplicaSet replaces the pod, and Available
+    // comes back only once the new pod is Ready. Reading availability is not drift: meanwhile the
+    // installer writes nothing but the ClusterOperator's status. The node is cordoned while the pod
+    // is killed, so that its replacement waits until the report has been seen: without it, on a
+    // loaded machine the replacement was Ready before a reconcile (which renders every provider
+    // first) read the Deployment, and there was nothing left to report (docs/known-gaps.md).
+    let since = now();
     let killed = pods_of(&admin, AWS_DEPLOYMENT).await.remove(0);
+    cordon(&admin, true).await;
     Api::<Pod>::namespaced(admin.clone(), NS)
         .delete(&killed.name_any(), &DeleteParams::default().grace_period(0))
         .await
         .unwrap();
-    eventually(T, "a new Ready pod of the AWS manager", || async {
-        let pods = pods_of(&admin, AWS_DEPLOYMENT).await;
-        pods.iter()
-            .any(|p| p.uid() != killed.uid() && pod_ready(p).is_some())
-            .then_some(())
-    })
+    let reported = eventually(
+        T,
+        "the ClusterOperator reporting the killed pod",
+        || async {
+            let s = co_status(&admin).await?;
+            (!is(&s, "Available", "True")).then_some(s)
+        },
+    )
     .await;
-    wait_available(&admin, T).await;
+    let available = condition(&reported, "Available").unwrap();
+    eprintln!("killed pod reported: {available:?}");
+    assert_eq!(available.reason, "ProviderUnavailable", "{available:?}");
+    assert!(
+        available.message.contains(&format!(
+            "Deployment {NS}/{AWS_DEPLOYMENT} is not Available: available replicas 0 of 1"
+        )),
+        "{available:?}"
+    );
+    assert!(
+        is(&reported, "Progressing", "False") && is(&reported, "Degraded", "False"),
+        "a lost pod is neither a rollout nor (yet) degraded: {reported:#}"
+    );
+    cordon(&admin, false).await;
+    let status = wait_available(&admin, T).await;
+    let back_at: k8s_openapi::jiff::Timestamp = condition(&status, "Available")
+        .unwrap()
+        .since
+        .parse()
+        .expect("Available has a transition time");
+    let replacement = pods_of(&admin, AWS_DEPLOYMENT)
+        .await
+        .into_iter()
+        .find(|p| p.uid() != killed.uid())
+        .expect("the ReplicaSet replaced the killed pod");
+    let ready_at = pod_ready(&replacement).expect("the replacement is Ready while Available");
+    assert!(
+        ready_at.0 <= back_at,
+        "Available again at {back_at}, before the new pod was Ready at {}",
+        ready_at.0
+    );
+    let writes = writes_of(
+        &cp.audit_events().unwrap(),
+        INSTALLER_NS,
+        "capi-installer",
+        since,
+        |o| o.resource == "clusteroperators" && o.subresource.as_deref() == Some("status"),
+    );
+    assert!(
+        writes.is_empty(),
+        "the installer wrote more than status for a killed pod: {writes:#?}"
+    );
 
     // A new provider version rolls out through a real ReplicaSet; the gate waits for its pods.
     let components = fixture_components(AWS_CM).replace("--v=${CAPA_LOGLEVEL:=0}", "--v=2");
@@ -309,6 +353,28 @@ async fn the_installed_providers_run_on_a_real_node() {
         "the gate passed before the new ReplicaSet's pod was Ready"
     );
     drop(cp);
+}
+
+/// The writes of ServiceAccount `account` of openshift-cluster-api after `since`, but its Lease's
+/// renewals (the one write a steady process makes) and what `allowed` accepts.
+fn writes_of(
+    events: &[control_plane::AuditEvent],
+    namespace: &str,
+    account: &str,
+    since: k8s_openapi::jiff::Timestamp,
+    allowed: impl Fn(&control_plane::AuditObjectRef) -> bool,
+) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.is_write() && e.stage_timestamp.0 > since)
+        .filter(|e| e.user.username == format!("system:serviceaccount:{namespace}:{account}"))
+        .filter(|e| {
+            e.object_ref
+                .as_ref()
+                .is_none_or(|o| o.resource != "leases" && !allowed(o))
+        })
+        .map(|e| format!("{} {}", e.verb, e.request_uri))
+        .collect()
 }
 
 fn cluster_resource(version: &str) -> kube::core::ApiResource {
