@@ -537,6 +537,8 @@ async fn the_inventory_is_watched_and_repaired() {
 
     // Deleted: written back, the retry entry included.
     let cms: Api<ConfigMap> = Api::namespaced(env.admin.clone(), INSTALLER_NS);
+    // The providers' sources stay in the providers' namespace; the installer's records are in its own.
+    let sources: Api<ConfigMap> = Api::namespaced(env.admin.clone(), NS);
     cms.delete("capi-installer-inventory", &DeleteParams::default())
         .await
         .unwrap();
@@ -605,13 +607,14 @@ async fn the_inventory_is_watched_and_repaired() {
     // Instances are not watched: the retry comes with the next reconcile (any change, or the resync).
     let touch =
         json!({"metadata": {"annotations": {"test.capi-installer/touched": "instance gone"}}});
-    cms.patch(
-        "cluster-api",
-        &PatchParams::default(),
-        &Patch::Merge(&touch),
-    )
-    .await
-    .unwrap();
+    sources
+        .patch(
+            "cluster-api",
+            &PatchParams::default(),
+            &Patch::Merge(&touch),
+        )
+        .await
+        .unwrap();
     let crds = api_for(
         &env.admin,
         "apiextensions.k8s.io/v1",
@@ -647,7 +650,8 @@ async fn the_inventory_is_watched_and_repaired() {
     let quiet_from = env.audit().last().unwrap().stage_timestamp.0;
     // A change of a watched source makes the installer reconcile (and compare its status) at once.
     let touch = json!({"metadata": {"annotations": {"test.capi-installer/touched": "yes"}}});
-    cms.patch("aws", &PatchParams::default(), &Patch::Merge(&touch))
+    sources
+        .patch("aws", &PatchParams::default(), &Patch::Merge(&touch))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
