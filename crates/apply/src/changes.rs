@@ -222,6 +222,163 @@ fn value_changes(
     }
 }
 
+/// What changed inside a value, for a person to read ([`FieldChange::detail`]): a list's items or a
+/// long string's lines are many, and two values cut to one line look alike when the change is at
+/// the end (an argument appended to a long `args` list).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Detail<'a> {
+    /// Set, removed, or replaced whole: a value absent on one side, a scalar, a short string.
+    Whole,
+    /// A list (of items without names, or owned whole): the items removed (their index before) and
+    /// added (their index after), in order; items kept are not listed.
+    Items {
+        before: usize,
+        after: usize,
+        edits: Vec<Edit<&'a Value>>,
+    },
+    /// A multi-line string: the lines removed (their number before) and added (their number after).
+    Lines {
+        before: usize,
+        after: usize,
+        edits: Vec<Edit<&'a str>>,
+    },
+    /// A long one-line string: where the two first differ (a character index) and each side from
+    /// there up to what both end with.
+    Span {
+        at: usize,
+        len_before: usize,
+        len_after: usize,
+        /// The characters both sides share just before `at` (at most [`SPAN_CONTEXT`]).
+        context: &'a str,
+        before: &'a str,
+        after: &'a str,
+    },
+}
+
+/// One item (or line) removed or added; `index` counts from 0 (lines: from 1) on its own side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edit<T> {
+    pub added: bool,
+    pub index: usize,
+    pub item: T,
+}
+
+/// A one-line string longer than this is shown by where it changed ([`Detail::Span`]).
+pub const LONG_STRING: usize = 80;
+
+/// Characters of shared context shown before a [`Detail::Span`].
+pub const SPAN_CONTEXT: usize = 20;
+
+impl FieldChange {
+    /// What changed inside the value (see [`Detail`]).
+    pub fn detail(&self) -> Detail<'_> {
+        match (&self.before, &self.after) {
+            (Some(Value::Array(b)), Some(Value::Array(a))) => items(b, a),
+            (Some(Value::String(b)), Some(Value::String(a)))
+                if b.contains('\n') || a.contains('\n') =>
+            {
+                lines(b, a)
+            }
+            (Some(Value::String(b)), Some(Value::String(a)))
+                if b.chars().count().max(a.chars().count()) > LONG_STRING =>
+            {
+                span(b, a)
+            }
+            _ => Detail::Whole,
+        }
+    }
+}
+
+fn edit<T>(added: bool, index: usize, item: T) -> Edit<T> {
+    Edit { added, index, item }
+}
+
+fn diff_ops<T: Ord + std::hash::Hash>(before: &[T], after: &[T]) -> Vec<(bool, usize)> {
+    use similar::{Algorithm, DiffOp, capture_diff_slices};
+    let mut out = Vec::new();
+    for op in capture_diff_slices(Algorithm::Myers, before, after) {
+        match op {
+            DiffOp::Equal { .. } => {}
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => out.extend((old_index..old_index + old_len).map(|i| (false, i))),
+            DiffOp::Insert {
+                new_index, new_len, ..
+            } => out.extend((new_index..new_index + new_len).map(|i| (true, i))),
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                out.extend((old_index..old_index + old_len).map(|i| (false, i)));
+                out.extend((new_index..new_index + new_len).map(|i| (true, i)));
+            }
+        }
+    }
+    out
+}
+
+fn items<'a>(before: &'a [Value], after: &'a [Value]) -> Detail<'a> {
+    // Items compared by their JSON text: `Value` is not `Hash`.
+    let text = |items: &[Value]| items.iter().map(Value::to_string).collect::<Vec<_>>();
+    let edits = diff_ops(&text(before), &text(after))
+        .into_iter()
+        .map(|(added, i)| edit(added, i, if added { &after[i] } else { &before[i] }))
+        .collect();
+    Detail::Items {
+        before: before.len(),
+        after: after.len(),
+        edits,
+    }
+}
+
+fn lines<'a>(before: &'a str, after: &'a str) -> Detail<'a> {
+    let b: Vec<&str> = before.lines().collect();
+    let a: Vec<&str> = after.lines().collect();
+    let edits = diff_ops(&b, &a)
+        .into_iter()
+        .map(|(added, i)| edit(added, i + 1, if added { a[i] } else { b[i] }))
+        .collect();
+    Detail::Lines {
+        before: b.len(),
+        after: a.len(),
+        edits,
+    }
+}
+
+fn span<'a>(before: &'a str, after: &'a str) -> Detail<'a> {
+    // Shared prefix and suffix in characters (byte offsets kept on char boundaries).
+    let prefix: Vec<(usize, char)> = before
+        .char_indices()
+        .zip(after.chars())
+        .take_while(|((_, b), a)| b == a)
+        .map(|(bc, _)| bc)
+        .collect();
+    let at = prefix.len();
+    let start = prefix.last().map_or(0, |(i, c)| i + c.len_utf8());
+    let (b_rest, a_rest) = (&before[start..], &after[start..]);
+    let suffix = b_rest
+        .chars()
+        .rev()
+        .zip(a_rest.chars().rev())
+        .take_while(|(b, a)| b == a)
+        .map(|(c, _)| c.len_utf8())
+        .sum::<usize>();
+    let context_start = prefix
+        .len()
+        .checked_sub(SPAN_CONTEXT)
+        .map_or(0, |i| prefix[i].0);
+    Detail::Span {
+        at,
+        len_before: before.chars().count(),
+        len_after: after.chars().count(),
+        context: &before[context_start..start],
+        before: &b_rest[..b_rest.len() - suffix],
+        after: &a_rest[..a_rest.len() - suffix],
+    }
+}
+
 /// The `name` of each item, when every item is a map with a distinct string `name`.
 fn names(items: &[Value]) -> Option<Vec<&str>> {
     let names: Option<Vec<&str>> = items.iter().map(|i| i.get("name")?.as_str()).collect();
@@ -350,5 +507,106 @@ mod tests {
             r#"metadata.annotations["example.io/hash"]"#
         );
         assert_eq!(changes[0].before, Some(json!("h1")));
+    }
+
+    fn change(before: Option<Value>, after: Option<Value>) -> FieldChange {
+        FieldChange {
+            path: "p".into(),
+            before,
+            after,
+        }
+    }
+
+    #[test]
+    fn an_appended_argument_is_the_one_item_added() {
+        let mut args: Vec<Value> = (0..12)
+            .map(|i| json!(format!("--flag-{i}=a-long-value")))
+            .collect();
+        let before = json!(args.clone());
+        args.push(json!("--v=4"));
+        let c = change(Some(before), Some(json!(args)));
+        let Detail::Items {
+            before,
+            after,
+            edits,
+        } = c.detail()
+        else {
+            panic!("{:?}", c.detail());
+        };
+        assert_eq!((before, after), (12, 13));
+        assert_eq!(edits, [edit(true, 12, &json!("--v=4"))]);
+    }
+
+    #[test]
+    fn items_removed_and_replaced_keep_their_own_side_s_index() {
+        let c = change(
+            Some(json!(["a", "b", "c", {"x": 1}])),
+            Some(json!(["a", "c", {"x": 2}, "d"])),
+        );
+        let Detail::Items { edits, .. } = c.detail() else {
+            panic!()
+        };
+        assert_eq!(
+            edits,
+            [
+                edit(false, 1, &json!("b")),
+                edit(false, 3, &json!({"x": 1})),
+                edit(true, 2, &json!({"x": 2})),
+                edit(true, 3, &json!("d")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_multi_line_string_shows_its_changed_lines() {
+        let c = change(
+            Some(json!("a: 1\nb: 2\nc: 3\n")),
+            Some(json!("a: 1\nb: 20\nc: 3\nd: 4\n")),
+        );
+        assert_eq!(
+            c.detail(),
+            Detail::Lines {
+                before: 3,
+                after: 4,
+                edits: vec![
+                    edit(false, 2, "b: 2"),
+                    edit(true, 2, "b: 20"),
+                    edit(true, 4, "d: 4"),
+                ]
+            }
+        );
+    }
+
+    #[test]
+    fn a_long_string_shows_where_it_changed() {
+        let head = "x".repeat(100);
+        let c = change(
+            Some(json!(format!("{head}é-old-tail"))),
+            Some(json!(format!("{head}é-new!-tail"))),
+        );
+        assert_eq!(
+            c.detail(),
+            Detail::Span {
+                at: 102,
+                len_before: 110,
+                len_after: 111,
+                context: &format!("{}é-", "x".repeat(18)),
+                before: "old",
+                after: "new!",
+            }
+        );
+    }
+
+    #[test]
+    fn short_scalars_and_one_sided_values_change_whole() {
+        for (before, after) in [
+            (Some(json!("short")), Some(json!("other"))),
+            (Some(json!(1)), Some(json!(2))),
+            (None, Some(json!(["a"]))),
+            (Some(json!("x".repeat(100))), None),
+            (Some(json!({"a": 1})), Some(json!({"a": 2}))),
+        ] {
+            assert_eq!(change(before, after).detail(), Detail::Whole);
+        }
     }
 }

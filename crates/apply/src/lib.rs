@@ -103,7 +103,7 @@ pub use apply::{
     Applier, ApplyAction, ApplyError, ApplyOutcome, CONCURRENCY, DEFAULT_HASH_ANNOTATION,
     PhaseOutcome, Preview,
 };
-pub use changes::{FieldChange, managed_changes};
+pub use changes::{Detail, Edit, FieldChange, managed_changes};
 pub use crd_names::{CrdNames, DroppedShortName, NameClaims, NameConflict, NameConflicts};
 pub use crd_safety::{CrdProblem, check_crd_change};
 pub use drift::needs_apply;

@@ -1,11 +1,13 @@
 //! `capi-installer diff`: what the installer would change in a cluster for a new release's transport
 //! ConfigMaps, without writing anything ([`capi_installer_controller::diff`]).
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use capi_installer_controller::diff::{self, DiffConfig};
+use capi_apply::{Detail, FieldChange};
+use capi_installer_controller::diff::{self, Change, DiffConfig, Report};
 use capi_manifests::transport::LABEL_NAME;
 use capi_runtime::args::KubeArgs;
 use capi_runtime::report::exit;
@@ -82,8 +84,12 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
     };
     let report = diff::diff(&client, &config, given).await?;
     let out = match args.output {
-        Output::Text => report.text(),
-        Output::Json => format!("{}\n", serde_json::to_string_pretty(&report)?),
+        Output::Text => text(&report),
+        Output::Json => format!(
+            "{}
+",
+            serde_json::to_string_pretty(&report)?
+        ),
         Output::Yaml => capi_manifests::yaml::to_yaml("the diff", &serde_json::to_value(&report)?)?,
     };
     capi_runtime::report::write_stdout(out)?;
@@ -92,6 +98,153 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
     } else {
         exit::OK
     }))
+}
+
+/// The report for people: one line per object, its fields below it, and inside each field what
+/// changed (the items of a list, the lines or the changed part of a long string).
+fn text(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "platform: {}", report.platform);
+    for m in &report.missing {
+        let _ = writeln!(out, "missing: {m}");
+    }
+    for p in &report.providers {
+        let version = p.version.as_deref().unwrap_or("no version label");
+        let _ = writeln!(out, "{} ({} {version})", p.source, p.provider);
+        if p.objects.is_empty() && p.refused.is_empty() {
+            let _ = writeln!(out, "  no change");
+        }
+        for r in &p.refused {
+            let _ = writeln!(out, "  ! refused: {r}");
+        }
+        for o in &p.objects {
+            let mark = match o.change {
+                Change::Created => '+',
+                Change::Changed | Change::Adopted => '~',
+                Change::Pruned => '-',
+            };
+            let change = format!("{:?}", o.change).to_lowercase();
+            let note = o
+                .note
+                .as_ref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  {mark} {} {change}{note}", o.object);
+            for f in &o.fields {
+                field(&mut out, f);
+            }
+        }
+    }
+    if !report.differs() {
+        let _ = writeln!(out, "nothing would change");
+    }
+    out
+}
+
+/// One field: its path and values, or what changed inside them, one line each.
+fn field(out: &mut String, f: &FieldChange) {
+    const INDENT: &str = "      ";
+    let mark = |added: bool| if added { '+' } else { '-' };
+    let plural = |n: usize, what: &str| match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    };
+    match f.detail() {
+        Detail::Whole => {
+            let _ = writeln!(
+                out,
+                "{INDENT}{}: {} -> {}",
+                f.path,
+                short(f.before.as_ref()),
+                short(f.after.as_ref())
+            );
+        }
+        Detail::Items {
+            before,
+            after,
+            edits,
+        } => {
+            let _ = writeln!(
+                out,
+                "{INDENT}{}: list of {before} -> {}",
+                f.path,
+                plural(after, "item")
+            );
+            for e in edits {
+                let _ = writeln!(
+                    out,
+                    "{INDENT}  {} [{}] {}",
+                    mark(e.added),
+                    e.index,
+                    short(Some(e.item))
+                );
+            }
+        }
+        Detail::Lines {
+            before,
+            after,
+            edits,
+        } => {
+            let _ = writeln!(
+                out,
+                "{INDENT}{}: text of {before} -> {}",
+                f.path,
+                plural(after, "line")
+            );
+            for e in edits {
+                let _ = writeln!(
+                    out,
+                    "{INDENT}  {} {:>4}: {}",
+                    mark(e.added),
+                    e.index,
+                    cut(e.item)
+                );
+            }
+        }
+        Detail::Span {
+            at,
+            len_before,
+            len_after,
+            context,
+            before,
+            after,
+        } => {
+            let _ = writeln!(
+                out,
+                "{INDENT}{}: string of {len_before} -> {len_after} characters, changed at character {at}:",
+                f.path
+            );
+            let ellipsis = if at > context.chars().count() {
+                "…"
+            } else {
+                ""
+            };
+            for (added, part) in [(false, before), (true, after)] {
+                let _ = writeln!(
+                    out,
+                    "{INDENT}  {} {ellipsis}{}",
+                    mark(added),
+                    cut(&format!("{context}{part}"))
+                );
+            }
+        }
+    }
+}
+
+/// A value on one line, cut at 160 characters.
+fn short(v: Option<&serde_json::Value>) -> String {
+    match v {
+        Some(v) => cut(&v.to_string()),
+        None => "(absent)".into(),
+    }
+}
+
+/// `text` cut at 160 characters.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(160) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
 }
 
 /// The transport ConfigMaps (labelled with a provider name) of a file, or of every `*.yaml`/`*.yml`

@@ -1,8 +1,8 @@
 //! `capi-installer diff` against a real control plane with core and aws installed: the release as
 //! installed changes nothing (exit 0, with the images from a file or from the installer's ConfigMap);
-//! an upgrade of aws (a changed argument, a dropped RoleBinding, a
-//! new CRD version) shows exactly those changes, field by field, and writes nothing (audit log; exit
-//! 1); a bundle the policy refuses is named with its rule.
+//! an upgrade of aws (a changed argument, a dropped RoleBinding, a new CRD version) shows exactly those
+//! changes, field by field — in text, the argument appended inside the long `args` list — and writes
+//! nothing (audit log; exit 1); a bundle the policy refuses is named with its rule.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -193,6 +193,16 @@ async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
     );
     assert!(
         stdout.contains("spec.versions[name=v1beta3]: (absent) -> {"),
+        "{stdout}"
+    );
+    // Inside the long `args` list: the one argument appended, at its index, not two values cut to
+    // the same prefix.
+    let n = after.len() - 1;
+    assert!(
+        stdout.contains(&format!(
+            "].args: list of {n} -> {} items\n        + [{n}] \"--v=4\"\n",
+            n + 1
+        )),
         "{stdout}"
     );
 

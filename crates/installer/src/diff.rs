@@ -14,7 +14,6 @@
 //! writes: the audit log shows none.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use capi_apply::{
     Applier, ApplyAction, ApplyError, FieldChange, Inventory, InventoryStore, KeepReason,
@@ -119,64 +118,6 @@ impl Report {
                 .providers
                 .iter()
                 .any(|p| !p.objects.is_empty() || !p.refused.is_empty())
-    }
-
-    /// The report for people: one line per object, its fields below it.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(out, "platform: {}", self.platform);
-        for m in &self.missing {
-            let _ = writeln!(out, "missing: {m}");
-        }
-        for p in &self.providers {
-            let version = p.version.as_deref().unwrap_or("no version label");
-            let _ = writeln!(out, "{} ({} {version})", p.source, p.provider);
-            if p.objects.is_empty() && p.refused.is_empty() {
-                let _ = writeln!(out, "  no change");
-            }
-            for r in &p.refused {
-                let _ = writeln!(out, "  ! refused: {r}");
-            }
-            for o in &p.objects {
-                let mark = match o.change {
-                    Change::Created => '+',
-                    Change::Changed | Change::Adopted => '~',
-                    Change::Pruned => '-',
-                };
-                let change = format!("{:?}", o.change).to_lowercase();
-                let note = o
-                    .note
-                    .as_ref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default();
-                let _ = writeln!(out, "  {mark} {} {change}{note}", o.object);
-                for f in &o.fields {
-                    let _ = writeln!(
-                        out,
-                        "      {}: {} -> {}",
-                        f.path,
-                        short(f.before.as_ref()),
-                        short(f.after.as_ref())
-                    );
-                }
-            }
-        }
-        if !self.differs() {
-            let _ = writeln!(out, "nothing would change");
-        }
-        out
-    }
-}
-
-/// A value on one line, cut at 160 characters.
-fn short(v: Option<&Value>) -> String {
-    let Some(v) = v else {
-        return "(absent)".into();
-    };
-    let text = v.to_string();
-    match text.char_indices().nth(160) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text,
     }
 }
 
