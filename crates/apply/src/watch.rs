@@ -241,6 +241,30 @@ impl LiveCache {
             .collect()
     }
 
+    /// Every cached object of `group`/`kind` (slim copies), ours or not, each with whether it is ours.
+    pub fn every(&self, group: &str, kind: &str) -> Vec<(Arc<DynamicObject>, bool)> {
+        self.scopes()
+            .iter()
+            .filter(|(s, _)| s.group == group && s.kind == kind)
+            .flat_map(|(_, w)| w.store.state())
+            .map(|o| {
+                let ours = self.inner.ownership.owns(&o);
+                (o, ours)
+            })
+            .collect()
+    }
+
+    /// Whether every watch of `group`/`kind` started so far has completed its initial list (false when
+    /// none was started).
+    pub fn is_kind_synced(&self, group: &str, kind: &str) -> bool {
+        let scopes = self.scopes();
+        let mut of_kind = scopes
+            .iter()
+            .filter(|(s, _)| s.group == group && s.kind == kind)
+            .peekable();
+        of_kind.peek().is_some() && of_kind.all(|(_, w)| *w.synced.borrow())
+    }
+
     /// Whether every watch started so far has completed its initial list.
     pub fn is_synced(&self) -> bool {
         self.scopes().values().all(|w| *w.synced.borrow())

@@ -495,7 +495,8 @@ impl Installer {
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
         let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
             .with_ceiling(&policy::Ceiling::from_roles(&roles))
-            .with_unmanaged(unmanaged.clone());
+            .with_unmanaged(unmanaged.clone())
+            .with_live_crds(self.reconciler.live_crds().await);
         let mut planner = round.planner();
         let selection = &round.selection;
         let mut outcomes: Vec<Outcome> = Vec::new();

@@ -39,6 +39,10 @@ pub enum Reason {
     BundlePolicyViolation,
     /// A CRD change would strand stored data (found before anything was written).
     UnsafeCustomResourceDefinitionChange,
+    /// A CRD's plural, singular name, kind or list kind is held by another CRD of its group (another
+    /// provider's, or one on the cluster), or two providers bring the same CRD (found before anything
+    /// was written).
+    CustomResourceDefinitionNameConflict,
     /// The API server refused a request for lack of permission.
     Forbidden,
     /// An object exists and is managed by someone else (another field manager, or another provider);
@@ -90,6 +94,7 @@ impl Reason {
         Reason::InvalidProviderManifests,
         Reason::BundlePolicyViolation,
         Reason::UnsafeCustomResourceDefinitionChange,
+        Reason::CustomResourceDefinitionNameConflict,
         Reason::Forbidden,
         Reason::OwnershipConflict,
         Reason::DuplicateProvider,
@@ -120,6 +125,7 @@ impl Reason {
             Reason::InvalidProviderManifests => "InvalidProviderManifests",
             Reason::BundlePolicyViolation => "BundlePolicyViolation",
             Reason::UnsafeCustomResourceDefinitionChange => "UnsafeCustomResourceDefinitionChange",
+            Reason::CustomResourceDefinitionNameConflict => "CustomResourceDefinitionNameConflict",
             Reason::Forbidden => "Forbidden",
             Reason::OwnershipConflict => "OwnershipConflict",
             Reason::DuplicateProvider => "DuplicateProvider",
@@ -247,6 +253,9 @@ impl ProviderError {
     pub fn reason(&self) -> Reason {
         match self {
             ProviderError::Render(RenderError::Policy(_)) => Reason::BundlePolicyViolation,
+            ProviderError::Render(RenderError::NameConflict(_)) => {
+                Reason::CustomResourceDefinitionNameConflict
+            }
             ProviderError::Source(SourceError::Decode(_) | SourceError::Profile(_))
             | ProviderError::Render(_) => Reason::InvalidProviderManifests,
             ProviderError::Source(SourceError::Gone { .. }) => Reason::ApplyFailed,

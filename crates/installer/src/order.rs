@@ -182,6 +182,7 @@ mod tests {
             related: Vec::new(),
             held: None,
             digest: None,
+            dropped_short_names: Vec::new(),
         }
     }
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use capi_apply::{ObjectKey, Phase};
+use capi_apply::{DroppedShortName, ObjectKey, Phase};
 use serde_json::Value;
 
 use crate::error::{Pending, ProviderError};
@@ -110,6 +110,9 @@ pub struct Outcome {
     /// The digest of the content this pass wanted (rendered and planned), when it got that far:
     /// what `ClusterAPI/cluster`'s revisions are made of ([`crate::report::cluster_api`]).
     pub digest: Option<String>,
+    /// Short names taken out of its CRDs because other CRDs of their group hold them (an upstream
+    /// clash between providers, e.g. Azure's and GCP's `amct`): installed without them.
+    pub dropped_short_names: Vec<DroppedShortName>,
 }
 
 impl Outcome {
@@ -129,6 +132,25 @@ impl Outcome {
             Some(n) => format!("{serving} (revision {n}, rolled back by hand)"),
             None => serving,
         }
+    }
+
+    /// The short names left out of its CRDs, for status messages: `gcp v1.11.0: short name amct of
+    /// CustomResourceDefinition … dropped: held by CustomResourceDefinition … (infrastructure-azure);
+    /// …`.
+    pub fn names_note(&self) -> Option<String> {
+        if self.dropped_short_names.is_empty() {
+            return None;
+        }
+        let dropped: Vec<String> = self
+            .dropped_short_names
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        Some(format!(
+            "{}: {}",
+            self.target.source.describe(),
+            dropped.join("; ")
+        ))
     }
 
     /// `ConfigMap aws: <error> (attempt 3)`, for a failed provider.

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use capi_apply::{KindResolver, Plan, PlanInput};
+use capi_apply::{DroppedShortName, KindResolver, NameConflicts, Plan, PlanInput};
 use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
 use capi_manifests::profile;
 use capi_object::kinds::is_cluster_scoped;
@@ -74,6 +74,10 @@ pub enum RenderError {
     /// should not reveal the next.
     #[error("{} problems: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Several(Vec<RenderError>),
+    /// Names of its CRDs that CRDs of another provider (or of the cluster) hold: the API server would
+    /// never establish them.
+    #[error("{0}")]
+    NameConflict(#[source] NameConflicts),
 }
 
 impl RenderError {
@@ -86,6 +90,9 @@ impl RenderError {
             RenderError::Several(all) => all.iter().flat_map(RenderError::problems).collect(),
             RenderError::Policy(v) => v.0.iter().map(|v| format!("bundle policy: {v}")).collect(),
             RenderError::Plan(errors) => errors.0.iter().map(ToString::to_string).collect(),
+            RenderError::NameConflict(conflicts) => {
+                conflicts.0.iter().map(ToString::to_string).collect()
+            }
             other => vec![other.to_string()],
         }
     }
@@ -130,6 +137,9 @@ pub struct Prepared {
     /// sha256 of the rendered objects: what identifies this version of the provider for this cluster
     /// (a new payload, image or substitution changes it).
     pub digest: String,
+    /// Short names taken out of the plan's CRDs because other CRDs of their group hold them (see
+    /// [`crate::round::Planner`]): reported, since `kubectl get <short name>` finds the other kind.
+    pub dropped_short_names: Vec<DroppedShortName>,
 }
 
 impl Prepared {
@@ -439,6 +449,7 @@ pub fn plan_rendered(
         plan,
         stripped: rendered.stripped,
         digest,
+        dropped_short_names: Vec::new(),
     })
 }
 

@@ -17,7 +17,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use capi_apply::{KindResolver, ObjectKey};
+use capi_apply::{CrdNames, KindResolver, NameClaims, ObjectKey};
 
 use crate::desired::Wanted;
 use crate::policy::Ceiling;
@@ -41,6 +41,9 @@ pub struct Round {
     /// Which CRDs are unmanaged (`ClusterAPI/cluster`); an unreadable one fails every provider of the
     /// pass, as no CRD may be written then. Only the controller reads it (none elsewhere).
     pub unmanaged: Result<Unmanaged, UnmanagedError>,
+    /// The names the cluster's CRDs hold (their accepted names): they had them first. Each provider's
+    /// plan claims its CRDs' names after them and after the providers before it ([`Planner::plan`]).
+    pub names: NameClaims,
 }
 
 impl Round {
@@ -69,7 +72,20 @@ impl Round {
             selection,
             ctx: Arc::new(ctx),
             unmanaged: Ok(Unmanaged::default()),
+            names: NameClaims::new(),
         }
+    }
+
+    /// With the CRDs on the cluster: each as (name, its accepted names, the `cluster.x-k8s.io/provider`
+    /// label of the provider that installed it, if this installer did).
+    pub fn with_live_crds(
+        mut self,
+        crds: impl IntoIterator<Item = (String, CrdNames, Option<String>)>,
+    ) -> Round {
+        for (name, accepted, owner) in crds {
+            self.names.hold_live(&name, &accepted, owner.as_deref());
+        }
+        self
     }
 
     /// With the provider RBAC ceiling the cluster has now (the administrator's ClusterRoles): the
@@ -92,6 +108,7 @@ impl Round {
         Planner {
             ctx: self.ctx.clone(),
             learned: None,
+            names: self.names.clone(),
         }
     }
 
@@ -102,6 +119,7 @@ impl Round {
         Planner {
             ctx: self.ctx.clone(),
             learned: Some(KindResolver::new()),
+            names: self.names.clone(),
         }
     }
 
@@ -139,22 +157,25 @@ pub struct Planner {
     ctx: Arc<RenderContext>,
     /// Ahead of the cluster: the kinds of the CRDs of the providers planned so far.
     learned: Option<KindResolver>,
+    /// The CRD names held on the cluster and claimed by the providers planned so far.
+    names: NameClaims,
 }
 
 impl Planner {
     /// Renders, checks and plans `target`'s payload (see [`prepare::prepare`]) with the kinds `served`
-    /// knows (ahead of the cluster, and those of the providers planned before it). Pure.
+    /// knows (ahead of the cluster, and those of the providers planned before it), then claims its
+    /// CRDs' names ([`Planner::claim_names`]). Pure.
     pub fn plan(
         &mut self,
         target: &Target,
         payload: &Payload,
         served: &KindResolver,
     ) -> Result<Prepared, RenderError> {
-        let ctx = &self.ctx;
-        if self.learned.is_none() {
-            return prepare::prepare(payload, target, ctx, served);
-        }
-        let prepared = prepare::prepare(payload, target, ctx, &self.kinds(served))?;
+        let mut prepared = match self.learned {
+            None => prepare::prepare(payload, target, &self.ctx, served)?,
+            Some(_) => prepare::prepare(payload, target, &self.ctx, &self.kinds(served))?,
+        };
+        self.claim_names(target, &mut prepared)?;
         if let Some(learned) = &mut self.learned {
             for crd in prepared
                 .plan
@@ -169,14 +190,30 @@ impl Planner {
         Ok(prepared)
     }
 
-    /// Objects rendered earlier (a revision's stored content) through the same checks and plan as a
-    /// fresh render: stored content is as untrusted as any ConfigMap of the namespace.
+    /// Objects rendered earlier (a revision's stored content) through the same checks, plan and name
+    /// claims as a fresh render: stored content is as untrusted as any ConfigMap of the namespace.
     pub fn replan(
-        &self,
+        &mut self,
+        target: &Target,
         rendered: Rendered,
         served: &KindResolver,
     ) -> Result<Prepared, RenderError> {
-        prepare::plan_rendered(rendered, &self.ctx, served)
+        let mut prepared = prepare::plan_rendered(rendered, &self.ctx, served)?;
+        self.claim_names(target, &mut prepared)?;
+        Ok(prepared)
+    }
+
+    /// Claims the names of the plan's CRDs for `target` (see [`capi_apply::crd_names`]): after what
+    /// the cluster holds, then in install order. A short name another CRD of the group holds is only a
+    /// convenience of `kubectl get`, and is dropped from the plan (and reported) rather than left for
+    /// the API server to refuse, which would leave the CRD never Established; any other clash refuses
+    /// the provider before its first write, naming both CRDs.
+    fn claim_names(&mut self, target: &Target, prepared: &mut Prepared) -> Result<(), RenderError> {
+        prepared.dropped_short_names = self
+            .names
+            .claim(&target.clusterctl_label, &mut prepared.plan)
+            .map_err(RenderError::NameConflict)?;
+        Ok(())
     }
 
     /// The kinds a plan may use now: those `served` knows and, ahead of the cluster, those of the

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use capi_apply::{Availability, Phase, availability};
+use capi_apply::{Availability, DroppedShortName, Phase, availability};
 use capi_openshift::time::now_rfc3339;
 use kube::runtime::events::EventType;
 use serde_json::Value;
@@ -26,6 +26,8 @@ pub(super) struct Run {
     pub held: Option<u32>,
     /// The digest of the content the pass wanted, when it was rendered and planned.
     pub digest: Option<String>,
+    /// Short names taken out of its CRDs (held by other CRDs of their group).
+    pub dropped_short_names: Vec<DroppedShortName>,
 }
 
 impl Run {
@@ -37,6 +39,7 @@ impl Run {
             related,
             held: None,
             digest: None,
+            dropped_short_names: Vec::new(),
         }
     }
 }
@@ -52,6 +55,7 @@ impl Reconciler {
             related,
             held,
             digest,
+            dropped_short_names,
         } = run;
         let id = &target.source.id;
         let previous = ProviderRecord::read(&self.inventories.current(id));
@@ -93,6 +97,7 @@ impl Reconciler {
             related,
             held,
             digest,
+            dropped_short_names,
         }
     }
 

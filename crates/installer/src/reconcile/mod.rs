@@ -41,10 +41,15 @@ mod uninstall;
 mod unmanaged;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use capi_apply::{Applier, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, Phase};
+use capi_apply::{
+    Applier, CrdNames, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, Phase,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
+use kube::api::ApiResource;
 use kube::runtime::reflector;
 
 use crate::compute::{self, Step};
@@ -240,6 +245,7 @@ impl Reconciler {
             related: Vec::new(),
             held: None,
             digest: None,
+            dropped_short_names: Vec::new(),
         })
         .await
     }
@@ -354,6 +360,36 @@ impl Reconciler {
             self.inventories.save(&union).await?;
         }
         Ok(new)
+    }
+
+    /// The CRDs on the cluster, ours and others', with their accepted names and, for ours, the
+    /// provider that installed them: what a round's plans claim names after ([`Round::with_live_crds`]).
+    /// From the watch cache (one watch of every CRD, which the applier needs anyway); when it has not
+    /// listed within a few seconds, what it has (a name the API server then refuses is found again in
+    /// the next pass, once it has).
+    pub async fn live_crds(&self) -> Vec<(String, CrdNames, Option<String>)> {
+        let (group, kind) = ("apiextensions.k8s.io", "CustomResourceDefinition");
+        self.cache
+            .ensure_watched(&ApiResource::erase::<CustomResourceDefinition>(&()), false);
+        if !self.cache.is_kind_synced(group, kind)
+            && !self.cache.wait_synced(Duration::from_secs(10)).await
+        {
+            tracing::warn!(
+                "the CustomResourceDefinition watch has not listed yet; CRD names are checked against what it has"
+            );
+        }
+        let ownership = self.applier.ownership();
+        self.cache
+            .every(group, kind)
+            .into_iter()
+            .filter_map(|(crd, ours)| {
+                let name = crd.metadata.name.clone()?;
+                let owner = ours
+                    .then(|| ownership.owner_of(&crd).map(str::to_string))
+                    .flatten();
+                Some((name, CrdNames::accepted(&crd.data), owner))
+            })
+            .collect()
     }
 
     async fn resolver(&self, refresh: bool) -> Result<KindResolver, ProviderError> {

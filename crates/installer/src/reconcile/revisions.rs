@@ -122,6 +122,7 @@ impl Reconciler {
             related,
             held: None,
             digest: None,
+            dropped_short_names: prepared.dropped_short_names,
         }
     }
 
@@ -176,6 +177,7 @@ impl Reconciler {
             related: replay.related_objects(&self.config.namespace),
             held: hold.failed.is_none().then_some(hold.serving),
             digest: None,
+            dropped_short_names: replay.dropped_short_names,
         }
     }
 
@@ -232,6 +234,7 @@ impl Reconciler {
             related: replay.related_objects(&self.config.namespace),
             held: None,
             digest: None,
+            dropped_short_names: replay.dropped_short_names,
         }
     }
 
@@ -263,7 +266,8 @@ impl Reconciler {
             .transpose()?;
         let serving = content(hold.serving)?;
         let resolver = self.resolver(false).await?;
-        let planner = round.planner();
+        let mut planner = round.planner();
+        let replanned = target.clone();
         // Decompressing and planning a whole revision again is a render's work: off the runtime.
         let mut replay = compute::run(&self.metrics, Step::Replay, move || {
             let read = |(n, bytes): &(u32, Vec<u8>)| -> Result<Vec<Value>, ProviderError> {
@@ -282,7 +286,11 @@ impl Reconciler {
             };
             let objects = revision::rollback_objects(read(&serving)?, &newest_objects);
             let origin = format!("revision {} of {id}", serving.0);
-            Ok::<_, ProviderError>(planner.replan(Rendered::stored(&origin, objects)?, &resolver)?)
+            Ok::<_, ProviderError>(planner.replan(
+                &replanned,
+                Rendered::stored(&origin, objects)?,
+                &resolver,
+            )?)
         })
         .await?;
         self.take_unmanaged(&mut replay, round).await?;

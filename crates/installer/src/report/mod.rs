@@ -137,6 +137,7 @@ pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
             if let Some(note) = observed.extra_note() {
                 available.message = format!("{}; {note}", available.message);
             }
+            with_names_notes(&mut available, &all);
             (
                 available,
                 progressing(observed.missing, &all),
@@ -397,6 +398,20 @@ fn not_serving_reason(not_serving: &[&Outcome]) -> Option<Reason> {
     match first_failure_reason(not_serving.iter().copied()) {
         Reason::AsExpected => None,
         failure => Some(failure),
+    }
+}
+
+/// Appends to `available`'s message the short names each provider was installed without (see
+/// [`Outcome::names_note`]): `kubectl get amct` finds another provider's kind, and an administrator
+/// should see why.
+pub(crate) fn with_names_notes(available: &mut Condition, outcomes: &[&Outcome]) {
+    let notes: Vec<String> = outcomes.iter().filter_map(|o| o.names_note()).collect();
+    if !notes.is_empty() {
+        available.message = format!(
+            "{}; installed without CRD short names that other CRDs hold: {}",
+            available.message,
+            notes.join("; ")
+        );
     }
 }
 

@@ -7,7 +7,10 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::{Condition, condition, degraded, not_serving_message, not_serving_reason, progressing};
+use super::{
+    Condition, condition, degraded, not_serving_message, not_serving_reason, progressing,
+    with_names_notes,
+};
 use crate::api::{self, Request};
 use crate::desired::{Desired, Role};
 use crate::error::Reason;
@@ -87,7 +90,11 @@ pub fn conditions(view: &ProviderView<'_>) -> Vec<Condition> {
             ]
         }
         (_, Desired::Install(_)) => [
-            available(&view.outcomes),
+            {
+                let mut available = available(&view.outcomes);
+                with_names_notes(&mut available, &view.outcomes);
+                available
+            },
             progressing(&[], &view.outcomes),
             degraded(&view.outcomes),
         ],

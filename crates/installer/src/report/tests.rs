@@ -32,6 +32,7 @@ fn outcome(name: &str, state: ProviderState) -> Outcome {
         held: None,
         digest: None,
         unavailable: vec![],
+        dropped_short_names: vec![],
     }
 }
 
