@@ -271,7 +271,7 @@ async fn the_current_generation_is_taken_over_in_place() {
         return;
     };
     let env = Env::start(true).await;
-    ensure_namespace(&env.admin, NS).await;
+    ensure_namespaces(&env.admin).await;
     set_platform(&env.admin, "AWS").await;
     let mut objects = Vec::new();
     for (revision, provider) in ["cluster-api", "aws"].iter().enumerate() {
