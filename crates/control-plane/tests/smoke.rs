@@ -220,6 +220,7 @@ async fn openshift_crds_are_established_and_infrastructure_status_is_writable() 
     assert_eq!(
         names,
         [
+            "apiservers.config.openshift.io",
             "clusterapis.operator.openshift.io",
             "clusteroperators.config.openshift.io",
             "clusterversions.config.openshift.io",
