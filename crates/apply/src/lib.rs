@@ -83,21 +83,21 @@
 //! desired object, and server-side apply keeps the other manager's value.
 
 pub mod apply;
-pub mod changes;
+pub(crate) mod changes;
 pub mod crd_names;
-pub mod crd_safety;
+pub(crate) mod crd_safety;
 pub mod drift;
-pub mod inventory;
-pub mod key;
+pub(crate) mod inventory;
+pub(crate) mod key;
 pub mod ownership;
 pub mod plan;
 pub mod prune;
 pub mod readiness;
-pub mod resolve;
+pub(crate) mod resolve;
 pub mod slim;
-pub mod takeover;
-pub mod wait;
-pub mod watch;
+pub(crate) mod takeover;
+pub(crate) mod wait;
+pub(crate) mod watch;
 
 pub use apply::{
     Applier, ApplyAction, ApplyError, ApplyOutcome, CONCURRENCY, DEFAULT_HASH_ANNOTATION,

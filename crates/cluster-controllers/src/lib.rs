@@ -32,19 +32,19 @@
 //!    object lacks a desired field;
 //! 6. conclude a [`status::State`], written as two conditions only when they changed.
 
-pub mod config;
-pub mod context;
-pub mod corecluster;
-pub mod error;
-pub mod infracluster;
+pub(crate) mod config;
+pub(crate) mod context;
+pub(crate) mod corecluster;
+pub(crate) mod error;
+pub(crate) mod infracluster;
 pub mod kubeconfig;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod names;
-pub mod platform;
-pub mod runner;
-pub mod secretsync;
-pub mod status;
-pub mod watch;
+pub(crate) mod platform;
+pub(crate) mod runner;
+pub(crate) mod secretsync;
+pub(crate) mod status;
+pub(crate) mod watch;
 
 use std::future::Future;
 use std::sync::Arc;

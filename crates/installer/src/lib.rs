@@ -15,35 +15,43 @@
 //!
 //! One reconcile is a pipeline: *read inputs → render and validate the whole plan (pure) → apply phase by
 //! phase → write status from what was applied*. A plan that fails validation never reaches a write.
+//!
+//! # The public face
+//! Public is what the binary (`capi-installer`), its examples and the integration tests call: the
+//! loop ([`Installer`], [`InstallerConfig`], [`Metrics`], [`records`]), the commands' steps ([`diff`],
+//! the pure steps `render` chains: [`desired`], [`source`], [`round`], [`prepare`], [`policy`], [`tls`])
+//! and what `status`, `rollback` and the tests read of the installer's records ([`inventory`],
+//! [`revision`], [`api`], [`names`], [`reference`]). The apply loop's own steps (`controller`,
+//! `reconcile`, `order`, `outcome`, `error`, `report`, `history`, `events`, ...) are crate-private.
 
 pub mod api;
 mod compute;
 pub mod config;
-pub mod controller;
+pub(crate) mod controller;
 pub mod desired;
 pub mod diff;
-pub mod error;
-pub mod events;
-pub mod history;
+pub(crate) mod error;
+pub(crate) mod events;
+pub(crate) mod history;
 pub mod inventory;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod names;
-pub mod optional_watch;
-pub mod order;
-pub mod outcome;
-pub mod platform;
+pub(crate) mod optional_watch;
+pub(crate) mod order;
+pub(crate) mod outcome;
+pub(crate) mod platform;
 pub mod policy;
 pub mod prepare;
-pub mod reconcile;
+pub(crate) mod reconcile;
 pub mod records;
 pub mod reference;
-pub mod render;
-pub mod report;
+pub(crate) mod render;
+pub(crate) mod report;
 pub mod revision;
 pub mod round;
 pub mod source;
 pub mod tls;
-pub mod unmanaged;
+pub(crate) mod unmanaged;
 
 pub use config::InstallerConfig;
 pub use controller::Installer;

@@ -6,7 +6,7 @@
 
 mod key;
 pub mod kinds;
-pub mod names;
+pub(crate) mod names;
 
 pub use key::{ObjectKey, group_of, split_api_version};
 pub use kinds::{KindOrigin, KnownKind, is_cluster_scoped};

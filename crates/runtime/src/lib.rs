@@ -53,17 +53,17 @@
 //! `leader` alone builds the election (the installer library retires an earlier release's Lease with
 //! it); `metrics` alone, a component's series.
 
-pub mod duration;
+pub(crate) mod duration;
 pub mod report;
 
 #[cfg(feature = "process")]
-pub mod access;
+pub(crate) mod access;
 #[cfg(feature = "process")]
 pub mod args;
 #[cfg(feature = "process")]
-pub mod auth;
+pub(crate) mod auth;
 #[cfg(feature = "process")]
-pub mod http;
+pub(crate) mod http;
 #[cfg(feature = "leader")]
 pub mod leader;
 #[cfg(feature = "metrics")]
@@ -71,11 +71,11 @@ pub mod metrics;
 #[cfg(feature = "process")]
 pub mod process;
 #[cfg(feature = "process")]
-pub mod responsiveness;
+pub(crate) mod responsiveness;
 #[cfg(feature = "process")]
 mod run;
 #[cfg(feature = "process")]
-pub mod tls;
+pub(crate) mod tls;
 
 pub use duration::{format_duration, parse_duration, parse_duration_arg};
 #[cfg(feature = "process")]

@@ -151,10 +151,6 @@ impl Reconciler {
         &self.inventories
     }
 
-    pub fn events(&self) -> &Events {
-        &self.events
-    }
-
     pub fn revisions(&self) -> &Revisions {
         &self.revisions
     }

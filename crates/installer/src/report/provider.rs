@@ -33,9 +33,6 @@ pub struct ProviderView<'a> {
     pub revision: Option<u32>,
 }
 
-/// The condition types of an `InfrastructureProvider`, in order.
-pub const CONDITIONS: [&str; 4] = ["Available", "Progressing", "Degraded", "Uninstallable"];
-
 /// The conditions of one object.
 pub fn conditions(view: &ProviderView<'_>) -> Vec<Condition> {
     let name = &view.request.name;
