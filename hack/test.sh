@@ -59,8 +59,11 @@ echo "test binaries and doc tests done in $((SECONDS - start))s"
 if [[ -s "$logs/failed" ]]; then
   while read -r name; do
     printf '\n===== %s =====\n' "$name"
-    # The failure summary is at the end; the whole log can be long.
-    tail -n 200 "$logs/$name.log"
+    # What failed first (a panic's message sits among the log lines before the backtrace, which a
+    # tail would cut off), then the failure summary at the end; the whole log can be long.
+    grep -A 12 -E "^thread '.*' (\([0-9]+\) )?panicked at" "$logs/$name.log" | grep -vE '^\s+[0-9]+: |^\s+at ' | head -n 60 || true
+    printf -- '----- end of %s.log -----\n' "$name"
+    tail -n 120 "$logs/$name.log"
   done <"$logs/failed"
   printf '\nfailed: %s\n' "$(tr '\n' ' ' <"$logs/failed")"
   exit 1

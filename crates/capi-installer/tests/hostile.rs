@@ -375,7 +375,23 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
             "{}: the payload CRD changed",
             hostile.what
         );
-        let available = condition(&co_status(&env.admin).await.unwrap(), "Available").unwrap();
+        // The previous version serves: without drift, Available never left True. After the drift
+        // above, "serving again" may have read the status from before the installer saw the deleted
+        // Deployment, and the report of the restored one's first unavailable moment
+        // (ProviderUnavailable) can come after it: then Available must come back.
+        let available = if hostile.drift {
+            eventually(
+                Duration::from_secs(60),
+                "aws serving again after the restore",
+                || async {
+                    let available = condition(&co_status(&env.admin).await?, "Available")?;
+                    (available.status == "True").then_some(available)
+                },
+            )
+            .await
+        } else {
+            condition(&co_status(&env.admin).await.unwrap(), "Available").unwrap()
+        };
         assert_eq!(
             available.status, "True",
             "{}: the previous aws version still serves: {available:?}",

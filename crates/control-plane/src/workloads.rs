@@ -72,6 +72,12 @@ pub(crate) fn start_controllers(
             &format!("--cluster-signing-cert-file={}", p(&files.ca_cert)),
             &format!("--cluster-signing-key-file={}", p(&files.ca_key)),
             "--leader-elect=false",
+            // A node whose heartbeat is late by the grace period (50 s by default) is marked
+            // NotReady and every pod on it unready, so every provider Deployment turns unavailable,
+            // which the installer rightly reports. On a loaded 2-core machine KWOK's (or the real
+            // kubelet's) lease renewal can be that late; no test exercises a node that dies, so a
+            // late heartbeat must never look like one.
+            "--node-monitor-grace-period=10m",
             // No serving port: nothing scrapes it, and fixed default ports would collide between
             // control planes of parallel tests.
             "--secure-port=0",
