@@ -27,27 +27,26 @@
 //!    kubectl does not), does not prune what the upgrade dropped, and nothing repairs drift. Each
 //!    kubectl runs under GNU time (`/usr/bin/time`, where present) for its peak RSS.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use capi_installer_controller::desired::{self, Desired};
-use capi_installer_controller::prepare::{self, RenderContext};
-use capi_installer_controller::source::{self, SourceId, configmap};
 use capi_installer_controller::user_agent;
 use control_plane::AuditEvent;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
-use kube::discovery::{Discovery, Scope};
-use kube::{Client, ResourceExt};
-use serde_json::{Value, json};
+use kube::Client;
+use kube::api::{Api, DeleteParams};
+use serde_json::Value;
+
+use test_support::bench::{
+    Kubectl, Requests, at, audit_keys, cores, count, is_kubectl, loadavg, mib, micros_now,
+    operator_ready, proc_status, release_binary, render_objects, requests_by_resource,
+    requests_by_verb, secs, since, start_installer, stat, with_installer_log,
+};
+use test_support::{AWS_CM, Env, Upgrade, describe, read_documents};
 
 const NS: &str = test_support::NS;
-const RELEASE_VERSION: &str = "4.21.0-bench";
 const CRD_FILE: &str = "transport-configmaps/0000_30_cluster-api_04_crd.core-cluster-api.yaml";
 const CONFIGMAPS: [&str; 2] = [
     "transport-configmaps/0000_30_cluster-api_04_cm.core-cluster-api.yaml",
@@ -84,8 +83,8 @@ async fn main() -> Result<()> {
     let bin_dir = control_plane::bin_dir()?;
     let installer_bin = release_binary("capi-installer", "capi-installer")?;
     let upgrade = test_support::aws_upgrade(false);
-    let rendered = render_objects(None)?;
-    let upgraded = render_objects(Some(&upgrade.components))?;
+    let rendered = render_aws(None)?;
+    let upgraded = render_aws(Some(&upgrade.components))?;
     println!(
         "machine: {} cores, load average at start {}",
         cores(),
@@ -116,9 +115,6 @@ async fn main() -> Result<()> {
 // ---------------------------------------------------------------------------------------------------
 // Setup: the integration tests' own (crate test-support)
 
-use test_support::bench::{proc_status, release_binary};
-use test_support::{AWS_CM, Env, Upgrade, ar, images, read_documents};
-
 /// A fresh control plane with workloads, AWS and the release payload, before any installer runs.
 async fn fresh_env() -> Result<Env> {
     let env = Env::start(true).await;
@@ -130,36 +126,6 @@ async fn fresh_env() -> Result<Env> {
     .await
     .context("fixtures")?;
     Ok(env)
-}
-
-fn fixture(relative: &str) -> Result<PathBuf> {
-    test_support::fixture(relative).with_context(|| format!("fixture {relative}"))
-}
-
-/// Available=True and Progressing=False on `ClusterOperator/cluster-api`.
-async fn operator_ready(client: &Client) -> bool {
-    let api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ar(
-            "config.openshift.io",
-            "v1",
-            "ClusterOperator",
-            "clusteroperators",
-        ),
-    );
-    let Ok(Some(co)) = api.get_opt("cluster-api").await else {
-        return false;
-    };
-    let conditions = co.data["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let is = |t: &str, v: &str| {
-        conditions
-            .iter()
-            .any(|c| c["type"] == t && c["status"] == v)
-    };
-    is("Available", "True") && is("Progressing", "False")
 }
 
 async fn wait_operator_ready(client: &Client) -> Result<()> {
@@ -178,19 +144,14 @@ where
     test_support::bench::wait_until(READY_TIMEOUT, POLL, what, check).await
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Rendering, with the library, as the installer does
-
 /// The objects the installer applies for AWS, rendered from the fixtures' transport ConfigMaps (with
 /// `aws_components` instead of the aws ConfigMap's, for an upgrade).
-fn render_objects(aws_components: Option<&str>) -> Result<Vec<Value>> {
-    let mut docs: Vec<Value> = CONFIGMAPS
-        .iter()
-        .map(|rel| Ok(read_documents(&fixture(rel)?)))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+fn render_aws(aws_components: Option<&str>) -> Result<Vec<Value>> {
+    let mut docs = Vec::new();
+    for rel in CONFIGMAPS {
+        let path = test_support::fixture(rel).with_context(|| format!("fixture {rel}"))?;
+        docs.extend(read_documents(&path));
+    }
     if let Some(components) = aws_components {
         let aws = docs
             .iter_mut()
@@ -200,147 +161,7 @@ fn render_objects(aws_components: Option<&str>) -> Result<Vec<Value>> {
         content.components = components.to_string();
         *aws = content.encode()?;
     }
-    let typed: Vec<ConfigMap> = docs
-        .iter()
-        .map(|d| serde_json::from_value(d.clone()))
-        .collect::<Result<_, _>>()?;
-    let status = json!({"platformStatus": {"type": "AWS"}});
-    let Desired::Install(wants) = desired::desired(Some(&status), &[]) else {
-        bail!("platform AWS has no provider");
-    };
-    let ctx = RenderContext {
-        namespace: NS.into(),
-        images: images(),
-        ..Default::default()
-    };
-    let mut objects = Vec::new();
-    let candidates: Vec<_> = typed.iter().filter_map(configmap::candidate).collect();
-    for target in source::select(&wants.providers, &candidates, &Default::default()).targets {
-        let SourceId::ConfigMap(name) = &target.source.id else {
-            bail!(
-                "{}: the benchmark reads transport ConfigMaps only",
-                target.source.id
-            );
-        };
-        let cm = docs
-            .iter()
-            .find(|d| d["metadata"]["name"] == name.as_str())
-            .with_context(|| format!("ConfigMap {NS}/{name}"))?;
-        let payload = configmap::payload(cm)?;
-        for input in prepare::render(&payload, &target, &ctx)?.inputs {
-            objects.push(serde_json::to_value(&input.object)?);
-        }
-    }
-    Ok(objects)
-}
-
-fn is_crd(o: &Value) -> bool {
-    o["kind"] == "CustomResourceDefinition"
-}
-
-/// (plural resource, namespace, name) of each rendered object, as the audit log names them.
-async fn audit_keys(
-    client: &Client,
-    objects: &[Value],
-) -> Result<BTreeSet<(String, String, String)>> {
-    let discovery = Discovery::new(client.clone()).run_aggregated().await?;
-    let mut keys = BTreeSet::new();
-    for o in objects {
-        let obj: DynamicObject = serde_json::from_value(o.clone())?;
-        let gvk = GroupVersionKind::try_from(obj.types.as_ref().context("apiVersion and kind")?)?;
-        let (resource, caps) = discovery
-            .resolve_gvk(&gvk)
-            .with_context(|| format!("{gvk:?} is not served"))?;
-        let namespace = match caps.scope {
-            Scope::Namespaced => obj.namespace().unwrap_or_else(|| NS.into()),
-            Scope::Cluster => String::new(),
-        };
-        keys.insert((resource.plural, namespace, obj.name_any()));
-    }
-    Ok(keys)
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Audit log
-
-fn micros_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
-}
-
-fn at(e: &AuditEvent) -> i64 {
-    e.stage_timestamp.0.as_microsecond()
-}
-
-fn since(from: i64, to: i64) -> Duration {
-    Duration::from_micros(to.saturating_sub(from).max(0) as u64)
-}
-
-/// Requests (one per audit ID) whose agent matches, in `[from, to)`, counted by verb.
-fn requests_by_verb(
-    events: &[AuditEvent],
-    agent: impl Fn(&str) -> bool,
-    from: i64,
-    to: i64,
-) -> BTreeMap<String, usize> {
-    let mut seen = BTreeSet::new();
-    let mut by_verb = BTreeMap::new();
-    for e in events {
-        if e.user_agent.as_deref().is_some_and(&agent)
-            && (from..to).contains(&at(e))
-            && seen.insert(e.audit_id.clone())
-        {
-            // A server-side dry-run writes nothing: counted apart.
-            let verb = if e.is_dry_run() {
-                format!("{} (dry-run)", e.verb)
-            } else {
-                e.verb.clone()
-            };
-            *by_verb.entry(verb).or_insert(0) += 1;
-        }
-    }
-    by_verb
-}
-
-fn describe(e: &AuditEvent) -> String {
-    let o = e.object_ref.clone().unwrap_or_default();
-    format!(
-        "{} {}/{}{} {}/{}",
-        e.verb,
-        o.api_group,
-        o.resource,
-        o.subresource.map(|s| format!("/{s}")).unwrap_or_default(),
-        o.namespace.unwrap_or_default(),
-        o.name.unwrap_or_default(),
-    )
-}
-
-#[derive(Debug, Default, Clone)]
-struct Requests(BTreeMap<String, usize>);
-
-impl Requests {
-    fn reads(&self) -> usize {
-        self.count(|v| matches!(v, "get" | "list" | "watch"))
-    }
-    fn dry_runs(&self) -> usize {
-        self.count(|v| v.ends_with("(dry-run)"))
-    }
-    fn writes(&self) -> usize {
-        self.count(|v| {
-            matches!(
-                v,
-                "create" | "update" | "patch" | "delete" | "deletecollection"
-            )
-        })
-    }
-    fn count(&self, f: impl Fn(&str) -> bool) -> usize {
-        self.0.iter().filter(|(v, _)| f(v)).map(|(_, n)| n).sum()
-    }
-    fn verbs(&self) -> String {
-        let parts: Vec<String> = self.0.iter().map(|(v, n)| format!("{v} {n}")).collect();
-        parts.join(", ")
-    }
+    render_objects(&docs, "AWS", &[])
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -356,10 +177,8 @@ struct InstallerRun {
     /// Rendered objects the installer wrote at least once, of all rendered.
     objects_written: usize,
     install: Requests,
-    /// Reads until ready by verb and resource.
-    install_reads: Requests,
-    /// Writes until ready by verb and resource.
-    install_writes: Requests,
+    /// Requests until ready by verb and resource.
+    install_by_resource: Requests,
     /// (VmRSS, VmHWM) in KiB once Available.
     memory_ready: (u64, u64),
     idle: Requests,
@@ -373,34 +192,6 @@ struct InstallerRun {
     drift_repaired: Duration,
     /// (VmRSS, VmHWM) in KiB at the end of the sequence.
     memory_end: (u64, u64),
-}
-
-/// `capi-installer run` against `env`, killed when dropped.
-fn start_installer(bin: &Path, env: &Env, dir: &Path) -> Result<tokio::process::Child> {
-    let images_json = dir.join("images.json");
-    std::fs::write(&images_json, serde_json::to_string(&images())?)?;
-    let log = dir.join("installer.log");
-    tokio::process::Command::new(bin)
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(env.cp.kubeconfig_path())
-        .arg("--images-json")
-        .arg(&images_json)
-        .args([
-            "--http-addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ])
-        .arg("--leader-elect=false")
-        .env("RELEASE_VERSION", RELEASE_VERSION)
-        .env("RUST_LOG", "info,kube=warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting capi-installer run")
 }
 
 async fn installer_run(
@@ -417,12 +208,9 @@ async fn installer_run(
 
     // Cold install.
     let start = micros_now();
-    let mut child = start_installer(bin, &env, dir.path())?;
+    let mut child = start_installer(bin, &env.cp.kubeconfig_path(), dir.path())?;
     let pid = child.id().context("pid of capi-installer")?;
-    let fail = |e: anyhow::Error| {
-        let text = std::fs::read_to_string(dir.path().join("installer.log")).unwrap_or_default();
-        e.context(format!("installer log:\n{text}"))
-    };
+    let fail = |e: anyhow::Error| with_installer_log(dir.path(), e);
     wait_operator_ready(&env.admin).await.map_err(fail)?;
     let ready_at = micros_now();
     // Once the reconcile that reported Available has ended (and returned what it freed).
@@ -507,8 +295,15 @@ async fn installer_run(
             last_write = last_write.max(at(e));
         }
     }
-    let install = Requests(requests_by_verb(&events, ours, start, ready_at));
-    let idle_verbs = Requests(requests_by_verb(&events, ours, ready_at, idle_end));
+    if test_support::bench::timeline_wanted() {
+        println!("installer until ready:");
+        for line in test_support::bench::timeline(&events, ours, start, ready_at) {
+            println!("  {line}");
+        }
+    }
+    let install = requests_by_verb(&events, ours, start, ready_at);
+    let install_by_resource = requests_by_resource(&events, ours, start, ready_at);
+    let idle_verbs = requests_by_verb(&events, ours, ready_at, idle_end);
     let ua = ua.as_str();
     let events = &events;
     let installer_events = |from: i64, to: i64| {
@@ -517,16 +312,6 @@ async fn installer_run(
             .filter(move |e| e.user_agent.as_deref() == Some(ua) && (from..to).contains(&at(e)))
     };
     let idle_requests = installer_events(ready_at, idle_end).map(describe).collect();
-    let by_resource = |from: i64, to: i64, writes: bool| {
-        let mut seen = BTreeSet::new();
-        let mut out = BTreeMap::new();
-        for e in installer_events(from, to) {
-            if e.is_write() == writes && seen.insert(e.audit_id.clone()) {
-                *out.entry(what(e)).or_insert(0) += 1;
-            }
-        }
-        Requests(out)
-    };
     // The change's writes: the objects of the upgrade (not Events, status, records).
     let is_change = |e: &&AuditEvent| {
         e.object_ref.as_ref().is_some_and(|o| {
@@ -585,8 +370,7 @@ async fn installer_run(
         ready: since(start, ready_at),
         objects_written: written.len(),
         install,
-        install_reads: by_resource(start, ready_at, false),
-        install_writes: by_resource(start, ready_at, true),
+        install_by_resource,
         memory_ready,
         idle: idle_verbs,
         idle_requests,
@@ -596,20 +380,6 @@ async fn installer_run(
         drift_repaired: since(deleted, repaired),
         memory_end,
     })
-}
-
-/// `verb resource[/subresource]`.
-fn what(e: &AuditEvent) -> String {
-    let o = e.object_ref.clone().unwrap_or_default();
-    if o.resource.is_empty() {
-        return format!("{} {}", e.verb, e.request_uri);
-    }
-    format!(
-        "{} {}{}",
-        e.verb,
-        o.resource,
-        o.subresource.map(|s| format!("/{s}")).unwrap_or_default()
-    )
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -634,192 +404,33 @@ async fn kubectl_run(rendered: &[Value], upgraded: &[Value], bin_dir: &Path) -> 
     let env = fresh_env().await?;
     let load = loadavg();
     let dir = tempfile::tempdir()?;
-    let write = |name: &str, objects: Vec<&Value>| -> Result<PathBuf> {
-        let path = dir.path().join(name);
-        let docs: Vec<String> = objects
-            .into_iter()
-            .map(serde_json::to_string)
-            .collect::<Result<_, _>>()?;
-        std::fs::write(&path, docs.join("\n---\n"))?;
-        Ok(path)
-    };
-    let crds = write("crds.yaml", rendered.iter().filter(|o| is_crd(o)).collect())?;
-    let rest = write(
-        "rest.yaml",
-        rendered.iter().filter(|o| !is_crd(o)).collect(),
-    )?;
-    let kubectl = Kubectl {
-        bin: bin_dir.join("kubectl"),
-        kubeconfig: env.cp.kubeconfig_path(),
-        // A fresh discovery cache per run: kubectl starts as cold as the installer does.
-        cache: dir.path().join("kube-cache"),
-        peak_kib: AtomicU64::new(0),
-    };
-
-    let start = micros_now();
-    kubectl.apply(&[&crds]).await?;
-    kubectl
-        .run(&[
-            "wait",
-            "--for=condition=Established",
-            "crd",
-            "--all",
-            "--timeout=300s",
-        ])
-        .await?;
-    kubectl.apply(&[&rest]).await?;
-    let applied_at = micros_now();
-    kubectl
-        .run(&[
-            "wait",
-            "--for=condition=Available",
-            "deployment",
-            "--all",
-            "-n",
-            NS,
-            "--timeout=600s",
-        ])
-        .await?;
-    let ready_at = micros_now();
-
-    let crds2 = write(
-        "crds2.yaml",
-        upgraded.iter().filter(|o| is_crd(o)).collect(),
-    )?;
-    let rest2 = write(
-        "rest2.yaml",
-        upgraded.iter().filter(|o| !is_crd(o)).collect(),
-    )?;
+    // A fresh discovery cache per run: kubectl starts as cold as the installer does.
+    let kubectl = Kubectl::new(bin_dir, env.cp.kubeconfig_path(), dir.path());
+    let install = kubectl.install(dir.path(), rendered).await?;
+    let (crds2, rest2) = Kubectl::write_files(dir.path(), "upgrade-", upgraded)?;
     let upgrade_start = micros_now();
     kubectl.apply(&[&crds2, &rest2]).await?;
     let upgrade_end = micros_now();
     let events = env.cp.audit_events()?;
-    let kubectl_agent = |a: &str| a.starts_with("kubectl");
+    if test_support::bench::timeline_wanted() {
+        println!("kubectl until ready:");
+        for line in test_support::bench::timeline(&events, is_kubectl, install.from, install.to) {
+            println!("  {line}");
+        }
+    }
     Ok(KubectlRun {
         load,
-        applied: since(start, applied_at),
-        ready: since(start, ready_at),
-        requests: Requests(requests_by_verb(&events, kubectl_agent, start, ready_at)),
+        applied: install.applied,
+        ready: install.ready,
+        requests: requests_by_verb(&events, is_kubectl, install.from, install.to),
         upgrade_applied: since(upgrade_start, upgrade_end),
-        upgrade_requests: Requests(requests_by_verb(
-            &events,
-            kubectl_agent,
-            upgrade_start,
-            upgrade_end + 1,
-        )),
-        peak_kib: kubectl.peak_kib.load(Ordering::Relaxed),
+        upgrade_requests: requests_by_verb(&events, is_kubectl, upgrade_start, upgrade_end + 1),
+        peak_kib: kubectl.peak(),
     })
 }
 
-struct Kubectl {
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-    /// The largest peak RSS of the kubectl processes so far, in KiB.
-    peak_kib: AtomicU64,
-}
-
-/// GNU time, which reports a child's peak RSS; kubectl runs without it where it is missing.
-const GNU_TIME: &str = "/usr/bin/time";
-const MAXRSS: &str = "capi-bench-maxrss ";
-
-impl Kubectl {
-    async fn run(&self, args: &[&str]) -> Result<()> {
-        let timed = Path::new(GNU_TIME).exists();
-        let mut command = if timed {
-            let mut c = tokio::process::Command::new(GNU_TIME);
-            c.arg("-f").arg(format!("{MAXRSS}%M")).arg(&self.bin);
-            c
-        } else {
-            tokio::process::Command::new(&self.bin)
-        };
-        let out = command
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output()
-            .await
-            .context("running kubectl")?;
-        if !out.status.success() {
-            bail!(
-                "kubectl {}: {}\n{}",
-                args.join(" "),
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        let peak = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .find_map(|l| l.strip_prefix(MAXRSS)?.trim().parse::<u64>().ok());
-        if let Some(kib) = peak {
-            self.peak_kib.fetch_max(kib, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    async fn apply(&self, files: &[&Path]) -> Result<()> {
-        let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-        let mut args = vec![
-            "apply",
-            "--server-side",
-            "--field-manager=bench",
-            // The payload's CRDs belong to cluster-version-operator; the installer adopts them (its
-            // adoptable managers), kubectl has to force to do the same.
-            "--force-conflicts",
-        ];
-        for f in &files {
-            args.extend(["-f", f.as_str()]);
-        }
-        self.run(&args).await
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The release binary
-
 // ---------------------------------------------------------------------------------------------------
 // Report
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get())
-}
-
-/// "median (min–max)" of the values.
-fn stat<T: PartialOrd + Copy>(mut values: Vec<T>, show: impl Fn(T) -> String) -> String {
-    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    match values.as_slice() {
-        [] => "–".into(),
-        [one] => show(*one),
-        all => format!(
-            "{} ({}–{})",
-            show(all[all.len() / 2]),
-            show(all[0]),
-            show(all[all.len() - 1])
-        ),
-    }
-}
-
-fn secs(d: Duration) -> String {
-    format!("{:.1} s", d.as_secs_f64())
-}
-
-fn count(n: usize) -> String {
-    n.to_string()
-}
-
-fn mib(kib: u64) -> String {
-    format!("{:.1} MiB", kib as f64 / 1024.0)
-}
 
 fn print_tables(
     runs: usize,
@@ -907,12 +518,11 @@ fn print_tables(
     println!("per run:");
     for (i, r) in installer.iter().enumerate() {
         println!(
-            "- installer {}: load {}; until ready {}; reads: {}; writes: {}; idle: {}; edit: {}",
+            "- installer {}: load {}; until ready {}; by resource: {}; idle: {}; edit: {}",
             i + 1,
             r.load,
             r.install.verbs(),
-            r.install_reads.verbs(),
-            r.install_writes.verbs(),
+            r.install_by_resource.verbs(),
             r.idle_requests.join("; "),
             r.edit_writes.join("; ")
         );

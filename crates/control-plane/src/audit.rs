@@ -42,6 +42,9 @@ pub struct AuditEvent {
     #[serde(rename = "responseStatus")]
     pub response_code: Option<u16>,
     pub stage_timestamp: MicroTime,
+    /// When the API server received the request (benchmarks: how long each request took).
+    #[serde(default)]
+    pub request_received_timestamp: Option<MicroTime>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
