@@ -2,13 +2,13 @@
 //! ConfigMaps, without writing anything ([`capi_installer_controller::diff`]).
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use capi_apply::{Detail, FieldChange};
+use anyhow::Result;
+use capi_apply::{Detail, Edit, FieldChange};
 use capi_installer_controller::diff::{self, Change, DiffConfig, Report};
-use capi_manifests::transport::LABEL_NAME;
+use capi_installer_controller::offline;
 use capi_runtime::args::KubeArgs;
 use capi_runtime::report::exit;
 use serde_json::Value;
@@ -63,14 +63,22 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
     };
     let mut given = Vec::new();
     for path in &args.paths {
-        given.extend(read_configmaps(path)?);
+        let (configmaps, skipped) = offline::transport_configmaps(path)?;
+        for note in skipped {
+            eprintln!("note: {note}");
+        }
+        anyhow::ensure!(
+            !configmaps.is_empty(),
+            "{}: no transport ConfigMap",
+            path.display()
+        );
+        given.extend(configmaps);
     }
     let client = crate::connect(&args.kube).await?;
     let images = match images {
         Some(images) => images,
         None => {
-            crate::images_from_cluster(&client, &args.namespaces.installer.installer_namespace)
-                .await?
+            diff::release_images(&client, &args.namespaces.installer.installer_namespace).await?
         }
     };
     let config = DiffConfig {
@@ -141,14 +149,12 @@ fn text(report: &Report) -> String {
     out
 }
 
+/// How far a field's lines are indented (below its object's).
+const INDENT: &str = "      ";
+
 /// One field: its path and values, or what changed inside them, one line each.
 fn field(out: &mut String, f: &FieldChange) {
-    const INDENT: &str = "      ";
     let mark = |added: bool| if added { '+' } else { '-' };
-    let plural = |n: usize, what: &str| match n {
-        1 => format!("1 {what}"),
-        n => format!("{n} {what}s"),
-    };
     match f.detail() {
         Detail::Whole => {
             let _ = writeln!(
@@ -164,42 +170,30 @@ fn field(out: &mut String, f: &FieldChange) {
             after,
             edits,
         } => {
-            let _ = writeln!(
+            let item = |e: &Edit<&Value>| format!("[{}] {}", e.index, short(Some(e.item)));
+            list(
                 out,
-                "{INDENT}{}: list of {before} -> {}",
-                f.path,
-                plural(after, "item")
+                &f.path,
+                ("list", "item"),
+                (before, after),
+                &edits,
+                item,
             );
-            for e in edits {
-                let _ = writeln!(
-                    out,
-                    "{INDENT}  {} [{}] {}",
-                    mark(e.added),
-                    e.index,
-                    short(Some(e.item))
-                );
-            }
         }
         Detail::Lines {
             before,
             after,
             edits,
         } => {
-            let _ = writeln!(
+            let line = |e: &Edit<&str>| format!("{:>4}: {}", e.index, cut(e.item));
+            list(
                 out,
-                "{INDENT}{}: text of {before} -> {}",
-                f.path,
-                plural(after, "line")
+                &f.path,
+                ("text", "line"),
+                (before, after),
+                &edits,
+                line,
             );
-            for e in edits {
-                let _ = writeln!(
-                    out,
-                    "{INDENT}  {} {:>4}: {}",
-                    mark(e.added),
-                    e.index,
-                    cut(e.item)
-                );
-            }
         }
         Detail::Span {
             at,
@@ -231,6 +225,27 @@ fn field(out: &mut String, f: &FieldChange) {
     }
 }
 
+/// A list or a text by its items or lines: how many there were and are, then each removed (`-`) or
+/// added (`+`), one a line.
+fn list<T>(
+    out: &mut String,
+    path: &str,
+    (whole, unit): (&str, &str),
+    (before, after): (usize, usize),
+    edits: &[Edit<T>],
+    show: impl Fn(&Edit<T>) -> String,
+) {
+    let after = match after {
+        1 => format!("1 {unit}"),
+        n => format!("{n} {unit}s"),
+    };
+    let _ = writeln!(out, "{INDENT}{path}: {whole} of {before} -> {after}");
+    for e in edits {
+        let mark = if e.added { '+' } else { '-' };
+        let _ = writeln!(out, "{INDENT}  {mark} {}", show(e));
+    }
+}
+
 /// A value on one line, cut at 160 characters.
 fn short(v: Option<&serde_json::Value>) -> String {
     match v {
@@ -245,43 +260,4 @@ fn cut(text: &str) -> String {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
     }
-}
-
-/// The transport ConfigMaps (labelled with a provider name) of a file, or of every `*.yaml`/`*.yml`
-/// file of a folder.
-fn read_configmaps(path: &Path) -> Result<Vec<Value>> {
-    let files = if path.is_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("reading folder {}", path.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-            .collect();
-        files.sort();
-        files
-    } else {
-        vec![path.to_path_buf()]
-    };
-    let mut out = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
-        let docs = capi_manifests::yaml::parse_documents(&file.display().to_string(), &text)?;
-        for doc in capi_manifests::yaml::unwrap_lists(docs) {
-            let v = doc.value;
-            let transport = v.get("apiVersion").and_then(Value::as_str) == Some("v1")
-                && v.get("kind").and_then(Value::as_str) == Some("ConfigMap")
-                && v.pointer("/metadata/labels")
-                    .and_then(|l| l.get(LABEL_NAME))
-                    .is_some();
-            if transport {
-                out.push(v);
-            } else if !path.is_dir() {
-                eprintln!("note: {}: not a transport ConfigMap, skipped", doc.location);
-            }
-        }
-    }
-    if out.is_empty() {
-        anyhow::bail!("{}: no transport ConfigMap", path.display());
-    }
-    Ok(out)
 }

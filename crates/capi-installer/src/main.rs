@@ -25,6 +25,7 @@ mod render_cmd;
 mod rollback_cmd;
 mod status_cmd;
 mod status_providers;
+mod table;
 
 /// The installer's Lease: only its holder reconciles.
 pub(crate) const LEASE_NAME: &str = capi_installer_controller::policy::LEADER_LEASE;
@@ -120,32 +121,6 @@ async fn main() -> ExitCode {
 pub(crate) fn read_images(path: &Path) -> Result<BTreeMap<String, String>> {
     let what = format!("images file {}", path.display());
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {what}"))?;
-    Ok(capi_manifests::image::parse_images(&what, &text)?)
-}
-
-/// The ConfigMap of the release's images that the installer's Deployment mounts as `--images-json`
-/// (`manifests/0000_30_capi-installer_02_images-configmap.yaml`), and its key.
-const IMAGES_CONFIGMAP: &str = "capi-installer-images";
-const IMAGES_KEY: &str = "images.json";
-
-/// The images the installer in the cluster is given, read from its ConfigMap: what `diff` uses when no
-/// `--images-json` is given. The same checks as a file's.
-pub(crate) async fn images_from_cluster(
-    client: &kube::Client,
-    namespace: &str,
-) -> Result<BTreeMap<String, String>> {
-    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
-        kube::Api::namespaced(client.clone(), namespace);
-    let what = format!("ConfigMap {namespace}/{IMAGES_CONFIGMAP}, key {IMAGES_KEY}");
-    let cm = api
-        .get_opt(IMAGES_CONFIGMAP)
-        .await
-        .with_context(|| format!("reading {what}"))?
-        .with_context(|| format!("{what}: the ConfigMap is not there; pass --images-json FILE"))?;
-    let text = cm
-        .data
-        .and_then(|mut d| d.remove(IMAGES_KEY))
-        .with_context(|| format!("{what}: the key is not there; pass --images-json FILE"))?;
     Ok(capi_manifests::image::parse_images(&what, &text)?)
 }
 

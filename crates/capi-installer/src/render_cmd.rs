@@ -4,25 +4,21 @@
 //! in which order, and what exactly.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use capi_apply::{KindResolver, Phase, Plan};
-use capi_installer_controller::desired::{self, Desired, Wants};
+use capi_apply::{Phase, Plan};
+use capi_installer_controller::desired::{Desired, Wanted, Wants};
+use capi_installer_controller::offline::{self, Input, Sources, describe_source};
 use capi_installer_controller::prepare::RenderContext;
-use capi_installer_controller::round::Round;
-use capi_installer_controller::source::profile::{ProfileCatalog, validate_profile_name};
-use capi_installer_controller::source::{
-    self, ProviderSource, SourceCatalog, SourceId, Target, configmap,
-};
+use capi_installer_controller::source::Target;
+use capi_installer_controller::source::profile::ProfileCatalog;
 use capi_manifests::ProviderType;
 use capi_manifests::platform::Platform;
 use capi_manifests::transport::{LABEL_NAME, LABEL_TYPE};
 use capi_runtime::report::exit;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::DynamicObject;
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Output {
@@ -89,27 +85,53 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
         .collect();
     let infra = infra.join(", ");
 
-    let Some(round) = select(&args, &sources, &wants, &ctx) else {
+    let round = offline::round(&wants, &sources, &ctx);
+    let not_selected = sources.not_selected(&round);
+    for c in &not_selected.configmaps {
+        eprintln!(
+            "note: {}: ConfigMap {} is not selected for platform {}",
+            c.origin,
+            c.name(),
+            args.platform
+        );
+    }
+    for c in &not_selected.profiles {
+        eprintln!(
+            "note: {} ({}) is not selected for platform {}",
+            c.id,
+            c.describe(),
+            args.platform
+        );
+    }
+    if !round.selection.missing.is_empty() {
+        missing(&args, &round.selection.missing);
         return Ok(ExitCode::from(exit::FAILED));
-    };
-    let selection = &round.selection;
-    let (plans, mut errors) = plan_all(&args.namespace, &sources, &round);
-    // As the installer does: a second source of one provider is refused, naming the one kept.
-    errors.extend(selection.refused.iter().map(|r| {
-        format!(
-            "{}: provider {} ({}) is already provided by {}; remove one of the two",
-            describe_source(&args.namespace, &r.target.source.id),
-            r.target.source.name,
-            r.target.source.provider_type.label(),
-            describe_source(&args.namespace, &r.kept)
-        )
-    }));
+    }
+    let mut plans: Vec<(&Target, Plan)> = Vec::new();
+    let mut errors = Vec::new();
+    for rendered in offline::render(&round, &sources) {
+        match rendered.plan {
+            Ok((plan, stripped)) => {
+                for field in &stripped {
+                    eprintln!(
+                        "note: {}: removed {field} (another controller owns it)",
+                        describe_source(&args.namespace, &rendered.target.source.id)
+                    );
+                }
+                plans.push((rendered.target, plan));
+            }
+            // One provider's problems, each on a line of its own.
+            Err(problems) => errors.push(problems.join("\nerror: ")),
+        }
+    }
+    errors.extend(offline::refused(&args.namespace, &round));
     let out = match args.output {
         Output::Text => text(&args.platform, &infra, &args.namespace, &plans),
         Output::Yaml => yaml(&plans)?,
         Output::Json => json_list(&plans)?,
     };
     capi_runtime::report::write_stdout(out)?;
+    let selection = &round.selection;
     Ok(report_errors(
         &errors,
         selection.targets.len() + selection.refused.len(),
@@ -126,31 +148,17 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
         None => Default::default(),
     };
     let input = match &args.from {
-        Some(dir) => read_input(dir, &args.namespace)?,
+        Some(dir) => Input::read(dir, &args.namespace)?,
         None => Input::default(),
     };
-    // The installer's policy (with `run`'s allowances); the round protects the transport ConfigMaps
-    // of the input as they would be in the cluster.
-    // Offline: as on a cluster without a TLS profile of its own (the Intermediate profile).
-    let (substitutions, unavailable) =
-        capi_installer_controller::tls::with_cluster_profile(None, &substitutions);
-    let ctx = RenderContext {
-        namespace: args.namespace.clone(),
-        images,
-        substitutions,
-        unavailable,
-        policy: args.policy.config(&args.namespace),
-    };
+    let policy = args.policy.config(&args.namespace);
+    let ctx = offline::context(&args.namespace, images, &substitutions, policy);
     for note in &input.notes {
         eprintln!("note: {note}");
     }
     let profiles = match &args.profiles_dir {
         Some(dir) => {
-            if let Some(profile) = &args.profile {
-                validate_profile_name(profile).map_err(anyhow::Error::msg)?;
-            }
-            let catalog = ProfileCatalog::read(dir, args.profile.as_deref())
-                .with_context(|| format!("reading profiles folder {}", dir.display()))?;
+            let catalog = offline::read_profiles(dir, args.profile.as_deref())?;
             for skipped in &catalog.skipped {
                 eprintln!("note: {skipped}: skipped");
             }
@@ -163,8 +171,7 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
 
 /// The providers `platform` needs; `None` (after saying so) on a platform without Cluster API support.
 fn wants(platform: &str) -> Result<Option<Wants>> {
-    let status = json!({"platformStatus": {"type": platform}});
-    match desired::desired(Some(&status), &[]) {
+    match offline::desired(platform) {
         Desired::Install(wants) => Ok(Some(wants)),
         Desired::Unsupported { platform, reason } => {
             // Not an error: this is what the installer does on such a platform.
@@ -207,169 +214,39 @@ fn report_errors(
     ExitCode::SUCCESS
 }
 
-/// The round of the sources the platform selects; notes for the others; `None` (after printing the
-/// error) when a required provider has none.
-fn select(
-    args: &RenderArgs,
-    sources: &Sources,
-    wants: &Wants,
-    ctx: &RenderContext,
-) -> Option<Round> {
-    let mut candidates: Vec<ProviderSource> = sources
-        .input
-        .configmaps
+/// Prints which required providers have no source, and where none was found.
+fn missing(args: &RenderArgs, missing: &[Wanted]) {
+    let missing: Vec<String> = missing
         .iter()
-        .filter_map(|c| configmap::candidate(&c.typed))
+        .map(|w| {
+            format!(
+                "{LABEL_NAME}={}, {LABEL_TYPE}={}",
+                w.name,
+                w.provider_type.label()
+            )
+        })
         .collect();
-    candidates.extend(sources.profiles.candidates());
-    let round = Round::new(&wants.providers, &candidates, &Default::default(), ctx);
-    let selection = &round.selection;
-    let selected = |id: &SourceId| selection.targets.iter().any(|t| &t.source.id == id);
-    for c in &sources.input.configmaps {
-        if !selected(&SourceId::ConfigMap(c.name().to_string())) {
-            eprintln!(
-                "note: {}: ConfigMap {} is not selected for platform {}",
-                c.origin,
-                c.name(),
-                args.platform
-            );
-        }
-    }
-    for c in sources.profiles.candidates() {
-        if !selected(&c.id) {
-            eprintln!(
-                "note: {} ({}) is not selected for platform {}",
-                c.id,
-                c.describe(),
-                args.platform
-            );
-        }
-    }
-    if !selection.missing.is_empty() {
-        let missing: Vec<String> = selection
-            .missing
-            .iter()
-            .map(|w| {
-                format!(
-                    "{LABEL_NAME}={}, {LABEL_TYPE}={}",
-                    w.name,
-                    w.provider_type.label()
-                )
-            })
-            .collect();
-        let searched: Vec<String> = args
-            .from
-            .iter()
-            .map(|d| {
-                format!(
-                    "{}: no transport ConfigMap in namespace {}",
-                    d.display(),
-                    args.namespace
-                )
-            })
-            .chain(args.profiles_dir.iter().map(|d| match &args.profile {
-                Some(profile) => format!("{}: no profile {profile}", d.display()),
-                None => format!("{}: no profile", d.display()),
-            }))
-            .collect();
-        eprintln!(
-            "error: {} for provider {} (platform {})",
-            searched.join("; "),
-            missing.join(" nor "),
-            args.platform
-        );
-        return None;
-    }
-    Some(round)
-}
-
-/// Where the payloads come from.
-struct Sources {
-    input: Input,
-    profiles: ProfileCatalog,
-}
-
-impl Sources {
-    fn configmap(&self, name: &str) -> &InputConfigMap {
-        self.input
-            .configmaps
-            .iter()
-            .find(|c| c.name() == name)
-            .expect("selected from the input")
-    }
-
-    /// Where a selected source came from, as errors name it.
-    fn origin(&self, id: &SourceId) -> String {
-        match id {
-            SourceId::ConfigMap(name) => self.configmap(name).origin.clone(),
-            other => other.to_string(),
-        }
-    }
-
-    /// The payload of a selected source.
-    fn payload(&self, id: &SourceId) -> Result<source::Payload, String> {
-        match id {
-            SourceId::ConfigMap(name) => {
-                configmap::payload(&self.configmap(name).value).map_err(|e| e.to_string())
-            }
-            other => self
-                .profiles
-                .load(other)
-                .expect("selected from the profiles")
-                .map_err(|e| e.to_string()),
-        }
-    }
-}
-
-/// Renders and plans every selected provider; the errors name the file and document of each that
-/// cannot be planned (the others are still planned).
-fn plan_all<'a>(
-    namespace: &str,
-    sources: &Sources,
-    round: &'a Round,
-) -> (Vec<(&'a Target, Plan)>, Vec<String>) {
-    let mut errors = Vec::new();
-    let mut plans: Vec<(&Target, Plan)> = Vec::new();
-    let planned = round.plan_all(&sources.input.resolver, |target| {
-        sources.payload(&target.source.id)
-    });
-    for planned in planned {
-        let target = planned.target;
-        let prepared = planned
-            .prepared
-            .map_err(|e| vec![e])
-            .and_then(|prepared| prepared.map_err(|e| e.problems()));
-        match prepared {
-            Ok(prepared) => {
-                for field in &prepared.stripped {
-                    eprintln!(
-                        "note: {}: removed {field} (another controller owns it)",
-                        describe_source(namespace, &target.source.id)
-                    );
-                }
-                plans.push((target, prepared.plan));
-            }
-            // One provider's problems, each on a line of its own.
-            Err(e) => {
-                let origin = sources.origin(&target.source.id);
-                errors.push(
-                    e.iter()
-                        .map(|p| format!("{origin}: {p}"))
-                        .collect::<Vec<_>>()
-                        .join("\nerror: "),
-                )
-            }
-        }
-    }
-    (plans, errors)
-}
-
-/// `ConfigMap openshift-cluster-api/aws`, or `profile <image>/<profile>`.
-fn describe_source(namespace: &str, id: &SourceId) -> String {
-    match id {
-        SourceId::ConfigMap(name) => format!("ConfigMap {namespace}/{name}"),
-        other => other.to_string(),
-    }
+    let searched: Vec<String> = args
+        .from
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: no transport ConfigMap in namespace {}",
+                d.display(),
+                args.namespace
+            )
+        })
+        .chain(args.profiles_dir.iter().map(|d| match &args.profile {
+            Some(profile) => format!("{}: no profile {profile}", d.display()),
+            None => format!("{}: no profile", d.display()),
+        }))
+        .collect();
+    eprintln!(
+        "error: {} for provider {} (platform {})",
+        searched.join("; "),
+        missing.join(" nor "),
+        args.platform
+    );
 }
 
 fn gate(phase: Phase) -> &'static str {
@@ -452,116 +329,4 @@ fn json_list(plans: &[(&Target, Plan)]) -> Result<String> {
     }
     let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
     Ok(format!("{}\n", serde_json::to_string_pretty(&list)?))
-}
-
-struct InputConfigMap {
-    typed: ConfigMap,
-    value: Value,
-    /// `file: document N (line L)`.
-    origin: String,
-}
-
-impl InputConfigMap {
-    fn name(&self) -> &str {
-        self.typed.metadata.name.as_deref().unwrap_or_default()
-    }
-}
-
-struct Input {
-    configmaps: Vec<InputConfigMap>,
-    resolver: KindResolver,
-    notes: Vec<String>,
-}
-
-impl Default for Input {
-    fn default() -> Self {
-        Input {
-            configmaps: Vec::new(),
-            resolver: KindResolver::builtin(),
-            notes: Vec::new(),
-        }
-    }
-}
-
-/// Reads every `*.yaml`/`*.yml` file of `dir` (sorted by name): ConfigMaps are the input; the kinds of
-/// CRDs are added to the resolver (the release payload applies such CRDs directly, e.g. the core CRD
-/// manifest); everything else is reported and skipped.
-fn read_input(dir: &Path, namespace: &str) -> Result<Input> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading folder {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        bail!("{}: no *.yaml or *.yml files", dir.display());
-    }
-    let mut input = Input {
-        configmaps: Vec::new(),
-        resolver: KindResolver::builtin(),
-        notes: Vec::new(),
-    };
-    for file in files {
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
-        let docs = capi_manifests::yaml::unwrap_lists(capi_manifests::yaml::parse_documents(
-            &file.display().to_string(),
-            &text,
-        )?);
-        for doc in docs {
-            let origin = doc.location.to_string();
-            let kind = doc
-                .value
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let api_version = doc
-                .value
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let name = doc
-                .value
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("<unnamed>");
-            match (api_version, kind) {
-                ("v1", "ConfigMap") => {
-                    let typed: ConfigMap =
-                        serde_json::from_value(doc.value.clone()).with_context(|| {
-                            format!("{origin}: ConfigMap {name}: not a valid ConfigMap")
-                        })?;
-                    let ns = typed.metadata.namespace.as_deref().unwrap_or(namespace);
-                    if ns != namespace {
-                        input.notes.push(format!(
-                            "{origin}: ConfigMap {ns}/{name} skipped: not in namespace {namespace}"
-                        ));
-                        continue;
-                    }
-                    if input.configmaps.iter().any(|c| c.name() == name) {
-                        bail!("{origin}: ConfigMap {namespace}/{name} appears twice");
-                    }
-                    input.configmaps.push(InputConfigMap {
-                        typed,
-                        value: doc.value,
-                        origin,
-                    });
-                }
-                ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
-                    let crd: DynamicObject = serde_json::from_value(doc.value.clone())
-                        .with_context(|| format!("{origin}: CustomResourceDefinition {name}"))?;
-                    input.resolver.insert_crd(&crd).map_err(|e| {
-                        anyhow::anyhow!("{origin}: CustomResourceDefinition {name}: {e}")
-                    })?;
-                    input.notes.push(format!(
-                        "{origin}: CustomResourceDefinition {name} is not a transport ConfigMap: skipped, its kinds are known to the plan"
-                    ));
-                }
-                _ => input.notes.push(format!(
-                    "{origin}: {kind} {name} is not a transport ConfigMap: skipped"
-                )),
-            }
-        }
-    }
-    Ok(input)
 }

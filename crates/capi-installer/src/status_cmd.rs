@@ -6,29 +6,25 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use capi_apply::{Inventory, KindResolver, Phase, Readiness, readiness};
+use anyhow::Result;
+use capi_apply::Phase;
 use capi_cluster_controllers::ControllerKind;
-use capi_installer_controller::desired::{self, Desired, Wants};
+use capi_installer_controller::desired::Desired;
 use capi_installer_controller::inventory::ProviderRecord;
-use capi_installer_controller::names::INVENTORY_CONFIGMAP;
-use capi_installer_controller::source::{
-    self, ProviderSource, Selection, SourceId, Target, configmap,
+use capi_installer_controller::source::{Refused, SourceId};
+use capi_installer_controller::status::{
+    self, Installed, Namespaces, Process, ProcessRef, ProviderStatus, Providers, Unselected,
 };
 use capi_manifests::ProviderType;
-use capi_openshift::resources::api_resource;
-use capi_openshift::{
-    CLUSTER_OPERATOR_NAME as CLUSTER_OPERATOR, INFRASTRUCTURE, INFRASTRUCTURE_NAME,
-    cluster_operator,
-};
+use capi_openshift::CLUSTER_OPERATOR_NAME as CLUSTER_OPERATOR;
 use capi_runtime::report::exit;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::DynamicObject;
 use serde_json::Value;
 
 use crate::namespace_args::NamespaceArgs;
+use crate::table::{Table, table};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Output {
@@ -52,50 +48,41 @@ pub struct StatusArgs {
     output: Output,
 }
 
-/// One row of the provider table.
-struct Row {
-    provider: String,
-    kind: String,
-    version: String,
-    /// A ConfigMap's name, or `profile <image>/<profile>`.
-    source: String,
-    state: String,
-    ready: String,
-    last_error: String,
-}
-
 /// Exit code 0 when the ClusterOperator is Available and not Degraded, 1 otherwise (missing included),
 /// so that scripts can wait on it; 2 when the cluster cannot be read.
 pub async fn main(args: StatusArgs) -> Result<ExitCode> {
     let client = crate::connect(&args.kube).await?;
-    let infra_api: Api<DynamicObject> =
-        Api::all_with(client.clone(), &api_resource(&INFRASTRUCTURE));
-    let infra = infra_api
-        .get_opt(INFRASTRUCTURE_NAME)
-        .await
-        .context("reading Infrastructure cluster")?;
-    let co = cluster_operator::api(&client)
-        .get_opt(CLUSTER_OPERATOR)
-        .await
-        .with_context(|| format!("reading ClusterOperator {CLUSTER_OPERATOR}"))?;
-
-    let status = infra.as_ref().and_then(|i| i.data.get("status"));
-    let requests = crate::status_providers::requests(&client).await?;
-    let requested: Vec<_> = requests.iter().map(|(r, _)| r.clone()).collect();
-    let extra = desired::requests(desired::platform_provider(status), &requested).install;
-    let desired = desired::desired(status, &extra);
-    let providers = match &desired {
-        Desired::Install(wants) => Some(providers(&client, &args.namespaces, wants).await?),
-        _ => None,
-    };
-    let requests = crate::status_providers::requests_table(&requests);
-    let installer_namespace = &args.namespaces.installer.installer_namespace;
-    let revisions = crate::status_providers::revisions(&client, installer_namespace).await?;
-    let controllers = controllers_table(co.as_ref());
-    let processes = pods(&client, &args.namespaces).await?;
+    let namespaces = &args.namespaces;
+    let processes = [
+        ProcessRef {
+            namespace: &namespaces.installer.installer_namespace,
+            name: "capi-installer",
+            lease: crate::LEASE_NAME,
+        },
+        ProcessRef {
+            namespace: &namespaces.namespace,
+            name: "capi-controllers",
+            lease: capi_cluster_controllers::names::LEASE,
+        },
+    ];
+    let status = status::read(
+        &client,
+        &Namespaces {
+            providers: &namespaces.namespace,
+            installer: &namespaces.installer.installer_namespace,
+        },
+        &processes,
+    )
+    .await?;
+    let co = status.cluster_operator.as_ref();
+    let providers = status.providers.as_ref().map(providers_table);
+    let requests = crate::status_providers::requests_table(&status.requests);
+    let revisions = crate::status_providers::revisions_table(&status.revisions);
+    let controllers = controllers_table(co);
+    let processes = processes_table(&status.processes);
     let out = match args.output {
         Output::Text => {
-            let mut out = platform_line(&desired);
+            let mut out = platform_line(&status.desired);
             if let Some((providers, none_selected)) = &providers {
                 out.push('\n');
                 out.push_str(&providers.table());
@@ -112,7 +99,7 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
                 out.push_str(&section.text());
             }
             out.push('\n');
-            out.push_str(&operator(co.as_ref()));
+            out.push_str(&operator(co));
             for section in [&controllers, &processes] {
                 out.push('\n');
                 out.push_str(&section.text());
@@ -121,17 +108,17 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
         }
         Output::Json | Output::Yaml => {
             let document = serde_json::json!({
-                "platform": platform_line(&desired).trim_end(),
+                "platform": platform_line(&status.desired).trim_end(),
                 "providers": providers.as_ref().map(|(p, _)| p.json()),
                 "infrastructureProviders": requests.json(),
                 "revisions": revisions.json(),
-                "clusterOperator": co.as_ref().map(|co| serde_json::json!({
+                "clusterOperator": co.map(|co| serde_json::json!({
                     "name": CLUSTER_OPERATOR,
                     "status": co.data.get("status"),
                 })),
                 "controllers": controllers.json(),
                 "processes": processes.json(),
-                "healthy": healthy(co.as_ref()),
+                "healthy": status.healthy(),
             });
             match args.output {
                 Output::Yaml => capi_manifests::yaml::to_yaml("the status", &document)?,
@@ -140,26 +127,11 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
         }
     };
     capi_runtime::report::write_stdout(out)?;
-    Ok(if healthy(co.as_ref()) {
+    Ok(if status.healthy() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(exit::FAILED)
     })
-}
-
-/// Whether the ClusterOperator says Available=True and not Degraded=True.
-fn healthy(co: Option<&DynamicObject>) -> bool {
-    let conditions = co
-        .and_then(|c| c.data.pointer("/status/conditions"))
-        .and_then(Value::as_array);
-    let status = |type_: &str| {
-        conditions
-            .into_iter()
-            .flatten()
-            .find(|c| c["type"] == type_)
-            .and_then(|c| c["status"].as_str())
-    };
-    status("Available") == Some("True") && status("Degraded") != Some("True")
 }
 
 /// The controllers pod's controllers, as `status` prints them.
@@ -212,38 +184,16 @@ fn controllers_table(co: Option<&DynamicObject>) -> Table {
 
 /// The installer's and the controllers pod's processes, each in its namespace: Deployment readiness
 /// and who holds the Lease.
-async fn pods(client: &kube::Client, namespaces: &NamespaceArgs) -> Result<Table> {
-    let mut rows = Vec::new();
-    for (namespace, name, lease) in [
-        (
-            &namespaces.installer.installer_namespace,
-            "capi-installer",
-            crate::LEASE_NAME,
-        ),
-        (
-            &namespaces.namespace,
-            "capi-controllers",
-            capi_cluster_controllers::names::LEASE,
-        ),
-    ] {
-        let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-        let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
-        let deployment = deployments
-            .get_opt(name)
-            .await
-            .with_context(|| format!("reading Deployment {namespace}/{name}"))?;
-        let lease = leases
-            .get_opt(lease)
-            .await
-            .with_context(|| format!("reading Lease {namespace}/{lease}"))?;
-        rows.push(pod_row(name, deployment.as_ref(), lease.as_ref()));
-    }
-    Ok(Table {
+fn processes_table(processes: &[Process]) -> Table {
+    Table {
         title: "",
         empty: "",
         header: &["PROCESS", "DEPLOYMENT", "LEADER", "RENEWED"],
-        rows,
-    })
+        rows: processes
+            .iter()
+            .map(|p| pod_row(&p.name, p.deployment.as_ref(), p.lease.as_ref()))
+            .collect(),
+    }
 }
 
 fn pod_row(name: &str, deployment: Option<&Deployment>, lease: Option<&Lease>) -> Vec<String> {
@@ -298,50 +248,9 @@ fn platform_line(desired: &Desired) -> String {
 
 /// The provider table: one row per selected source (and the sources not reconciled); whether none is
 /// selected.
-async fn providers(
-    client: &kube::Client,
-    namespaces: &NamespaceArgs,
-    wants: &Wants,
-) -> Result<(Table, bool)> {
-    let namespace = &namespaces.namespace;
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let list = cms
-        .list(&ListParams::default().labels(configmap::SELECTOR))
-        .await
-        .with_context(|| format!("listing transport ConfigMaps in namespace {namespace}"))?;
-    let records = &namespaces.installer.installer_namespace;
-    let inventory = Api::<ConfigMap>::namespaced(client.clone(), records)
-        .get_opt(INVENTORY_CONFIGMAP)
-        .await
-        .with_context(|| format!("reading ConfigMap {records}/{INVENTORY_CONFIGMAP}"))?;
-    let mut candidates: Vec<ProviderSource> =
-        list.items.iter().filter_map(configmap::candidate).collect();
-    candidates.extend(profile_candidates(inventory.as_ref()));
-    let stored = stored_inventories(inventory.as_ref());
-    let owners = stored
-        .iter()
-        .filter(|(_, inv)| !inv.entries.is_empty())
-        .filter_map(|(key, _)| SourceId::from_inventory_key(key))
-        .collect();
-    let selection = source::select(&wants.providers, &candidates, &owners);
-    let selected = &selection.targets;
-    let resolver = KindResolver::discover(client)
-        .await
-        .context("API discovery")?;
-    let mut rows = Vec::new();
-    for target in selected {
-        let r = provider_row(client, &resolver, target, inventory.as_ref()).await;
-        rows.push(vec![
-            r.provider,
-            r.kind,
-            r.version,
-            r.source,
-            r.state,
-            r.ready,
-            r.last_error,
-        ]);
-    }
-    rows.extend(other_rows(&selection, &stored));
+fn providers_table(providers: &Providers) -> (Table, bool) {
+    let mut rows: Vec<Vec<String>> = providers.selected.iter().map(provider_row).collect();
+    rows.extend(other_rows(&providers.refused, &providers.unselected));
     let table = Table {
         title: "",
         empty: "",
@@ -356,14 +265,14 @@ async fn providers(
         ],
         rows,
     };
-    Ok((table, selected.is_empty()))
+    (table, providers.selected.is_empty())
 }
 
 /// Rows of the sources that are not reconciled: a second ConfigMap of a provider (refused), and
 /// providers no longer selected whose objects are left in place.
-fn other_rows(selection: &Selection, stored: &[(String, Inventory)]) -> Vec<Vec<String>> {
+fn other_rows(refused: &[Refused], unselected: &[Unselected]) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
-    for refused in &selection.refused {
+    for refused in refused {
         let source = &refused.target.source;
         rows.push(vec![
             source.name.clone(),
@@ -375,59 +284,19 @@ fn other_rows(selection: &Selection, stored: &[(String, Inventory)]) -> Vec<Vec<
             "-".into(),
         ]);
     }
-    let selected_ids = selection.ids();
-    for (key, inv) in stored {
-        let Some(id) = SourceId::from_inventory_key(key) else {
-            continue;
-        };
-        if selected_ids.contains(&id) || inv.entries.is_empty() {
-            continue;
-        }
-        let record = ProviderRecord::read(inv).unwrap_or_default();
+    for u in unselected {
+        let record = &u.record;
         rows.push(vec![
-            or_dash(record.provider),
-            or_dash(record.provider_type),
-            record.version.unwrap_or_else(|| "-".into()),
-            source_column(&id),
+            or_dash(record.provider.clone()),
+            or_dash(record.provider_type.clone()),
+            record.version.clone().unwrap_or_else(|| "-".into()),
+            source_column(&u.id),
             "NotSelected (objects left in place)".into(),
-            format!("-/{}", inv.entries.len()),
+            format!("-/{}", u.objects),
             "-".into(),
         ]);
     }
     rows
-}
-
-/// The profile sources the installer has recorded. Profiles live on the installer's pod, not in the
-/// cluster; which provider each declares is known from the record kept with its inventory.
-fn profile_candidates(inventory: Option<&ConfigMap>) -> Vec<ProviderSource> {
-    let Some(data) = inventory.and_then(|cm| cm.data.as_ref()) else {
-        return Vec::new();
-    };
-    data.iter()
-        .filter_map(|(key, json)| {
-            let id @ SourceId::Profile(_) = SourceId::from_inventory_key(key)? else {
-                return None;
-            };
-            let record = ProviderRecord::read(&Inventory::from_json(key, json).ok()?)?;
-            Some(ProviderSource {
-                id,
-                name: record.provider,
-                provider_type: ProviderType::from_label(&record.provider_type)?,
-                version: record.version,
-                created: None,
-            })
-        })
-        .collect()
-}
-
-/// Every readable inventory of the inventory ConfigMap, by key.
-fn stored_inventories(inventory: Option<&ConfigMap>) -> Vec<(String, Inventory)> {
-    inventory
-        .and_then(|cm| cm.data.as_ref())
-        .into_iter()
-        .flatten()
-        .filter_map(|(key, json)| Some((key.clone(), Inventory::from_json(key, json).ok()?)))
-        .collect()
 }
 
 /// The SOURCE column: a ConfigMap's name, or `profile <image>/<profile>`.
@@ -486,83 +355,34 @@ fn operator(co: Option<&DynamicObject>) -> String {
     out
 }
 
-async fn provider_row(
-    client: &kube::Client,
-    resolver: &KindResolver,
-    target: &Target,
-    inventory: Option<&ConfigMap>,
-) -> Row {
-    let source = &target.source;
-    let key = source.id.inventory_key();
-    let stored = inventory
-        .and_then(|cm| cm.data.as_ref())
-        .and_then(|d| d.get(&key))
-        .map(|json| Inventory::from_json(&key, json));
-    let record = stored
-        .as_ref()
-        .and_then(|s| s.as_ref().ok())
-        .and_then(ProviderRecord::read);
-    let last_error = record.as_ref().map(last_error).unwrap_or_default();
-    let (state, ready) = match stored {
-        Some(Err(e)) => (format!("inventory unreadable: {e}"), "-".to_string()),
-        Some(Ok(inv)) if !inv.entries.is_empty() => {
-            let (ready, first_pending) = readiness_of(client, resolver, &inv).await;
-            (
-                state(first_pending, !last_error.is_empty()),
-                format!("{ready}/{}", inv.entries.len()),
-            )
-        }
-        _ => ("NotInstalled".to_string(), "-".to_string()),
+fn provider_row(p: &ProviderStatus) -> Vec<String> {
+    let source = &p.source;
+    let last_error = p.record.as_ref().map(last_error).unwrap_or_default();
+    let (state, ready) = match &p.installed {
+        Installed::Unreadable(e) => (format!("inventory unreadable: {e}"), "-".to_string()),
+        Installed::Objects {
+            ready,
+            total,
+            first_pending,
+        } => (
+            state(first_pending.clone(), !last_error.is_empty()),
+            format!("{ready}/{total}"),
+        ),
+        Installed::Nothing => ("NotInstalled".to_string(), "-".to_string()),
     };
-    Row {
-        provider: source.name.clone(),
-        kind: source.provider_type.label().to_string(),
-        version: source.version.clone().unwrap_or_else(|| "-".into()),
-        source: source_column(&source.id),
+    vec![
+        source.name.clone(),
+        source.provider_type.label().to_string(),
+        source.version.clone().unwrap_or_else(|| "-".into()),
+        source_column(&source.id),
         state,
         ready,
-        last_error: if last_error.is_empty() {
+        if last_error.is_empty() {
             "-".into()
         } else {
             last_error
         },
-    }
-}
-
-/// How many recorded objects are ready, and the first one that is not (in apply order), with its phase.
-async fn readiness_of(
-    client: &kube::Client,
-    resolver: &KindResolver,
-    inv: &Inventory,
-) -> (usize, Option<(Phase, String)>) {
-    let mut ready = 0;
-    let mut first_pending = None;
-    let mut entries: Vec<_> = inv.entries.iter().collect();
-    entries.sort_by_key(|(_, phase)| **phase);
-    for (key, phase) in entries {
-        let r = match resolver.resolve_key(key) {
-            None => Readiness::NotFound,
-            Some(kind) => {
-                let api: Api<DynamicObject> = match &key.namespace {
-                    Some(ns) if kind.namespaced => {
-                        Api::namespaced_with(client.clone(), ns, &kind.resource)
-                    }
-                    _ => Api::all_with(client.clone(), &kind.resource),
-                };
-                match api.get_opt(&key.name).await {
-                    Ok(Some(obj)) => readiness(&key.group, &key.kind, &obj),
-                    Ok(None) => Readiness::NotFound,
-                    Err(e) => Readiness::InProgress(format!("cannot read: {e}")),
-                }
-            }
-        };
-        if r.is_current() {
-            ready += 1;
-        } else if first_pending.is_none() {
-            first_pending = Some((*phase, format!("{key}: {r}")));
-        }
-    }
-    (ready, first_pending)
+    ]
 }
 
 /// The STATE column: where the install stands is the first phase with an object that is not ready.
@@ -583,93 +403,6 @@ fn last_error(record: &ProviderRecord) -> String {
         Some(f) => format!("{}: {} (attempt {})", f.reason, f.message, f.attempts),
         None => String::new(),
     }
-}
-
-/// One table of the status: printed with its title for people, or as a list of objects keyed by its
-/// columns (`LAST ERROR` → `lastError`) for scripts.
-pub(crate) struct Table {
-    /// The line above the table (none when empty).
-    pub title: &'static str,
-    /// What the title line says instead of a table without rows (a table without it prints its header).
-    pub empty: &'static str,
-    pub header: &'static [&'static str],
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    /// The title line and the table.
-    pub fn text(&self) -> String {
-        match (self.title, self.rows.is_empty() && !self.empty.is_empty()) {
-            ("", _) => self.table(),
-            (title, true) => format!("{title}: {}\n", self.empty),
-            (title, false) => format!("{title}:\n{}", self.table()),
-        }
-    }
-
-    /// The header and the rows in columns.
-    pub fn table(&self) -> String {
-        table(self.header, self.rows.clone())
-    }
-
-    /// The rows as objects keyed by the columns in lowerCamelCase.
-    pub fn json(&self) -> Value {
-        let keys: Vec<String> = self.header.iter().map(|h| camel(h)).collect();
-        Value::Array(
-            self.rows
-                .iter()
-                .map(|row| {
-                    Value::Object(
-                        keys.iter()
-                            .cloned()
-                            .zip(row.iter().map(|c| Value::String(c.clone())))
-                            .collect(),
-                    )
-                })
-                .collect(),
-        )
-    }
-}
-
-/// `LAST ERROR` → `lastError`.
-fn camel(header: &str) -> String {
-    let mut out = String::new();
-    for (i, word) in header.split(' ').enumerate() {
-        let lower = word.to_lowercase();
-        if i == 0 {
-            out.push_str(&lower);
-        } else {
-            let mut chars = lower.chars();
-            out.extend(chars.next().map(|c| c.to_ascii_uppercase()));
-            out.push_str(chars.as_str());
-        }
-    }
-    out
-}
-
-/// Left-aligned columns; the last column is not padded.
-pub(crate) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let all = std::iter::once(header.iter().map(|h| h.to_string()).collect::<Vec<_>>()).chain(rows);
-    for row in all {
-        let last = row.len() - 1;
-        for (i, cell) in row.iter().enumerate() {
-            if i == last {
-                out.push_str(cell);
-            } else {
-                let _ = write!(out, "{cell:<w$}  ", w = widths[i]);
-            }
-        }
-        let trimmed = out.trim_end_matches(' ').len();
-        out.truncate(trimmed);
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
@@ -771,25 +504,8 @@ mod tests {
     }
 
     #[test]
-    fn healthy_means_available_and_not_degraded() {
-        let co = |available: &str, degraded: &str| -> DynamicObject {
-            serde_json::from_value(serde_json::json!({
-                "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
-                "metadata": {"name": "cluster-api"},
-                "status": {"conditions": [
-                    {"type": "Available", "status": available},
-                    {"type": "Degraded", "status": degraded}]}}))
-            .unwrap()
-        };
-        assert!(healthy(Some(&co("True", "False"))));
-        assert!(!healthy(Some(&co("True", "True"))));
-        assert!(!healthy(Some(&co("False", "False"))));
-        assert!(!healthy(None));
-    }
-
-    #[test]
     fn refused_and_unselected_sources_get_rows_of_their_own() {
-        use capi_installer_controller::source::{ProviderSource, Refused};
+        use capi_installer_controller::source::{ProviderSource, Target};
         let aws = |id: &str| Target {
             source: ProviderSource {
                 id: SourceId::ConfigMap(id.into()),
@@ -800,28 +516,22 @@ mod tests {
             },
             clusterctl_label: "infrastructure-aws".into(),
         };
-        let selection = Selection {
-            targets: vec![aws("aws")],
-            missing: vec![],
-            refused: vec![Refused {
-                target: aws("aws-copy"),
-                kept: SourceId::ConfigMap("aws".into()),
-            }],
-        };
-        let mut gcp = Inventory::new("gcp");
-        gcp.insert(
-            capi_apply::ObjectKey::new("apps", "v1", "Deployment", Some("ns"), "capg"),
-            Phase::Workloads,
-        );
-        gcp.record = Some(
-            serde_json::json!({"provider": "gcp", "type": "infrastructure",
-            "source": "ConfigMap gcp", "state": "Installed"}),
-        );
-        let stored = vec![
-            ("aws".to_string(), Inventory::new("aws")),
-            ("gcp".to_string(), gcp),
-        ];
-        let rows = other_rows(&selection, &stored);
+        let refused = [Refused {
+            target: aws("aws-copy"),
+            kept: SourceId::ConfigMap("aws".into()),
+        }];
+        let unselected = [Unselected {
+            id: SourceId::ConfigMap("gcp".into()),
+            record: ProviderRecord {
+                provider: "gcp".into(),
+                provider_type: "infrastructure".into(),
+                source: "ConfigMap gcp".into(),
+                state: "Installed".into(),
+                ..Default::default()
+            },
+            objects: 1,
+        }];
+        let rows = other_rows(&refused, &unselected);
         assert_eq!(
             rows,
             [
@@ -845,34 +555,5 @@ mod tests {
                 ]
             ]
         );
-    }
-
-    #[test]
-    fn tables_as_json_are_keyed_by_their_columns() {
-        let t = Table {
-            title: "T",
-            empty: "none",
-            header: &["PROVIDER", "LAST ERROR"],
-            rows: vec![vec!["aws".into(), "-".into()]],
-        };
-        assert_eq!(
-            t.json(),
-            serde_json::json!([{"provider": "aws", "lastError": "-"}])
-        );
-        assert_eq!(t.text(), "T:\nPROVIDER  LAST ERROR\naws       -\n");
-        let empty = Table { rows: vec![], ..t };
-        assert_eq!(empty.text(), "T: none\n");
-    }
-
-    #[test]
-    fn table_pads_all_but_the_last_column() {
-        let out = table(
-            &["A", "LONGER", "LAST"],
-            vec![
-                vec!["xyz".into(), "1".into(), "".into()],
-                vec!["x".into(), "22".into(), "msg".into()],
-            ],
-        );
-        assert_eq!(out, "A    LONGER  LAST\nxyz  1\nx    22      msg\n");
     }
 }

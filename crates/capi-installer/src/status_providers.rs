@@ -1,29 +1,11 @@
 //! `capi-installer status`, the parts of issue 11: the `InfrastructureProvider` objects (what each
 //! asks for and its status) and every provider's revision history.
 
-use anyhow::{Context, Result};
-use capi_installer_controller::api::{self, Request};
+use capi_installer_controller::api::Request;
 use capi_installer_controller::revision::RevisionLog;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
-use crate::status_cmd::Table;
-
-/// The `InfrastructureProvider` objects, read (none when the kind is not served).
-pub async fn requests(client: &kube::Client) -> Result<Vec<(Request, Option<Value>)>> {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &api::resource());
-    let list = match api.list(&ListParams::default()).await {
-        Ok(list) => list.items,
-        // An unknown group is a plain-text 404 without a reason.
-        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
-        Err(e) => return Err(e).context("listing InfrastructureProviders"),
-    };
-    Ok(list
-        .iter()
-        .map(|o| (api::read(o), o.data.get("status").cloned()))
-        .collect())
-}
+use crate::table::Table;
 
 /// One row per `InfrastructureProvider`: its conditions as the installer wrote them.
 pub fn requests_table(requests: &[(Request, Option<Value>)]) -> Table {
@@ -78,12 +60,6 @@ pub fn requests_table(requests: &[(Request, Option<Value>)]) -> Table {
 
 /// Every source's revisions, oldest first: number, version, digest, when applied, outcome, whether
 /// its content is kept (what `capi-installer rollback --to` needs) and which one is live.
-pub async fn revisions(client: &kube::Client, namespace: &str) -> Result<Table> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let logs = crate::rollback_cmd::logs(&api).await?;
-    Ok(revisions_table(&logs))
-}
-
 pub fn revisions_table(logs: &[(String, RevisionLog)]) -> Table {
     let mut rows = Vec::new();
     for (_, log) in logs {

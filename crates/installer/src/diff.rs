@@ -59,6 +59,36 @@ pub enum DiffError {
     },
     #[error("{0}")]
     Input(String),
+    #[error(transparent)]
+    Images(#[from] capi_manifests::image::ImagesError),
+}
+
+/// The ConfigMap of the release's images that the installer's Deployment mounts as `--images-json`
+/// (`manifests/0000_30_capi-installer_02_images-configmap.yaml`), in the installer's namespace, and its
+/// key.
+const IMAGES_CONFIGMAP: &str = "capi-installer-images";
+const IMAGES_KEY: &str = "images.json";
+
+/// The installer's own image references, read from the cluster: the default of `diff`'s images.
+pub async fn release_images(
+    client: &Client,
+    installer_namespace: &str,
+) -> Result<std::collections::BTreeMap<String, String>, DiffError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), installer_namespace);
+    let what = format!("ConfigMap {installer_namespace}/{IMAGES_CONFIGMAP}, key {IMAGES_KEY}");
+    let cm = (api.get_opt(IMAGES_CONFIGMAP).await)
+        .map_err(read_error(&what))?
+        .ok_or_else(|| {
+            DiffError::Input(format!(
+                "{what}: the ConfigMap is not there; pass --images-json FILE"
+            ))
+        })?;
+    let text = (cm.data.and_then(|mut d| d.remove(IMAGES_KEY))).ok_or_else(|| {
+        DiffError::Input(format!(
+            "{what}: the key is not there; pass --images-json FILE"
+        ))
+    })?;
+    Ok(capi_manifests::image::parse_images(&what, &text)?)
 }
 
 /// How an object would change.

@@ -11,6 +11,7 @@
 //! | errors → reasons | [`error`] | none |
 //! | conditions, versions, records | [`report`], [`inventory`] | writes only on change |
 //! | the loop | [`controller`] | watches |
+//! | `capi-installer render`, `status`, `rollback` | [`offline`], [`status`], [`rollback`] | files; API server (reads; one PATCH) |
 //! | records carried over from an earlier release's namespace, before the loop | [`records`] | API server |
 //!
 //! One reconcile is a pipeline: *read inputs → render and validate the whole plan (pure) → apply phase by
@@ -18,11 +19,13 @@
 //!
 //! # The public face
 //! Public is what the binary (`capi-installer`), its examples and the integration tests call: the
-//! loop ([`Installer`], [`InstallerConfig`], [`Metrics`], [`records`]), the commands' steps ([`diff`],
-//! the pure steps `render` chains: [`desired`], [`source`], [`round`], [`prepare`], [`policy`], [`tls`])
-//! and what `status`, `rollback` and the tests read of the installer's records ([`inventory`],
-//! [`revision`], [`api`], [`names`], [`reference`]). The apply loop's own steps (`controller`,
-//! `reconcile`, `order`, `outcome`, `error`, `report`, `history`, `events`, ...) are crate-private.
+//! loop ([`Installer`], [`InstallerConfig`], [`Metrics`], [`records`]); the commands, so that the
+//! binary only parses arguments and formats ([`diff`], [`offline`] for `render`, [`status`],
+//! [`rollback`]); the pure steps they and the tests chain ([`desired`], [`source`], [`round`],
+//! [`prepare`], [`policy`], [`tls`]); and what the tests read of the installer's records
+//! ([`inventory`], [`revision`], [`api`], [`reference`]). The loop's own steps (`controller`,
+//! `reconcile`, `order`, `outcome`, `error`, `report`, `history`, `events`, `names`, ...) are
+//! crate-private.
 
 pub mod api;
 mod compute;
@@ -35,7 +38,8 @@ pub(crate) mod events;
 pub(crate) mod history;
 pub mod inventory;
 pub(crate) mod metrics;
-pub mod names;
+pub(crate) mod names;
+pub mod offline;
 pub(crate) mod optional_watch;
 pub(crate) mod order;
 pub(crate) mod outcome;
@@ -48,8 +52,10 @@ pub mod reference;
 pub(crate) mod render;
 pub(crate) mod report;
 pub mod revision;
+pub mod rollback;
 pub mod round;
 pub mod source;
+pub mod status;
 pub mod tls;
 pub(crate) mod unmanaged;
 
