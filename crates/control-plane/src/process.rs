@@ -203,15 +203,7 @@ impl Process {
 /// Whether `pid` is a live process started for the control plane in `dir`. The command line check
 /// guards against a recycled pid: every child has the folder in its arguments.
 fn is_ours(pid: i32, dir: &Path) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the parenthesised command name; a zombie has exited already. Orphans of
-    // `up` may stay zombies for a while when pid 1 does not reap them.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    if matches!(state, Some('Z') | Some('X') | None) {
+    if !running(pid) {
         return false;
     }
     let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -261,28 +253,44 @@ pub(crate) fn stop_recorded(dir: &Path, grace: Duration) -> Result<Vec<String>, 
     for (name, pid) in &recorded {
         if is_ours(*pid, dir) {
             stopped.push(name.clone());
-            terminate(*pid, dir, grace);
+            terminate(*pid, grace);
         }
         let _ = fs::remove_file(pid_file(dir, name));
     }
     Ok(stopped)
 }
 
-fn terminate(pid: i32, dir: &Path, grace: Duration) {
+fn terminate(pid: i32, grace: Duration) {
     // SAFETY: plain kill(2) on a pid we just checked belongs to this control plane.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    if wait_gone(pid, dir, grace) {
+    if wait_gone(pid, grace) {
         return;
     }
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGKILL) };
-    wait_gone(pid, dir, Duration::from_secs(30));
+    wait_gone(pid, Duration::from_secs(30));
 }
 
-fn wait_gone(pid: i32, dir: &Path, timeout: Duration) -> bool {
+/// Whether `pid` is a process that has not exited yet. The state follows the parenthesised command
+/// name; a zombie has exited already (orphans of `up` may stay zombies for a while when pid 1 does not
+/// reap them).
+fn running(pid: i32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, Some('Z') | Some('X') | None)
+}
+
+/// Waits until `pid`, known to be ours, has exited. Only its state is looked at, not its command line:
+/// a process on its way out (etcd unmapping its database on a busy machine can take seconds) already
+/// shows an empty command line, and counting that as gone made `down` return before etcd was.
+fn wait_gone(pid: i32, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
-        if !is_ours(pid, dir) {
+        if !running(pid) {
             return true;
         }
         if Instant::now() >= deadline {
