@@ -32,9 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, io};
 
-pub const NODE_NAME: &str = "capi-node-0";
-/// The node's address inside its network namespace (a dummy interface).
-pub const NODE_IP: Ipv4Addr = Ipv4Addr::new(10, 87, 0, 1);
+pub use crate::pki::{NODE_IP, NODE_NAME};
 /// Where pods get their addresses (the CNI bridge `cni0`, gateway `.1`).
 pub const POD_CIDR: &str = "10.88.0.0/16";
 /// The API server's port inside the node's network namespace.

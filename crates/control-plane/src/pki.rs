@@ -10,6 +10,12 @@ use rcgen::{
 
 use crate::error::Error;
 
+/// The real node's name (its kubelet's user is `system:node:<name>`): defined with the certificates
+/// issued for it, which `crate::node` uses (the node module imports this one, not the other way).
+pub const NODE_NAME: &str = "capi-node-0";
+/// The node's address inside its network namespace (a dummy interface).
+pub const NODE_IP: Ipv4Addr = Ipv4Addr::new(10, 87, 0, 1);
+
 pub(crate) struct Pki {
     pub ca_cert_pem: String,
     pub ca_key_pem: String,
@@ -69,8 +75,8 @@ impl Pki {
             SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             SanType::IpAddress(IpAddr::V6(Ipv6Addr::LOCALHOST)),
             SanType::IpAddress(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))),
-            // The real node's address, which the `kubernetes` Service points at (crate::node).
-            SanType::IpAddress(IpAddr::V4(crate::node::NODE_IP)),
+            // The real node's address, which the `kubernetes` Service points at.
+            SanType::IpAddress(IpAddr::V4(NODE_IP)),
             dns("localhost")?,
             dns("kubernetes")?,
             dns("kubernetes.default")?,
@@ -96,7 +102,7 @@ impl Pki {
         )?;
         let (kubelet_cert_pem, kubelet_key_pem) = client_cert(
             &issuer,
-            &format!("system:node:{}", crate::node::NODE_NAME),
+            &format!("system:node:{}", NODE_NAME),
             Some("system:nodes"),
             "kubelet client certificate",
         )?;
