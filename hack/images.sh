@@ -4,8 +4,8 @@
 #
 #   registry.ci.openshift.org/openshift:capi-installer       this repository: the installer and the
 #                                                            controllers pod (what the Containerfile builds)
-#   <images.json's cluster-capi-controllers>                 the real Cluster API core manager
-#   <images.json's aws-cluster-api-controllers>              the real AWS provider manager
+#   <the images ConfigMap's cluster-capi-controllers>        the real Cluster API core manager
+#   <the images ConfigMap's aws-cluster-api-controllers>     the real AWS provider manager
 #   registry.ci.openshift.org/openshift:pod                  the pod sandbox (containerd's sandbox_image)
 #
 # The Go managers come from tools/capi-managers/build.sh (cached by digest outside the work tree); the
@@ -40,10 +40,10 @@ for b in capi-installer capi-controllers; do
 done
 
 # The release names of the images: the installer's from its Deployment, the providers' from the
-# images ConfigMap that the installer reads (--images-json).
+# images ConfigMap that the installer reads (its data: one `key: image` line each).
 installer_image=$(sed -n 's/^ *image: *\(.*capi-installer\)$/\1/p' manifests/0000_30_capi-installer_04_deployment.yaml)
 image_of() {
-  sed -n "s/^ *\"$1\": *\"\\([^\"]*\\)\".*/\\1/p" manifests/0000_30_capi-installer_02_images-configmap.yaml
+  sed -n "s/^  $1: *\([^ ]*\)\$/\1/p" manifests/0000_30_capi-installer_02_images-configmap.yaml
 }
 core_image=$(image_of cluster-capi-controllers)
 aws_image=$(image_of aws-cluster-api-controllers)

@@ -31,8 +31,8 @@ pub struct DiffArgs {
     paths: Vec<PathBuf>,
     #[command(flatten)]
     kube: KubeArgs,
-    /// JSON object of release image references: key → image. Default: the installer's own, key
-    /// `images.json` of ConfigMap `capi-installer-images` in --namespace.
+    /// JSON object of release image references: key → image. Default: the installer's own,
+    /// ConfigMap `capi-installer-images` in --installer-namespace (its every value an image).
     #[arg(long, value_name = "PATH")]
     images_json: Option<PathBuf>,
     /// YAML or JSON map of variables for `${VAR}` substitution.

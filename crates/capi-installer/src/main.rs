@@ -63,9 +63,10 @@ struct RunArgs {
     kube: KubeArgs,
     #[command(flatten)]
     namespaces: namespace_args::NamespaceArgs,
-    /// JSON object of release image references: key → image.
+    /// JSON object of release image references: key → image. Default: ConfigMap
+    /// capi-installer-images in --installer-namespace, read at start (its every value an image).
     #[arg(long, value_name = "PATH")]
-    images_json: PathBuf,
+    images_json: Option<PathBuf>,
     /// YAML or JSON map of variables for `${VAR}` substitution in the components. The process
     /// environment is never used.
     #[arg(long, value_name = "PATH")]
@@ -143,7 +144,7 @@ pub(crate) async fn connect(kube: &KubeArgs) -> Result<kube::Client> {
 
 async fn run(args: RunArgs) -> Result<()> {
     capi_runtime::process::init_logging(args.log.log_format);
-    let images = read_images(&args.images_json)?;
+    let images = args.images_json.as_deref().map(read_images).transpose()?;
     let substitutions = match &args.substitutions {
         Some(path) => read_map(path, "substitutions file")?,
         None => BTreeMap::new(),
@@ -166,10 +167,10 @@ async fn run(args: RunArgs) -> Result<()> {
         None => None,
     };
     let namespaces = args.namespaces;
-    let config = InstallerConfig {
+    let mut config = InstallerConfig {
         namespace: namespaces.namespace.clone(),
         installer_namespace: namespaces.installer.installer_namespace.clone(),
-        images,
+        images: Default::default(),
         substitutions,
         release_version: args.release_version,
         deployment_timeout: args.deployment_timeout,
@@ -185,6 +186,14 @@ async fn run(args: RunArgs) -> Result<()> {
         .await?
         .config;
     let client = kube::Client::try_from(kube_config.clone())?;
+    // Before anything is written: a release whose images cannot be read installs nothing.
+    config.images = match images {
+        Some(images) => images,
+        None => {
+            capi_installer_controller::source::images::read(&client, &config.installer_namespace)
+                .await?
+        }
+    };
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %config.namespace,

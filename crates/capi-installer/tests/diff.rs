@@ -59,11 +59,12 @@ async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
     );
 
     // 1b. Without --images-json the images are the installer's own, from its ConfigMap in its
-    // namespace (what its Deployment mounts): the same images, so nothing would change either.
+    // namespace, in the reference's format (every value an image): the same images, so nothing would
+    // change either.
     let images_cm: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "capi-installer-images", "namespace": INSTALLER_NS},
-        "data": {"images.json": serde_json::to_string(&images()).unwrap()},
+        "data": images(),
     }))
     .unwrap();
     kube::Api::namespaced(env.admin.clone(), INSTALLER_NS)

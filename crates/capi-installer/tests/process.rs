@@ -672,6 +672,100 @@ async fn readyz_is_503_until_the_api_server_is_reached() {
     assert_eq!(code, 401, "{body}");
 }
 
+/// Without `--images-json`, `run` reads the release's images from ConfigMap `capi-installer-images` of
+/// its namespace, in the reference's format (every value an image reference). A missing ConfigMap or a
+/// value that is not an image stops it before its first write (exit 2, as a bad images file), with one
+/// error naming the ConfigMap and each bad key; once the ConfigMap is right, the same command starts and leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_reads_the_images_configmap_and_refuses_a_malformed_one() {
+    let cp = shared_control_plane().await;
+    let admin = cp.admin_client().await.unwrap();
+    let ns = "images-configmap";
+    ensure_namespace(&admin, ns).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let start = |name: &str| {
+        let mut run = Command::new(BIN);
+        run.args(["run", "--installer-namespace", ns])
+            .args(LEADER_TIMINGS)
+            .env("RELEASE_VERSION", RELEASE_VERSION);
+        Replica::start(run, name, &cp.kubeconfig_path(), tmp.path())
+    };
+    let exit_of = |mut replica: Replica| async move {
+        let status = eventually(Duration::from_secs(30), "the replica to exit", || {
+            let status = replica.child.try_wait().unwrap();
+            async move { status }
+        })
+        .await;
+        (status.code(), replica.log())
+    };
+    let origin = format!("ConfigMap {ns}/capi-installer-images");
+
+    let (code, log) = exit_of(start("no-configmap")).await;
+    assert_eq!(code, Some(2), "{log}");
+    let errors: Vec<&str> = log.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(
+        errors,
+        [format!(
+            "error: {origin}: the ConfigMap is not there (the release payload applies it)"
+        )],
+        "{log}"
+    );
+
+    // The shipped ConfigMap with one value that is no image reference and one in binaryData.
+    let shipped = repo_manifests("0000_30_capi-installer_02_images-configmap").remove(0);
+    let mut bad = shipped.clone();
+    bad["metadata"]["namespace"] = json!(ns);
+    bad["data"]["aws-cluster-api-controllers"] =
+        json!("registry.ci.openshift.org/openshift:aws cluster");
+    bad["binaryData"] = json!({"extra-controllers": "AAAA"});
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(admin.clone(), ns);
+    configmaps
+        .create(&Default::default(), &serde_json::from_value(bad).unwrap())
+        .await
+        .unwrap();
+    let mark = k8s_openapi::jiff::Timestamp::now();
+    let (code, log) = exit_of(start("malformed")).await;
+    assert_eq!(code, Some(2), "{log}");
+    let errors: Vec<&str> = log.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{log}");
+    assert!(
+        errors[0].starts_with(&format!(
+            "error: {origin}: key \"aws-cluster-api-controllers\": \"registry.ci.openshift.org/openshift:aws cluster\" is not an image reference"
+        )) && errors[0].ends_with("; binaryData key \"extra-controllers\": an image reference is text, under data"),
+        "{log}"
+    );
+    // Nothing written: no Lease taken, no object touched.
+    let writes = installer_writes(&cp.audit_events().unwrap(), Some(mark));
+    assert!(
+        writes.is_empty(),
+        "{:?}",
+        writes.iter().map(describe).collect::<Vec<_>>()
+    );
+    assert_eq!(holder_in(&admin, ns).await, None);
+
+    // The release's ConfigMap as shipped: the installer starts and leads.
+    let mut good = shipped;
+    good["metadata"]["namespace"] = json!(ns);
+    configmaps
+        .replace(
+            "capi-installer-images",
+            &Default::default(),
+            &serde_json::from_value(good).unwrap(),
+        )
+        .await
+        .unwrap();
+    let replica = start("good");
+    eventually(Duration::from_secs(30), "the replica to lead", || async {
+        (holder_in(&admin, ns).await.as_deref() == Some("good")).then_some(())
+    })
+    .await;
+    assert!(
+        replica.log().contains("starting installer"),
+        "{}",
+        replica.log()
+    );
+}
+
 /// One control plane (without workloads) for the tests of this file that do not need their own: each
 /// uses its own Lease namespace.
 async fn shared_control_plane() -> &'static ControlPlane {

@@ -502,7 +502,7 @@ fn writes_into_installer_namespace() -> Vec<Write> {
                 "PATCH",
                 format!("{base}/configmaps/capi-installer-images?dryRun=All"),
                 merge,
-                json(json!({"data": {"images.json": "{}"}})),
+                json(json!({"data": {"kube-rbac-proxy": "quay.io/x:1"}})),
             ),
         },
         Write {

@@ -667,7 +667,7 @@ fn catalogs(
         namespace: config.namespace.clone(),
     })];
     if let Some(profiles) = &config.profiles {
-        catalogs.push(Box::new(read_profiles(profiles)));
+        catalogs.push(Box::new(read_profiles(profiles, &config.images)));
     }
     catalogs
 }
@@ -675,9 +675,9 @@ fn catalogs(
 /// Reads the profiles once (image volumes do not change under a running pod) and logs what cannot be
 /// used: such a profile declares no provider the installer could select, so its provider counts as
 /// missing in status.
-fn read_profiles(config: &ProfilesConfig) -> ProfileCatalog {
+fn read_profiles(config: &ProfilesConfig, images: &crate::render::Images) -> ProfileCatalog {
     let catalog = match ProfileCatalog::read(&config.dir, config.profile.as_deref()) {
-        Ok(catalog) => catalog,
+        Ok(catalog) => catalog.with_images(images),
         Err(e) => {
             tracing::error!(dir = %config.dir.display(), error = %e, "cannot read the profiles folder; no profile is installed");
             return ProfileCatalog::default();
@@ -690,7 +690,7 @@ fn read_profiles(config: &ProfilesConfig) -> ProfileCatalog {
         tracing::error!(%problem, "unusable profile");
     }
     for (source, profile) in catalog.profiles() {
-        tracing::info!(source = %source.id, provider = %source.describe(), path = %profile.manifests_path.display(), "profile");
+        tracing::info!(source = %source.id, provider = %source.describe(), path = %profile.manifests_path.display(), image = ?profile.image, "profile");
     }
     catalog
 }

@@ -63,32 +63,24 @@ pub enum DiffError {
     Images(#[from] capi_manifests::image::ImagesError),
 }
 
-/// The ConfigMap of the release's images that the installer's Deployment mounts as `--images-json`
-/// (`manifests/0000_30_capi-installer_02_images-configmap.yaml`), in the installer's namespace, and its
-/// key.
-const IMAGES_CONFIGMAP: &str = "capi-installer-images";
-const IMAGES_KEY: &str = "images.json";
-
-/// The installer's own image references, read from the cluster: the default of `diff`'s images.
+/// The installer's own image references, read from the cluster (ConfigMap `capi-installer-images` of
+/// its namespace, [`crate::source::images`]): the default of `diff`'s images.
 pub async fn release_images(
     client: &Client,
     installer_namespace: &str,
 ) -> Result<std::collections::BTreeMap<String, String>, DiffError> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), installer_namespace);
-    let what = format!("ConfigMap {installer_namespace}/{IMAGES_CONFIGMAP}, key {IMAGES_KEY}");
-    let cm = (api.get_opt(IMAGES_CONFIGMAP).await)
-        .map_err(read_error(&what))?
-        .ok_or_else(|| {
-            DiffError::Input(format!(
-                "{what}: the ConfigMap is not there; pass --images-json FILE"
-            ))
-        })?;
-    let text = (cm.data.and_then(|mut d| d.remove(IMAGES_KEY))).ok_or_else(|| {
-        DiffError::Input(format!(
-            "{what}: the key is not there; pass --images-json FILE"
-        ))
-    })?;
-    Ok(capi_manifests::image::parse_images(&what, &text)?)
+    use crate::source::images::{ReadError, read};
+    match read(client, installer_namespace).await {
+        Ok(images) => Ok(images),
+        Err(ReadError::Malformed(e)) => Err(e.into()),
+        Err(ReadError::Request { origin, source }) => Err(DiffError::Read {
+            what: origin,
+            source,
+        }),
+        Err(e @ ReadError::Missing { .. }) => {
+            Err(DiffError::Input(format!("{e}; pass --images-json FILE")))
+        }
+    }
 }
 
 /// How an object would change.

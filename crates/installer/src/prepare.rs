@@ -196,9 +196,15 @@ pub fn render(
             source,
         }
     })?;
-    let components = match &payload.self_image_ref {
-        Some(reference) => replace_self_image(&payload.origin, reference, &components, ctx)?,
-        None => components,
+    let components = match (&payload.self_image_ref, &payload.image) {
+        // The reference's rule: the profile's own image, whatever its key.
+        (Some(reference), Some(image)) => {
+            profile::replace_self_image(&components, reference, image)
+        }
+        (Some(reference), None) => {
+            replace_self_image(&payload.origin, reference, &components, ctx)?
+        }
+        (None, _) => components,
     };
     let objects = capi_manifests::yaml::parse_objects(
         &format!("{}, components", payload.origin),
@@ -513,6 +519,7 @@ mod tests {
             origin: "aws/capi-operator-manifests/default/manifests.yaml".into(),
             components,
             self_image_ref: Some(SELF.into()),
+            image: None,
             version: None,
         }
     }
@@ -577,6 +584,21 @@ spec: {{failurePolicy: Fail}}
                 .to_string()
                 .ends_with("manifests.yaml, document 1")
         );
+    }
+
+    /// A profile whose image volume is known is rendered as the reference renders it: every
+    /// `selfImageRef` becomes that image's own reference, whatever the images file says of its key
+    /// (here nothing: no key is needed).
+    #[test]
+    fn a_profile_of_a_known_image_gets_that_image() {
+        let components = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a, namespace: openshift-cluster-api}}\ndata: {{image: '{SELF}'}}\n"
+        );
+        let mut from_volume = payload(components);
+        from_volume.image = Some("quay.io/release/capa@sha256:9".into());
+        let rendered = render(&from_volume, &target(), &ctx(&[])).unwrap();
+        let object = serde_json::to_value(&rendered.inputs[0].object).unwrap();
+        assert_eq!(object["data"]["image"], "quay.io/release/capa@sha256:9");
     }
 
     #[test]

@@ -253,6 +253,44 @@ pub fn parse_images(origin: &str, text: &str) -> Result<BTreeMap<String, String>
                 .trim_start_matches("error: ")
                 .to_string(),
         })?;
+    image_map(origin, entries)
+}
+
+/// The release's images from the `data` of a ConfigMap in the reference's format (its
+/// `capi-installer-images`: every key an image's name, every value its reference): the same checks as
+/// a file's, every problem named by its key. `binary` are the keys of its `binaryData`, which cannot
+/// hold a reference (a release never writes one there).
+pub fn images_from_data(
+    origin: &str,
+    data: &BTreeMap<String, String>,
+    binary: &[String],
+) -> Result<BTreeMap<String, String>, ImagesError> {
+    let entries = data
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())));
+    match image_map(origin, entries) {
+        Ok(map) if binary.is_empty() => Ok(map),
+        result => {
+            let mut problems = match result {
+                Err(ImagesError::Entries { problems, .. }) => problems,
+                _ => Vec::new(),
+            };
+            problems.extend(binary.iter().map(|key| {
+                format!("binaryData key {key:?}: an image reference is text, under data")
+            }));
+            Err(ImagesError::Entries {
+                origin: origin.to_string(),
+                problems,
+            })
+        }
+    }
+}
+
+/// Every key non-empty, every value an image reference; every bad entry named at once.
+fn image_map(
+    origin: &str,
+    entries: impl IntoIterator<Item = (String, serde_json::Value)>,
+) -> Result<BTreeMap<String, String>, ImagesError> {
     let mut problems = Vec::new();
     let mut map = BTreeMap::new();
     for (key, value) in entries {
@@ -389,5 +427,50 @@ mod tests {
         assert!(matches!(err, ImagesError::NotAMap { .. }), "{err}");
         let ok = parse_images("f", r#"{"kube-rbac-proxy": "quay.io/x:1"}"#).unwrap();
         assert_eq!(ok["kube-rbac-proxy"], "quay.io/x:1");
+    }
+
+    #[test]
+    fn an_images_configmap_names_itself_and_every_bad_key() {
+        let origin = "ConfigMap openshift-cluster-api-operator/capi-installer-images";
+        let data: BTreeMap<String, String> = [
+            ("aws-cluster-api-controllers", "quay.io/a@sha256:12"),
+            ("cluster-capi-controllers", "quay.io/openshift/core@sha256:"),
+            (
+                "gcp-cluster-api-controllers",
+                "registry.ci.openshift.org/openshift:gcp",
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let err = images_from_data(origin, &data, &["blob".to_string()]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("{origin}: key \"aws-cluster-api-controllers\": ")),
+            "{text}"
+        );
+        assert!(
+            text.contains("; key \"cluster-capi-controllers\": "),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("; binaryData key \"blob\": an image reference is text, under data"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("gcp"),
+            "a good entry is not a problem: {text}"
+        );
+        // Only binaryData wrong: still refused, naming it.
+        let good: BTreeMap<String, String> = data
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("gcp"))
+            .collect();
+        assert_eq!(images_from_data(origin, &good, &[]).unwrap(), good);
+        let err = images_from_data(origin, &good, &["x".to_string()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{origin}: binaryData key \"x\": an image reference is text, under data")
+        );
     }
 }

@@ -43,6 +43,7 @@ pub fn payload(configmap: &Value) -> Result<Payload, SourceError> {
         origin: format!("ConfigMap {namespace}/{name}"),
         components: decoded.content.components,
         self_image_ref: None,
+        image: None,
         version: configmap
             .pointer("/metadata/labels")
             .and_then(|l| l.get(LABEL_VERSION))

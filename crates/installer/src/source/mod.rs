@@ -7,6 +7,7 @@
 //! every kind; nothing uses a ConfigMap name as a provider's identity.
 
 pub mod configmap;
+pub mod images;
 pub mod profile;
 
 use std::fmt;
@@ -106,8 +107,12 @@ pub struct Payload {
     /// Multi-document YAML of the provider's components.
     pub components: String,
     /// The reference the components use for the provider's own image (a profile's `selfImageRef`),
-    /// replaced by the release's image of the same key when rendering.
+    /// replaced when rendering by [`Self::image`] when known, otherwise by the release's image of the
+    /// same key.
     pub self_image_ref: Option<String>,
+    /// The image the components came from (a profile's image volume named after a release image):
+    /// its own reference, as the reference substitutes for `selfImageRef`.
+    pub image: Option<String>,
     /// The version the source declared when these components were read from it. The source may have
     /// changed since the round selected it (a watch event between the two reads): what is recorded
     /// and reported for this content is this version, not the selected source's.

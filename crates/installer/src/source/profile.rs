@@ -17,7 +17,8 @@ use capi_manifests::profile::{
 
 use capi_manifests::{Budget, ProviderType};
 
-use super::{Payload, ProviderSource, SourceCatalog, SourceError, SourceId};
+use super::{Payload, ProviderSource, SourceCatalog, SourceError, SourceId, images};
+use crate::render::Images;
 
 /// Larger files are refused before they are read: the resource budget that every provider's
 /// components pass when parsed ([`Budget`]) refuses them anyway (the largest real profile, core, is
@@ -56,6 +57,9 @@ pub struct Profile {
     /// `DIR/<image>/capi-operator-manifests/<profile>/manifests.yaml`, as errors name it.
     pub manifests_path: PathBuf,
     pub metadata: ProfileMetadata,
+    /// The reference of the image its folder holds, when the folder is the volume of a release
+    /// image ([`images::volume_name`]); `None` for a folder named otherwise (laid out by hand).
+    pub image: Option<String>,
     /// The objects, or why they cannot be read (reported as that provider's failure).
     pub manifests: Result<String, ProfileProblem>,
 }
@@ -240,6 +244,7 @@ fn read_profile(id: ProfileRef, dir: &Path) -> Result<Option<Profile>, ProfilePr
         id,
         manifests_path,
         metadata,
+        image: None,
         manifests,
     }))
 }
@@ -306,6 +311,15 @@ impl ProfileCatalog {
         Ok(Self::new(scan(root, only)?))
     }
 
+    /// Tells each profile the reference of its image: the release image whose volume its folder is
+    /// ([`images::image_of_folder`]).
+    pub fn with_images(mut self, release: &Images) -> Self {
+        for (_, profile) in &mut self.entries {
+            profile.image = images::image_of_folder(release, &profile.id.image).map(str::to_string);
+        }
+        self
+    }
+
     /// The usable profiles, each with the provider it declares, in the reference's install order
     /// (`installOrder`, platform, name).
     pub fn profiles(&self) -> Vec<(&ProviderSource, &Profile)> {
@@ -341,6 +355,7 @@ impl Profile {
             origin: self.manifests_path.display().to_string(),
             components,
             self_image_ref: self.metadata.self_image_ref.clone(),
+            image: self.image.clone(),
             version: self.metadata.version().map(str::to_string),
         })
     }
@@ -615,6 +630,37 @@ mod tests {
         assert!(catalog.load(&gone).is_none());
     }
 
+    /// A folder named as the volume of a release image holds that image: its profiles know their
+    /// image reference; a folder named otherwise (by hand) does not.
+    #[test]
+    fn a_folder_named_for_a_release_image_knows_its_reference() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let aws = format!("quay.io/release/art@sha256:{}", "a".repeat(64));
+        let volume = images::volume_name(&aws);
+        let d = "capi-operator-manifests/default";
+        write(root, &format!("{volume}/{d}/metadata.yaml"), AWS_MD);
+        write(root, &format!("{volume}/{d}/manifests.yaml"), MANIFESTS);
+        write(root, &format!("core/{d}/metadata.yaml"), CORE_MD);
+        write(root, &format!("core/{d}/manifests.yaml"), MANIFESTS);
+        let release: Images = [("aws-cluster-api-controllers".to_string(), aws.clone())].into();
+        let catalog = ProfileCatalog::read(root, None)
+            .unwrap()
+            .with_images(&release);
+        let images: Vec<(String, Option<String>)> = catalog
+            .profiles()
+            .into_iter()
+            .map(|(s, p)| (s.name.clone(), p.payload().unwrap().image))
+            .collect();
+        assert_eq!(
+            images,
+            [
+                ("cluster-api".to_string(), None),
+                ("aws".to_string(), Some(aws))
+            ]
+        );
+    }
+
     #[test]
     fn profile_names() {
         for ok in ["default", "tech-preview", "aws_v2", "A1"] {
@@ -633,6 +679,7 @@ mod tests {
             },
             manifests_path: PathBuf::from("img/manifests.yaml"),
             metadata: ProfileMetadata::parse("m", metadata).unwrap(),
+            image: None,
             manifests: Ok(String::new()),
         }
     }
