@@ -412,7 +412,7 @@ impl Installer {
                 Some(report::cluster_api::Component {
                     name: o.target.source.name.clone(),
                     digest: o.digest.clone()?,
-                    image: None,
+                    image: self.component_image(&o.target.source.id),
                 })
             })
             .collect::<Option<Vec<_>>>()
@@ -460,6 +460,17 @@ impl Installer {
         {
             tracing::warn!(error = %e, "cannot write ClusterAPI cluster status");
         }
+    }
+
+    /// A profile's image and profile name as a revision component names them: the release image
+    /// whose volume its folder is, when that is a digest reference (the API takes no other).
+    fn component_image(&self, id: &crate::source::SourceId) -> Option<(String, String)> {
+        let crate::source::SourceId::Profile(p) = id else {
+            return None;
+        };
+        crate::source::images::image_of_folder(&self.config.images, &p.image)
+            .filter(|r| capi_manifests::image::is_digest_reference(r))
+            .map(|r| (r.to_string(), p.profile.clone()))
     }
 
     /// The unmanaged CRDs of `ClusterAPI/cluster` (none when the object or its kind does not exist).

@@ -222,6 +222,25 @@ fn check_digest(digest: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `reference` names its image by digest only, as `ClusterAPI` status demands of a
+/// revision's component image (openshift/api `ImageDigestFormat`): a registry host, a path, no tag,
+/// and `@sha256:` with 64 lower-case hexadecimal digits.
+pub fn is_digest_reference(reference: &str) -> bool {
+    let Ok(parsed) = parse(reference) else {
+        return false;
+    };
+    let digest_ok = parsed
+        .digest
+        .and_then(|d| d.strip_prefix("sha256:"))
+        .is_some_and(|hex| {
+            hex.len() == 64
+                && hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+    parsed.domain.is_some() && parsed.tag.is_none() && digest_ok
+}
+
 /// Why an images file cannot be used: every problem of it at once.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImagesError {
@@ -472,5 +491,25 @@ mod tests {
             err.to_string(),
             format!("{origin}: binaryData key \"x\": an image reference is text, under data")
         );
+    }
+
+    #[test]
+    fn digest_references_as_clusterapi_status_takes_them() {
+        let hex = "0123456789abcdef".repeat(4);
+        assert!(is_digest_reference(&format!(
+            "quay.io/openshift/art@sha256:{hex}"
+        )));
+        assert!(is_digest_reference(&format!(
+            "localhost:5000/a/b@sha256:{hex}"
+        )));
+        for bad in [
+            "quay.io/openshift/art:4.22".to_string(),
+            format!("quay.io/openshift/art:4.22@sha256:{hex}"),
+            format!("art@sha256:{hex}"),
+            format!("quay.io/art@sha256:{}", hex.to_uppercase()),
+            format!("quay.io/art@sha512:{hex}{hex}"),
+        ] {
+            assert!(!is_digest_reference(&bad), "{bad}");
+        }
     }
 }

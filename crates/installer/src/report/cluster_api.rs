@@ -7,8 +7,10 @@
 //! one cluster-wide list of snapshots. A cluster-wide revision here is the list of every selected
 //! provider's content digest, in install order, with the substitutions of the pass: a new one is
 //! added when that list changes, and it becomes `currentRevision` once every provider serves its
-//! digest. Components are listed only for profiles whose image reference is known as a digest (the
-//! API refuses anything else); today none is (see the known gaps), so `components` stays unset.
+//! digest. Components are listed for the profiles whose image reference is known (their folder is the
+//! volume of a release image, [`crate::source::images`]) and is a digest (the API refuses anything
+//! else): `{name, type: Image, image: {ref, profile}}` in install order; transport ConfigMaps are
+//! no image and are not listed.
 
 use std::collections::BTreeMap;
 
