@@ -995,14 +995,14 @@ async fn cluster_access_follows_kubectl() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).starts_with(
-            "error: ConfigMap openshift-cluster-api-operator/capi-installer-images, key images.json: the ConfigMap is not there; pass --images-json FILE"
+            "error: ConfigMap openshift-cluster-api-operator/capi-installer-images: the ConfigMap is not there (the release payload applies it); pass --images-json FILE"
         ),
         "{}",
         stderr(&out)
     );
     let images_cm: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "capi-installer-images", "namespace": "openshift-cluster-api-operator"},
-        "data": {"images.json": r#"{"cluster-capi-controllers": ""}"#}}))
+        "data": {"cluster-capi-controllers": ""}}))
     .unwrap();
     Api::<ConfigMap>::namespaced(admin.clone(), "openshift-cluster-api-operator")
         .create(&PostParams::default(), &images_cm)
@@ -1012,7 +1012,7 @@ async fn cluster_access_follows_kubectl() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).starts_with(
-            r#"error: ConfigMap openshift-cluster-api-operator/capi-installer-images, key images.json: key "cluster-capi-controllers": "" is not an image reference: it is empty"#
+            r#"error: ConfigMap openshift-cluster-api-operator/capi-installer-images: key "cluster-capi-controllers": "" is not an image reference: it is empty"#
         ),
         "{}",
         stderr(&out)

@@ -525,11 +525,30 @@ async fn aws_fresh_install_steady_state_drift_edit_and_upgrade() {
     assert!(has("Pruned", &dropped_name), "{events:?}");
 
     // The InfrastructureProvider CRD applied only now (as a release payload would), its watch having
-    // failed for minutes: seen at once (a watch of the CRD), not at the next retry of the list.
+    // failed for minutes: seen through a watch of the CRD by name, open before the CRD exists, not at
+    // the next retry of the list (by then minutes apart). The report's deadline is generous: on a
+    // loaded machine one reconcile round can take tens of seconds; the watch is what is asserted.
+    let crd_name = "infrastructureproviders.installer.cluster-api.openshift.io";
+    eventually(
+        Duration::from_secs(60),
+        "the installer watching the InfrastructureProvider CRD by name",
+        || async {
+            requests_of(&env.audit(), &capi_installer_controller::user_agent(), None)
+                .iter()
+                .any(|e| {
+                    e.verb == "watch"
+                        && e.request_uri.contains("/customresourcedefinitions?")
+                        && e.request_uri
+                            .contains(&format!("metadata.name%3D{crd_name}"))
+                })
+                .then_some(())
+        },
+    )
+    .await;
     load_infrastructure_provider_crd(&env.admin).await;
     request_provider(&env.admin, "aws").await;
     eventually(
-        Duration::from_secs(30),
+        Duration::from_secs(180),
         "InfrastructureProvider aws reported as the platform's",
         || async {
             let aws = infrastructure_providers(&env.admin).get("aws").await.ok()?;

@@ -93,7 +93,7 @@ async fn the_installed_providers_run_on_a_real_node() {
     apply_release_manifests(&admin, "0000_31_capi-controllers").await;
 
     // The installer pods install core and aws; Available only once the real managers are Ready.
-    let status = wait_available(&admin, T).await;
+    let status = available_or_why(&admin).await;
     let available_at: k8s_openapi::jiff::Timestamp = condition(&status, "Available")
         .expect("an Available condition")
         .since
@@ -289,7 +289,7 @@ async fn the_installed_providers_run_on_a_real_node() {
         "a lost pod is neither a rollout nor (yet) degraded: {reported:#}"
     );
     cordon(&admin, false).await;
-    let status = wait_available(&admin, T).await;
+    let status = available_or_why(&admin).await;
     let back_at: k8s_openapi::jiff::Timestamp = condition(&status, "Available")
         .unwrap()
         .since
@@ -490,4 +490,43 @@ fn container_logs(pod_logs: &Path, deployment: &str) -> String {
         }
     }
     text
+}
+
+/// Waits for the ClusterOperator to be Available; when it is not within [`T`], fails with its
+/// conditions and what the node's pods are doing (waiting reasons, restarts, the last termination),
+/// which is what tells a slow start from a crash loop.
+async fn available_or_why(admin: &Client) -> serde_json::Value {
+    let conditions = match try_wait_available(admin, T).await {
+        Ok(status) => return status,
+        Err(conditions) => conditions,
+    };
+    let mut pods = Vec::new();
+    for ns in [NS, INSTALLER_NS] {
+        let list = Api::<Pod>::namespaced(admin.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        for pod in list {
+            let name = format!("{ns}/{}", pod.name_any());
+            let statuses = pod
+                .status
+                .and_then(|s| s.container_statuses)
+                .unwrap_or_default();
+            for c in statuses {
+                pods.push(format!(
+                    "{name} {}: ready={} restarts={} state={} last={}",
+                    c.name,
+                    c.ready,
+                    c.restart_count,
+                    serde_json::to_string(&c.state).unwrap_or_default(),
+                    serde_json::to_string(&c.last_state).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    panic!(
+        "ClusterOperator cluster-api not Available after {T:?}: {conditions:#}\npods:\n{}",
+        pods.join("\n")
+    );
 }

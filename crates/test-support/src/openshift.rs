@@ -251,20 +251,30 @@ pub async fn wait_degraded(client: &Client, timeout: Duration, what: &str) -> Co
 /// Waits for `ClusterOperator/cluster-api` to report Available=True, Progressing=False,
 /// Degraded=False; returns its status.
 pub async fn wait_available(client: &Client, timeout: Duration) -> Value {
+    match try_wait_available(client, timeout).await {
+        Ok(status) => status,
+        Err(conditions) => {
+            panic!("ClusterOperator cluster-api not Available after {timeout:?}: {conditions:#}")
+        }
+    }
+}
+
+/// [`wait_available`] that returns the last conditions seen instead of panicking, for a caller that
+/// has more to say about why (e.g. the pods of a real node).
+pub async fn try_wait_available(client: &Client, timeout: Duration) -> Result<Value, Value> {
     let deadline = Instant::now() + timeout;
     loop {
         let s = co_status(client).await;
         if let Some(s) = &s
             && settled(s)
         {
-            return s.clone();
+            return Ok(s.clone());
         }
         if Instant::now() > deadline {
-            let conditions = s
+            return Err(s
                 .as_ref()
                 .map(|s| s["conditions"].clone())
-                .unwrap_or_default();
-            panic!("ClusterOperator cluster-api not Available after {timeout:?}: {conditions:#}");
+                .unwrap_or_default());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
