@@ -57,7 +57,7 @@ echo "running $count test binaries, $jobs at a time, then $(wc -l <"$logs/alone"
 start=$SECONDS
 # xargs keeps going after a failure; run_one records failures itself.
 xargs -P "$jobs" -L 1 bash -c 'run_one "$0" "$1" "'"$logs"'"' <"$logs/binaries" || true
-xargs -P 1 -L 1 bash -c 'run_one "$0" "$1" "'"$logs"'"' <"$logs/alone" || true
+xargs -r -P 1 -L 1 bash -c 'run_one "$0" "$1" "'"$logs"'"' <"$logs/alone" || true
 
 cargo test --workspace --locked --doc -q >"$logs/doctests.log" 2>&1 || echo doctests >>"$logs/failed"
 echo "test binaries and doc tests done in $((SECONDS - start))s"
