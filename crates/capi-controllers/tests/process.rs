@@ -110,7 +110,7 @@ async fn runs_as_its_service_account_with_its_lease_endpoints_and_user_agent() {
         .unwrap_or_default();
     eprintln!(
         "controllers process: CPU {:?} since start, longest runtime stall {stall:?}",
-        process_cpu(process.child.id())
+        test_support::bench::process_cpu(process.child.id())
     );
     assert_eq!(
         http_get(http, "/metrics").await.map(|r| r.0),
@@ -284,15 +284,4 @@ fn its_ports_are_its_own_and_the_documented_usage_is_the_binarys() {
             "{flag}: controllers.md says {value}:\n{block}"
         );
     }
-}
-
-/// User plus system CPU time of process `pid` (`/proc/<pid>/stat`, in clock ticks of 10 ms).
-fn process_cpu(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) in parentheses; utime and stime are the
-    // 14th and 15th of the line, the 12th and 13th after it.
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
 }

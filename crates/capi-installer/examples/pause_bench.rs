@@ -32,7 +32,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde_json::json;
 use test_support::bench::{release_binary, wait_until};
 use test_support::*;
@@ -151,7 +151,7 @@ async fn run(bin: &std::path::Path, stress: bool) -> Result<String> {
             .and_then(|v| v.parse::<f64>().ok())
             .map_or("–".to_string(), |s| format!("{:.3} s", s))
     };
-    let cpu = cpu_seconds(replica.pid() as u32)?;
+    let cpu = test_support::bench::process_cpu(replica.pid() as u32)?.as_secs_f64();
     let answered: Vec<Duration> = health.iter().flatten().copied().collect();
     let failed = health.len() - answered.len();
     let mut sorted = answered.clone();
@@ -241,23 +241,6 @@ async fn scrape(env: &Env, replica: &Replica, dir: &std::path::Path) -> Result<S
         }
         tokio::time::sleep(POLL).await;
     }
-}
-
-/// User + system CPU time of a process so far, in seconds.
-fn cpu_seconds(pid: u32) -> Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command (which may contain spaces) start after the last ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .context("/proc/pid/stat")?
-        .1
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| -> Result<f64> { Ok(fields.get(i).context("stat field")?.parse()?) };
-    // utime and stime are fields 14 and 15 of the line; the first after the command is field 3.
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok((ticks(11)? + ticks(12)?) / hz)
 }
 
 /// The 1-minute load average.

@@ -63,6 +63,30 @@ pub fn proc_status(pid: u32) -> Result<(u64, u64)> {
     Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
+/// User + system CPU time of a process so far (`/proc/<pid>/stat`).
+pub fn process_cpu(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command (which may contain spaces) start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .with_context(|| format!("/proc/{pid}/stat"))?
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| -> Result<u64> {
+        Ok(fields
+            .get(i)
+            .with_context(|| format!("field {} of /proc/{pid}/stat", i + 3))?
+            .parse()?)
+    };
+    // utime and stime are fields 14 and 15 of the line; the first after the command is field 3.
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Ok(Duration::from_secs_f64(
+        (ticks(11)? + ticks(12)?) as f64 / hz,
+    ))
+}
+
 /// Polls `check` every `poll` until it holds; an error after `timeout`.
 pub async fn wait_until<F, Fut>(
     timeout: Duration,
