@@ -60,20 +60,7 @@ const POLL: Duration = Duration::from_millis(100);
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube=off")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let mut args = std::env::args().skip(1);
-    let runs: usize = args.next().map_or(Ok(3), |n| n.parse()).context("RUNS")?;
-    let idle = Duration::from_secs(
-        args.next()
-            .map_or(Ok(60), |n| n.parse())
-            .context("IDLE_SECONDS")?,
-    );
+    let (runs, idle, _) = test_support::bench::bench_start()?;
     for rel in std::iter::once(CRD_FILE).chain(CONFIGMAPS) {
         if control_plane::shared_fixture(rel).is_none() {
             bail!("fixture {rel} is missing");

@@ -63,20 +63,7 @@ const POLL: Duration = Duration::from_millis(100);
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube=off")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let mut args = std::env::args().skip(1);
-    let runs: usize = args.next().map_or(Ok(3), |n| n.parse()).context("RUNS")?;
-    let idle = Duration::from_secs(
-        args.next()
-            .map_or(Ok(60), |n| n.parse())
-            .context("IDLE_SECONDS")?,
-    );
+    let (runs, idle, mut args) = test_support::bench::bench_start()?;
     let sets: Vec<usize> = args
         .next()
         .unwrap_or_else(|| "1,3,5".into())

@@ -63,6 +63,26 @@ pub fn proc_status(pid: u32) -> Result<(u64, u64)> {
     Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
+/// What a footprint benchmark starts with: warnings on stderr (RUST_LOG overrides), and its first two
+/// arguments, RUNS (default 3) and IDLE_SECONDS (default 60); the remaining arguments are the caller's.
+pub fn bench_start() -> Result<(usize, Duration, std::iter::Skip<std::env::Args>)> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube=off")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let mut args = std::env::args().skip(1);
+    let runs: usize = args.next().map_or(Ok(3), |n| n.parse()).context("RUNS")?;
+    let idle = Duration::from_secs(
+        args.next()
+            .map_or(Ok(60), |n| n.parse())
+            .context("IDLE_SECONDS")?,
+    );
+    Ok((runs, idle, args))
+}
+
 /// User + system CPU time of a process so far (`/proc/<pid>/stat`).
 pub fn process_cpu(pid: u32) -> Result<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
