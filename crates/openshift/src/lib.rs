@@ -6,11 +6,13 @@
 //! |---|---|---|
 //! | [`resources`] | `Infrastructure` and `ClusterOperator` (`config.openshift.io/v1`), their names, the ownership label key | none |
 //! | [`conditions`] | a ClusterOperator-style condition, rendered keeping `lastTransitionTime` while the status holds, compared ignoring it | none |
+//! | [`controller_status`] | the reference's per-controller pair (`<Name>Progressing`, `<Name>Available`) from how a reconcile ended | none |
 //! | [`cluster_operator`] | the status of `ClusterOperator/cluster-api`, applied by one field manager | one PATCH |
 //! | [`time`] | times as Kubernetes writes them (RFC 3339, seconds, UTC) | the clock |
 
 pub mod cluster_operator;
 pub mod conditions;
+pub mod controller_status;
 pub mod resources;
 pub mod time;
 
