@@ -259,6 +259,26 @@ async fn deployments(client: &Client) -> Vec<(String, String, i64)> {
     out
 }
 
+/// Waits until the reference's installer controller reports success (`Progressing=False`,
+/// `Available=True`, both `AsExpected`); its `Available`.
+async fn installer_controller_done(client: &Client) -> Cond {
+    eventually(
+        Duration::from_secs(60),
+        "InstallerController Progressing=False, Available=True",
+        || async {
+            let s = co_status(client).await?;
+            let p = condition(&s, "InstallerControllerProgressing")?;
+            let a = condition(&s, "InstallerControllerAvailable")?;
+            (p.status == "False"
+                && p.reason == "AsExpected"
+                && a.status == "True"
+                && a.reason == "AsExpected")
+                .then_some(a)
+        },
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again() {
     require_fixture!("transport-configmaps");
@@ -269,6 +289,8 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
         .await;
     let _installer = Running::start(installer_client(sa), config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
+    // The reference's per-controller pair: Available from the first success on.
+    let installer_available = installer_controller_done(&env.admin).await;
     let mut running = deployments(&env.admin).await;
     assert_eq!(running.len(), 2, "core and aws: {running:?}");
     let crds = api_for(
@@ -308,6 +330,27 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
                 degraded.message
             );
         }
+        // For the reference's installer controller a refusal is an error it retries: progressing,
+        // and still available as before (same transition time).
+        let status = co_status(&env.admin).await.unwrap();
+        let progressing = condition(&status, "InstallerControllerProgressing").unwrap();
+        assert_eq!(
+            (progressing.status.as_str(), progressing.reason.as_str()),
+            ("True", "EphemeralError"),
+            "{}: {progressing:?}",
+            hostile.what
+        );
+        assert!(
+            progressing.message.contains(hostile.expect[0]),
+            "{}: {progressing:?}",
+            hostile.what
+        );
+        assert_eq!(
+            condition(&status, "InstallerControllerAvailable"),
+            Some(installer_available.clone()),
+            "{}",
+            hostile.what
+        );
 
         if hostile.drift {
             // The running version is still reconciled: its deleted Deployment comes back.
@@ -401,6 +444,12 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
         // The good bundle converges again, without a restart.
         put_configmap(&env.admin, &fixture_configmap(AWS_CM)).await;
         wait_available(&env.admin, Duration::from_secs(120)).await;
+        assert_eq!(
+            installer_controller_done(&env.admin).await,
+            installer_available,
+            "{}: Available never left True",
+            hostile.what
+        );
     }
     // The policy refused everything before the API server had to: no request of the installer was
     // denied under its RBAC.

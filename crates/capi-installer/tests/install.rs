@@ -227,6 +227,32 @@ async fn assert_reported_available(client: &Client, expect_related: &[&str]) {
             .status,
         "False"
     );
+    // The reference's per-controller pair: the installer's done; without `ClusterAPI/cluster` the
+    // revision controller waits for it, never available.
+    let controllers = eventually(
+        Duration::from_secs(60),
+        "InstallerController done",
+        || async {
+            let s = co_status(client).await?;
+            (condition(&s, "InstallerControllerProgressing")?.status == "False").then_some(s)
+        },
+    )
+    .await;
+    let get = |t: &str| condition(&controllers, t).map(|c| (c.status, c.reason, c.message));
+    let own = |s: &str, r: &str, m: &str| Some((s.to_string(), r.to_string(), m.to_string()));
+    assert_eq!(
+        get("InstallerControllerProgressing"),
+        own("False", "AsExpected", "Success")
+    );
+    assert_eq!(
+        get("InstallerControllerAvailable"),
+        own("True", "AsExpected", "Success")
+    );
+    assert_eq!(
+        get("RevisionControllerProgressing"),
+        own("True", "WaitingOnExternal", "Waiting on ClusterAPI cluster")
+    );
+    assert_eq!(get("RevisionControllerAvailable"), None);
     let related: Vec<String> = status["relatedObjects"]
         .as_array()
         .unwrap()

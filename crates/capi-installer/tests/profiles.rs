@@ -76,8 +76,9 @@ struct ClusterApiStatus {
     observed_revision_generation: Option<i64>,
 }
 
+/// `ClusterAPIInstallerRevision`: every field it has, and no other.
 #[derive(Debug, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ClusterApiRevision {
     name: String,
     revision: i64,
@@ -85,12 +86,48 @@ struct ClusterApiRevision {
     content_id: String,
     #[serde(default)]
     manifest_substitutions: Vec<Substitution>,
+    #[serde(default)]
+    components: Vec<Component>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    unmanaged_custom_resource_definitions: Vec<String>,
 }
 
 #[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Substitution {
     key: String,
     value: String,
+}
+
+/// `ClusterAPIInstallerComponent`: a name, and the source (`type: Image` with its image).
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Component {
+    name: Option<String>,
+    #[serde(rename = "type")]
+    type_: String,
+    image: Option<ComponentImage>,
+}
+
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ComponentImage {
+    #[serde(rename = "ref")]
+    reference: String,
+    profile: String,
+}
+
+/// The component the reference lists for fixture profile `default` of `name` in the image of `key`.
+fn image_component(name: &str, key: &str) -> Component {
+    Component {
+        name: Some(name.into()),
+        type_: "Image".into(),
+        image: Some(ComponentImage {
+            reference: images()[key].clone(),
+            profile: "default".into(),
+        }),
+    }
 }
 
 /// Waits until `ClusterAPI/cluster` status names revision `n` as desired and current.
@@ -162,9 +199,23 @@ async fn ipam_crds_made_by_another_operator(client: &Client) -> Vec<(String, Str
 #[tokio::test]
 async fn core_and_aws_from_profiles_reach_available() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(dir) = profiles_as_images(tmp.path(), &["core", "aws", "gcp"]) else {
+    // Each image in the folder of its image volume, as the reference mounts them (the installer
+    // knows each profile's image by digest); the aws image carries a second profile, for GCP.
+    let Some(dir) = profiles_as_volumes(
+        tmp.path(),
+        &[
+            ("core", "cluster-capi-controllers", "default"),
+            ("aws", "aws-cluster-api-controllers", "default"),
+            ("gcp", "aws-cluster-api-controllers", "gcp"),
+        ],
+    ) else {
         return;
     };
+    let volume = |key: &str| capi_installer_controller::source::images::volume_name(&images()[key]);
+    let (core_image, aws_image) = (
+        volume("cluster-capi-controllers"),
+        volume("aws-cluster-api-controllers"),
+    );
     let env = Env::start(true).await;
     ensure_namespaces(&env.admin).await;
     set_platform(&env.admin, "AWS").await;
@@ -207,6 +258,44 @@ async fn core_and_aws_from_profiles_reach_available() {
         substitutions.contains(&("TLS_MIN_VERSION", "VersionTLS13")),
         "{substitutions:?}"
     );
+    // Its components as the reference lists them: each profile by its metadata name, its image by
+    // digest and its profile, in install order; gcp's is not among them.
+    assert_eq!(
+        first.revisions[0].components,
+        [
+            image_component("cluster-api", "cluster-capi-controllers"),
+            image_component("cluster-api-provider-aws", "aws-cluster-api-controllers"),
+        ]
+    );
+    // The reference's per-controller conditions: both controllers done.
+    let controllers = eventually(
+        Duration::from_secs(60),
+        "InstallerController and RevisionController done",
+        || async {
+            let s = co_status(&env.admin).await?;
+            ["InstallerController", "RevisionController"]
+                .iter()
+                .all(|c| {
+                    condition(&s, &format!("{c}Progressing")).is_some_and(|p| p.status == "False")
+                })
+                .then_some(s)
+        },
+    )
+    .await;
+    for c in ["InstallerController", "RevisionController"] {
+        for (suffix, want) in [("Progressing", "False"), ("Available", "True")] {
+            let got = condition(&controllers, &format!("{c}{suffix}")).unwrap();
+            assert_eq!(
+                (
+                    got.status.as_str(),
+                    got.reason.as_str(),
+                    got.message.as_str()
+                ),
+                (want, "AsExpected", "Success"),
+                "{c}{suffix}"
+            );
+        }
+    }
     let crds = api_for(
         &env.admin,
         "apiextensions.k8s.io/v1",
@@ -289,12 +378,13 @@ async fn core_and_aws_from_profiles_reach_available() {
         .get("capi-installer-inventory")
         .await
         .unwrap();
-    let mut keys: Vec<&String> = inventory.data.as_ref().unwrap().keys().collect();
-    keys.sort();
-    assert_eq!(
-        keys,
-        ["profile_aws-img_default", "profile_core-img_default"]
-    );
+    let keys: Vec<String> = inventory.data.unwrap().into_keys().collect();
+    let mut want = [
+        format!("profile_{aws_image}_default"),
+        format!("profile_{core_image}_default"),
+    ];
+    want.sort();
+    assert_eq!(keys, want);
 
     // Events name the profile (no API object: a reference of kind Profile), one series per provider.
     let events: Api<k8s_openapi::api::events::v1::Event> =
@@ -311,7 +401,7 @@ async fn core_and_aws_from_profiles_reach_available() {
             Some((r.kind?, r.name?))
         })
         .collect();
-    for image in ["core-img", "aws-img"] {
+    for image in [&core_image, &aws_image] {
         assert!(
             related.contains(&("Profile".to_string(), format!("{image}/default"))),
             "{related:?}"
@@ -402,7 +492,7 @@ async fn core_and_aws_from_profiles_reach_available() {
             "core",
             "v1.13.4",
             "profile",
-            "core-img/default",
+            format!("{core_image}/default").as_str(),
             "Installed"
         ]
     );
@@ -413,7 +503,7 @@ async fn core_and_aws_from_profiles_reach_available() {
             "infrastructure",
             "v2.13.0",
             "profile",
-            "aws-img/default",
+            format!("{aws_image}/default").as_str(),
             "Installed"
         ]
     );

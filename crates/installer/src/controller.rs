@@ -47,6 +47,7 @@ use crate::order::{self, Admit};
 use crate::outcome::{Outcome, ProviderState};
 use crate::policy;
 use crate::reconcile::Reconciler;
+use crate::report::cluster_api::Recording;
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
 use crate::round::Round;
@@ -323,9 +324,9 @@ impl Installer {
         let desired = desired::desired(status, &requests.install);
         let unmanaged = self.unmanaged();
         self.reconciler.inventories().repair().await;
-        let (missing, outcomes, unselected) = match &desired {
+        let (missing, outcomes, unselected, recording) = match &desired {
             Desired::Install(wants) => self.install(wants, &unmanaged).await,
-            _ => (Vec::new(), Vec::new(), Vec::new()),
+            _ => (Vec::new(), Vec::new(), Vec::new(), Recording::NotNeeded),
         };
         let removals = self.uninstall(&requests, &unmanaged).await;
         // A provider being uninstalled is reported as such, not as left behind.
@@ -352,6 +353,7 @@ impl Installer {
             unselected: &unselected,
             extra: &extra,
             removals: &removals,
+            recording: &recording,
         };
         self.finalize(&objects, &requested, &requests, &removals)
             .await;
@@ -373,6 +375,7 @@ impl Installer {
     /// The ClusterOperator's status, written when it changed.
     async fn report_operator(&self, observed: &Observed<'_>) -> Result<(), kube::Error> {
         let conditions = report::conditions(observed);
+        let controllers = report::controllers(observed);
         let (related, at_release) = match observed.desired {
             Desired::Install(_) => (
                 report::related(
@@ -390,35 +393,40 @@ impl Installer {
             .release_version
             .as_deref()
             .filter(|_| at_release);
-        report::operator::write(&self.client, &conditions, version, &related).await
+        report::operator::write(&self.client, &conditions, &controllers, version, &related).await
     }
 
     /// This pass's providers as a revision in `ClusterAPI/cluster` status, in the reference's fields
     /// ([`report::cluster_api`]), written (server-side apply on the status subresource) only when it
     /// changes; nothing without the object, or while a provider did not get as far as a plan (what it
-    /// wants is not known).
+    /// wants is not known). How it went is the reference's revision controller's conditions.
     async fn record_revisions(
         &self,
         outcomes: &[Outcome],
         substitutions: &std::collections::BTreeMap<String, String>,
-    ) {
+    ) -> Recording {
         let objects = self.cluster_api.objects().unwrap_or_default();
         let Some(object) = objects.first() else {
-            return;
+            return Recording::NoObject;
         };
-        let Some(components) = outcomes
+        let unplanned: Vec<(String, Option<String>)> = outcomes
             .iter()
-            .map(|o| {
+            .filter(|o| o.digest.is_none())
+            .map(|o| (o.target.source.describe(), o.failure_message()))
+            .collect();
+        if !unplanned.is_empty() {
+            return Recording::Unplanned(unplanned);
+        }
+        let components: Vec<report::cluster_api::Component> = outcomes
+            .iter()
+            .filter_map(|o| {
                 Some(report::cluster_api::Component {
                     name: o.target.source.name.clone(),
                     digest: o.digest.clone()?,
                     image: self.component_image(&o.target.source.id),
                 })
             })
-            .collect::<Option<Vec<_>>>()
-        else {
-            return;
-        };
+            .collect();
         let complete = outcomes
             .iter()
             .all(|o| matches!(o.state, ProviderState::Installed));
@@ -439,11 +447,11 @@ impl Installer {
             Ok(status) => status,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot record the revision in ClusterAPI cluster");
-                return;
+                return Recording::Refused(e);
             }
         };
         if status == previous {
-            return;
+            return Recording::Recorded;
         }
         let api: Api<DynamicObject> =
             Api::all_with(self.client.clone(), &unmanaged::cluster_api_resource());
@@ -459,18 +467,15 @@ impl Installer {
             .await
         {
             tracing::warn!(error = %e, "cannot write ClusterAPI cluster status");
+            return Recording::WriteFailed(e.to_string());
         }
+        Recording::Recorded
     }
 
-    /// A profile's image and profile name as a revision component names them: the release image
-    /// whose volume its folder is, when that is a digest reference (the API takes no other).
-    fn component_image(&self, id: &crate::source::SourceId) -> Option<(String, String)> {
-        let crate::source::SourceId::Profile(p) = id else {
-            return None;
-        };
-        crate::source::images::image_of_folder(&self.config.images, &p.image)
-            .filter(|r| capi_manifests::image::is_digest_reference(r))
-            .map(|r| (r.to_string(), p.profile.clone()))
+    /// A source as a revision component: a profile whose folder is the volume of a release image
+    /// given by digest.
+    fn component_image(&self, id: &SourceId) -> Option<source::ImageComponent> {
+        self.catalogs.iter().find_map(|c| c.image_component(id))
     }
 
     /// The unmanaged CRDs of `ClusterAPI/cluster` (none when the object or its kind does not exist).
@@ -485,7 +490,7 @@ impl Installer {
         &self,
         wants: &Wants,
         unmanaged: &Result<Unmanaged, UnmanagedError>,
-    ) -> (Vec<Wanted>, Vec<Outcome>, Vec<Unselected>) {
+    ) -> (Vec<Wanted>, Vec<Outcome>, Vec<Unselected>, Recording) {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
         let roles: Vec<serde_json::Value> = self
             .ceiling
@@ -530,7 +535,8 @@ impl Installer {
             };
             outcomes.push(outcome);
         }
-        self.record_revisions(&outcomes, &round.ctx.substitutions)
+        let recording = self
+            .record_revisions(&outcomes, &round.ctx.substitutions)
             .await;
         // After every selected provider, so that a refused second source of core holds nothing back.
         for refused in &selection.refused {
@@ -567,7 +573,7 @@ impl Installer {
                 }
             })
             .collect();
-        (round.selection.missing, outcomes, unselected)
+        (round.selection.missing, outcomes, unselected, recording)
     }
 
     /// A source's payload, decoded off the async runtime (a transport ConfigMap is up to 1 MiB of

@@ -167,15 +167,45 @@ pub async fn put_components(client: &Client, file: &str, components: &str) {
 /// profile of `profiles/` (links to the fixture files), laid out as the reference mounts provider
 /// images; `None` when the fixtures are missing outside CI.
 pub fn profiles_as_images(root: &std::path::Path, providers: &[&str]) -> Option<PathBuf> {
-    for p in providers {
+    let folders: Vec<(&str, String)> = providers
+        .iter()
+        .map(|p| (*p, format!("{p}-img/capi-operator-manifests/default")))
+        .collect();
+    lay_out_profiles(root, &folders)
+}
+
+/// `root/<folder>/{metadata,manifests}.yaml` linked to the fixture profile of each
+/// `(provider, folder)`.
+fn lay_out_profiles(root: &std::path::Path, folders: &[(&str, String)]) -> Option<PathBuf> {
+    for (p, folder) in folders {
         let fixture = fixture(&format!("profiles/{p}"))?;
-        let dir = root.join(format!("{p}-img/capi-operator-manifests/default"));
+        let dir = root.join(folder);
         std::fs::create_dir_all(&dir).unwrap();
         for file in ["metadata.yaml", "manifests.yaml"] {
             std::os::unix::fs::symlink(fixture.join(file), dir.join(file)).unwrap();
         }
     }
     Some(root.to_path_buf())
+}
+
+/// Fixture profiles of `profiles/` in the folders of the image volumes of release images, as the
+/// reference mounts them: `(provider, key of [`images`], profile)` lays out
+/// `root/<volume>/capi-operator-manifests/<profile>/...`, the volume named as the reference names it
+/// (so that the installer knows each profile's image by digest); several profiles may share an image.
+/// `None` when the fixtures are missing outside CI.
+pub fn profiles_as_volumes(
+    root: &std::path::Path,
+    profiles: &[(&str, &str, &str)],
+) -> Option<PathBuf> {
+    let images = images();
+    let folders: Vec<(&str, String)> = profiles
+        .iter()
+        .map(|(p, key, profile)| {
+            let volume = capi_installer_controller::source::images::volume_name(&images[*key]);
+            (*p, format!("{volume}/capi-operator-manifests/{profile}"))
+        })
+        .collect();
+    lay_out_profiles(root, &folders)
 }
 
 /// Release image references, as the images JSON of a release would hold them.

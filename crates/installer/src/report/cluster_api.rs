@@ -9,12 +9,16 @@
 //! added when that list changes, and it becomes `currentRevision` once every provider serves its
 //! digest. Components are listed for the profiles whose image reference is known (their folder is the
 //! volume of a release image, [`crate::source::images`]) and is a digest (the API refuses anything
-//! else): `{name, type: Image, image: {ref, profile}}` in install order; transport ConfigMaps are
+//! else): `{name, type: Image, image: {ref, profile}}` in install order, `name` the profile's metadata
+//! name as the reference names its components; transport ConfigMaps are
 //! no image and are not listed.
 
 use std::collections::BTreeMap;
 
+use capi_openshift::controller_status::ControllerResult;
 use serde_json::{Value, json};
+
+use crate::source::ImageComponent;
 
 /// The release of a process started without one (the reference's default).
 pub const UNKNOWN_RELEASE: &str = "0.0.1-snapshot";
@@ -31,8 +35,8 @@ pub struct Component {
     pub name: String,
     /// Its content's digest (`Prepared::digest`).
     pub digest: String,
-    /// `(image reference by digest, profile)` of a profile, when known.
-    pub image: Option<(String, String)>,
+    /// A profile of an image known by digest: what the revision lists for it.
+    pub image: Option<ImageComponent>,
 }
 
 /// What this pass wants installed.
@@ -43,7 +47,7 @@ pub struct Desired {
     pub substitutions: BTreeMap<String, String>,
 }
 
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StatusError {
     #[error(
         "ClusterAPI cluster: status.revisions would hold more than {MAX_REVISIONS} revisions; remove old ones once the newest is current"
@@ -51,6 +55,58 @@ pub enum StatusError {
     TooManyRevisions,
     #[error("ClusterAPI cluster: status.revisions[{index}]: {message}")]
     Invalid { index: usize, message: String },
+}
+
+/// How a pass's revision went into `ClusterAPI/cluster` status: what the reference's revision
+/// controller's conditions say ([`Recording::result`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recording {
+    /// Nothing is installed on this platform (or the platform is not known yet): nothing to record.
+    NotNeeded,
+    /// `ClusterAPI/cluster` does not exist (or its kind is not served).
+    NoObject,
+    /// Providers that did not get as far as a plan, so what the revision holds is not known: each
+    /// source, with its failure when it failed (otherwise it waits, e.g. behind core).
+    Unplanned(Vec<(String, Option<String>)>),
+    /// The next status would break the API's rules.
+    Refused(StatusError),
+    /// The status write failed (retried on the next pass).
+    WriteFailed(String),
+    /// The status shows this pass's revision (written now, or already).
+    Recorded,
+}
+
+impl Recording {
+    /// The reference's revision controller in the same situation: waiting for its object, an error
+    /// it retries (it cannot render, or cannot write), one it does not (more than
+    /// [`MAX_REVISIONS`], which needs an administrator), or done.
+    pub fn result(&self) -> ControllerResult {
+        match self {
+            Recording::NotNeeded | Recording::Recorded => ControllerResult::Success,
+            Recording::NoObject => ControllerResult::WaitingOnExternal("ClusterAPI cluster".into()),
+            Recording::Unplanned(sources) => {
+                let failures: Vec<&str> =
+                    sources.iter().filter_map(|(_, f)| f.as_deref()).collect();
+                match failures.is_empty() {
+                    true => {
+                        let names: Vec<&str> = sources.iter().map(|(s, _)| s.as_str()).collect();
+                        ControllerResult::Progressing(format!(
+                            "no revision until every provider is planned; waiting for {}",
+                            names.join(", ")
+                        ))
+                    }
+                    false => ControllerResult::EphemeralError(format!(
+                        "no revision: {}",
+                        failures.join("; ")
+                    )),
+                }
+            }
+            Recording::Refused(e) => ControllerResult::NonRetryableError(e.to_string()),
+            Recording::WriteFailed(e) => {
+                ControllerResult::EphemeralError(format!("writing ClusterAPI cluster status: {e}"))
+            }
+        }
+    }
 }
 
 /// The content ID of `desired`: sha256 over the components' digests in order, then the
@@ -119,9 +175,9 @@ pub fn next_status(
             .components
             .iter()
             .filter_map(|c| {
-                let (reference, profile) = c.image.as_ref()?;
-                Some(json!({"name": c.name, "type": "Image",
-                    "image": {"ref": reference, "profile": profile}}))
+                let image = c.image.as_ref()?;
+                Some(json!({"name": image.name, "type": "Image",
+                    "image": {"ref": image.image, "profile": image.profile}}))
             })
             .collect();
         if !components.is_empty() {

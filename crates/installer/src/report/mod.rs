@@ -8,6 +8,7 @@ pub mod provider;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use capi_openshift::controller_status::ControllerResult;
 use serde_json::{Value, json};
 
 use crate::desired::{Desired, Wanted};
@@ -55,6 +56,8 @@ pub struct Observed<'a> {
     pub extra: &'a BTreeSet<String>,
     /// Uninstalls in progress.
     pub removals: &'a [Removal],
+    /// How this pass's revision went into `ClusterAPI/cluster` status.
+    pub recording: &'a cluster_api::Recording,
 }
 
 impl Observed<'_> {
@@ -176,6 +179,78 @@ pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
         installer_available,
         installer_degraded,
     ]
+}
+
+/// The reference's installer controller, which applies revisions: its conditions
+/// (`InstallerControllerProgressing`, `InstallerControllerAvailable`) say how this pass applied the
+/// providers.
+pub const INSTALLER_CONTROLLER: &str = "InstallerController";
+/// The reference's revision controller, which records revisions in `ClusterAPI/cluster` status.
+pub const REVISION_CONTROLLER: &str = "RevisionController";
+
+/// How this pass ended for each of the reference's two controllers, whose work this installer does
+/// in one pass: [`INSTALLER_CONTROLLER`] from the providers' outcomes, [`REVISION_CONTROLLER`] from
+/// the recording of the revision.
+pub fn controllers(observed: &Observed<'_>) -> [(&'static str, ControllerResult); 2] {
+    let platform = || ControllerResult::WaitingOnExternal("Infrastructure PlatformStatus".into());
+    let (installer, revision) = match observed.desired {
+        Desired::WaitingForPlatform => (platform(), platform()),
+        // Nothing to install or record: both are done.
+        Desired::Unsupported { .. } => (ControllerResult::Success, ControllerResult::Success),
+        Desired::Install(_) => (installer_result(observed), observed.recording.result()),
+    };
+    [
+        (INSTALLER_CONTROLLER, installer),
+        (REVISION_CONTROLLER, revision),
+    ]
+}
+
+/// A failure that is not retried until its input changes (a rolled-back revision, a second source
+/// of a provider): for the reference, one that needs an administrator.
+fn terminal(o: &Outcome) -> bool {
+    duplicate(o)
+        || matches!(&o.state, ProviderState::Failed { error, .. } if error.waits_for_change())
+}
+
+/// Errors first (any retried one makes the whole retried, as in the reference), then what the pass
+/// waits for; a success only when every provider serves its content and nothing is uninstalling.
+fn installer_result(observed: &Observed<'_>) -> ControllerResult {
+    let failed: Vec<&Outcome> = observed
+        .outcomes
+        .iter()
+        .filter(|o| matches!(o.state, ProviderState::Failed { .. }))
+        .collect();
+    let messages = |outcomes: &[&Outcome]| {
+        outcomes
+            .iter()
+            .filter_map(|o| o.failure_message())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if failed.iter().any(|o| !terminal(o)) {
+        return ControllerResult::EphemeralError(messages(&failed));
+    }
+    if !failed.is_empty() {
+        return ControllerResult::NonRetryableError(messages(&failed));
+    }
+    let all: Vec<&Outcome> = observed.outcomes.iter().collect();
+    let mut waiting = waiting(observed.missing, &all);
+    waiting.extend(
+        all.iter()
+            .filter(|o| !o.unavailable.is_empty())
+            .map(|o| not_serving_message(o)),
+    );
+    waiting.extend(
+        observed
+            .removals
+            .iter()
+            .filter(|r| !r.done)
+            .map(Removal::describe),
+    );
+    match waiting.is_empty() {
+        true => ControllerResult::Success,
+        false => ControllerResult::Progressing(waiting.join("; ")),
+    }
 }
 
 /// Uninstalls in progress keep `Progressing` True, each named.

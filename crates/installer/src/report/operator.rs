@@ -1,6 +1,7 @@
 //! The `status` of `ClusterOperator/cluster-api`: built from the conditions (pure), compared with the
 //! live status ignoring timestamps, and written with server-side apply only when it differs.
 
+use capi_openshift::controller_status::{self, ControllerResult};
 use capi_openshift::time::now_rfc3339;
 use capi_openshift::{CLUSTER_OPERATOR_NAME, cluster_operator, conditions};
 use kube::Client;
@@ -12,8 +13,8 @@ use crate::names::FIELD_MANAGER;
 
 /// Builds the `status`, keeping `lastTransitionTime` of every condition whose status did not change,
 /// so that an unchanged world produces an identical status (and no write).
-pub fn cluster_operator_status(
-    conditions: &[Condition],
+pub fn cluster_operator_status<R: AsRef<str>>(
+    conditions: &[capi_openshift::Condition<R>],
     current: Option<&Value>,
     now: &str,
     version: Option<&str>,
@@ -55,10 +56,13 @@ pub fn differs(a: Option<&Value>, b: &Value) -> bool {
     }
 }
 
-/// Writes the status (creating the ClusterOperator when missing) when it differs from the live one.
+/// Writes the status (creating the ClusterOperator when missing) when it differs from the live one:
+/// the installer's `conditions`, then the reference's per-controller pair of each of `controllers`
+/// (whose `Available` may be kept from the live status, so they are built here).
 pub async fn write(
     client: &Client,
     conditions: &[Condition],
+    controllers: &[(&str, ControllerResult)],
     version: Option<&str>,
     related: &[Value],
 ) -> Result<(), kube::Error> {
@@ -73,8 +77,22 @@ pub async fn write(
         tracing::info!("created ClusterOperator {CLUSTER_OPERATOR_NAME}");
     }
     let current_status = current.as_ref().and_then(|c| c.data.get("status"));
-    let desired =
-        cluster_operator_status(conditions, current_status, &now_rfc3339(), version, related);
+    let all: Vec<capi_openshift::Condition> =
+        conditions
+            .iter()
+            .map(|c| {
+                capi_openshift::Condition::new(
+                    &c.type_,
+                    c.status,
+                    c.reason.as_str().to_string(),
+                    &c.message,
+                )
+            })
+            .chain(controllers.iter().flat_map(|(name, result)| {
+                controller_status::conditions(name, result, current_status)
+            }))
+            .collect();
+    let desired = cluster_operator_status(&all, current_status, &now_rfc3339(), version, related);
     if !differs(current_status, &desired) {
         return Ok(());
     }

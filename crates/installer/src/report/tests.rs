@@ -3,6 +3,7 @@ use std::time::Duration;
 use capi_apply::{ObjectKey, Phase, Readiness};
 use capi_manifests::ProviderType;
 
+use super::cluster_api::{Recording, StatusError};
 use super::operator::{cluster_operator_status, differs};
 use super::*;
 use crate::desired::{Wants, wanted};
@@ -11,6 +12,7 @@ use crate::error::ProviderError;
 use crate::outcome::{Removal, Unavailable};
 use crate::prepare::RenderError;
 use crate::source::{ProviderSource, SourceId, Target};
+use capi_openshift::controller_status::ControllerResult;
 
 fn outcome(name: &str, state: ProviderState) -> Outcome {
     let serving = matches!(state, ProviderState::Installed);
@@ -50,6 +52,7 @@ fn conditions(
         unselected,
         extra: &BTreeSet::new(),
         removals: &[],
+        recording: &Recording::Recorded,
     })
 }
 
@@ -480,6 +483,7 @@ fn with_extra(outcomes: &[Outcome], extra: &[&str]) -> Vec<Condition> {
         unselected: &[],
         extra: &extra,
         removals: &[],
+        recording: &Recording::Recorded,
     })
 }
 
@@ -572,6 +576,7 @@ fn an_uninstall_keeps_the_operator_progressing() {
         unselected: &[],
         extra: &BTreeSet::new(),
         removals: std::slice::from_ref(&removal),
+        recording: &Recording::Recorded,
     });
     let progressing = get(&cs, "Progressing");
     assert!(progressing.status);
@@ -715,4 +720,191 @@ mod infrastructure_provider {
         moved["revision"] = serde_json::json!(5);
         assert!(crate::report::provider::differs(Some(&s), &moved));
     }
+}
+
+/// The reference's two controllers for a pass over `outcomes` on AWS.
+fn controllers(outcomes: &[Outcome], recording: &Recording) -> [ControllerResult; 2] {
+    super::controllers(&Observed {
+        desired: &aws(),
+        missing: &[],
+        outcomes,
+        unselected: &[],
+        extra: &BTreeSet::new(),
+        removals: &[],
+        recording,
+    })
+    .map(|(_, result)| result)
+}
+
+#[test]
+fn the_reference_controllers_follow_the_pass() {
+    let installed = [
+        outcome("cluster-api", ProviderState::Installed),
+        outcome("aws", ProviderState::Installed),
+    ];
+    assert_eq!(
+        controllers(&installed, &Recording::Recorded),
+        [ControllerResult::Success, ControllerResult::Success]
+    );
+    let names = super::controllers(&Observed {
+        desired: &Desired::WaitingForPlatform,
+        missing: &[],
+        outcomes: &[],
+        unselected: &[],
+        extra: &BTreeSet::new(),
+        removals: &[],
+        recording: &Recording::NotNeeded,
+    });
+    assert_eq!(names[0].0, "InstallerController");
+    assert_eq!(names[1].0, "RevisionController");
+    assert_eq!(
+        names[1].1,
+        ControllerResult::WaitingOnExternal("Infrastructure PlatformStatus".into())
+    );
+
+    // Waiting for a Deployment: progressing, naming it; no ClusterAPI object to record in.
+    let rolling = [
+        outcome("cluster-api", ProviderState::Installed),
+        outcome("aws", deployment_pending()),
+    ];
+    let [installer, revision] = controllers(&rolling, &Recording::NoObject);
+    let ControllerResult::Progressing(message) = installer else {
+        panic!("{installer:?}");
+    };
+    assert!(
+        message.contains("Deployment openshift-cluster-api/capi"),
+        "{message}"
+    );
+    assert_eq!(
+        revision,
+        ControllerResult::WaitingOnExternal("ClusterAPI cluster".into())
+    );
+
+    // A retried failure is an ephemeral error, even beside one that waits for a change.
+    let rolled_back = ProviderState::Failed {
+        error: ProviderError::RolledBack {
+            failed: 2,
+            failed_version: "v2".into(),
+            serving: 1,
+            serving_version: "v1".into(),
+            cause: "not ready".into(),
+        },
+        attempts: 1,
+        failing_for: Duration::ZERO,
+    };
+    let [installer, _] = controllers(
+        &[
+            outcome("cluster-api", failed(1, 0)),
+            serving_old(outcome("aws", rolled_back)),
+        ],
+        &Recording::Recorded,
+    );
+    assert!(
+        matches!(&installer, ControllerResult::EphemeralError(m) if m.contains("document 3") && m.contains("rolled back")),
+        "{installer:?}"
+    );
+    // Alone, it is not retried: it needs a new content.
+    let rolled_back = ProviderState::Failed {
+        error: ProviderError::RolledBack {
+            failed: 2,
+            failed_version: "v2".into(),
+            serving: 1,
+            serving_version: "v1".into(),
+            cause: "not ready".into(),
+        },
+        attempts: 1,
+        failing_for: Duration::ZERO,
+    };
+    let [installer, _] = controllers(
+        &[
+            outcome("cluster-api", ProviderState::Installed),
+            serving_old(outcome("aws", rolled_back)),
+        ],
+        &Recording::Recorded,
+    );
+    assert!(
+        matches!(&installer, ControllerResult::NonRetryableError(m) if m.contains("rolled back to revision 1")),
+        "{installer:?}"
+    );
+}
+
+#[test]
+fn the_revision_controller_follows_the_recording() {
+    let cases = [
+        (
+            Recording::Unplanned(vec![("ConfigMap aws".into(), None)]),
+            ControllerResult::Progressing(
+                "no revision until every provider is planned; waiting for ConfigMap aws".into(),
+            ),
+        ),
+        (
+            Recording::Unplanned(vec![
+                (
+                    "ConfigMap cluster-api".into(),
+                    Some("ConfigMap cluster-api: bad (attempt 1)".into()),
+                ),
+                ("ConfigMap aws".into(), None),
+            ]),
+            ControllerResult::EphemeralError(
+                "no revision: ConfigMap cluster-api: bad (attempt 1)".into(),
+            ),
+        ),
+        (
+            Recording::Refused(StatusError::TooManyRevisions),
+            ControllerResult::NonRetryableError(StatusError::TooManyRevisions.to_string()),
+        ),
+        (
+            Recording::WriteFailed("conflict".into()),
+            ControllerResult::EphemeralError("writing ClusterAPI cluster status: conflict".into()),
+        ),
+    ];
+    for (recording, want) in cases {
+        let installed = [outcome("cluster-api", ProviderState::Installed)];
+        assert_eq!(
+            controllers(&installed, &recording)[1],
+            want,
+            "{recording:?}"
+        );
+    }
+}
+
+#[test]
+fn the_conditions_table_lists_exactly_the_conditions_the_installer_writes() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/admin/status.md"
+    ))
+    .expect("docs/admin/status.md readable");
+    let start = doc
+        .find("## Conditions")
+        .expect("docs/admin/status.md has the conditions table");
+    let documented: Vec<&str> = doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| condition"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1))
+        .collect();
+    let installed = [outcome("cluster-api", ProviderState::Installed)];
+    let mut written: Vec<String> = installing(&installed)
+        .into_iter()
+        .map(|c| c.type_)
+        .collect();
+    let observed = Observed {
+        desired: &aws(),
+        missing: &[],
+        outcomes: &installed,
+        unselected: &[],
+        extra: &BTreeSet::new(),
+        removals: &[],
+        recording: &Recording::Recorded,
+    };
+    for (name, result) in super::controllers(&observed) {
+        written.extend(
+            capi_openshift::controller_status::conditions(name, &result, None)
+                .into_iter()
+                .map(|c| c.type_),
+        );
+    }
+    assert_eq!(documented, written, "in the order they are written");
 }

@@ -139,6 +139,22 @@ pub trait SourceCatalog: Send + Sync {
     fn candidates(&self) -> Vec<ProviderSource>;
     /// Reads one source; `None` when `id` is not of this kind.
     fn load(&self, id: &SourceId) -> Option<Result<Payload, SourceError>>;
+    /// The source as a component of a revision in `ClusterAPI/cluster` status, when it is one: a
+    /// profile of an image known by digest (the API takes no other); `None` otherwise.
+    fn image_component(&self, _id: &SourceId) -> Option<ImageComponent> {
+        None
+    }
+}
+
+/// A profile as the reference's revisions list it (`components[]` of a `ClusterAPI` revision).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageComponent {
+    /// The profile's metadata name (`cluster-api-provider-aws`), as the reference names components.
+    pub name: String,
+    /// The image's reference, by digest.
+    pub image: String,
+    /// The profile's folder name in the image (`default`).
+    pub profile: String,
 }
 
 /// One provider to reconcile: the source the cluster's wants selected, with what the want adds.

@@ -17,7 +17,9 @@ use capi_manifests::profile::{
 
 use capi_manifests::{Budget, ProviderType};
 
-use super::{Payload, ProviderSource, SourceCatalog, SourceError, SourceId, images};
+use super::{
+    ImageComponent, Payload, ProviderSource, SourceCatalog, SourceError, SourceId, images,
+};
 use crate::render::Images;
 
 /// Larger files are refused before they are read: the resource budget that every provider's
@@ -344,6 +346,22 @@ impl SourceCatalog for ProfileCatalog {
         };
         let (_, profile) = self.entries.iter().find(|(_, p)| &p.id == wanted)?;
         Some(profile.payload())
+    }
+
+    fn image_component(&self, id: &SourceId) -> Option<ImageComponent> {
+        let SourceId::Profile(wanted) = id else {
+            return None;
+        };
+        let (_, profile) = self.entries.iter().find(|(_, p)| &p.id == wanted)?;
+        let image = profile
+            .image
+            .as_deref()
+            .filter(|r| capi_manifests::image::is_digest_reference(r))?;
+        Some(ImageComponent {
+            name: profile.metadata.name.clone(),
+            image: image.to_string(),
+            profile: profile.id.profile.clone(),
+        })
     }
 }
 
