@@ -263,7 +263,7 @@ async fn deployments(client: &Client) -> Vec<(String, String, i64)> {
 /// `Available=True`, both `AsExpected`); its `Available`.
 async fn installer_controller_done(client: &Client) -> Cond {
     eventually(
-        Duration::from_secs(60),
+        RECONCILES,
         "InstallerController Progressing=False, Available=True",
         || async {
             let s = co_status(client).await?;
@@ -278,6 +278,12 @@ async fn installer_controller_done(client: &Client) -> Cond {
     )
     .await
 }
+
+/// How long a failure persists before it degrades the operator (the installer's `DEGRADED_AFTER`,
+/// crate-private).
+const DEGRADED_AFTER: Duration = Duration::from_secs(120);
+/// A few reconciles of core + aws on a loaded machine: the time the installer needs to notice a change.
+const RECONCILES: Duration = Duration::from_secs(180);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again() {
@@ -310,8 +316,10 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
     for hostile in hostile_bundles() {
         let mark = env.audit().len();
         put_configmap(&env.admin, &hostile.configmap).await;
-        // A failure that persists degrades the operator, with the reason and every violation.
-        let degraded = eventually(Duration::from_secs(120), hostile.what, || async {
+        // A failure that persists degrades the operator, with the reason and every violation: at the
+        // latest once it has failed for the installer's DEGRADED_AFTER (2 minutes), plus the reconcile
+        // that sees it (tens of seconds each on a loaded 2-core machine, debug build).
+        let degraded = eventually(DEGRADED_AFTER + RECONCILES, hostile.what, || async {
             let s = co_status(&env.admin).await?;
             let d = condition(&s, "Degraded")?;
             (d.status == "True").then_some(d)
@@ -373,7 +381,7 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
             .await;
             // Serving again: Available comes back once the restored Deployment is (the refusal stays in
             // Degraded).
-            eventually(Duration::from_secs(60), "aws serving again", || async {
+            eventually(RECONCILES, "aws serving again", || async {
                 let s = co_status(&env.admin).await?;
                 let available = condition(&s, "Available")?;
                 let degraded = condition(&s, "Degraded")?;
@@ -424,7 +432,7 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
         // (ProviderUnavailable) can come after it: then Available must come back.
         let available = if hostile.drift {
             eventually(
-                Duration::from_secs(60),
+                RECONCILES,
                 "aws serving again after the restore",
                 || async {
                     let available = condition(&co_status(&env.admin).await?, "Available")?;
@@ -443,7 +451,7 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
 
         // The good bundle converges again, without a restart.
         put_configmap(&env.admin, &fixture_configmap(AWS_CM)).await;
-        wait_available(&env.admin, Duration::from_secs(120)).await;
+        wait_available(&env.admin, RECONCILES).await;
         assert_eq!(
             installer_controller_done(&env.admin).await,
             installer_available,

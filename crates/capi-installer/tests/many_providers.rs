@@ -183,8 +183,9 @@ async fn every_fixture_provider_on_one_cluster_with_names_that_clash() {
     put_components(&client, IBMCLOUD_CM, &clashing).await;
     let from = env.audit().last().unwrap().stage_timestamp.0;
     request_provider(&client, "ibmcloud").await;
+    // One round over six providers: about two minutes at load 25 on the 2 shared cores (debug build).
     let refused = eventually(
-        2 * MINUTE,
+        5 * MINUTE,
         "InfrastructureProvider ibmcloud refused",
         || async {
             let obj = infrastructure_providers(&client)
@@ -202,13 +203,18 @@ async fn every_fixture_provider_on_one_cluster_with_names_that_clash() {
         )),
         "{refused:?}"
     );
-    eventually(MINUTE, "the ClusterOperator names the conflict", || async {
-        let status = co_status(&client).await?;
-        ["Available", "Progressing", "Degraded"]
-            .iter()
-            .filter_map(|t| condition(&status, t))
-            .find(|c| c.message.contains(&format!("ibmgcpclusters.{GROUP}")))
-    })
+    // Written at the end of the same round as the provider's status (or of the next one).
+    eventually(
+        5 * MINUTE,
+        "the ClusterOperator names the conflict",
+        || async {
+            let status = co_status(&client).await?;
+            ["Available", "Progressing", "Degraded"]
+                .iter()
+                .filter_map(|t| condition(&status, t))
+                .find(|c| c.message.contains(&format!("ibmgcpclusters.{GROUP}")))
+        },
+    )
     .await;
     // The objects of its bundle and gcp's (statuses, Events and the ClusterOperator aside).
     let bundle = |name: &str| {

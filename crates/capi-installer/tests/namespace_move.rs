@@ -112,12 +112,21 @@ async fn an_upgrade_moves_the_installer_into_its_namespace_with_its_records() {
         },
     )
     .await;
-    // Settled: the record of the rolled-out upgrade written, nothing left to prune.
-    let old_inventory = eventually(Duration::from_secs(300), "the prune recorded", || async {
-        let inventory = inventory(&admin, NS).await?;
-        let text = serde_json::to_string(&inventory).unwrap();
-        (!text.contains(&upgrade.dropped_rolebinding)).then_some(inventory)
-    })
+    // Settled: nothing left to prune and every provider's record says Installed — the upgrade's
+    // rollout recorded (the prune may be recorded while the new Deployment still rolls out).
+    let old_inventory = eventually(
+        Duration::from_secs(300),
+        "the prune and the rollout recorded",
+        || async {
+            let inventory = inventory(&admin, NS).await?;
+            let text = serde_json::to_string(&inventory).unwrap();
+            let installed = inventory
+                .values()
+                .filter_map(|entry| entry.get("record"))
+                .all(|record| record["state"] == "Installed");
+            (installed && !text.contains(&upgrade.dropped_rolebinding)).then_some(inventory)
+        },
+    )
     .await;
     assert_eq!(revisions(&admin, NS).await, before);
 
