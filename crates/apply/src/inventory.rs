@@ -233,62 +233,110 @@ impl InventoryStore {
         }
     }
 
-    /// Removes `owner`'s key (a merge patch of that key; nothing when it is absent).
-    pub async fn remove(&self, owner: &str) -> Result<(), InventoryError> {
-        let api = self.api();
-        let current = api.get_opt(&self.name).await.map_err(|e| self.err(e))?;
-        if !current.is_some_and(|cm| cm.data.is_some_and(|d| d.contains_key(owner))) {
+    /// Every key the ConfigMap holds (the stored inventories, as text); empty when it does not exist.
+    pub async fn data(&self) -> Result<BTreeMap<String, String>, InventoryError> {
+        let cm = self
+            .api()
+            .get_opt(&self.name)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(cm.and_then(|cm| cm.data).unwrap_or_default())
+    }
+
+    /// Stores `inv` under its owner's key. Writes only when the stored text differs (read first);
+    /// returns whether it wrote. Other owners' keys are left alone.
+    pub async fn save(&self, inv: &Inventory) -> Result<bool, InventoryError> {
+        let current = self
+            .api()
+            .get_opt(&self.name)
+            .await
+            .map_err(|e| self.err(e))?;
+        let json = inv.to_json();
+        if current
+            .as_ref()
+            .and_then(|cm| cm.data.as_ref())
+            .and_then(|d| d.get(&inv.owner))
+            == Some(&json)
+        {
+            return Ok(false);
+        }
+        self.write(&[inv], &[], current.is_some()).await?;
+        Ok(true)
+    }
+
+    /// Stores each of `inventories` under its owner's key and removes the keys `removed`, in one
+    /// request, without reading the ConfigMap first: for a caller that knows what is stored (from a
+    /// watch of it and its own writes) and has decided these keys must change. Other owners' keys are
+    /// left alone (a merge patch). `exists` is whether the caller believes the ConfigMap exists: when
+    /// not, it is created first (and patched when it does exist after all), else patched first (and
+    /// created when it does not).
+    pub async fn write(
+        &self,
+        inventories: &[&Inventory],
+        removed: &[&str],
+        exists: bool,
+    ) -> Result<(), InventoryError> {
+        if inventories.is_empty() && removed.is_empty() {
             return Ok(());
         }
-        let patch = serde_json::json!({ "data": { owner: null } });
+        if !exists && !inventories.is_empty() && self.create(inventories).await? {
+            return Ok(());
+        }
+        let mut data = serde_json::Map::new();
+        for inv in inventories {
+            data.insert(inv.owner.clone(), inv.to_json().into());
+        }
+        for owner in removed {
+            data.insert((*owner).to_string(), serde_json::Value::Null);
+        }
         let params = PatchParams {
             field_manager: Some(self.field_manager.clone()),
             ..Default::default()
         };
-        api.patch(&self.name, &params, &Patch::Merge(&patch))
+        let patch = serde_json::json!({ "data": data });
+        match self
+            .api()
+            .patch(&self.name, &params, &Patch::Merge(&patch))
             .await
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        {
+            Ok(_) => Ok(()),
+            // No ConfigMap: nothing to remove from it; the keys to store create it (deleted and
+            // created again between the two requests, it is an error the caller retries).
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                if !inventories.is_empty() && !self.create(inventories).await? {
+                    return Err(self.err(kube::Error::Api(s)));
+                }
+                Ok(())
+            }
+            Err(e) => Err(self.err(e)),
+        }
     }
 
-    /// Stores `inv` under its owner's key. Writes only when the stored text differs; returns whether
-    /// it wrote. Other owners' keys are left alone (a merge patch of one key).
-    pub async fn save(&self, inv: &Inventory) -> Result<bool, InventoryError> {
-        let api = self.api();
-        let json = inv.to_json();
-        let current = api.get_opt(&self.name).await.map_err(|e| self.err(e))?;
-        match current {
-            Some(cm) => {
-                if cm.data.as_ref().and_then(|d| d.get(&inv.owner)) == Some(&json) {
-                    return Ok(false);
-                }
-                let patch = serde_json::json!({ "data": { inv.owner.clone(): json } });
-                let params = PatchParams {
-                    field_manager: Some(self.field_manager.clone()),
-                    ..Default::default()
-                };
-                api.patch(&self.name, &params, &Patch::Merge(&patch))
-                    .await
-                    .map_err(|e| self.err(e))?;
-            }
-            None => {
-                let cm = ConfigMap {
-                    metadata: ObjectMeta {
-                        name: Some(self.name.clone()),
-                        namespace: Some(self.namespace.clone()),
-                        ..Default::default()
-                    },
-                    data: Some([(inv.owner.clone(), json)].into_iter().collect()),
-                    ..Default::default()
-                };
-                let params = PostParams {
-                    field_manager: Some(self.field_manager.clone()),
-                    ..Default::default()
-                };
-                api.create(&params, &cm).await.map_err(|e| self.err(e))?;
-            }
+    /// Creates the ConfigMap with `inventories`; `false` when it exists already.
+    async fn create(&self, inventories: &[&Inventory]) -> Result<bool, InventoryError> {
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                namespace: Some(self.namespace.clone()),
+                ..Default::default()
+            },
+            data: Some(
+                inventories
+                    .iter()
+                    .map(|inv| (inv.owner.clone(), inv.to_json()))
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        let params = PostParams {
+            field_manager: Some(self.field_manager.clone()),
+            ..Default::default()
+        };
+        match self.api().create(&params, &cm).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(self.err(e)),
         }
-        Ok(true)
     }
 }
 

@@ -380,6 +380,60 @@ async fn apply_steady_state_drift_and_prune() {
     );
     assert!(store.save(&other).await.unwrap());
     assert_eq!(store.load("bundle").await.unwrap(), old);
+    // Several keys in one request and no read (a caller that watches the ConfigMap knows what is
+    // stored): one key stored, one removed, the others untouched.
+    let mut third = Inventory::new("third");
+    third.insert(
+        ObjectKey::new("", "v1", "ConfigMap", Some("apply-test"), "y"),
+        Phase::Base,
+    );
+    let requests_since = |mark: usize| {
+        cp.audit_events()
+            .expect("audit log")
+            .into_iter()
+            .skip(mark)
+            .filter(|e| e.user_agent.as_deref() == Some(UA))
+            .map(|e| format!("{} {}", e.verb, e.response_code.unwrap_or_default()))
+            .collect::<Vec<_>>()
+    };
+    let mark = cp.audit_events().unwrap().len();
+    store.write(&[&third], &["other"], true).await.unwrap();
+    let sent = eventually(Duration::from_secs(10), || {
+        let sent = requests_since(mark);
+        (!sent.is_empty()).then_some(sent)
+    })
+    .await;
+    assert_eq!(sent, Some(vec!["patch 200".to_string()]));
+    assert_eq!(store.load("third").await.unwrap(), third);
+    assert_eq!(store.load("other").await.unwrap(), Inventory::new("other"));
+    assert_eq!(store.load("bundle").await.unwrap(), old);
+    // A ConfigMap believed absent is created at once; one believed present but gone is created after
+    // the patch finds none; one believed absent but present is patched after the create finds it.
+    let fresh = |name: &str| InventoryStore::new(client.clone(), "apply-test", name, MANAGER);
+    for (name, exists, expected) in [
+        ("apply-inventory-absent", false, vec!["create 201"]),
+        (
+            "apply-inventory-gone",
+            true,
+            vec!["patch 404", "create 201"],
+        ),
+        ("apply-inventory", false, vec!["create 409", "patch 200"]),
+    ] {
+        let mark = cp.audit_events().unwrap().len();
+        fresh(name).write(&[&third], &[], exists).await.unwrap();
+        let sent = eventually(Duration::from_secs(10), || {
+            let sent = requests_since(mark);
+            (sent.len() >= expected.len()).then_some(sent)
+        })
+        .await;
+        assert_eq!(
+            sent,
+            Some(expected.iter().map(|s| s.to_string()).collect()),
+            "{name}"
+        );
+        assert_eq!(fresh(name).load("third").await.unwrap(), third, "{name}");
+    }
+    assert_eq!(store.load("bundle").await.unwrap(), old);
 
     // --- Prune: a smaller bundle. An extra Widget that is not ours keeps the CRD alive; the
     // ClusterRole lost our label (someone took it over) and must survive.
