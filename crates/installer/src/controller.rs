@@ -16,7 +16,7 @@
 //!
 //! Nothing is written when nothing changed: unchanged objects are recognized from the cache, the
 //! inventory, records and status are compared before writing, and Events are only sent for real
-//! changes.
+//! changes. The providers' records of one pass are stored together, in one write, before its status.
 
 mod requests;
 
@@ -329,6 +329,10 @@ impl Installer {
             _ => (Vec::new(), Vec::new(), Vec::new(), Recording::NotNeeded),
         };
         let removals = self.uninstall(&requests, &unmanaged).await;
+        // Every provider's record of this pass, in one write, before the status that reports it.
+        if let Err(e) = self.reconciler.inventories().flush().await {
+            tracing::warn!(error = %e, "cannot record the providers' state");
+        }
         // A provider being uninstalled is reported as such, not as left behind.
         let unselected: Vec<Unselected> = unselected
             .into_iter()

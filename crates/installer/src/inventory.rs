@@ -148,14 +148,29 @@ pub enum Stored {
     Found(Inventory),
 }
 
-/// The inventories of every provider: what this process wrote (memory, authoritative while it runs)
+/// The inventories of every provider: what this process holds (memory, authoritative while it runs)
 /// over what the watched ConfigMap holds.
+///
+/// A change is either saved at once ([`Self::save`]: what must be stored before the next write to the
+/// cluster, e.g. the objects about to be created) or staged ([`Self::stage`]: a record, an inventory
+/// that only shrank) and stored with the next save or [`Self::flush`] — the controller flushes once per
+/// pass, before its status write. Either way every key that changed goes out in one merge patch, and
+/// no request reads the ConfigMap first: what is stored is known from this process's own writes and,
+/// for keys it has not written yet, from the watch.
 pub struct Inventories {
     store: InventoryStore,
     live: reflector::Store<ConfigMap>,
     name: String,
     namespace: String,
-    memory: Mutex<HashMap<String, Inventory>>,
+    memory: Mutex<Memory>,
+}
+
+#[derive(Default)]
+struct Memory {
+    /// The current inventory of every key this process saved or staged.
+    inventories: HashMap<String, Inventory>,
+    /// The text this process last stored (or found stored) under each key.
+    stored: HashMap<String, String>,
 }
 
 impl Inventories {
@@ -174,9 +189,13 @@ impl Inventories {
         }
     }
 
+    fn object_ref(&self) -> reflector::ObjectRef<ConfigMap> {
+        reflector::ObjectRef::new(&self.name).within(&self.namespace)
+    }
+
     fn live_data(&self) -> BTreeMap<String, String> {
         self.live
-            .get(&reflector::ObjectRef::new(&self.name).within(&self.namespace))
+            .get(&self.object_ref())
             .and_then(|cm| cm.data.clone())
             .unwrap_or_default()
     }
@@ -186,6 +205,7 @@ impl Inventories {
         self.memory
             .lock()
             .expect("inventories")
+            .inventories
             .get(&id.inventory_key())
             .cloned()
     }
@@ -220,7 +240,7 @@ impl Inventories {
             .iter()
             .filter_map(|(k, json)| Some((k.clone(), Inventory::from_json(k, json).ok()?)))
             .collect();
-        for (k, inv) in self.memory.lock().expect("inventories").iter() {
+        for (k, inv) in self.memory.lock().expect("inventories").inventories.iter() {
             all.insert(k.clone(), inv.clone());
         }
         all.into_iter()
@@ -263,66 +283,142 @@ impl Inventories {
             .collect()
     }
 
-    /// Removes a source's inventory (after another source of the same provider took it over).
+    /// Removes a source's inventory (after another source of the same provider took it over), with
+    /// every staged change.
     pub async fn remove(&self, id: &SourceId) -> Result<(), InventoryError> {
         let key = id.inventory_key();
-        self.store.remove(&key).await?;
-        self.memory.lock().expect("inventories").remove(&key);
-        Ok(())
+        let present = {
+            let mut memory = self.memory.lock().expect("inventories");
+            memory.inventories.remove(&key);
+            memory.stored.remove(&key).is_some() || self.live_data().contains_key(&key)
+        };
+        self.write_changes(present.then_some(key.as_str())).await
     }
 
-    /// Stores `inv` (written only when it differs from what is stored) and remembers it.
+    /// Stores `inv` now, with every staged change (nothing is sent when all of it is stored already),
+    /// and remembers it.
     pub async fn save(&self, inv: &Inventory) -> Result<(), InventoryError> {
-        if self.store.save(inv).await? {
-            tracing::info!(owner = %inv.owner, objects = inv.entries.len(), "inventory recorded");
-        }
+        self.stage(inv);
+        self.write_changes(None).await
+    }
+
+    /// Remembers `inv` as the owner's current inventory, to be stored with the next [`Self::save`] or
+    /// [`Self::flush`]: for changes whose loss in a crash is safe — the stored inventory still names
+    /// everything that may exist (a restart prunes again what it names), and a record loses at most
+    /// the pass it was staged in (its rolled-out revision is in the revision log too).
+    pub fn stage(&self, inv: &Inventory) {
         self.memory
             .lock()
             .expect("inventories")
+            .inventories
             .insert(inv.owner.clone(), inv.clone());
+    }
+
+    /// Stores every staged change, in one write (none when nothing changed).
+    pub async fn flush(&self) -> Result<(), InventoryError> {
+        self.write_changes(None).await
+    }
+
+    /// Stages a provider's record with its inventory (see [`Self::stage`]).
+    pub fn stage_record(&self, id: &SourceId, record: &ProviderRecord) {
+        let mut inv = self.current(id);
+        inv.record = Some(serde_json::to_value(record).expect("a record serializes"));
+        self.stage(&inv);
+    }
+
+    /// Writes every remembered inventory whose text differs from what this process last stored (or,
+    /// for a key it has not stored, from what the watch shows), and removes `removed`: one merge
+    /// patch.
+    async fn write_changes(&self, removed: Option<&str>) -> Result<(), InventoryError> {
+        let live = self.live.get(&self.object_ref());
+        let live_data = live
+            .as_ref()
+            .and_then(|cm| cm.data.clone())
+            .unwrap_or_default();
+        let (changed, exists): (Vec<(Inventory, String)>, bool) = {
+            let mut memory = self.memory.lock().expect("inventories");
+            // This process stored something there, or the watch shows it: patched first.
+            let exists = live.is_some() || !memory.stored.is_empty();
+            let Memory {
+                inventories,
+                stored,
+            } = &mut *memory;
+            let changed = inventories
+                .values()
+                .filter_map(|inv| {
+                    let json = inv.to_json();
+                    let known = stored.get(&inv.owner).or_else(|| live_data.get(&inv.owner));
+                    if known == Some(&json) {
+                        stored.insert(inv.owner.clone(), json);
+                        return None;
+                    }
+                    Some((inv.clone(), json))
+                })
+                .collect();
+            (changed, exists)
+        };
+        if changed.is_empty() && removed.is_none() {
+            return Ok(());
+        }
+        let inventories: Vec<&Inventory> = changed.iter().map(|(inv, _)| inv).collect();
+        self.store
+            .write(&inventories, removed.as_slice(), exists)
+            .await?;
+        let mut memory = self.memory.lock().expect("inventories");
+        for (inv, json) in changed {
+            tracing::info!(owner = %inv.owner, objects = inv.entries.len(), "inventory recorded");
+            memory.stored.insert(inv.owner, json);
+        }
         Ok(())
     }
 
-    /// Stores a provider's record with its inventory, when it changed.
-    pub async fn save_record(
-        &self,
-        id: &SourceId,
-        record: &ProviderRecord,
-    ) -> Result<(), InventoryError> {
-        let mut inv = self.current(id);
-        let value = serde_json::to_value(record).expect("a record serializes");
-        if inv.record.as_ref() == Some(&value) && self.remembered(id).is_some() {
-            return Ok(());
-        }
-        inv.record = Some(value);
-        self.save(&inv).await
-    }
-
-    /// Writes back every inventory this process wrote whose stored copy was deleted or changed by
-    /// someone else since (prune-retry entries and records included). Returns the keys written back.
+    /// Writes back every inventory this process holds whose stored copy was deleted or changed by
+    /// someone else since (prune-retry entries and records included), with every staged change.
+    /// Returns the keys written back. The watch may not show this process's latest write yet: a key it
+    /// shows changed is read once to tell the two apart.
     pub async fn repair(&self) -> Vec<String> {
-        let stored = self.live_data();
-        let changed: Vec<Inventory> = self
-            .memory
-            .lock()
-            .expect("inventories")
-            .values()
-            .filter(|inv| stored.get(&inv.owner) != Some(&inv.to_json()))
-            .cloned()
-            .collect();
-        let mut repaired = Vec::new();
-        for inv in changed {
-            match self.store.save(&inv).await {
-                Ok(true) => {
-                    tracing::warn!(owner = %inv.owner, "inventory was deleted or changed by someone else; written back");
-                    repaired.push(inv.owner.clone());
-                }
-                Ok(false) => {}
+        let live = self.live_data();
+        let suspects: Vec<(String, String)> = {
+            let memory = self.memory.lock().expect("inventories");
+            memory
+                .inventories
+                .values()
+                .filter_map(|inv| {
+                    let json = inv.to_json();
+                    (live.get(&inv.owner) != Some(&json)
+                        && memory.stored.get(&inv.owner) == Some(&json))
+                    .then(|| (inv.owner.clone(), json))
+                })
+                .collect()
+        };
+        let mut changed = Vec::new();
+        if !suspects.is_empty() {
+            let stored = match self.store.data().await {
+                Ok(stored) => stored,
                 Err(e) => {
-                    tracing::warn!(owner = %inv.owner, error = %e, "cannot write the inventory back")
+                    tracing::warn!(error = %e, "cannot read the inventory to repair it");
+                    return Vec::new();
+                }
+            };
+            let mut memory = self.memory.lock().expect("inventories");
+            for (owner, json) in suspects {
+                if stored.get(&owner) != Some(&json) {
+                    memory.stored.remove(&owner);
+                    changed.push(owner);
                 }
             }
         }
-        repaired
+        match self.write_changes(None).await {
+            Ok(()) => {
+                for owner in &changed {
+                    tracing::warn!(%owner, "inventory was deleted or changed by someone else; written back");
+                }
+                changed
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot write the inventory back");
+                Vec::new()
+            }
+        }
     }
 }

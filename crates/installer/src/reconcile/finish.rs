@@ -85,9 +85,8 @@ impl Reconciler {
             None => Vec::new(),
         };
         let serving = rolled_out.is_some() && unavailable.is_empty();
-        if let Err(e) = self.inventories.save_record(id, &record).await {
-            tracing::warn!(source = %id, error = %e, "cannot record the provider's state");
-        }
+        // Stored with the pass's other records, before its status write (the controller flushes).
+        self.inventories.stage_record(id, &record);
         Outcome {
             target,
             state,

@@ -9,11 +9,11 @@
 //! | inventory | memory, else the watched ConfigMap, else rebuilt from labelled live objects | 0 (+ a write when rebuilt) |
 //! | ownership | no object of the plan in another provider's inventory | 0 |
 //! | preflight | [`Reconciler::preflight`]: ownership, CRD safety and a server-side dry-run of every object that would be written, before the first write (objects of kinds only the new CRDs define: once those are Established) | 0 when unchanged, else a dry-run PATCH per object |
-//! | record intent | inventory ∪ plan saved *before* the first write | 0–1 |
+//! | record intent | inventory ∪ plan saved *before* the first write (with the records staged since the last write) | 0–1, no read |
 //! | apply | [`Reconciler::apply_phase`], phase by phase | 0 when unchanged, else one SSA PATCH per object |
 //! | gate | [`Reconciler::gate`]: readiness from the watch cache; a timer per version and phase | 0 |
-//! | prune | [`Reconciler::prune`]: what the new version dropped, with fresh discovery, then the inventory | discovery + GET + DELETE per object |
-//! | record | [`Reconciler::finish`]: the provider's record (state, rolled-out version, failure series), then the [`Outcome`], built once | a write only on change |
+//! | prune | [`Reconciler::prune`]: what the new version dropped, with fresh discovery, then the inventory (staged) | discovery + GET + DELETE per object |
+//! | record | [`Reconciler::finish`]: the provider's record (state, rolled-out version, failure series), staged, then the [`Outcome`], built once | 0: every provider's records go out in one write per pass, only on change, before the status ([`crate::controller`]) |
 //!
 //! Per-pass state (the selection, the protected sources, the cluster's RBAC ceiling, the unmanaged CRDs) is the caller's
 //! [`Round`], and how far a provider may go while another rolls out its [`Until`]
@@ -350,11 +350,8 @@ impl Reconciler {
         for (key, phase) in &new.entries {
             union.insert(key.clone(), *phase);
         }
-        if union.to_json() != old.to_json()
-            || self.inventories.remembered(&target.source.id).is_none()
-        {
-            self.inventories.save(&union).await?;
-        }
+        // Sent only when the stored inventory differs (with the records staged since the last write).
+        self.inventories.save(&union).await?;
         Ok(new)
     }
 

@@ -1,5 +1,5 @@
 //! Prune: delete what the new version of a provider dropped, after the new version is applied, then
-//! store the inventory.
+//! stage the inventory (stored with the pass's records).
 
 use capi_apply::{Inventory, KeepReason, ObjectKey};
 use kube::runtime::events::EventType;
@@ -11,8 +11,8 @@ use crate::source::Target;
 
 impl Reconciler {
     /// Deletes the objects of `old` that `new` lacks (only those still ours and this provider's), keeps
-    /// in the inventory what must be retried (a CRD with instances, a failed delete), and stores it. A
-    /// failed delete is an error (`PruneFailed`), after the inventory is stored.
+    /// in the inventory what must be retried (a CRD with instances, a failed delete), and stages it. A
+    /// failed delete is an error (`PruneFailed`), after the inventory is staged.
     pub(super) async fn prune(
         &self,
         target: &Target,
@@ -20,9 +20,11 @@ impl Reconciler {
         new: Inventory,
     ) -> Result<(), ProviderError> {
         let id = &target.source.id;
+        // The inventory only shrinks here: until it is stored (with the pass's records) the stored one
+        // still names every object that may exist, and a restart prunes what it names again.
         if old.stale(&new).is_empty() {
             if *old != new {
-                self.inventories.save(&new).await?;
+                self.inventories.stage(&new);
             }
             return Ok(());
         }
@@ -65,7 +67,7 @@ impl Reconciler {
         }
         let mut keep = new;
         keep.retain_from(old, report.retry_keys());
-        self.inventories.save(&keep).await?;
+        self.inventories.stage(&keep);
         let failed: Vec<(ObjectKey, String)> = report
             .kept
             .iter()
