@@ -622,33 +622,30 @@ impl Applier {
     }
 
     /// [`Applier::dry_run`] for every object, continuing past failures: every object that would fail
-    /// is named, and the caller writes nothing when any would. Objects of one kind are checked
-    /// concurrently ([`CONCURRENCY`]), kinds in the given order.
+    /// is named (in the given order), and the caller writes nothing when any would. All of them are
+    /// checked concurrently ([`CONCURRENCY`] at once), whatever their kinds: a dry-run persists nothing,
+    /// so no check can depend on another having run first (the order that applies need, a Namespace
+    /// before what it holds, would only make a dry-run of a kind wait for the previous kind's answers).
     pub async fn dry_run_all<'a, I, F, L>(&self, objects: I, live: F) -> Vec<ApplyError>
     where
         I: IntoIterator<Item = &'a PlannedObject>,
         F: Fn(&ObjectKey) -> Option<L>,
         L: std::ops::Deref<Target = DynamicObject>,
     {
-        let objects: Vec<&PlannedObject> = objects.into_iter().collect();
-        let mut errors = Vec::new();
-        for kind in objects.chunk_by(|a, b| same_kind(&a.key, &b.key)) {
-            // The futures are made first: a stream over a closure that borrows is not `Send` for every
-            // lifetime, and the installer's reconcile future must be.
-            let checks: Vec<_> = kind
-                .iter()
-                .map(|planned| {
-                    let cached = live(&planned.key);
-                    async move { self.dry_run(planned, cached.as_deref()).await }
-                })
-                .collect();
-            let results: Vec<_> = futures::stream::iter(checks)
-                .buffered(CONCURRENCY)
-                .collect()
-                .await;
-            errors.extend(results.into_iter().filter_map(Result::err));
-        }
-        errors
+        // The futures are made first: a stream over a closure that borrows is not `Send` for every
+        // lifetime, and the installer's reconcile future must be.
+        let checks: Vec<_> = objects
+            .into_iter()
+            .map(|planned| {
+                let cached = live(&planned.key);
+                async move { self.dry_run(planned, cached.as_deref()).await }
+            })
+            .collect();
+        let results: Vec<_> = futures::stream::iter(checks)
+            .buffered(CONCURRENCY)
+            .collect()
+            .await;
+        results.into_iter().filter_map(Result::err).collect()
     }
 
     /// What to do with `planned`: nothing, or write it (and why). Reads the object only when neither

@@ -42,7 +42,8 @@
 //! admission policies, last, so no webhook is registered before the Deployment serving it is
 //! Available). Inside a phase a fixed kind order (Flux's), then group, kind, namespace, name; the
 //! objects of one kind are sent concurrently (up to [`CONCURRENCY`] at once), kinds one after the
-//! other (a Namespace exists before what it holds).
+//! other (a Namespace exists before what it holds). Dry-runs persist nothing, so the preflight checks
+//! every object concurrently, whatever its kind.
 //!
 //! # Zero writes in steady state
 //! The applier stamps an annotation (default [`DEFAULT_HASH_ANNOTATION`]) with the sha256 of the
