@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p capi-installer --example install_bench -- [RUNS] [IDLE_SECONDS]
+//! INSTALLER_BIN=/path/to/another/capi-installer target/release/examples/install_bench ...   # a before/after
 //! ```
 //!
 //! Each run (default 3) uses two fresh control planes with workloads (KWOK), each with
@@ -40,8 +41,8 @@ use kube::api::{Api, DeleteParams};
 use serde_json::Value;
 
 use test_support::bench::{
-    Kubectl, Requests, at, audit_keys, cores, count, is_kubectl, loadavg, mib, micros_now,
-    operator_ready, proc_status, release_binary, render_objects, requests_by_resource,
+    Kubectl, Requests, at, audit_keys, cores, count, installer_binary, is_kubectl, loadavg, mib,
+    micros_now, operator_ready, proc_status, render_objects, requests_by_resource,
     requests_by_verb, secs, since, start_installer, stat, with_installer_log,
 };
 use test_support::{AWS_CM, Env, Upgrade, describe, read_documents};
@@ -68,7 +69,7 @@ async fn main() -> Result<()> {
     }
     // Outside every measurement: the Go binaries, the installer binary, the rendered objects.
     let bin_dir = control_plane::bin_dir()?;
-    let installer_bin = release_binary("capi-installer", "capi-installer")?;
+    let installer_bin = installer_binary("INSTALLER_BIN")?;
     let upgrade = test_support::aws_upgrade(false);
     let rendered = render_aws(None)?;
     let upgraded = render_aws(Some(&upgrade.components))?;

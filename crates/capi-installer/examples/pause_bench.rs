@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde_json::json;
-use test_support::bench::{release_binary, wait_until};
+use test_support::bench::{installer_binary, wait_until};
 use test_support::*;
 
 const LEASE: &str = "capi-installer-leader";
@@ -46,10 +46,7 @@ const POLL: Duration = Duration::from_millis(250);
 #[tokio::main]
 async fn main() -> Result<()> {
     // PAUSE_BIN: another build of the installer to measure (an older commit's, for a before/after).
-    let bin = match std::env::var_os("PAUSE_BIN") {
-        Some(path) => std::path::PathBuf::from(path),
-        None => release_binary("capi-installer", "capi-installer")?,
-    };
+    let bin = installer_binary("PAUSE_BIN")?;
     let scenarios = std::env::var("PAUSE_SCENARIOS").unwrap_or_else(|_| "quiet,stress".into());
     println!(
         "| scenario | load (1 min, start → end) | cold install | edit → settled | longest lease renewal gap − retry period (renewals) | longest renewal from due (own metric) | /healthz longest, p99 (probes) | runtime longest stall | installer CPU |"

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p capi-installer --example scale_bench -- [RUNS] [IDLE_SECONDS] [SETS]
+//! INSTALLER_BIN=/path/to/another/capi-installer target/release/examples/scale_bench ...   # a before/after
 //! ```
 //!
 //! SETS (default `1,3,5`) are how many infrastructure providers are installed beside core, taken in
@@ -37,8 +38,8 @@ use kube::api::DeleteParams;
 use serde_json::Value;
 
 use test_support::bench::{
-    Kubectl, Requests, cores, count, is_kubectl, loadavg, mib, micros_now, operator_ready,
-    proc_status, release_binary, render_objects, requests_by_resource, requests_by_verb, secs,
+    Kubectl, Requests, cores, count, installer_binary, is_kubectl, loadavg, mib, micros_now,
+    operator_ready, proc_status, render_objects, requests_by_resource, requests_by_verb, secs,
     since, start_installer, stat, wait_until, with_installer_log,
 };
 use test_support::{
@@ -78,7 +79,7 @@ async fn main() -> Result<()> {
     }
     // Outside every measurement: the Go binaries, the installer binary, the rendered objects.
     let bin_dir = control_plane::bin_dir()?;
-    let installer_bin = release_binary("capi-installer", "capi-installer")?;
+    let installer_bin = installer_binary("INSTALLER_BIN")?;
     println!(
         "machine: {} cores, load average at start {}",
         cores(),

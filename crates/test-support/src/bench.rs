@@ -26,6 +26,15 @@ use serde_json::{Value, json};
 
 use crate::{NS, co_status, images, settled};
 
+/// The installer binary a benchmark measures: the file environment variable `var` names (another
+/// commit's build, for a before/after on the same machine at the same time), else [`release_binary`].
+pub fn installer_binary(var: &str) -> Result<PathBuf> {
+    match std::env::var_os(var) {
+        Some(path) => Ok(PathBuf::from(path)),
+        None => release_binary("capi-installer", "capi-installer"),
+    }
+}
+
 /// `cargo build --release` of binary `bin` of `package` (a no-op when fresh), into the target folder
 /// of the running example; returns its path. Called outside every measurement.
 pub fn release_binary(package: &str, bin: &str) -> Result<PathBuf> {
