@@ -55,10 +55,10 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
     let images = args
         .images_json
         .as_deref()
-        .map(crate::read_images)
+        .map(crate::inputs::read_images)
         .transpose()?;
     let substitutions = match &args.substitutions {
-        Some(path) => crate::read_map(path, "substitutions file")?,
+        Some(path) => crate::inputs::read_map(path, "substitutions file")?,
         None => Default::default(),
     };
     let mut given = Vec::new();
@@ -74,7 +74,7 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
         );
         given.extend(configmaps);
     }
-    let client = crate::connect(&args.kube).await?;
+    let client = crate::inputs::connect(&args.kube).await?;
     let images = match images {
         Some(images) => images,
         None => {

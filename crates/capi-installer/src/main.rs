@@ -1,13 +1,14 @@
 //! `capi-installer`: the installer process (`run`) and its admin commands.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use capi_installer_controller::config::ProfilesConfig;
+use capi_installer_controller::policy::LEADER_LEASE;
 use capi_installer_controller::records::{self, Mover};
 use capi_installer_controller::source::profile::validate_profile_name;
 use capi_installer_controller::{Installer, InstallerConfig, Metrics, user_agent};
@@ -19,6 +20,7 @@ use prometheus_client::registry::Registry;
 
 mod adopt_args;
 mod diff_cmd;
+mod inputs;
 mod namespace_args;
 mod policy_args;
 mod render_cmd;
@@ -26,9 +28,6 @@ mod rollback_cmd;
 mod status_cmd;
 mod status_providers;
 mod table;
-
-/// The installer's Lease: only its holder reconciles.
-pub(crate) const LEASE_NAME: &str = capi_installer_controller::policy::LEADER_LEASE;
 
 #[derive(Parser)]
 #[command(
@@ -117,36 +116,15 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The release's images from an images file (`--images-json`): every value an image reference, every
-/// bad entry named at once.
-pub(crate) fn read_images(path: &Path) -> Result<BTreeMap<String, String>> {
-    let what = format!("images file {}", path.display());
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {what}"))?;
-    Ok(capi_manifests::image::parse_images(&what, &text)?)
-}
-
-pub(crate) fn read_map(path: &Path, what: &str) -> Result<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading {what} {}", path.display()))?;
-    serde_saphyr::from_str(&text).with_context(|| {
-        format!(
-            "{what} {}: expected a map of strings to strings",
-            path.display()
-        )
-    })
-}
-
-/// A client whose every request carries the installer's user agent, for a command a person runs: the
-/// server has answered as an API server (or the error names it and what to check).
-pub(crate) async fn connect(kube: &KubeArgs) -> Result<kube::Client> {
-    Ok(capi_runtime::process::connect(kube, &user_agent()).await?)
-}
-
 async fn run(args: RunArgs) -> Result<()> {
     capi_runtime::process::init_logging(args.log.log_format);
-    let images = args.images_json.as_deref().map(read_images).transpose()?;
+    let images = args
+        .images_json
+        .as_deref()
+        .map(inputs::read_images)
+        .transpose()?;
     let substitutions = match &args.substitutions {
-        Some(path) => read_map(path, "substitutions file")?,
+        Some(path) => inputs::read_map(path, "substitutions file")?,
         None => BTreeMap::new(),
     };
     let profiles = match &args.profiles_dir {
@@ -205,7 +183,7 @@ async fn run(args: RunArgs) -> Result<()> {
     let runtime = capi_runtime::Runtime {
         config: kube_config,
         namespace: config.installer_namespace.clone(),
-        lease_name: LEASE_NAME.into(),
+        lease_name: LEADER_LEASE.into(),
         leader: args.leader,
         http: args.http,
         registry: Arc::new(registry),

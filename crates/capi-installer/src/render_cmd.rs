@@ -142,9 +142,9 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
 /// The sources and what rendering needs (images, substitutions, the installer's policy); notes on
 /// what the input holds besides.
 fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
-    let images = crate::read_images(&args.images_json)?;
+    let images = crate::inputs::read_images(&args.images_json)?;
     let substitutions = match &args.substitutions {
-        Some(path) => crate::read_map(path, "substitutions file")?,
+        Some(path) => crate::inputs::read_map(path, "substitutions file")?,
         None => Default::default(),
     };
     let input = match &args.from {

@@ -58,7 +58,7 @@ fn print_result(args: &RollbackArgs, configmap: &str, live: bool) -> Result<()> 
 }
 
 pub async fn main(args: RollbackArgs) -> Result<()> {
-    let client = crate::connect(&args.kube).await?;
+    let client = crate::inputs::connect(&args.kube).await?;
     let namespace = &args.namespace.installer_namespace;
     let asked = rollback::ask(&client, namespace, &args.provider, args.to).await?;
     if args.output == Output::Text {

@@ -51,13 +51,13 @@ pub struct StatusArgs {
 /// Exit code 0 when the ClusterOperator is Available and not Degraded, 1 otherwise (missing included),
 /// so that scripts can wait on it; 2 when the cluster cannot be read.
 pub async fn main(args: StatusArgs) -> Result<ExitCode> {
-    let client = crate::connect(&args.kube).await?;
+    let client = crate::inputs::connect(&args.kube).await?;
     let namespaces = &args.namespaces;
     let processes = [
         ProcessRef {
             namespace: &namespaces.installer.installer_namespace,
             name: "capi-installer",
-            lease: crate::LEASE_NAME,
+            lease: capi_installer_controller::policy::LEADER_LEASE,
         },
         ProcessRef {
             namespace: &namespaces.namespace,

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use capi_manifests::customize::{Flavor, Generated, REVIEW_COPY_PATH, generate};
 use capi_manifests::{Provider, ProviderType};
 
-use crate::Args;
+use crate::args::Args;
 use crate::kustomize;
 use crate::output::{Output, check, write_all};
 

@@ -16,7 +16,7 @@ use capi_manifests::profile_gen::{
 };
 use capi_manifests::transformers::{self, Config, Transformer};
 
-use crate::Args;
+use crate::args::Args;
 use crate::kustomize;
 use crate::output::{Output, check, write_all};
 
