@@ -24,6 +24,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use capi_openshift::resources::{APISERVER, APISERVER_NAME};
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -197,8 +198,8 @@ impl Installer {
         );
         let (apiserver, apiserver_watch) = OptionalKind::start(
             client.clone(),
-            &tls::apiserver_resource(),
-            watcher::Config::default().fields(&format!("metadata.name={}", tls::APISERVER_NAME)),
+            &capi_openshift::resources::api_resource(&APISERVER),
+            watcher::Config::default().fields(&format!("metadata.name={APISERVER_NAME}")),
             "APIServer cluster",
             wake.clone(),
         );

@@ -19,7 +19,7 @@ use capi_apply::{
     Applier, ApplyAction, ApplyError, FieldChange, Inventory, InventoryStore, KeepReason,
     KindResolver, PlannedObject,
 };
-use capi_openshift::resources::api_resource;
+use capi_openshift::resources::{APISERVER, APISERVER_NAME, api_resource};
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
@@ -174,16 +174,15 @@ pub async fn diff(
         FIELD_MANAGER,
     );
     let owners = owners(&store, &candidates).await?;
-    let apiserver =
-        Api::<DynamicObject>::all_with(client.clone(), &crate::tls::apiserver_resource())
-            .get_opt(crate::tls::APISERVER_NAME)
-            .await
-            .or_else(|e| match e {
-                // No such kind (not OpenShift): as without the object.
-                kube::Error::Api(s) if s.code == 404 => Ok(None),
-                e => Err(e),
-            })
-            .map_err(read_error("APIServer cluster"))?;
+    let apiserver = Api::<DynamicObject>::all_with(client.clone(), &api_resource(&APISERVER))
+        .get_opt(APISERVER_NAME)
+        .await
+        .or_else(|e| match e {
+            // No such kind (not OpenShift): as without the object.
+            kube::Error::Api(s) if s.code == 404 => Ok(None),
+            e => Err(e),
+        })
+        .map_err(read_error("APIServer cluster"))?;
     let apiserver = apiserver.map(|a| serde_json::to_value(a).expect("an object serializes"));
     let (substitutions, unavailable) =
         crate::tls::with_cluster_profile(apiserver.as_ref(), &config.substitutions);

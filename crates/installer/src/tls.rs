@@ -23,18 +23,7 @@ use serde_json::Value;
 pub const MIN_VERSION_VARIABLE: &str = "TLS_MIN_VERSION";
 pub const CIPHER_SUITES_VARIABLE: &str = "TLS_CIPHER_SUITES";
 
-/// `APIServer/cluster`, the cluster's API server configuration.
-pub const APISERVER_NAME: &str = "cluster";
-
-pub fn apiserver_resource() -> kube::api::ApiResource {
-    kube::api::ApiResource {
-        group: "config.openshift.io".into(),
-        version: "v1".into(),
-        api_version: "config.openshift.io/v1".into(),
-        kind: "APIServer".into(),
-        plural: "apiservers".into(),
-    }
-}
+use capi_openshift::resources::APISERVER_NAME;
 
 /// A TLS profile: the minimum version (`VersionTLS12`) and the ciphers by OpenSSL name.
 #[derive(Clone, Debug, PartialEq, Eq)]

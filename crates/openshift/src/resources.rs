@@ -7,12 +7,17 @@ use kube::api::ApiResource;
 pub const INFRASTRUCTURE: KnownKind = config("Infrastructure", "infrastructures");
 /// `ClusterOperator`: where the installer and each controller report.
 pub const CLUSTER_OPERATOR: KnownKind = config("ClusterOperator", "clusteroperators");
+/// `APIServer`: the cluster's API server configuration, whose TLS profile the installer passes on to
+/// the providers.
+pub const APISERVER: KnownKind = config("APIServer", "apiservers");
 
 /// The one `Infrastructure` object OpenShift keeps.
 pub const INFRASTRUCTURE_NAME: &str = "cluster";
 /// The ClusterOperator of Cluster API: the installer's conditions, `versions` and `relatedObjects`, and
 /// each controller's own two conditions.
 pub const CLUSTER_OPERATOR_NAME: &str = "cluster-api";
+/// The one `APIServer` object OpenShift keeps.
+pub const APISERVER_NAME: &str = "cluster";
 
 /// "Ours": the label key both pods stamp on the objects they create, each with its own value (the
 /// installer `capi-installer`, the controllers pod `capi-controllers`).
@@ -58,7 +63,8 @@ mod tests {
         assert_eq!(co.api_version, "config.openshift.io/v1");
         assert_eq!(co.plural, "clusteroperators");
         assert_eq!(api_resource(&INFRASTRUCTURE).kind, "Infrastructure");
-        for kind in [INFRASTRUCTURE, CLUSTER_OPERATOR] {
+        assert_eq!(api_resource(&APISERVER).plural, "apiservers");
+        for kind in [INFRASTRUCTURE, CLUSTER_OPERATOR, APISERVER] {
             assert!(capi_object::is_cluster_scoped(kind.group, kind.kind));
         }
     }
