@@ -184,9 +184,8 @@ impl Metrics {
 mod tests {
     use super::*;
 
-    /// The `# TYPE` lines of the exposition: every series name and kind the installer exports.
-    #[test]
-    fn series_names_and_kinds() {
+    /// A registry in which every series has a sample (a family without one is not exported).
+    fn every_series() -> Registry {
         let mut registry = Registry::default();
         let m = Metrics::register(&mut registry);
         m.observe_reconcile("success", Duration::from_millis(5));
@@ -196,7 +195,13 @@ mod tests {
         m.count_pruned();
         m.count_error("ApplyFailed");
         m.mark_success();
-        let (text, types) = capi_runtime::metrics::exposition(&registry);
+        registry
+    }
+
+    /// The `# TYPE` lines of the exposition: every series name and kind the installer exports.
+    #[test]
+    fn series_names_and_kinds() {
+        let (text, types) = capi_runtime::metrics::exposition(&every_series());
         assert_eq!(
             types,
             [
@@ -226,5 +231,44 @@ mod tests {
             text.contains("capi_installer_reconciles_total{result=\"success\"} 1\n"),
             "{text}"
         );
+    }
+
+    /// docs/admin/operating.md's table of series is what an administrator queries: the names as
+    /// scraped (a counter's with `_total`, an info's with `_info`) and the kinds.
+    #[test]
+    fn the_metrics_table_lists_exactly_the_series_exported() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/admin/operating.md"
+        ))
+        .expect("docs/admin/operating.md readable");
+        let start = doc
+            .find("## Metrics\n")
+            .expect("docs/admin/operating.md has a Metrics section");
+        let documented: std::collections::BTreeSet<(String, String)> = doc[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with("| series"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells[1].trim_matches('`').to_string(), cells[2].to_string())
+            })
+            .collect();
+        let (_, types) = capi_runtime::metrics::exposition(&every_series());
+        let exported: std::collections::BTreeSet<(String, String)> = types
+            .iter()
+            .map(|l| {
+                let mut words = l.trim_start_matches("# TYPE ").split(' ');
+                let (name, kind) = (words.next().unwrap(), words.next().unwrap());
+                let scraped = match kind {
+                    "counter" => format!("{name}_total"),
+                    "info" => format!("{name}_info"),
+                    _ => name.to_string(),
+                };
+                (scraped, kind.to_string())
+            })
+            .collect();
+        assert_eq!(documented, exported);
     }
 }
