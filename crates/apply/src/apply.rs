@@ -774,7 +774,7 @@ impl Applier {
 
 /// How many requests for objects of one kind the applier has in flight at once: a cold install's
 /// dozens of CRDs are the API server's work, not a queue behind one connection.
-pub const CONCURRENCY: usize = 8;
+pub(crate) const CONCURRENCY: usize = 8;
 
 fn same_kind(a: &ObjectKey, b: &ObjectKey) -> bool {
     a.group == b.group && a.kind == b.kind
@@ -791,7 +791,7 @@ pub fn stamp(
 
 /// [`stamp`] of an object that is not needed any more: its content is moved, not copied (no
 /// intermediate JSON of the whole object either).
-pub fn stamp_owned(
+pub(crate) fn stamp_owned(
     obj: DynamicObject,
     ownership: &OwnershipPolicy,
     hash_annotation: &str,

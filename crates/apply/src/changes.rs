@@ -264,10 +264,10 @@ pub struct Edit<T> {
 }
 
 /// A one-line string longer than this is shown by where it changed ([`Detail::Span`]).
-pub const LONG_STRING: usize = 80;
+pub(crate) const LONG_STRING: usize = 80;
 
 /// Characters of shared context shown before a [`Detail::Span`].
-pub const SPAN_CONTEXT: usize = 20;
+pub(crate) const SPAN_CONTEXT: usize = 20;
 
 impl FieldChange {
     /// What changed inside the value (see [`Detail`]).

@@ -31,7 +31,7 @@ use crate::plan::Plan;
 
 /// The fields of a live CRD that [`NameClaims::hold_live`] reads: what the watch cache keeps of a CRD
 /// for it ([`crate::slim`]).
-pub const READS: &[&str] = &["/spec/group", "/status/acceptedNames"];
+pub(crate) const READS: &[&str] = &["/spec/group", "/status/acceptedNames"];
 
 /// The names of one CRD in its group: requested (`spec.names`) or accepted (`status.acceptedNames`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,9 +39,9 @@ pub struct CrdNames {
     pub group: String,
     pub plural: String,
     pub singular: String,
-    pub short_names: Vec<String>,
+    pub(crate) short_names: Vec<String>,
     pub kind: String,
-    pub list_kind: String,
+    pub(crate) list_kind: String,
 }
 
 impl CrdNames {
@@ -131,13 +131,13 @@ impl fmt::Display for Field {
 
 /// The CRD that holds a name, and who brought it: a claimant of this pass, or the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Holder {
+pub(crate) struct Holder {
     pub crd: String,
     /// The claimant ([`NameClaims::claim`]) or, for a CRD on the cluster, its owner as the caller
     /// knows it (`None`: not one of the caller's).
     pub owner: Option<String>,
     /// Whether the name was accepted on the cluster (rather than claimed in this pass).
-    pub on_cluster: bool,
+    pub(crate) on_cluster: bool,
 }
 
 impl fmt::Display for Holder {
@@ -155,8 +155,8 @@ impl fmt::Display for Holder {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DroppedShortName {
     pub crd: String,
-    pub short_name: String,
-    pub held_by: Holder,
+    pub(crate) short_name: String,
+    pub(crate) held_by: Holder,
 }
 
 impl fmt::Display for DroppedShortName {
@@ -176,7 +176,7 @@ pub struct NameConflict {
     /// `None`: the CRD itself (same name) is claimed by another claimant of this pass.
     pub field: Option<Field>,
     pub name: String,
-    pub held_by: Holder,
+    pub(crate) held_by: Holder,
 }
 
 impl fmt::Display for NameConflict {

@@ -48,7 +48,7 @@ impl fmt::Display for CrdProblem {
 /// The fields of a CRD that CRD safety and the instance check of prune read, besides each version's
 /// name, `served` and `storage` ([`versions_of`]): what the watch cache keeps of a CRD
 /// ([`crate::slim`]), schemas left out.
-pub fn reads(group: &str, kind: &str) -> &'static [&'static str] {
+pub(crate) fn reads(group: &str, kind: &str) -> &'static [&'static str] {
     match (group, kind) {
         ("apiextensions.k8s.io", "CustomResourceDefinition") => &[
             "/spec/group",
@@ -63,7 +63,7 @@ pub fn reads(group: &str, kind: &str) -> &'static [&'static str] {
 
 /// A CRD's `spec.versions` with only `name`, `served` and `storage` of each (no schema); `None` for
 /// other kinds.
-pub fn versions_of(group: &str, kind: &str, data: &Value) -> Option<Value> {
+pub(crate) fn versions_of(group: &str, kind: &str, data: &Value) -> Option<Value> {
     if reads(group, kind).is_empty() {
         return None;
     }
@@ -111,7 +111,7 @@ fn scope(crd: &DynamicObject) -> &str {
 
 /// The versions that `live` serves and `desired` does not: only for these does it matter whether
 /// instances exist (so the caller lists instances only when this is not empty).
-pub fn unserved_versions(live: &DynamicObject, desired: &DynamicObject) -> Vec<String> {
+pub(crate) fn unserved_versions(live: &DynamicObject, desired: &DynamicObject) -> Vec<String> {
     let now = served(desired);
     served(live)
         .into_iter()
@@ -122,7 +122,7 @@ pub fn unserved_versions(live: &DynamicObject, desired: &DynamicObject) -> Vec<S
 
 /// Every problem with changing `live` into `desired`. Pure. `instances_exist` only matters when
 /// [`unserved_versions`] is not empty.
-pub fn check_crd_change(
+pub(crate) fn check_crd_change(
     live: &DynamicObject,
     desired: &DynamicObject,
     instances_exist: bool,

@@ -348,7 +348,7 @@ fn write_canonical(v: &Value, h: &mut Sha256) {
 }
 
 /// The hash of the normalized desired object, ignoring the hash annotation itself.
-pub fn desired_hash(desired: &DynamicObject, hash_annotation: &str) -> String {
+pub(crate) fn desired_hash(desired: &DynamicObject, hash_annotation: &str) -> String {
     let mut fields = normalized_fields(desired);
     remove_annotation(&mut fields, hash_annotation);
     hash_fields(&fields)
@@ -472,7 +472,7 @@ pub fn project(desired: &Value, live: &Value) -> Value {
 }
 
 /// Hash of [`project`]`(normalize(desired), live)`, without building either.
-pub fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String {
+pub(crate) fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"{");
     for (k, dv) in &normalized_fields(desired) {
@@ -518,7 +518,7 @@ fn write_projection(desired: &Value, live: &Value, h: &mut Sha256) {
 /// holds the value, `i:<n>` the n-th item; a leaf (`{}`) is the whole value, `.` alone the existence of
 /// the item. A field that is gone projects to `null`, so removing what a manager owns changes the
 /// projection as much as changing it.
-pub fn project_fields(fields: &Value, live: &Value) -> Value {
+pub(crate) fn project_fields(fields: &Value, live: &Value) -> Value {
     let Some(fields) = fields.as_object() else {
         return live.clone();
     };
@@ -568,7 +568,7 @@ pub fn project_fields(fields: &Value, live: &Value) -> Value {
 /// This is what "nobody touched our fields" means without keeping the object: another manager that
 /// changes one of our fields takes it over (it leaves our set, and the projection changes), a removed
 /// field projects to `null`, and fields of other managers, defaults and `status` are not part of it.
-pub fn managed_digest(live: &DynamicObject, field_manager: &str) -> Option<String> {
+pub(crate) fn managed_digest(live: &DynamicObject, field_manager: &str) -> Option<String> {
     let fields = managed_fields(live, field_manager)?;
     let mut value = serde_json::to_value(live).unwrap_or(Value::Null);
     if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {

@@ -493,7 +493,7 @@ mod copying {
     use crate::drift::{hash_value, is_subset, normalized_metadata, project};
     use crate::ownership::OwnershipPolicy;
 
-    pub fn normalize(obj: &DynamicObject) -> Value {
+    pub(crate) fn normalize(obj: &DynamicObject) -> Value {
         let mut out = Map::new();
         if let Some(t) = &obj.types {
             out.insert("apiVersion".into(), Value::String(t.api_version.clone()));
@@ -542,7 +542,7 @@ mod copying {
         }
     }
 
-    pub fn desired_hash(desired: &DynamicObject, ann: &str) -> String {
+    pub(crate) fn desired_hash(desired: &DynamicObject, ann: &str) -> String {
         let mut v = normalize(desired);
         if let Some(Value::Object(a)) = v.pointer_mut("/metadata/annotations") {
             a.remove(ann);
@@ -553,7 +553,7 @@ mod copying {
         hash_value(&v)
     }
 
-    pub fn stamp(obj: &DynamicObject, policy: &OwnershipPolicy, ann: &str) -> DynamicObject {
+    pub(crate) fn stamp(obj: &DynamicObject, policy: &OwnershipPolicy, ann: &str) -> DynamicObject {
         let mut with_label = obj.clone();
         with_label
             .metadata
@@ -571,18 +571,18 @@ mod copying {
         serde_json::from_value(v).unwrap()
     }
 
-    pub fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String {
+    pub(crate) fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String {
         hash_value(&project(
             &normalize(desired),
             &serde_json::to_value(live).unwrap(),
         ))
     }
 
-    pub fn subset(desired: &DynamicObject, live: &DynamicObject) -> bool {
+    pub(crate) fn subset(desired: &DynamicObject, live: &DynamicObject) -> bool {
         is_subset(&normalize(desired), &serde_json::to_value(live).unwrap())
     }
 
-    pub fn hash_objects(objects: &[DynamicObject]) -> String {
+    pub(crate) fn hash_objects(objects: &[DynamicObject]) -> String {
         hash_value(&Value::Array(
             objects
                 .iter()

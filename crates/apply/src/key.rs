@@ -4,7 +4,8 @@
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
-pub use capi_object::{ObjectKey, split_api_version};
+pub use capi_object::ObjectKey;
+pub(crate) use capi_object::split_api_version;
 
 /// The key of a dynamic object as written (apiVersion, kind, metadata); `None` when it has no
 /// apiVersion/kind or no name.

@@ -83,6 +83,8 @@
 //! that must not own a field (e.g. a webhook's `caBundle`, owned by service-ca) leaves it out of the
 //! desired object, and server-side apply keeps the other manager's value.
 
+#![warn(unreachable_pub)]
+
 pub mod apply;
 pub(crate) mod changes;
 pub mod crd_names;
@@ -101,16 +103,15 @@ pub(crate) mod wait;
 pub(crate) mod watch;
 
 pub use apply::{
-    Applier, ApplyAction, ApplyError, ApplyOutcome, CONCURRENCY, DEFAULT_HASH_ANNOTATION,
-    PhaseOutcome, Preview,
+    Applier, ApplyAction, ApplyError, ApplyOutcome, DEFAULT_HASH_ANNOTATION, PhaseOutcome, Preview,
 };
 pub use changes::{Detail, Edit, FieldChange, managed_changes};
 pub use crd_names::{CrdNames, DroppedShortName, NameClaims, NameConflict, NameConflicts};
-pub use crd_safety::{CrdProblem, check_crd_change};
+pub use crd_safety::CrdProblem;
 pub use drift::needs_apply;
 pub use inventory::{Inventory, InventoryError, InventoryStore};
 pub use key::{ObjectKey, key_of};
-pub use ownership::{DEFAULT_ADOPT_ANNOTATION, DERIVING_MANAGERS, Ownership, OwnershipPolicy};
+pub use ownership::{DEFAULT_ADOPT_ANNOTATION, Ownership, OwnershipPolicy};
 pub use plan::{Phase, Plan, PlanError, PlanErrors, PlanInput, PlannedObject, PlannedPhase, plan};
 pub use prune::{KeepReason, PruneReport, PruneTarget, prune, prune_dry_run};
 pub use readiness::{Availability, Readiness, availability, readiness};
@@ -125,12 +126,12 @@ pub(crate) mod testutil {
     use crate::resolve::KindResolver;
 
     /// A dynamic object from a small YAML document.
-    pub fn obj(yaml: &str) -> DynamicObject {
+    pub(crate) fn obj(yaml: &str) -> DynamicObject {
         serde_saphyr::from_str(yaml).expect("test YAML parses")
     }
 
     /// A resolver that knows the built-in kinds the tests use, as discovery would report them.
-    pub fn resolver() -> KindResolver {
+    pub(crate) fn resolver() -> KindResolver {
         KindResolver::builtin()
     }
 }

@@ -12,19 +12,19 @@ pub const DEFAULT_ADOPT_ANNOTATION: &str = "capi-installer.openshift.io/adopt";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnershipPolicy {
     /// Label stamped on every object we apply; its presence (with this value) means "ours".
-    pub label_key: String,
-    pub label_value: String,
+    pub(crate) label_key: String,
+    pub(crate) label_value: String,
     /// Field managers whose objects we may adopt (e.g. `cluster-version-operator`, `kubectl`).
     pub adoptable_managers: BTreeSet<String>,
     /// An annotation with value `"true"` on an existing object allows adopting it regardless of managers.
-    pub adopt_annotation: String,
+    pub(crate) adopt_annotation: String,
     /// A label naming which of our owners (e.g. which provider) holds each of our objects. With it, an
     /// object of ours that carries another owner's value is neither taken over by apply nor deleted by
     /// prune: one owner per object.
     pub owner_label: Option<String>,
     /// Field managers that only fill in fields derived from other objects: they never own an object,
     /// so they never make one foreign (default [`DERIVING_MANAGERS`]).
-    pub deriving_managers: BTreeSet<String>,
+    pub(crate) deriving_managers: BTreeSet<String>,
     /// Field managers we replace for good (an installer we take over from): their objects are adopted,
     /// and their field ownership moves to us before our first apply ([`crate::takeover`]), so what
     /// they set and we do not goes instead of staying behind.
@@ -34,7 +34,7 @@ pub struct OwnershipPolicy {
 /// Managers that write fields computed from other objects, never an owner's intent: Kubernetes'
 /// `clusterrole-aggregation-controller` fills an aggregated ClusterRole's `rules` from the roles it
 /// selects (the installer leaves those rules out of what it applies).
-pub const DERIVING_MANAGERS: &[&str] = &["clusterrole-aggregation-controller"];
+pub(crate) const DERIVING_MANAGERS: &[&str] = &["clusterrole-aggregation-controller"];
 
 impl OwnershipPolicy {
     pub fn new(label_key: impl Into<String>, label_value: impl Into<String>) -> Self {

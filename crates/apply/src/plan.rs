@@ -93,7 +93,7 @@ fn kind_rank(kind: &str) -> usize {
 }
 
 /// The apply order of two keys inside a phase.
-pub fn apply_order(a: &ObjectKey, b: &ObjectKey) -> std::cmp::Ordering {
+pub(crate) fn apply_order(a: &ObjectKey, b: &ObjectKey) -> std::cmp::Ordering {
     (kind_rank(&a.kind), a).cmp(&(kind_rank(&b.kind), b))
 }
 

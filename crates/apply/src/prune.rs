@@ -74,7 +74,7 @@ impl PruneReport {
 
 /// Sorts into prune order: reverse phase order, reverse apply order inside a phase (so custom
 /// resources go before their CRDs, bindings before roles, namespaces last in their phase).
-pub fn sort_for_prune(items: &mut [(ObjectKey, Phase)]) {
+pub(crate) fn sort_for_prune(items: &mut [(ObjectKey, Phase)]) {
     items.sort_by(|(ka, pa), (kb, pb)| pb.cmp(pa).then_with(|| apply_order(kb, ka)));
 }
 

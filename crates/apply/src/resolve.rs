@@ -67,7 +67,7 @@ impl KindResolver {
         Ok(Self::from_discovery(&discovery))
     }
 
-    pub fn from_discovery(discovery: &Discovery) -> Self {
+    pub(crate) fn from_discovery(discovery: &Discovery) -> Self {
         let mut resolver = Self::new();
         for group in discovery.groups() {
             for version in group.versions() {
@@ -144,7 +144,7 @@ impl KindResolver {
 }
 
 /// The kinds a CRD object defines: one `ApiResource` per served version.
-pub fn kinds_of_crd(crd: &DynamicObject) -> Result<Vec<(ApiResource, bool)>, String> {
+pub(crate) fn kinds_of_crd(crd: &DynamicObject) -> Result<Vec<(ApiResource, bool)>, String> {
     let spec = crd.data.get("spec").ok_or("missing spec")?;
     let text = |v: Option<&Value>, what: &str| -> Result<String, String> {
         v.and_then(Value::as_str)

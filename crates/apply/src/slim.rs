@@ -24,11 +24,11 @@ use crate::{crd_names, crd_safety, drift, readiness};
 
 /// The key in a slim object's body that marks it and carries the digest of our managed fields. No
 /// Kubernetes object has a top-level field of this name.
-pub const SLIM_KEY: &str = "capi-apply.openshift.io/slim";
+pub(crate) const SLIM_KEY: &str = "capi-apply.openshift.io/slim";
 
 /// What to keep of each object: the names the ownership decision and drift detection look for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slimmer {
+pub(crate) struct Slimmer {
     /// Our field manager: the digest covers the fields it owns.
     pub field_manager: String,
     /// Annotations worth keeping (the desired hash, the adopt annotation); labels are kept whole.
@@ -37,7 +37,7 @@ pub struct Slimmer {
 
 impl Slimmer {
     /// `obj` reduced to what the cache needs (see the module docs).
-    pub fn slim(&self, obj: &DynamicObject) -> DynamicObject {
+    pub(crate) fn slim(&self, obj: &DynamicObject) -> DynamicObject {
         let managed = drift::managed_digest(obj, &self.field_manager);
         let meta = &obj.metadata;
         let metadata = ObjectMeta {
@@ -108,7 +108,7 @@ pub fn is_slim(obj: &DynamicObject) -> bool {
 
 /// The digest of our managed fields that a slim copy carries; `None` for a full object or when we
 /// owned no fields of it.
-pub fn slim_digest(obj: &DynamicObject) -> Option<&str> {
+pub(crate) fn slim_digest(obj: &DynamicObject) -> Option<&str> {
     obj.data.get(SLIM_KEY)?.get("managed")?.as_str()
 }
 

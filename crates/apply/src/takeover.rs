@@ -21,7 +21,7 @@ use serde_json::Value;
 /// intent, and our apply never sends `status`. A retired entry of another API version than our entry
 /// cannot be merged (field sets are per version) and is dropped, its fields left unowned: a later
 /// apply of ours then leaves them, which is what a plain adoption does anyway.
-pub fn absorb(
+pub(crate) fn absorb(
     entries: &[ManagedFieldsEntry],
     retired: &BTreeSet<String>,
     ours: &str,
@@ -95,7 +95,7 @@ fn union(into: &mut Value, other: &Value) {
 
 /// The managers of the main resource in `entries` that are in `retired`: whether [`absorb`] has
 /// anything to move.
-pub fn retired_present(entries: &[ManagedFieldsEntry], retired: &BTreeSet<String>) -> bool {
+pub(crate) fn retired_present(entries: &[ManagedFieldsEntry], retired: &BTreeSet<String>) -> bool {
     entries.iter().any(|e| {
         e.subresource.as_deref().unwrap_or("").is_empty()
             && e.manager.as_deref().is_some_and(|m| retired.contains(m))

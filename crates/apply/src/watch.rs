@@ -28,7 +28,7 @@ use crate::ownership::OwnershipPolicy;
 use crate::slim::Slimmer;
 
 /// Objects per list request when the API server cannot stream the initial state.
-pub const FALLBACK_PAGE_SIZE: u32 = 50;
+pub(crate) const FALLBACK_PAGE_SIZE: u32 = 50;
 
 /// Which namespaces namespaced kinds are watched in.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -121,7 +121,7 @@ impl Budget {
     }
 
     /// Checks the size of a whole input (before any parsing).
-    pub fn check_bytes(&self, len: usize) -> Result<(), BudgetExceeded> {
+    pub(crate) fn check_bytes(&self, len: usize) -> Result<(), BudgetExceeded> {
         if len > self.max_bytes {
             return Err(BudgetExceeded {
                 limit: Limit::Bytes,
@@ -162,7 +162,7 @@ impl Budget {
 pub struct Usage {
     pub bytes: usize,
     pub nodes: usize,
-    pub alias_nodes: usize,
+    pub(crate) alias_nodes: usize,
     /// The deepest nesting seen.
     pub depth: usize,
 }

@@ -172,7 +172,7 @@ pub fn diff_objects<'a>(
 }
 
 /// Field-by-field differences of two values (no normalization). Lists are compared by index.
-pub fn diff_values(expected: &Value, actual: &Value) -> Vec<FieldDiff> {
+pub(crate) fn diff_values(expected: &Value, actual: &Value) -> Vec<FieldDiff> {
     let mut out = Vec::new();
     walk(expected, actual, String::new(), &mut out);
     out

@@ -21,16 +21,18 @@ use crate::yaml::{DocLocation, Object};
 use capi_object::{ObjectKey, is_cluster_scoped};
 
 pub const LABEL_CLUSTERCTL_PROVIDER: &str = "cluster.x-k8s.io/provider";
-pub const LABEL_CLUSTERCTL: &str = "clusterctl.cluster.x-k8s.io";
-pub const ANNOTATION_INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
-pub const ANNOTATION_INJECT_CABUNDLE: &str = "service.beta.openshift.io/inject-cabundle";
-pub const ANNOTATION_SERVING_CERT: &str = "service.beta.openshift.io/serving-cert-secret-name";
-pub const ANNOTATION_WORKLOAD: &str = "target.workload.openshift.io/management";
-pub const WORKLOAD_VALUE: &str = r#"{"effect": "PreferredDuringScheduling"}"#;
-pub const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
+pub(crate) const LABEL_CLUSTERCTL: &str = "clusterctl.cluster.x-k8s.io";
+pub(crate) const ANNOTATION_INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
+pub(crate) const ANNOTATION_INJECT_CABUNDLE: &str = "service.beta.openshift.io/inject-cabundle";
+pub(crate) const ANNOTATION_SERVING_CERT: &str =
+    "service.beta.openshift.io/serving-cert-secret-name";
+pub(crate) const ANNOTATION_WORKLOAD: &str = "target.workload.openshift.io/management";
+pub(crate) const WORKLOAD_VALUE: &str = r#"{"effect": "PreferredDuringScheduling"}"#;
+pub(crate) const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
 pub const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org";
-pub const KUBE_RBAC_PROXY_IMAGE: &str = "registry.ci.openshift.org/openshift:kube-rbac-proxy";
-pub const PROTECTION_POLICY_PREFIX: &str = "openshift-cluster-api-protect-";
+pub(crate) const KUBE_RBAC_PROXY_IMAGE: &str =
+    "registry.ci.openshift.org/openshift:kube-rbac-proxy";
+pub(crate) const PROTECTION_POLICY_PREFIX: &str = "openshift-cluster-api-protect-";
 
 const RULE_CERT: &str = "cert-manager → service-ca";
 const RULE_PROTECTION: &str = "InfraCluster protection";
@@ -761,7 +763,7 @@ fn apply_flavor(flavor: Flavor, container: &mut Value) {
 /// providers whose kinds carry a prefix such as PowerVS's `IBMPowerVSCluster`, the one kind
 /// ending so). The reference built the name from the provider name and so protected nothing for
 /// core and PowerVS (ref §6.11).
-pub fn protected_kind(
+pub(crate) fn protected_kind(
     provider: &Provider,
     flavor: Flavor,
     input: &[Object],
@@ -838,7 +840,7 @@ pub fn protected_kind(
 /// The InfraCluster-protection policy and binding: deleting the object named after the
 /// cluster's `infrastructureName` is denied. No labels: like the reference, they are added
 /// after the clusterctl processing.
-pub fn protection_objects(p: &ProtectedKind) -> [Value; 2] {
+pub(crate) fn protection_objects(p: &ProtectedKind) -> [Value; 2] {
     protection_policy(&p.policy_name(), &p.group, &p.plural)
 }
 

@@ -8,6 +8,8 @@
 //! the customizations touch a few well-known paths of arbitrary kinds (including CRD-defined
 //! ones); a typed model would have to round-trip every field it does not know.
 
+#![warn(unreachable_pub)]
+
 pub mod budget;
 pub mod compare;
 pub mod customize;
@@ -29,7 +31,7 @@ pub mod yaml;
 pub use budget::Budget;
 pub use capi_object::ObjectKey;
 pub use error::Error;
-pub use metadata::{Metadata, ReleaseSeries};
+pub use metadata::Metadata;
 pub use platform::Platform;
 pub use provider::{Provider, ProviderType};
 pub use transport::TransportConfigMap;

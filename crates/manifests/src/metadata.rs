@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 
-pub const METADATA_API_VERSION: &str = "clusterctl.cluster.x-k8s.io/v1alpha3";
-pub const METADATA_KIND: &str = "Metadata";
+pub(crate) const METADATA_API_VERSION: &str = "clusterctl.cluster.x-k8s.io/v1alpha3";
+pub(crate) const METADATA_KIND: &str = "Metadata";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -18,7 +18,7 @@ pub struct Metadata {
     #[serde(default)]
     pub kind: String,
     #[serde(default)]
-    pub release_series: Vec<ReleaseSeries>,
+    pub(crate) release_series: Vec<ReleaseSeries>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -63,7 +63,7 @@ impl Platform {
 
 /// Every `Infrastructure` platform type OpenShift knows (`config.openshift.io/v1` `PlatformType`),
 /// spelled as the API spells them: what a platform given by a person is checked against.
-pub const PLATFORM_TYPES: [&str; 16] = [
+pub(crate) const PLATFORM_TYPES: [&str; 16] = [
     "AWS",
     "Azure",
     "BareMetal",

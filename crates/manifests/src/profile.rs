@@ -18,15 +18,15 @@ pub const METADATA_FILE: &str = "metadata.yaml";
 /// The profile's objects, multi-document YAML.
 pub const MANIFESTS_FILE: &str = "manifests.yaml";
 /// The optional list of a profile's objects (`--manifests-summary`), for review.
-pub const SUMMARY_FILE: &str = "manifests-summary.yaml";
+pub(crate) const SUMMARY_FILE: &str = "manifests-summary.yaml";
 /// The profile the reference installs, and our default.
 pub const DEFAULT_PROFILE: &str = "default";
 /// `attributes` keys manifests-gen writes by convention.
 pub const ATTRIBUTE_TYPE: &str = "type";
-pub const ATTRIBUTE_VERSION: &str = "version";
+pub(crate) const ATTRIBUTE_VERSION: &str = "version";
 
 /// The `Infrastructure` platform types the reference generator accepts for `ocpPlatform`.
-pub const OCP_PLATFORM_TYPES: [&str; 14] = [
+pub(crate) const OCP_PLATFORM_TYPES: [&str; 14] = [
     "AWS",
     "Azure",
     "BareMetal",
@@ -121,7 +121,7 @@ impl ProfileMetadata {
 
     /// Whether a cluster of `platform` (an `Infrastructure` platform type) installs this
     /// profile: platform-independent profiles match every platform.
-    pub fn matches_platform(&self, platform: &str) -> bool {
+    pub(crate) fn matches_platform(&self, platform: &str) -> bool {
         self.ocp_platform.as_deref().is_none_or(|p| p == platform)
     }
 

@@ -40,7 +40,7 @@ use crate::yaml::{DocLocation, Object, parse_objects, to_multi_yaml, to_yaml};
 use capi_object::ObjectKey;
 
 /// The only registry whose images the release tooling replaces with the release's.
-pub const RELEASE_REGISTRY: &str = "registry.ci.openshift.org";
+pub(crate) const RELEASE_REGISTRY: &str = "registry.ci.openshift.org";
 const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 
 const RULE_DEPLOYMENT: &str = "Deployment conventions";

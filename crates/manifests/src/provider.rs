@@ -24,7 +24,7 @@ impl ProviderType {
     }
 
     /// `CoreProvider` | `InfrastructureProvider`: the clusterctl name.
-    pub fn clusterctl_name(self) -> &'static str {
+    pub(crate) fn clusterctl_name(self) -> &'static str {
         match self {
             ProviderType::Core => "CoreProvider",
             ProviderType::Infrastructure => "InfrastructureProvider",
@@ -105,7 +105,7 @@ impl Provider {
     }
 
     /// `<core|infrastructure>-<name>`, the distinguishing part of the output file name.
-    pub fn file_stem(&self) -> String {
+    pub(crate) fn file_stem(&self) -> String {
         format!("{}-{}", self.provider_type.label(), self.name)
     }
 }
@@ -123,7 +123,7 @@ impl fmt::Display for Provider {
 }
 
 /// Parses a provider version: semver with an optional leading `v`.
-pub fn parse_version(version: &str) -> Result<semver::Version, Error> {
+pub(crate) fn parse_version(version: &str) -> Result<semver::Version, Error> {
     let bare = version.strip_prefix('v').unwrap_or(version);
     semver::Version::parse(bare).map_err(|e| Error::Provider {
         message: format!("version {version:?} is not a semantic version (like v1.2.3): {e}"),

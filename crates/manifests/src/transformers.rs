@@ -35,7 +35,7 @@ use crate::yaml::{Object, parse_documents, scalar_position};
 use capi_object::ObjectKey;
 
 /// The annotation that makes a transformer config a KRM function.
-pub const FUNCTION_ANNOTATION: &str = "config.kubernetes.io/function";
+pub(crate) const FUNCTION_ANNOTATION: &str = "config.kubernetes.io/function";
 
 /// One of the two functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,7 +56,7 @@ impl Function {
     }
 
     /// The ConfigMap that configures it.
-    pub fn config_name(self) -> &'static str {
+    pub(crate) fn config_name(self) -> &'static str {
         match self {
             Function::ExcludeResources => "exclude-resources-config",
             Function::RenameResources => "rename-resources-config",
@@ -64,7 +64,7 @@ impl Function {
     }
 
     /// The key of that ConfigMap's `data`.
-    pub fn config_key(self) -> &'static str {
+    pub(crate) fn config_key(self) -> &'static str {
         match self {
             Function::ExcludeResources => "excludeCRDs",
             Function::RenameResources => "renameResources",
@@ -134,7 +134,7 @@ pub fn classify(source: &str, text: &str) -> Result<Transformer, Error> {
 
 /// A line of a function's configuration: file and 1-based line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigLine {
+pub(crate) struct ConfigLine {
     pub file: Arc<str>,
     pub line: usize,
 }

@@ -19,9 +19,9 @@ pub const LABEL_VERSION: &str = "provider.cluster.x-k8s.io/version";
 /// Upstream cluster-api-operator marks gzip-compressed components with this annotation.
 pub const ANNOTATION_UPSTREAM_COMPRESSED: &str = "provider.cluster.x-k8s.io/compressed";
 
-pub const KEY_METADATA: &str = "metadata";
-pub const KEY_COMPONENTS: &str = "components";
-pub const KEY_COMPONENTS_ZSTD: &str = "components-zstd";
+pub(crate) const KEY_METADATA: &str = "metadata";
+pub(crate) const KEY_COMPONENTS: &str = "components";
+pub(crate) const KEY_COMPONENTS_ZSTD: &str = "components-zstd";
 
 /// Components longer than this are stored zstd-compressed (the reference threshold; it leaves
 /// about 98 kB under the ConfigMap limit for the metadata and the envelope).
@@ -35,7 +35,7 @@ pub const ZSTD_LEVEL: i32 = 19;
 
 /// The release-profile annotations every transport ConfigMap (and several kinds of provider
 /// objects) carry, and the feature-set annotation.
-pub const OPENSHIFT_ANNOTATIONS: [(&str, &str); 3] = [
+pub(crate) const OPENSHIFT_ANNOTATIONS: [(&str, &str); 3] = [
     (
         "exclude.release.openshift.io/internal-openshift-hosted",
         "true",
@@ -46,7 +46,7 @@ pub const OPENSHIFT_ANNOTATIONS: [(&str, &str); 3] = [
     ),
     ("include.release.openshift.io/single-node-developer", "true"),
 ];
-pub const FEATURE_SET_ANNOTATION: (&str, &str) = (
+pub(crate) const FEATURE_SET_ANNOTATION: (&str, &str) = (
     "release.openshift.io/feature-set",
     "CustomNoUpgrade,TechPreviewNoUpgrade",
 );
@@ -405,7 +405,7 @@ pub fn decompress_zstd(data: &[u8], budget: &Budget) -> Result<Vec<u8>, Decompre
     Ok(out)
 }
 
-pub fn decompress_gzip(data: &[u8], budget: &Budget) -> Result<Vec<u8>, Decompress> {
+pub(crate) fn decompress_gzip(data: &[u8], budget: &Budget) -> Result<Vec<u8>, Decompress> {
     read_limited(flate2::read::GzDecoder::new(data), budget, "gzip")
 }
 

@@ -330,7 +330,7 @@ pub fn to_multi_yaml<'a>(values: impl IntoIterator<Item = &'a Value>) -> Result<
 
 /// Where a scalar value starts in its source (see [`scalar_position`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScalarPosition {
+pub(crate) struct ScalarPosition {
     /// 1-based line of the value's first line in a literal block scalar (`|`), else of the
     /// scalar's first character.
     pub line: usize,
@@ -342,7 +342,7 @@ pub struct ScalarPosition {
 impl ScalarPosition {
     /// The source line of line `index` (0-based) of the value: exact for a literal block scalar,
     /// else the line where the value starts.
-    pub fn line_of(&self, index: usize) -> usize {
+    pub(crate) fn line_of(&self, index: usize) -> usize {
         if self.literal {
             self.line + index
         } else {
@@ -355,7 +355,11 @@ impl ScalarPosition {
 /// starts at 1-based line `first_line` (a [`DocLocation::line`]); `None` when there is no scalar
 /// there. For error messages that point into a value (a line of a ConfigMap's data), which the
 /// parsed [`Document`] no longer knows.
-pub fn scalar_position(text: &str, first_line: usize, path: &[&str]) -> Option<ScalarPosition> {
+pub(crate) fn scalar_position(
+    text: &str,
+    first_line: usize,
+    path: &[&str],
+) -> Option<ScalarPosition> {
     use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
     let offset: usize = text
         .split_inclusive('\n')

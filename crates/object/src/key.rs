@@ -92,11 +92,6 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     }
 }
 
-/// The group part of an `apiVersion` (`apps/v1` → `apps`, `v1` → ``).
-pub fn group_of(api_version: &str) -> &str {
-    split_api_version(api_version).0
-}
-
 impl PartialEq for ObjectKey {
     fn eq(&self, other: &Self) -> bool {
         self.identity() == other.identity()
@@ -167,7 +162,6 @@ mod tests {
     fn split_api_version_handles_core_group() {
         assert_eq!(split_api_version("v1"), ("", "v1"));
         assert_eq!(split_api_version("apps/v1"), ("apps", "v1"));
-        assert_eq!(group_of("v1"), "");
     }
 
     #[test]

@@ -362,7 +362,7 @@ pub const KNOWN_KINDS: &[KnownKind] = &[
 
 /// Groups whose every kind is cluster-scoped (OpenShift's cluster configuration: `Infrastructure`,
 /// `ClusterOperator`, `Proxy`, ...), so the table need not list each.
-pub const CLUSTER_SCOPED_GROUPS: &[&str] = &["config.openshift.io"];
+pub(crate) const CLUSTER_SCOPED_GROUPS: &[&str] = &["config.openshift.io"];
 
 /// The table entry of `group`/`kind`, any version.
 pub fn known(group: &str, kind: &str) -> Option<&'static KnownKind> {

@@ -4,11 +4,13 @@
 //! Kubernetes client) and the apply engine (`capi-apply`, which must not know about Cluster API) need
 //! these, so they live here, once. Pure: depends on serde only.
 
+#![warn(unreachable_pub)]
+
 mod key;
 pub mod kinds;
 pub(crate) mod names;
 
-pub use key::{ObjectKey, group_of, split_api_version};
+pub use key::{ObjectKey, split_api_version};
 pub use kinds::{KindOrigin, KnownKind, is_cluster_scoped};
 pub use names::is_dns_label;
 

@@ -10,6 +10,8 @@
 //! | [`cluster_operator`] | the status of `ClusterOperator/cluster-api`, applied by one field manager | one PATCH |
 //! | [`time`] | times as Kubernetes writes them (RFC 3339, seconds, UTC) | the clock |
 
+#![warn(unreachable_pub)]
+
 pub mod cluster_operator;
 pub mod conditions;
 pub mod controller_status;

@@ -22,17 +22,17 @@ use crate::args::KubeArgs;
 
 /// What the loading rules read from the environment (a value, so tests need not change the process's).
 #[derive(Clone, Debug, Default)]
-pub struct Environment {
+pub(crate) struct Environment {
     /// `$KUBECONFIG`.
     pub kubeconfig: Option<std::ffi::OsString>,
     /// `$HOME`.
-    pub home: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
     /// Whether `$KUBERNETES_SERVICE_HOST` is set: the process runs in a pod.
-    pub in_pod: bool,
+    pub(crate) in_pod: bool,
 }
 
 impl Environment {
-    pub fn of_process() -> Environment {
+    pub(crate) fn of_process() -> Environment {
         Environment {
             kubeconfig: std::env::var_os("KUBECONFIG"),
             home: std::env::var_os("HOME").map(PathBuf::from),
@@ -156,7 +156,7 @@ pub enum AccessError {
 
 /// The kubeconfig files the loading rules pick (steps 1–3), the ones of `$KUBECONFIG` that do not exist
 /// left out; empty when none applies (step 4: in-cluster).
-pub fn kubeconfig_files(explicit: Option<&Path>, env: &Environment) -> Vec<PathBuf> {
+pub(crate) fn kubeconfig_files(explicit: Option<&Path>, env: &Environment) -> Vec<PathBuf> {
     if let Some(path) = explicit {
         return vec![path.to_path_buf()];
     }
@@ -191,7 +191,7 @@ fn tried(env: &Environment) -> String {
 }
 
 /// The client configuration by the loading rules, with `args.context`.
-pub async fn load(args: &KubeArgs, env: &Environment) -> Result<Loaded, AccessError> {
+pub(crate) async fn load(args: &KubeArgs, env: &Environment) -> Result<Loaded, AccessError> {
     let files = kubeconfig_files(args.kubeconfig.as_deref(), env);
     if files.is_empty() {
         if let Some(context) = &args.context {
@@ -309,7 +309,7 @@ fn host_port(server: &http::Uri) -> String {
 /// Asks the server for its version (GET /version, which every API server answers to any client):
 /// `Ok` when it answers as a Kubernetes API server does, else an error that names it and says what to
 /// check.
-pub async fn probe(client: &kube::Client, loaded: &Loaded) -> Result<(), AccessError> {
+pub(crate) async fn probe(client: &kube::Client, loaded: &Loaded) -> Result<(), AccessError> {
     let server = &loaded.config.cluster_url;
     match client.apiserver_version().await {
         Ok(_) => Ok(()),
@@ -318,7 +318,7 @@ pub async fn probe(client: &kube::Client, loaded: &Loaded) -> Result<(), AccessE
 }
 
 /// The error a failed GET /version means, in words that say what to do.
-pub fn explain(err: kube::Error, server: &http::Uri, source: &Source) -> AccessError {
+pub(crate) fn explain(err: kube::Error, server: &http::Uri, source: &Source) -> AccessError {
     let url = server.to_string().trim_end_matches('/').to_string();
     match &err {
         kube::Error::Api(status) if status.code == 401 => AccessError::Unauthorized {

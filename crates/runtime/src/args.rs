@@ -33,10 +33,10 @@ pub struct LeaderElectionArgs {
         default_missing_value = "true",
         value_name = "BOOL"
     )]
-    pub leader_elect: bool,
+    pub(crate) leader_elect: bool,
     /// Namespace of the Lease; default: --namespace.
     #[arg(long, value_name = "NS")]
-    pub leader_elect_namespace: Option<String>,
+    pub(crate) leader_elect_namespace: Option<String>,
     /// Name of this replica: its leader election identity (the installer also names it as the source
     /// of its Events); usually the pod name. Default: host name and process id.
     #[arg(long, env = "POD_NAME", value_name = "NAME")]
@@ -44,14 +44,14 @@ pub struct LeaderElectionArgs {
     /// How long a Lease stays valid after its last renewal: a standby takes over a Lease not renewed
     /// for this long.
     #[arg(long, default_value = "137s", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub leader_elect_lease_duration: Duration,
+    pub(crate) leader_elect_lease_duration: Duration,
     /// The leader gives up (exits 1) when it could not renew the Lease for this long. Every renewal
     /// request is bounded by what remains of it. Shorter than the lease duration.
     #[arg(long, default_value = "107s", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub leader_elect_renew_deadline: Duration,
+    pub(crate) leader_elect_renew_deadline: Duration,
     /// How often the leader renews and a standby looks at the Lease.
     #[arg(long, default_value = "26s", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub leader_elect_retry_period: Duration,
+    pub(crate) leader_elect_retry_period: Duration,
 }
 
 impl LeaderElectionArgs {
@@ -89,20 +89,20 @@ impl Default for LeaderElectionArgs {
 pub struct HttpArgs {
     /// Address of the plain-HTTP health endpoints /healthz and /readyz (for the kubelet's probes).
     #[arg(long, default_value = "0.0.0.0:9440", value_name = "ADDR")]
-    pub http_addr: SocketAddr,
+    pub(crate) http_addr: SocketAddr,
     /// Address of /metrics, served over TLS only to callers whose bearer token the API server
     /// authenticates (TokenReview) and authorizes for `get` on the non-resource URL /metrics
     /// (SubjectAccessReview).
     #[arg(long, default_value = "0.0.0.0:8443", value_name = "ADDR")]
-    pub metrics_addr: SocketAddr,
+    pub(crate) metrics_addr: SocketAddr,
     /// PEM certificate (chain) of /metrics, e.g. the service-ca serving certificate `tls.crt`; read
     /// again when it changes, so a rotated certificate needs no restart. Default: a self-signed
     /// certificate made at start.
     #[arg(long, value_name = "PATH", requires = "metrics_key_file")]
-    pub metrics_cert_file: Option<PathBuf>,
+    pub(crate) metrics_cert_file: Option<PathBuf>,
     /// PEM private key of --metrics-cert-file (`tls.key`).
     #[arg(long, value_name = "PATH", requires = "metrics_cert_file")]
-    pub metrics_key_file: Option<PathBuf>,
+    pub(crate) metrics_key_file: Option<PathBuf>,
 }
 
 impl HttpArgs {

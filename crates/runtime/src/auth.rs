@@ -32,7 +32,7 @@ const MAX_ENTRIES: usize = 1024;
 
 /// The answer for one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Allowed {
         user: String,
     },
@@ -49,7 +49,7 @@ pub enum Decision {
 
 /// The API server could not be asked.
 #[derive(Debug, thiserror::Error)]
-pub enum AuthError {
+pub(crate) enum AuthError {
     #[error("creating a TokenReview")]
     TokenReview(#[source] kube::Error),
     #[error("creating a SubjectAccessReview for {user}")]
@@ -61,14 +61,14 @@ pub enum AuthError {
 }
 
 /// Authenticates and authorizes callers of one non-resource path.
-pub struct Authorizer {
+pub(crate) struct Authorizer {
     client: kube::Client,
     path: String,
     cache: Mutex<HashMap<[u8; 32], (Instant, Decision)>>,
 }
 
 impl Authorizer {
-    pub fn new(client: kube::Client, path: &str) -> Authorizer {
+    pub(crate) fn new(client: kube::Client, path: &str) -> Authorizer {
         Authorizer {
             client,
             path: path.to_string(),
@@ -77,7 +77,7 @@ impl Authorizer {
     }
 
     /// Decides on the value of the request's `Authorization` header.
-    pub async fn check(&self, authorization: Option<&str>) -> Result<Decision, AuthError> {
+    pub(crate) async fn check(&self, authorization: Option<&str>) -> Result<Decision, AuthError> {
         let Some(token) = bearer_token(authorization) else {
             return Ok(Decision::Unauthenticated {
                 reason: "no bearer token".into(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// Why a duration did not parse. The message names the input and shows a valid form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseDurationError {
+pub(crate) enum ParseDurationError {
     #[error("empty duration: write a number and a unit, e.g. 30s or 5m")]
     Empty,
     #[error("{input:?} has no unit: write {input}s for seconds (units: ns, us, ms, s, m, h)")]
@@ -24,7 +24,7 @@ pub enum ParseDurationError {
 
 /// Parses `30s`, `5m`, `1h30m`, `1.5h`, `300ms`, `0` (Go's syntax without a sign: no flag of ours takes a
 /// negative duration).
-pub fn parse_duration(input: &str) -> Result<Duration, ParseDurationError> {
+pub(crate) fn parse_duration(input: &str) -> Result<Duration, ParseDurationError> {
     let s = input.trim();
     if s.is_empty() {
         return Err(ParseDurationError::Empty);
@@ -100,7 +100,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, ParseDurationError> {
 
 /// Writes a duration the way [`parse_duration`] reads it, in whole units where possible: `137s`, `5m`,
 /// `1h30m`, `250ms` (for logs, help texts and messages that echo a flag).
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     if d.is_zero() {
         return "0s".into();
     }

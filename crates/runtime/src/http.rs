@@ -26,7 +26,7 @@ use crate::auth::{Authorizer, Decision};
 use crate::tls::{ReloadingCert, SelfSigned, server_config};
 
 /// The path Prometheus scrapes, and the non-resource URL callers need `get` on.
-pub const METRICS_PATH: &str = "/metrics";
+pub(crate) const METRICS_PATH: &str = "/metrics";
 /// A TLS handshake that takes longer than this is dropped (a client that connects and sends nothing
 /// must not hold a slot).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -35,14 +35,14 @@ const MAX_HANDSHAKES: usize = 64;
 
 /// Whether this replica is ready: shared between the runtime (which sets it) and /readyz.
 #[derive(Clone, Debug, Default)]
-pub struct Readiness(Arc<AtomicBool>);
+pub(crate) struct Readiness(Arc<AtomicBool>);
 
 impl Readiness {
-    pub fn set(&self, ready: bool) {
+    pub(crate) fn set(&self, ready: bool) {
         self.0.store(ready, Ordering::Relaxed);
     }
 
-    pub fn get(&self) -> bool {
+    pub(crate) fn get(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -54,7 +54,7 @@ impl Readiness {
 /// replica either runs the controller (leader) or stands by having reached the API server (standby): a
 /// standby counts as ready so that a rolling update of the Deployment can proceed; 503 while starting,
 /// when a standby cannot reach the API server, and while shutting down.
-pub async fn serve_health(addr: SocketAddr, ready: Readiness) -> Result<SocketAddr, Error> {
+pub(crate) async fn serve_health(addr: SocketAddr, ready: Readiness) -> Result<SocketAddr, Error> {
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route(
@@ -83,7 +83,7 @@ pub async fn serve_health(addr: SocketAddr, ready: Readiness) -> Result<SocketAd
 
 /// Serves /metrics over TLS in the background, to authenticated and authorized callers only (`client`
 /// asks the API server); returns the bound address.
-pub async fn serve_metrics(
+pub(crate) async fn serve_metrics(
     args: &HttpArgs,
     registry: Arc<Registry>,
     client: kube::Client,

@@ -67,7 +67,7 @@ impl Timing {
     /// The orderings that make the election safe: a holder gives up before its lease expires for
     /// others, and tries at least once more before giving up. Whole seconds, because the Lease records
     /// its duration in seconds.
-    pub fn validate(&self) -> Result<(), TimingError> {
+    pub(crate) fn validate(&self) -> Result<(), TimingError> {
         let t = self;
         if t.lease_duration.subsec_nanos() != 0 || t.lease_duration < Duration::from_secs(1) {
             return Err(TimingError(format!(
@@ -100,7 +100,7 @@ pub struct TimingError(String);
 
 /// Why leadership ended without being asked to.
 #[derive(Debug, thiserror::Error)]
-pub enum Lost {
+pub(crate) enum Lost {
     #[error("Lease {namespace}/{name} is now held by {holder:?}")]
     TakenOver {
         namespace: String,
@@ -223,7 +223,7 @@ impl Elector {
     /// Renews the lease until it is lost; returns why. After each renewal, `on_renewed` is told how
     /// long after it was due the renewal succeeded (what the renew deadline leaves room for). Cancel
     /// the future to stop renewing (then call [`Elector::release`]).
-    pub async fn hold(&mut self, mut on_renewed: impl FnMut(Duration)) -> Lost {
+    pub(crate) async fn hold(&mut self, mut on_renewed: impl FnMut(Duration)) -> Lost {
         let mut renewed = self.acquired.unwrap_or_else(Instant::now);
         loop {
             let due = renewed + self.timing.retry_period;
@@ -419,7 +419,7 @@ async fn bounded<T>(
 
 /// A name for this replica that is unique among the replicas: the pod name when given, else the host
 /// name and process id.
-pub fn default_identity(instance: Option<&str>) -> String {
+pub(crate) fn default_identity(instance: Option<&str>) -> String {
     if let Some(i) = instance.filter(|i| !i.is_empty()) {
         return i.to_string();
     }

@@ -53,6 +53,8 @@
 //! `leader` alone builds the election (the installer library retires an earlier release's Lease with
 //! it); `metrics` alone, a component's series.
 
+#![warn(unreachable_pub)]
+
 pub(crate) mod duration;
 pub mod report;
 
@@ -77,6 +79,6 @@ mod run;
 #[cfg(feature = "process")]
 pub(crate) mod tls;
 
-pub use duration::{format_duration, parse_duration, parse_duration_arg};
+pub use duration::parse_duration_arg;
 #[cfg(feature = "process")]
 pub use run::{Error, Runtime, Shutdown, run};

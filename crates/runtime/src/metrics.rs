@@ -102,16 +102,16 @@ impl ProcessMetrics {
         }
     }
 
-    pub fn observe_stall(&self, late: Duration) {
+    pub(crate) fn observe_stall(&self, late: Duration) {
         observe(&self.stall, &self.longest_stall, late);
     }
 
-    pub fn observe_renewal(&self, took: Duration) {
+    pub(crate) fn observe_renewal(&self, took: Duration) {
         observe(&self.renewal, &self.longest_renewal, took);
     }
 
     /// The longest stall of the async runtime so far.
-    pub fn longest_stall(&self) -> Duration {
+    pub(crate) fn longest_stall(&self) -> Duration {
         Duration::from_secs_f64(self.longest_stall.get())
     }
 

@@ -59,12 +59,12 @@ pub async fn config(kube: &KubeArgs, user_agent: &str) -> Result<access::Loaded,
 
 /// Whether to colour output: on a terminal, unless `NO_COLOR` is set to a value that is not empty (the
 /// convention of no-color.org, which clap's own help and errors follow too).
-pub fn colour(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+pub(crate) fn colour(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
     is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// Resolves on SIGTERM (the kubelet stopping the pod) or SIGINT (Ctrl-C).
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(term) => term,
         Err(e) => {

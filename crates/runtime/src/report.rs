@@ -37,7 +37,7 @@ pub fn write_stdout(text: impl std::fmt::Display) -> std::io::Result<()> {
 /// The one-line message of an error and its causes: `what failed: why: why`. Of a message that spans
 /// lines only the first is kept: YAML parsers follow theirs (`line 3 column 11: unclosed bracket`)
 /// with a snippet of the input, which would break the line format.
-pub fn error_chain(err: &(dyn Error + 'static)) -> String {
+pub(crate) fn error_chain(err: &(dyn Error + 'static)) -> String {
     let first_line = |e: &dyn Error| e.to_string().lines().next().unwrap_or_default().to_string();
     let mut out = first_line(err);
     let mut source = err.source();
@@ -53,7 +53,7 @@ pub fn error_chain(err: &(dyn Error + 'static)) -> String {
 }
 
 /// Prints `error: <chain>` on standard error.
-pub fn print_error(err: &(dyn Error + 'static)) {
+pub(crate) fn print_error(err: &(dyn Error + 'static)) {
     eprintln!("error: {}", error_chain(err));
 }
 

@@ -11,14 +11,14 @@ use crate::metrics::ProcessMetrics;
 
 /// How often the runtime is sampled: often enough to see a stall of a fraction of a second, rarely
 /// enough to cost nothing (one timer and one histogram sample).
-pub const PERIOD: Duration = Duration::from_millis(100);
+pub(crate) const PERIOD: Duration = Duration::from_millis(100);
 
 /// A stall at least this long is logged (each time the longest so far grows), so that a log shows
 /// when and how badly the process could not keep up.
 const LOGGED: Duration = Duration::from_secs(1);
 
 /// Samples the current runtime into `metrics` until the runtime shuts down.
-pub fn watch(metrics: ProcessMetrics) -> tokio::task::JoinHandle<()> {
+pub(crate) fn watch(metrics: ProcessMetrics) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let due = Instant::now() + PERIOD;

@@ -61,7 +61,7 @@ pub struct Shutdown(watch::Receiver<bool>);
 
 impl Shutdown {
     /// A shutdown that happens on SIGTERM or SIGINT.
-    pub fn on_signal() -> Shutdown {
+    pub(crate) fn on_signal() -> Shutdown {
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
             crate::process::shutdown_signal().await;
@@ -140,9 +140,9 @@ where
     tracing::info!(
         lease = %format!("{lease_namespace}/{lease_name}"),
         %identity,
-        lease_duration = %crate::format_duration(timing.lease_duration),
-        renew_deadline = %crate::format_duration(timing.renew_deadline),
-        retry_period = %crate::format_duration(timing.retry_period),
+        lease_duration = %crate::duration::format_duration(timing.lease_duration),
+        renew_deadline = %crate::duration::format_duration(timing.renew_deadline),
+        retry_period = %crate::duration::format_duration(timing.retry_period),
         "campaigning for leadership"
     );
     let lease = Lease {

@@ -44,12 +44,12 @@ pub enum TlsError {
 
 /// The ring provider, as kube's client uses it: one provider in the process, whatever other crates
 /// enable.
-pub fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// A server configuration (HTTP/1.1) that serves the certificate of `resolver`.
-pub fn server_config(
+pub(crate) fn server_config(
     resolver: Arc<dyn ResolvesServerCert>,
 ) -> Result<rustls::ServerConfig, TlsError> {
     let mut config = rustls::ServerConfig::builder_with_provider(provider())
@@ -63,7 +63,7 @@ pub fn server_config(
 
 /// A certificate and key read from PEM files, re-read when their content changes.
 #[derive(Debug)]
-pub struct ReloadingCert {
+pub(crate) struct ReloadingCert {
     cert_path: PathBuf,
     key_path: PathBuf,
     state: Mutex<Loaded>,
@@ -79,7 +79,7 @@ struct Loaded {
 
 impl ReloadingCert {
     /// Loads the files now: a missing or broken certificate at start is an error, not a silent fallback.
-    pub fn load(cert_path: &Path, key_path: &Path) -> Result<ReloadingCert, TlsError> {
+    pub(crate) fn load(cert_path: &Path, key_path: &Path) -> Result<ReloadingCert, TlsError> {
         let pem = read_pair(cert_path, key_path)?;
         let key = certified_key(cert_path, key_path, &pem)?;
         Ok(ReloadingCert {
@@ -134,10 +134,10 @@ impl ResolvesServerCert for ReloadingCert {
 /// (local runs, tests). Clients cannot verify it; OpenShift's service-ca certificate is what production
 /// uses.
 #[derive(Debug)]
-pub struct SelfSigned(Arc<CertifiedKey>);
+pub(crate) struct SelfSigned(Arc<CertifiedKey>);
 
 impl SelfSigned {
-    pub fn generate() -> Result<SelfSigned, TlsError> {
+    pub(crate) fn generate() -> Result<SelfSigned, TlsError> {
         let mut names = vec!["localhost".to_string()];
         if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
             let host = host.trim();
