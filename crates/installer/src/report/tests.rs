@@ -63,6 +63,21 @@ fn serving_old(mut o: Outcome) -> Outcome {
     o
 }
 
+/// aws's revision 2 rolled back to 1: a failure that waits for new content.
+fn rolled_back() -> ProviderState {
+    ProviderState::Failed {
+        error: ProviderError::RolledBack {
+            failed: 2,
+            failed_version: "v2".into(),
+            serving: 1,
+            serving_version: "v1".into(),
+            cause: "not ready".into(),
+        },
+        attempts: 1,
+        failing_for: Duration::ZERO,
+    }
+}
+
 fn failed(attempts: u32, secs: u64) -> ProviderState {
     ProviderState::Failed {
         error: ProviderError::Render(RenderError::Object {
@@ -781,21 +796,10 @@ fn the_reference_controllers_follow_the_pass() {
     );
 
     // A retried failure is an ephemeral error, even beside one that waits for a change.
-    let rolled_back = ProviderState::Failed {
-        error: ProviderError::RolledBack {
-            failed: 2,
-            failed_version: "v2".into(),
-            serving: 1,
-            serving_version: "v1".into(),
-            cause: "not ready".into(),
-        },
-        attempts: 1,
-        failing_for: Duration::ZERO,
-    };
     let [installer, _] = controllers(
         &[
             outcome("cluster-api", failed(1, 0)),
-            serving_old(outcome("aws", rolled_back)),
+            serving_old(outcome("aws", rolled_back())),
         ],
         &Recording::Recorded,
     );
@@ -804,21 +808,10 @@ fn the_reference_controllers_follow_the_pass() {
         "{installer:?}"
     );
     // Alone, it is not retried: it needs a new content.
-    let rolled_back = ProviderState::Failed {
-        error: ProviderError::RolledBack {
-            failed: 2,
-            failed_version: "v2".into(),
-            serving: 1,
-            serving_version: "v1".into(),
-            cause: "not ready".into(),
-        },
-        attempts: 1,
-        failing_for: Duration::ZERO,
-    };
     let [installer, _] = controllers(
         &[
             outcome("cluster-api", ProviderState::Installed),
-            serving_old(outcome("aws", rolled_back)),
+            serving_old(outcome("aws", rolled_back())),
         ],
         &Recording::Recorded,
     );
