@@ -230,10 +230,21 @@ fn scrape_wiring(component: &str) {
     ] {
         assert!(args.contains(&wanted.as_str()), "{wanted} not in {args:?}");
     }
-    // Probes stay on the plain health port.
+    // Probes stay on the plain health port and wait longer than a starved process stalls (the default
+    // 1 s had the kubelet restart healthy replicas on a busy node); the grace period holds the 30 s a
+    // pass is given after SIGTERM and the Lease's release after it.
     for probe in ["livenessProbe", "readinessProbe"] {
         assert_ne!(container[probe]["httpGet"]["port"], port["targetPort"]);
+        assert!(
+            container[probe]["timeoutSeconds"].as_u64() >= Some(5),
+            "{component}'s {probe} waits at least 5 s: {}",
+            container[probe]
+        );
     }
+    assert_eq!(
+        pod["spec"]["terminationGracePeriodSeconds"], 60,
+        "{component}"
+    );
 
     // The namespace is monitored by cluster monitoring.
     let (_, namespace) = find(&docs, "Namespace", ns);

@@ -87,6 +87,38 @@ impl Shutdown {
     }
 }
 
+/// How long a controller may go on after SIGTERM before it is dropped mid-pass: half the Deployments'
+/// `terminationGracePeriodSeconds` (60), leaving the other half for handing the Lease back. A pass
+/// usually finishes in well under a second, but on a starved node (the pods ask for `cpu: 10m`) one
+/// took longer than the whole grace period, the kubelet killed the process with the Lease still held,
+/// and the standby waited out the Lease's 137 s. Dropping a pass is safe: every write is a server-side
+/// apply that the next leader's pass makes again, and a process killed mid-pass is no different.
+pub(crate) const STOP_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs `controller` to its end; once `shutdown` is requested, gives it `bound` more to return, then
+/// drops it (a warning says so) and returns `Ok`.
+async fn stop_within<E>(
+    bound: std::time::Duration,
+    shutdown: Shutdown,
+    controller: impl Future<Output = Result<(), E>>,
+) -> Result<(), E> {
+    tokio::pin!(controller);
+    tokio::select! {
+        result = &mut controller => return result,
+        _ = shutdown.requested() => {}
+    }
+    match tokio::time::timeout(bound, controller).await {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::warn!(
+                waited = %crate::duration::format_duration(bound),
+                "the controller did not stop in time after SIGTERM; stopping it mid-pass"
+            );
+            Ok(())
+        }
+    }
+}
+
 /// Runs a controller as the project's binaries do:
 ///
 /// 1. serves /healthz and /readyz ([`http::serve_health`]) and /metrics ([`http::serve_metrics`]);
@@ -95,8 +127,9 @@ impl Shutdown {
 /// 3. calls `controller` (only now: a standby keeps no watches open) and runs its future while the
 ///    Lease is renewed on a thread of its own, with its own runtime and client ([`Election`]): what the
 ///    controller computes or sends never delays a renewal;
-/// 4. when the controller returns (it should on [`Shutdown`]), releases the Lease so that a standby
-///    takes over at once, and returns the controller's result;
+/// 4. when the controller returns (it should on [`Shutdown`], once its pass in progress is done — or
+///    after [`STOP_WITHIN`], dropped mid-pass), releases the Lease so that a standby takes over at once,
+///    and returns the controller's result;
 /// 5. when the Lease is lost (taken over, or not renewed within the renew deadline), logs
 ///    `lost leadership; exiting` and **exits the process with code 1** at once from the election's
 ///    thread, even mid-reconcile or mid-computation: a replica that may no longer be the leader must
@@ -132,7 +165,7 @@ where
     if !leader.leader_elect {
         tracing::info!("leader election disabled: running as the only replica");
         ready.set(true);
-        return finish(controller(shutdown).await);
+        return finish(stop_within(STOP_WITHIN, shutdown.clone(), controller(shutdown)).await);
     }
 
     let identity = leader.identity();
@@ -161,7 +194,7 @@ where
     }
 
     ready.set(true);
-    let result = controller(shutdown).await;
+    let result = stop_within(STOP_WITHIN, shutdown.clone(), controller(shutdown)).await;
     ready.set(false);
     election.release().await;
     finish(result)
@@ -274,5 +307,72 @@ impl Election {
         {
             let _ = finished.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A controller that returns on shutdown (its pass finished) gives its own result.
+    #[tokio::test(start_paused = true)]
+    async fn a_controller_that_stops_in_time_gives_its_result() {
+        let (stop, shutdown) = Shutdown::manual();
+        let controller = {
+            let shutdown = shutdown.clone();
+            async move {
+                shutdown.requested().await;
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Err::<(), &str>("its own error")
+            }
+        };
+        stop.send(true).unwrap();
+        let started = tokio::time::Instant::now();
+        assert_eq!(
+            stop_within(STOP_WITHIN, shutdown, controller).await,
+            Err("its own error")
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+    }
+
+    /// A controller stuck in a pass is dropped once the bound after shutdown has passed, not before.
+    #[tokio::test(start_paused = true)]
+    async fn a_controller_stuck_after_shutdown_is_dropped_after_the_bound() {
+        let (stop, shutdown) = Shutdown::manual();
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        struct OnDrop(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let guard = OnDrop(dropped.clone());
+        let controller = async move {
+            let _guard = guard;
+            std::future::pending::<Result<(), &str>>().await
+        };
+        let started = tokio::time::Instant::now();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(100)).await;
+            stop.send(true).unwrap();
+        });
+        assert_eq!(stop_within(STOP_WITHIN, shutdown, controller).await, Ok(()));
+        assert_eq!(started.elapsed(), Duration::from_secs(100) + STOP_WITHIN);
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    /// Without a shutdown, a controller that returns on its own is not bounded.
+    #[tokio::test(start_paused = true)]
+    async fn a_controller_that_returns_by_itself_is_not_bounded() {
+        let (_stop, shutdown) = Shutdown::manual();
+        let controller = async {
+            tokio::time::sleep(STOP_WITHIN * 10).await;
+            Ok::<(), &str>(())
+        };
+        let started = tokio::time::Instant::now();
+        assert_eq!(stop_within(STOP_WITHIN, shutdown, controller).await, Ok(()));
+        assert_eq!(started.elapsed(), STOP_WITHIN * 10);
     }
 }
