@@ -98,6 +98,8 @@ pub(crate) fn parse_duration(input: &str) -> Result<Duration, ParseDurationError
     Ok(Duration::new(secs, (total_nanos % 1_000_000_000) as u32))
 }
 
+// The election's messages and logs use it; `manifests-gen` (no features) only parses.
+#[cfg(feature = "leader")]
 /// Writes a duration the way [`parse_duration`] reads it, in whole units where possible: `137s`, `5m`,
 /// `1h30m`, `250ms` (for logs, help texts and messages that echo a flag).
 pub(crate) fn format_duration(d: Duration) -> String {
@@ -231,6 +233,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "leader")]
     fn formats_what_it_parses() {
         for (d, text) in [
             (Duration::ZERO, "0s"),

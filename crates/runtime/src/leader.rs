@@ -64,6 +64,9 @@ impl Default for Timing {
 }
 
 impl Timing {
+    // Checked and held by the process runtime (`run`); the installer library only acquires and
+    // releases a Lease (feature `leader` alone).
+    #[cfg(feature = "process")]
     /// The orderings that make the election safe: a holder gives up before its lease expires for
     /// others, and tries at least once more before giving up. Whole seconds, because the Lease records
     /// its duration in seconds.
@@ -98,6 +101,7 @@ impl Timing {
 #[error("leader election: {0}")]
 pub struct TimingError(String);
 
+#[cfg(feature = "process")]
 /// Why leadership ended without being asked to.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Lost {
@@ -220,6 +224,7 @@ impl Elector {
         }
     }
 
+    #[cfg(feature = "process")]
     /// Renews the lease until it is lost; returns why. After each renewal, `on_renewed` is told how
     /// long after it was due the renewal succeeded (what the renew deadline leaves room for). Cancel
     /// the future to stop renewing (then call [`Elector::release`]).
@@ -268,6 +273,7 @@ impl Elector {
         }
     }
 
+    #[cfg(feature = "process")]
     /// The renew deadline passed: why, in the words of the last attempt, or — when none could be
     /// sent — how late the renewal was.
     fn deadline_passed(&self, last_error: Option<AttemptError>, due: Instant) -> Lost {
@@ -417,6 +423,7 @@ async fn bounded<T>(
         .unwrap_or_else(|_| Err(AttemptError::TimedOut(format_duration(limit))))
 }
 
+#[cfg(feature = "process")]
 /// A name for this replica that is unique among the replicas: the pod name when given, else the host
 /// name and process id.
 pub(crate) fn default_identity(instance: Option<&str>) -> String {

@@ -102,14 +102,19 @@ impl ProcessMetrics {
         }
     }
 
+    // Recorded by the process runtime (`responsiveness`, `run`); a controller library registers the
+    // series with feature `metrics` alone.
+    #[cfg(feature = "process")]
     pub(crate) fn observe_stall(&self, late: Duration) {
         observe(&self.stall, &self.longest_stall, late);
     }
 
+    #[cfg(feature = "process")]
     pub(crate) fn observe_renewal(&self, took: Duration) {
         observe(&self.renewal, &self.longest_renewal, took);
     }
 
+    #[cfg(feature = "process")]
     /// The longest stall of the async runtime so far.
     pub(crate) fn longest_stall(&self) -> Duration {
         Duration::from_secs_f64(self.longest_stall.get())
@@ -121,6 +126,7 @@ impl ProcessMetrics {
     }
 }
 
+#[cfg(feature = "process")]
 fn observe(histogram: &Histogram, longest: &Gauge<f64, AtomicU64>, took: Duration) {
     let seconds = took.as_secs_f64();
     histogram.observe(seconds);
@@ -158,6 +164,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "process")]
     fn process_series_keep_their_longest_sample() {
         let mut registry = Registry::default();
         let m = ProcessMetrics::register(&mut component(&mut registry, "capi_test", "1.2.3"));
