@@ -16,6 +16,7 @@ pub mod customize;
 mod error;
 /// Container image references and the images file: parsed where they are read.
 pub mod image;
+pub mod image_volume;
 pub mod kustomization;
 mod location;
 pub(crate) mod metadata;

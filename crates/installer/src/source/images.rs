@@ -2,7 +2,8 @@
 //! `capi-installer-images` in the installer's namespace, applied by the cluster-version operator,
 //! whose every value is an image reference (the release tooling rewrites them to digests), and each
 //! image mounted into the installer's pod as an image volume at
-//! `/var/lib/provider-images/<volume>`, the volume named after the reference ([`volume_name`]), so
+//! `/var/lib/provider-images/<volume>`, the volume named after the reference ([`volume_name`], from
+//! `capi_manifests::image_volume`, with what the installer's Deployment mounts), so
 //! that the folder of an image tells which reference it holds.
 //!
 //! The keys name the images (`aws-cluster-api-controllers`): the reference ignores them; this
@@ -10,7 +11,6 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
-use sha2::{Digest, Sha256};
 
 use capi_manifests::image::ImagesError;
 
@@ -19,34 +19,7 @@ use crate::render::Images;
 /// The ConfigMap of the release's images, in the installer's namespace (the reference's name).
 pub const IMAGES_CONFIGMAP: &str = "capi-installer-images";
 
-/// Where the installer's pod mounts each provider image (the reference's path).
-pub const MOUNT_ROOT: &str = "/var/lib/provider-images";
-
-/// The volume (and folder under [`MOUNT_ROOT`]) of image `reference`, as the reference names it: the
-/// last path element before any `@`, lower-cased, every character outside `[a-z0-9-]` made `-` (a
-/// `:tag` becomes `-tag`), then `-` and the first 8 hex digits of the SHA-256 of the whole
-/// reference; `img-` in front when that does not start with a letter or digit. Equal names for two
-/// references would need equal hashes, so the folder tells the reference.
-pub fn volume_name(reference: &str) -> String {
-    let name = reference.split('@').next().unwrap_or_default();
-    let last = name.rsplit('/').next().unwrap_or_default();
-    let mut volume: String = last
-        .to_lowercase()
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | '0'..='9' | '-' => c,
-            _ => '-',
-        })
-        .collect();
-    let digest = Sha256::digest(reference.as_bytes());
-    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-    volume.push('-');
-    volume.push_str(&hex);
-    if !volume.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        volume.insert_str(0, "img-");
-    }
-    volume
-}
+pub use capi_manifests::image_volume::{MOUNT_ROOT, volume_name};
 
 /// `ConfigMap <namespace>/capi-installer-images`, as errors name it.
 pub fn configmap_origin(namespace: &str) -> String {
@@ -108,46 +81,6 @@ pub fn image_of_folder<'a>(images: &'a Images, folder: &str) -> Option<&'a str> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn volumes_are_named_as_the_reference_names_them() {
-        // The hash is of the whole reference: the same image by tag and by digest are two volumes.
-        let by_tag = volume_name("registry.ci.openshift.org/openshift:aws-cluster-api-controllers");
-        assert!(
-            by_tag.starts_with("openshift-aws-cluster-api-controllers-"),
-            "{by_tag}"
-        );
-        let digest = format!(
-            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
-            "a".repeat(64)
-        );
-        let by_digest = volume_name(&digest);
-        assert!(by_digest.starts_with("ocp-v4-0-art-dev-"), "{by_digest}");
-        assert_eq!(by_digest.len(), "ocp-v4-0-art-dev-".len() + 8);
-        assert_ne!(volume_name(&digest.replace('a', "b")), by_digest);
-        // Not starting with a letter or digit: prefixed.
-        assert!(
-            volume_name("quay.io/x/_odd:1").starts_with("img-"),
-            "{}",
-            volume_name("quay.io/x/_odd:1")
-        );
-        assert!(volume_name("quay.io/X/Upper").starts_with("upper-"));
-        for r in [by_tag, by_digest] {
-            assert!(capi_object::is_dns_label(&r), "{r}");
-        }
-        // Sha-256 of "quay.io/a:1" begins with these 8 hex digits (as `sha256sum` prints).
-        assert_eq!(
-            volume_name("quay.io/a:1"),
-            format!("a-1-{}", &sha256_hex("quay.io/a:1")[..8])
-        );
-    }
-
-    fn sha256_hex(s: &str) -> String {
-        Sha256::digest(s.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    }
 
     #[test]
     fn a_configmap_is_read_and_its_folders_known() {
