@@ -19,6 +19,7 @@ use clap::{Parser, Subcommand};
 use prometheus_client::registry::Registry;
 
 mod adopt_args;
+mod deployer_cmd;
 mod diff_cmd;
 mod inputs;
 mod namespace_args;
@@ -54,6 +55,10 @@ enum Command {
     /// created, changed (field by field), pruned, and what it would refuse. Exit 0: no change; 1: changes,
     /// refusals or a missing provider; 2: it cannot run (bad input, the cluster refused or unreachable).
     Diff(diff_cmd::DiffArgs),
+    /// Keep the installer's Deployment, with an image volume per provider image of the release and
+    /// of the revisions still kept (run by the release's Deployment; the installer runs in the one
+    /// it applies).
+    Deployer(Box<deployer_cmd::DeployerArgs>),
 }
 
 #[derive(clap::Args)]
@@ -89,6 +94,10 @@ struct RunArgs {
     /// Only this profile of each image under --profiles-dir (default: every profile of every image).
     #[arg(long, value_name = "NAME", requires = "profiles_dir")]
     profile: Option<String>,
+    /// Only the image folders under --profiles-dir that are the volumes of the release's images; the
+    /// others are images kept mounted for earlier revisions (set in the Deployment `deployer` applies).
+    #[arg(long, requires = "profiles_dir")]
+    release_images_only: bool,
     #[command(flatten)]
     adopt: adopt_args::AdoptArgs,
     #[command(flatten)]
@@ -113,6 +122,10 @@ async fn main() -> ExitCode {
             exit::ERROR,
         ),
         Command::Diff(args) => finish(diff_cmd::main(args).await, exit::ERROR),
+        Command::Deployer(args) => finish(
+            deployer_cmd::main(*args).await.map(|()| ExitCode::SUCCESS),
+            exit::ERROR,
+        ),
     }
 }
 
@@ -140,6 +153,7 @@ async fn run(args: RunArgs) -> Result<()> {
             Some(ProfilesConfig {
                 dir: dir.clone(),
                 profile: args.profile.clone(),
+                release_images_only: args.release_images_only,
             })
         }
         None => None,

@@ -2,12 +2,14 @@
 //! `../shared/fixtures/profiles`, laid out as the reference mounts provider images, installed on a
 //! real control plane; and `render --profiles-dir` offline.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use capi_apply::Inventory;
 use capi_installer_controller::config::ProfilesConfig;
+use capi_installer_controller::deployment::{self, DeployerConfig};
 use capi_installer_controller::inventory::ProviderRecord;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -226,24 +228,11 @@ async fn core_and_aws_from_profiles_reach_available() {
     // The cluster's TLS profile, honoured by every component (the reference ignores it otherwise).
     set_tls_profile(&env.admin, json!({"type": "Modern", "modern": {}})).await;
     let mut config = config();
-    config.profiles = Some(ProfilesConfig { dir, profile: None });
-    // The reference's singleton, as CVO creates it.
-    let cluster_api = api_for(
-        &env.admin,
-        "operator.openshift.io/v1alpha1",
-        "ClusterAPI",
-        None,
-    )
-    .await;
-    cluster_api
-        .create(
-            &kube::api::PostParams::default(),
-            &serde_json::from_value(json!({"apiVersion": "operator.openshift.io/v1alpha1",
-                "kind": "ClusterAPI", "metadata": {"name": "cluster"}, "spec": {}}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    config.profiles = Some(ProfilesConfig {
+        dir,
+        ..Default::default()
+    });
+    let cluster_api = create_cluster_api(&env.admin).await;
     let _installer = Running::as_admin(&env, config);
 
     let status = wait_available(&env.admin, Duration::from_secs(300)).await;
@@ -660,7 +649,10 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
     }
     set_platform(&env.admin, "AWS").await;
     let mut config = config();
-    config.profiles = Some(ProfilesConfig { dir, profile: None });
+    config.profiles = Some(ProfilesConfig {
+        dir,
+        ..Default::default()
+    });
     let _installer = Running::as_admin(&env, config);
 
     let inventory: Api<ConfigMap> = Api::namespaced(env.admin.clone(), INSTALLER_NS);
@@ -721,4 +713,287 @@ async fn a_profile_and_a_configmap_of_one_provider_are_not_both_installed() {
     assert_eq!(objects, 0);
     assert_eq!(record.state, "Failed");
     assert_eq!(record.failure.unwrap().reason, "DuplicateProvider");
+}
+
+/// `ClusterAPI/cluster`, the reference's singleton, as CVO creates it.
+async fn create_cluster_api(client: &Client) -> Api<kube::api::DynamicObject> {
+    let cluster_api = api_for(client, "operator.openshift.io/v1alpha1", "ClusterAPI", None).await;
+    cluster_api
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "operator.openshift.io/v1alpha1",
+                "kind": "ClusterAPI", "metadata": {"name": "cluster"}, "spec": {}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    cluster_api
+}
+
+/// The image volumes of the installer's Deployment: mount path → image reference (a volume
+/// without a mount in the installer's container, or the reverse, fails the test).
+fn image_mounts(d: &Deployment) -> BTreeMap<String, String> {
+    let spec = d.spec.clone().unwrap().template.spec.unwrap();
+    let images: BTreeMap<String, String> = spec
+        .volumes
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| Some((v.name, v.image?.reference?)))
+        .collect();
+    let container = spec
+        .containers
+        .iter()
+        .find(|c| c.name == "capi-installer")
+        .expect("the installer's container");
+    let mounts: BTreeMap<String, String> = container
+        .volume_mounts
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| images.contains_key(&m.name))
+        .inspect(|m| assert_eq!(m.read_only, Some(true), "{m:?}"))
+        .map(|m| (m.mount_path, images[&m.name].clone()))
+        .collect();
+    assert_eq!(
+        mounts.len(),
+        images.len(),
+        "every image volume mounted once: {spec:?}"
+    );
+    mounts
+}
+
+/// The folders a node would mount for `d`'s image volumes, under `root` instead of
+/// `/var/lib/provider-images`: each image of `contents` (reference → the fixture profile it holds,
+/// as `(metadata.yaml, manifests.yaml)` texts) in the folder of its mount; an image without
+/// contents (kube-rbac-proxy) as an empty folder, as an image without profiles mounts.
+fn mount_as_node(root: &Path, d: &Deployment, contents: &BTreeMap<String, (String, String)>) {
+    for (path, reference) in image_mounts(d) {
+        let folder = path
+            .strip_prefix("/var/lib/provider-images/")
+            .unwrap_or_else(|| panic!("{path}: not under /var/lib/provider-images"));
+        let dir = root.join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        if let Some((metadata, manifests)) = contents.get(&reference) {
+            let profile = dir.join("capi-operator-manifests/default");
+            std::fs::create_dir_all(&profile).unwrap();
+            std::fs::write(profile.join("metadata.yaml"), metadata).unwrap();
+            std::fs::write(profile.join("manifests.yaml"), manifests).unwrap();
+        }
+    }
+}
+
+fn fixture_profile(provider: &str) -> (String, String) {
+    let read = |file: &str| {
+        let path = fixture(&format!("profiles/{provider}/{file}")).expect("fixture present");
+        std::fs::read_to_string(path).unwrap()
+    };
+    (read("metadata.yaml"), read("manifests.yaml"))
+}
+
+/// ConfigMap `capi-installer-images` of a release, applied as the release payload applies it.
+async fn put_release_images(client: &Client, release: &BTreeMap<String, String>) {
+    apply_as_release_payload(
+        client,
+        &[json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "capi-installer-images", "namespace": INSTALLER_NS},
+            "data": release})],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_release_upgrade_rolls_the_installers_volumes_then_the_providers() {
+    if fixture("profiles/aws").is_none() {
+        return;
+    }
+    let env = Env::start(true).await;
+    ensure_namespaces(&env.admin).await;
+    set_platform(&env.admin, "AWS").await;
+    let cluster_api = create_cluster_api(&env.admin).await;
+    let first_release = images();
+    put_release_images(&env.admin, &first_release).await;
+    // The deployer, as the release's Deployment runs it.
+    let deployer_client = installer_client(env.cp.admin_config());
+    let deployer = InProcess::spawn(|stop| {
+        deployment::run(
+            deployer_client,
+            DeployerConfig {
+                namespace: INSTALLER_NS.into(),
+                installer_image: format!(
+                    "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+                    "1".repeat(64)
+                ),
+                release_version: Some(RELEASE_VERSION.into()),
+            },
+            stop,
+        )
+    });
+    let deployments: Api<Deployment> = Api::namespaced(env.admin.clone(), INSTALLER_NS);
+    let mounted = |want: Vec<String>| {
+        let deployments = deployments.clone();
+        let mut want = want;
+        want.sort();
+        want.dedup();
+        async move {
+            let d = deployments.get_opt("capi-installer").await.ok()??;
+            let mut got: Vec<String> = image_mounts(&d).into_values().collect();
+            got.sort();
+            (got == want).then_some(d)
+        }
+    };
+    // Every image of the release, mounted where the installer reads them, and read from there.
+    let first = eventually(
+        Duration::from_secs(60),
+        "the installer's Deployment with the first release's image volumes",
+        || mounted(first_release.values().cloned().collect()),
+    )
+    .await;
+    let container = &first
+        .spec
+        .clone()
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0];
+    let args = container.args.clone().unwrap_or_default();
+    assert!(
+        args.ends_with(&[
+            "--profiles-dir=/var/lib/provider-images".to_string(),
+            "--release-images-only".to_string()
+        ]),
+        "{args:?}"
+    );
+    assert_eq!(
+        container.image.as_deref(),
+        Some(
+            format!(
+                "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+                "1".repeat(64)
+            )
+            .as_str()
+        )
+    );
+    let (core, aws) = (fixture_profile("core"), fixture_profile("aws"));
+    let old_aws = first_release["aws-cluster-api-controllers"].clone();
+    let core_ref = first_release["cluster-capi-controllers"].clone();
+    let tmp = tempfile::tempdir().unwrap();
+    let first_pod = tmp.path().join("first-pod");
+    mount_as_node(
+        &first_pod,
+        &first,
+        &[
+            (core_ref.clone(), core.clone()),
+            (old_aws.clone(), aws.clone()),
+        ]
+        .into(),
+    );
+    let installer_config = |dir: PathBuf, release: &BTreeMap<String, String>| {
+        let mut config = config();
+        config.images = release.clone();
+        config.profiles = Some(ProfilesConfig {
+            dir,
+            profile: None,
+            release_images_only: true,
+        });
+        config
+    };
+    let installer = Running::as_admin(&env, installer_config(first_pod, &first_release));
+    wait_available(&env.admin, Duration::from_secs(300)).await;
+    let revision_1 = current_revision(&cluster_api, 1).await;
+    assert_eq!(
+        revision_1.revisions[0].components,
+        [
+            image_component("cluster-api", "cluster-capi-controllers"),
+            image_component("cluster-api-provider-aws", "aws-cluster-api-controllers"),
+        ]
+    );
+
+    // The upgrade: a new aws image (a new version with one more flag) in the images ConfigMap.
+    let mut second_release = first_release.clone();
+    let new_aws = format!(
+        "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+        "b".repeat(64)
+    );
+    second_release.insert("aws-cluster-api-controllers".into(), new_aws.clone());
+    put_release_images(&env.admin, &second_release).await;
+    // Rolled: the new image mounted, the old one kept while revision 1 names it.
+    let mut with_kept: Vec<String> = second_release.values().cloned().collect();
+    with_kept.push(old_aws.clone());
+    let second = eventually(
+        Duration::from_secs(60),
+        "the new aws image mounted beside the one revision 1 keeps",
+        || mounted(with_kept.clone()),
+    )
+    .await;
+    assert!(
+        second.metadata.generation > first.metadata.generation,
+        "the pod template changed: {:?} after {:?}",
+        second.metadata.generation,
+        first.metadata.generation
+    );
+    // The Deployment's rollout replaces the installer's pod: the new one sees the new volumes.
+    installer.stop().await;
+    let new_aws_profile = (
+        aws.0.replace("version: v2.13.0", "version: v2.13.1"),
+        aws.1.replacen(
+            "        - --leader-elect\n",
+            "        - --leader-elect\n        - --sync-period=7m\n",
+            1,
+        ),
+    );
+    let second_pod = tmp.path().join("second-pod");
+    mount_as_node(
+        &second_pod,
+        &second,
+        &[
+            (core_ref.clone(), core),
+            (old_aws.clone(), aws),
+            (new_aws.clone(), new_aws_profile),
+        ]
+        .into(),
+    );
+    let _installer = Running::as_admin(&env, installer_config(second_pod, &second_release));
+    // The providers roll to the new release's profile (the kept image's is not a second aws).
+    let capa: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
+    eventually(
+        Duration::from_secs(120),
+        "CAPA rolled to the new image's profile",
+        || async {
+            let args = manager_args(&capa, "capa-controller-manager").await;
+            args.contains(&"--sync-period=7m".to_string()).then_some(())
+        },
+    )
+    .await;
+    let status = eventually(
+        Duration::from_secs(120),
+        "aws v2.13.1 Available",
+        || async {
+            let s = co_status(&env.admin).await?;
+            let available = condition(&s, "Available")?;
+            (available.status == "True" && available.message.contains("aws v2.13.1")).then_some(s)
+        },
+    )
+    .await;
+    assert_eq!(
+        condition(&status, "Available").unwrap().message,
+        "Cluster API is installed on AWS: cluster-api v1.13.4, aws v2.13.1"
+    );
+    let revision_2 = current_revision(&cluster_api, 2).await;
+    let refs: Vec<&str> = revision_2.revisions[0]
+        .components
+        .iter()
+        .filter_map(|c| c.image.as_ref().map(|i| i.reference.as_str()))
+        .collect();
+    assert_eq!(refs, [core_ref.as_str(), new_aws.as_str()]);
+    // Revision 1 trimmed once revision 2 is current: its image is unmounted (one more rollout).
+    let third = eventually(
+        Duration::from_secs(60),
+        "the old aws image unmounted once no revision names it",
+        || mounted(second_release.values().cloned().collect()),
+    )
+    .await;
+    assert!(third.metadata.generation > second.metadata.generation);
+    deployer.stop(Duration::from_secs(10)).await;
 }

@@ -284,7 +284,10 @@ async fn the_current_generation_is_taken_over_in_place() {
 
     let mut config = config();
     config.substitutions = reference_substitutions();
-    config.profiles = Some(ProfilesConfig { dir, profile: None });
+    config.profiles = Some(ProfilesConfig {
+        dir,
+        ..Default::default()
+    });
     let since = audit_mark(&env);
     config.retired_managers = capi_installer_controller::reference::FIELD_MANAGERS
         .map(String::from)

@@ -42,11 +42,15 @@ pub struct InstallerConfig {
 }
 
 /// Where image-based profiles are read from: `dir/<image>/capi-operator-manifests/<profile>/`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProfilesConfig {
     pub dir: PathBuf,
     /// Only this profile of each image; `None`: every profile of every image, as the reference.
     pub profile: Option<String>,
+    /// Only the folders that are the volumes of the release's images: the others are images kept
+    /// mounted for earlier revisions (by the installer's Deployment, [`crate::deployment`]), whose
+    /// profiles are not this release's.
+    pub release_images_only: bool,
 }
 
 impl Default for InstallerConfig {

@@ -699,6 +699,7 @@ fn catalogs(
 /// missing in status.
 fn read_profiles(config: &ProfilesConfig, images: &crate::render::Images) -> ProfileCatalog {
     let catalog = match ProfileCatalog::read(&config.dir, config.profile.as_deref()) {
+        Ok(catalog) if config.release_images_only => catalog.with_images(images).release_only(),
         Ok(catalog) => catalog.with_images(images),
         Err(e) => {
             tracing::error!(dir = %config.dir.display(), error = %e, "cannot read the profiles folder; no profile is installed");
@@ -729,7 +730,7 @@ fn release_free_memory() {
     }
 }
 
-fn spawn_trigger<K, S>(
+pub(crate) fn spawn_trigger<K, S>(
     what: &'static str,
     stream: S,
     wake: Arc<Notify>,

@@ -31,6 +31,7 @@ pub mod api;
 mod compute;
 pub mod config;
 pub(crate) mod controller;
+pub mod deployment;
 pub mod desired;
 pub mod diff;
 pub(crate) mod error;

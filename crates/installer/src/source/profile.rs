@@ -322,6 +322,24 @@ impl ProfileCatalog {
         self
     }
 
+    /// Only the profiles whose folder is the volume of a release image (after [`Self::with_images`]):
+    /// the others, of images kept mounted while an earlier revision names them, move to
+    /// [`Self::skipped`]. Without this, an upgraded aws image and the kept earlier one would be two
+    /// sources of one provider.
+    pub fn release_only(mut self) -> Self {
+        let (release, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|(_, p)| p.image.is_some());
+        self.entries = release;
+        for (_, profile) in kept {
+            self.skipped.push(format!(
+                "{}: not the volume of a release image (kept for an earlier revision)",
+                profile.id
+            ));
+        }
+        self
+    }
+
     /// The usable profiles, each with the provider it declares, in the reference's install order
     /// (`installOrder`, platform, name).
     pub fn profiles(&self) -> Vec<(&ProviderSource, &Profile)> {

@@ -1,0 +1,71 @@
+//! `capi-installer deployer`: keeps the installer's Deployment, with an image volume per provider
+//! image of the release and of the revisions still kept ([`capi_installer_controller::deployment`]).
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use capi_installer_controller::deployment::{self, DeployerConfig};
+use capi_installer_controller::user_agent;
+use capi_runtime::args::{HttpArgs, KubeArgs, LeaderElectionArgs, LogArgs};
+use prometheus_client::registry::Registry;
+
+#[derive(clap::Args)]
+pub struct DeployerArgs {
+    #[command(flatten)]
+    kube: KubeArgs,
+    #[command(flatten)]
+    namespace: crate::namespace_args::InstallerNamespaceArg,
+    /// The installer's image, set in the Deployment (the release tooling rewrites it in the
+    /// deployer's manifest).
+    #[arg(long, value_name = "IMAGE")]
+    installer_image: String,
+    /// The release, passed on as the installer's RELEASE_VERSION.
+    #[arg(long, env = "RELEASE_VERSION", value_name = "VERSION")]
+    release_version: Option<String>,
+    #[command(flatten)]
+    leader: LeaderElectionArgs,
+    #[command(flatten)]
+    http: HttpArgs,
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+pub async fn main(args: DeployerArgs) -> Result<()> {
+    capi_runtime::process::init_logging(args.log.log_format);
+    capi_manifests::image::parse(&args.installer_image)
+        .map_err(|e| anyhow::anyhow!("--installer-image: {e}"))?;
+    let config = DeployerConfig {
+        namespace: args.namespace.installer_namespace.clone(),
+        installer_image: args.installer_image,
+        release_version: args.release_version,
+    };
+    let kube_config = capi_runtime::process::config(&args.kube, &user_agent())
+        .await?
+        .config;
+    let client = kube::Client::try_from(kube_config.clone())?;
+    let mut registry = Registry::default();
+    let process = {
+        let mut series = capi_runtime::metrics::component(
+            &mut registry,
+            "capi_installer_deployer",
+            env!("CARGO_PKG_VERSION"),
+        );
+        capi_runtime::metrics::ProcessMetrics::register(&mut series)
+    };
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %config.namespace, "starting deployer");
+    let runtime = capi_runtime::Runtime {
+        config: kube_config,
+        namespace: config.namespace.clone(),
+        lease_name: deployment::LEADER_LEASE.into(),
+        leader: args.leader,
+        http: args.http,
+        registry: Arc::new(registry),
+        process,
+    };
+    capi_runtime::run(runtime, |shutdown| async move {
+        deployment::run(client, config, shutdown.requested()).await;
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .await?;
+    Ok(())
+}

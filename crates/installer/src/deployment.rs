@@ -1,0 +1,405 @@
+//! The installer's own Deployment with an image volume per provider image (ref §3.2), kept by
+//! `capi-installer deployer`, as the reference's installer-deployment controller keeps it: the
+//! images of the release (the values of ConfigMap `capi-installer-images`) and every image a
+//! revision in `ClusterAPI/cluster` status still names, each mounted read-only at
+//! `/var/lib/provider-images/<volume>` ([`capi_manifests::image_volume`]). A release upgrade that
+//! changes the ConfigMap changes the pod template, so the Deployment rolls the installer's pods onto
+//! the new volumes; once the installer trims the earlier revision, its images go too (one more
+//! rollout).
+//!
+//! Why a second component: the cluster-version operator applies the release manifests and removes
+//! every volume a manifest does not name, so nothing can add volumes to a Deployment it manages
+//! (docs/design/image-volumes.md). The deployer runs in the release's Deployment and applies this
+//! one with server-side apply (its own field manager, forced), from the template of
+//! `manifests/0000_30_capi-installer_04_deployment.yaml`, one definition of the installer's pod.
+//!
+//! Untrusted input: a ConfigMap value that is not an image reference, or a missing ConfigMap,
+//! writes nothing (the Deployment keeps its volumes) and is logged naming the ConfigMap and key.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use capi_manifests::image::ImagesError;
+use capi_manifests::image_volume::{self, MOUNT_ROOT, VolumeError};
+
+use crate::optional_watch::OptionalKind;
+use crate::render::Images;
+use crate::source::images::{self, IMAGES_CONFIGMAP};
+use crate::unmanaged;
+
+/// The installer's Deployment (the reference's name).
+pub const DEPLOYMENT: &str = "capi-installer";
+/// Its container, into which the images are mounted.
+pub const CONTAINER: &str = "capi-installer";
+/// The deployer's field manager (the reference's is `capi-operator-installer-deployment`).
+pub const FIELD_MANAGER: &str = "capi-installer-deployer";
+/// The deployer's Lease, beside the installer's.
+pub const LEADER_LEASE: &str = "capi-installer-deployer-leader";
+
+/// The installer's pod, as the release ships it: the one definition, whoever applies it.
+const TEMPLATE: &str = include_str!("../../../manifests/0000_30_capi-installer_04_deployment.yaml");
+
+/// Reconcile this often even when no event arrives.
+const RESYNC: Duration = Duration::from_secs(600);
+
+/// What the deployer needs to know beyond the cluster's objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeployerConfig {
+    /// The installer's namespace: the Deployment's, the images ConfigMap's.
+    pub namespace: String,
+    /// The installer's image (the deployer's own: the release tooling rewrites the deployer's
+    /// manifest, not this binary's copy of the template).
+    pub installer_image: String,
+    /// The release, for the installer's `RELEASE_VERSION`; `None`: the template's.
+    pub release_version: Option<String>,
+}
+
+/// Why the Deployment was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum DeploymentError {
+    #[error(
+        "{origin}: the ConfigMap is not there (the release payload applies it); Deployment {namespace}/{DEPLOYMENT} left as it is"
+    )]
+    NoImages { origin: String, namespace: String },
+    #[error("{0}; Deployment left as it is")]
+    Images(#[from] ImagesError),
+    #[error(
+        "the installer's Deployment template (manifests/0000_30_capi-installer_04_deployment.yaml): {0}"
+    )]
+    Template(String),
+    #[error("Deployment {namespace}/{DEPLOYMENT}: {source}")]
+    Volumes {
+        namespace: String,
+        #[source]
+        source: VolumeError,
+    },
+    #[error("applying Deployment {namespace}/{DEPLOYMENT}: {source}")]
+    Apply {
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The images the installer's pod mounts: every release image and every image a kept revision
+/// names (`cluster_api_status`: the status of `ClusterAPI/cluster`, `Value::Null` without one).
+pub fn mounted_images(release: &Images, cluster_api_status: &Value) -> BTreeSet<String> {
+    let mut all = image_volume::revision_images(cluster_api_status);
+    all.extend(release.values().cloned());
+    all
+}
+
+/// The installer's Deployment as the deployer applies it: the shipped template without the
+/// cluster-version operator's annotations (`*release.openshift.io/*`: it is not a release manifest
+/// here), in `config.namespace`, with the installer's image and release, and, when there is any
+/// image, the image volumes and the flags that read them (`--profiles-dir`, only the release's
+/// folders: the others are kept for earlier revisions).
+pub fn desired(
+    config: &DeployerConfig,
+    release: &Images,
+    cluster_api_status: &Value,
+) -> Result<Value, DeploymentError> {
+    let mut deployment = template()?;
+    let metadata = &mut deployment["metadata"];
+    metadata["namespace"] = Value::String(config.namespace.clone());
+    if let Some(annotations) = metadata
+        .get_mut("annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.retain(|k, _| !k.contains("release.openshift.io/"));
+        if annotations.is_empty() {
+            metadata.as_object_mut().map(|m| m.remove("annotations"));
+        }
+    }
+    let references = mounted_images(release, cluster_api_status);
+    let container = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .and_then(|cs| cs.iter_mut().find(|c| c["name"] == CONTAINER))
+        .ok_or_else(|| DeploymentError::Template(format!("no container {CONTAINER:?}")))?;
+    container["image"] = Value::String(config.installer_image.clone());
+    if let Some(release) = &config.release_version {
+        for env in container["env"].as_array_mut().into_iter().flatten() {
+            if env["name"] == "RELEASE_VERSION" {
+                env["value"] = Value::String(release.clone());
+            }
+        }
+    }
+    if !references.is_empty() {
+        let args = container["args"].as_array_mut().ok_or_else(|| {
+            DeploymentError::Template(format!("container {CONTAINER:?} has no args"))
+        })?;
+        args.push(Value::String(format!("--profiles-dir={MOUNT_ROOT}")));
+        args.push(Value::String("--release-images-only".into()));
+    }
+    image_volume::add_image_volumes(&mut deployment, CONTAINER, &references).map_err(|source| {
+        DeploymentError::Volumes {
+            namespace: config.namespace.clone(),
+            source,
+        }
+    })?;
+    Ok(deployment)
+}
+
+fn template() -> Result<Value, DeploymentError> {
+    let mut documents = capi_manifests::yaml::parse_documents("deployment template", TEMPLATE)
+        .map_err(|e| DeploymentError::Template(e.to_string()))?;
+    match (documents.pop(), documents.is_empty()) {
+        (Some(d), true)
+            if d.value["kind"] == "Deployment" && d.value["metadata"]["name"] == DEPLOYMENT =>
+        {
+            Ok(d.value)
+        }
+        _ => Err(DeploymentError::Template(format!(
+            "not one Deployment {DEPLOYMENT}"
+        ))),
+    }
+}
+
+/// The deployer's loop: watches the images ConfigMap, `ClusterAPI/cluster` and the Deployment
+/// itself, and applies [`desired`] when it differs from what it applied last or the Deployment's
+/// spec was changed by someone else (its generation moved), until `shutdown` resolves.
+pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<Output = ()>) {
+    let wake = Arc::new(Notify::new());
+    let namespace = config.namespace.as_str();
+    let (configmaps, configmap_writer) = reflector::store::<ConfigMap>();
+    let configmap_watch = crate::controller::spawn_trigger(
+        "the images ConfigMap",
+        watcher(
+            Api::<ConfigMap>::namespaced(client.clone(), namespace),
+            watcher::Config::default().fields(&format!("metadata.name={IMAGES_CONFIGMAP}")),
+        )
+        .default_backoff()
+        .reflect(configmap_writer),
+        wake.clone(),
+    );
+    let (deployments, deployment_writer) = reflector::store::<Deployment>();
+    let deployment_watch = crate::controller::spawn_trigger(
+        "the installer's Deployment",
+        watcher(
+            Api::<Deployment>::namespaced(client.clone(), namespace),
+            watcher::Config::default().fields(&format!("metadata.name={DEPLOYMENT}")),
+        )
+        .default_backoff()
+        .reflect(deployment_writer),
+        wake.clone(),
+    );
+    let (cluster_api, cluster_api_watch) = OptionalKind::start(
+        client.clone(),
+        &unmanaged::cluster_api_resource(),
+        watcher::Config::default()
+            .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
+        "ClusterAPI cluster",
+        wake.clone(),
+    );
+    let watches = [configmap_watch, deployment_watch, cluster_api_watch];
+    let mut shutdown = std::pin::pin!(shutdown);
+    let ready = async {
+        let _ = configmaps.wait_until_ready().await;
+        let _ = deployments.wait_until_ready().await;
+        cluster_api.wait_known().await;
+    };
+    tokio::select! {
+        () = ready => {}
+        () = &mut shutdown => {
+            watches.iter().for_each(|w| w.abort());
+            return;
+        }
+    }
+    let api: Api<Deployment> = Api::namespaced(client, namespace);
+    // What was applied last, and the Deployment's generation right after.
+    let mut last: Option<(Value, Option<i64>)> = None;
+    loop {
+        let live = deployments.get(&ObjectRef::new(DEPLOYMENT).within(namespace));
+        let generation = live.as_ref().and_then(|d| d.metadata.generation);
+        let status = cluster_api
+            .objects()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|o| o.name_any() == unmanaged::CLUSTER_API_NAME)
+            .and_then(|o| o.data.get("status").cloned())
+            .unwrap_or(Value::Null);
+        let configmap = configmaps.get(&ObjectRef::new(IMAGES_CONFIGMAP).within(namespace));
+        let wanted = configmap
+            .ok_or_else(|| DeploymentError::NoImages {
+                origin: images::configmap_origin(namespace),
+                namespace: namespace.to_string(),
+            })
+            .and_then(|cm| Ok(images::from_configmap(namespace, &cm)?))
+            .and_then(|release| {
+                let mounted = mounted_images(&release, &status);
+                Ok((desired(&config, &release, &status)?, mounted))
+            });
+        match wanted {
+            Err(e) => tracing::error!(error = %e, "installer Deployment not applied"),
+            Ok((wanted, _)) if live.is_some() && last == Some((wanted.clone(), generation)) => {}
+            Ok((wanted, mounted)) => {
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                match api.patch(DEPLOYMENT, &params, &Patch::Apply(&wanted)).await {
+                    Ok(applied) => {
+                        tracing::info!(deployment = %format!("{namespace}/{DEPLOYMENT}"), generation = ?applied.metadata.generation, images = ?mounted, "installer Deployment applied");
+                        last = Some((wanted, applied.metadata.generation));
+                    }
+                    Err(source) => {
+                        let e = DeploymentError::Apply {
+                            namespace: namespace.to_string(),
+                            source,
+                        };
+                        tracing::error!(error = %e, "installer Deployment not applied");
+                        last = None;
+                    }
+                }
+            }
+        }
+        tokio::select! {
+            () = wake.notified() => {}
+            () = tokio::time::sleep(RESYNC) => {}
+            () = &mut shutdown => break,
+        }
+    }
+    watches.iter().for_each(|w| w.abort());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config() -> DeployerConfig {
+        DeployerConfig {
+            namespace: "ns".into(),
+            installer_image: "quay.io/installer@sha256:1".into(),
+            release_version: Some("4.22.1".into()),
+        }
+    }
+
+    fn release(pairs: &[(&str, &str)]) -> Images {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn container(d: &Value) -> &Value {
+        &d["spec"]["template"]["spec"]["containers"][0]
+    }
+
+    #[test]
+    fn the_shipped_pod_with_the_release_and_kept_images_mounted() {
+        let (core, aws, old_aws) = (
+            "quay.io/a@sha256:c",
+            "quay.io/a@sha256:a2",
+            "quay.io/a@sha256:a1",
+        );
+        let status = json!({"revisions": [{"name": "r1", "revision": 1, "components": [
+            {"name": "cluster-api-provider-aws", "type": "Image", "image": {"ref": old_aws, "profile": "default"}},
+            {"name": "cluster-api", "type": "Image", "image": {"ref": core, "profile": "default"}}]}]});
+        let d = desired(
+            &config(),
+            &release(&[
+                ("cluster-capi-controllers", core),
+                ("aws-cluster-api-controllers", aws),
+            ]),
+            &status,
+        )
+        .unwrap();
+        assert_eq!(d["metadata"]["namespace"], "ns");
+        let annotations: Vec<&String> = d["metadata"]["annotations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
+        assert!(
+            annotations.is_empty(),
+            "CVO annotations left: {annotations:?}"
+        );
+        let c = container(&d);
+        assert_eq!(c["image"], "quay.io/installer@sha256:1");
+        assert!(
+            c["env"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({"name": "RELEASE_VERSION", "value": "4.22.1"}))
+        );
+        let args: Vec<&str> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            args.ends_with(&[
+                "--profiles-dir=/var/lib/provider-images",
+                "--release-images-only"
+            ]),
+            "{args:?}"
+        );
+        // The template's own volume first, then one per image (the kept one too), sorted by reference.
+        let volumes: Vec<&str> = d["spec"]["template"]["spec"]["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap())
+            .collect();
+        let mut want = vec!["metrics-tls".to_string()];
+        let mut refs = [core, aws, old_aws];
+        refs.sort();
+        want.extend(refs.iter().map(|r| image_volume::volume_name(r)));
+        assert_eq!(volumes, want);
+        let mounts: Vec<&str> = c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["mountPath"].as_str().unwrap())
+            .collect();
+        assert_eq!(mounts[0], "/etc/capi-installer/metrics-tls");
+        assert_eq!(
+            mounts[1..],
+            refs.map(image_volume::mount_path)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()[..]
+        );
+    }
+
+    #[test]
+    fn without_images_the_pod_reads_no_profiles() {
+        let d = desired(&config(), &Images::new(), &Value::Null).unwrap();
+        let c = container(&d);
+        assert!(
+            !c["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a.as_str().unwrap().starts_with("--profiles-dir"))
+        );
+        assert_eq!(
+            d["spec"]["template"]["spec"]["volumes"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+        // No release given: the template's.
+        let mut no_release = config();
+        no_release.release_version = None;
+        let d = desired(&no_release, &Images::new(), &Value::Null).unwrap();
+        assert!(
+            container(&d)["env"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({"name": "RELEASE_VERSION", "value": "0.0.1-snapshot"}))
+        );
+    }
+}
