@@ -995,5 +995,23 @@ async fn a_release_upgrade_rolls_the_installers_volumes_then_the_providers() {
     )
     .await;
     assert!(third.metadata.generation > second.metadata.generation);
+    // Someone else's change of the Deployment's spec is undone (its generation moved).
+    deployments
+        .patch(
+            "capi-installer",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(60),
+        "replicas back to the template's 2",
+        || async {
+            let d = deployments.get("capi-installer").await.ok()?;
+            (d.spec?.replicas == Some(2)).then_some(())
+        },
+    )
+    .await;
     deployer.stop(Duration::from_secs(10)).await;
 }
