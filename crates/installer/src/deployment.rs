@@ -52,6 +52,8 @@ const TEMPLATE: &str = include_str!("../../../manifests/0000_30_capi-installer_0
 
 /// Reconcile this often even when no event arrives.
 const RESYNC: Duration = Duration::from_secs(600);
+/// After a refused or failed apply, try again this soon (no event may come to retry it).
+const RETRY: Duration = Duration::from_secs(10);
 
 /// What the deployer needs to know beyond the cluster's objects.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -220,6 +222,7 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
     // What was applied last, and the Deployment's generation right after.
     let mut last: Option<(Value, Option<i64>)> = None;
     loop {
+        let mut next = RESYNC;
         let live = deployments.get(&ObjectRef::new(DEPLOYMENT).within(namespace));
         let generation = live.as_ref().and_then(|d| d.metadata.generation);
         let status = cluster_api
@@ -255,15 +258,16 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
                             namespace: namespace.to_string(),
                             source,
                         };
-                        tracing::error!(error = %e, "installer Deployment not applied");
+                        tracing::error!(error = %e, retry_in = ?RETRY, "installer Deployment not applied");
                         last = None;
+                        next = RETRY;
                     }
                 }
             }
         }
         tokio::select! {
             () = wake.notified() => {}
-            () = tokio::time::sleep(RESYNC) => {}
+            () = tokio::time::sleep(next) => {}
             () = &mut shutdown => break,
         }
     }
