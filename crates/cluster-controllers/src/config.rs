@@ -35,7 +35,7 @@ impl ControllerKind {
     }
 
     /// Its field manager, for its objects and its conditions.
-    pub fn field_manager(self) -> &'static str {
+    pub(crate) fn field_manager(self) -> &'static str {
         match self {
             ControllerKind::InfraCluster => "capi-controllers-infracluster",
             ControllerKind::CoreCluster => "capi-controllers-corecluster",
@@ -54,7 +54,7 @@ pub struct Config {
     pub controllers: Vec<ControllerKind>,
     pub kubeconfig: Settings,
     /// Reconcile this often without events (a safety net; reads only the caches).
-    pub resync: Duration,
+    pub(crate) resync: Duration,
     /// Retry delays after failures: doubling from `min` to `max`.
     pub backoff_min: Duration,
     pub backoff_max: Duration,
@@ -77,9 +77,9 @@ impl Config {
 #[derive(Clone, Debug)]
 pub struct Settings {
     /// The API server and CA the kubeconfig points at.
-    pub target: Target,
+    pub(crate) target: Target,
     /// The ServiceAccount (in openshift-cluster-api) the token is issued for.
-    pub service_account: String,
+    pub(crate) service_account: String,
     /// Renew the token when it is this old.
     pub rotate_after: Duration,
     /// Lifetime of a token; longer than `rotate_after`, so a replaced token stays valid while Cluster
@@ -113,14 +113,14 @@ impl Settings {
 
 /// Where the kubeconfig points: the API server this pod talks to, and its CA.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    pub server: String,
+pub(crate) struct Target {
+    pub(crate) server: String,
     /// PEM.
-    pub ca_pem: String,
+    pub(crate) ca_pem: String,
 }
 
 /// PEM of DER certificates (what `kube::Config::root_cert` holds).
-pub fn pem(certificates: &[Vec<u8>]) -> String {
+pub(crate) fn pem(certificates: &[Vec<u8>]) -> String {
     let mut out = String::new();
     for der in certificates {
         out.push_str("-----BEGIN CERTIFICATE-----\n");

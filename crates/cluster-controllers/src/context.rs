@@ -19,16 +19,16 @@ use crate::status::{State, Wait};
 use crate::watch::{Kind, Watch, WatchKey, Watches};
 
 /// Shared by the controllers of one process.
-pub struct Context {
-    pub client: Client,
-    pub config: Config,
-    pub watches: Watches,
-    pub metrics: Arc<Metrics>,
+pub(crate) struct Context {
+    pub(crate) client: Client,
+    pub(crate) config: Config,
+    pub(crate) watches: Watches,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 /// How a reconcile ends.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A cache has not finished its initial list: no conclusion yet, look again shortly.
     Syncing,
     /// A conclusion; `recheck` asks for another reconcile after that long even without an event.
@@ -39,7 +39,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn report(state: State) -> Outcome {
+    pub(crate) fn report(state: State) -> Outcome {
         Outcome::Report {
             state,
             recheck: None,
@@ -49,7 +49,7 @@ impl Outcome {
 
 /// Early exit of a reconcile: a conclusion reached before the end, or an error.
 #[derive(Debug)]
-pub enum Exit {
+pub(crate) enum Exit {
     Outcome(Outcome),
     Error(ControllerError),
 }
@@ -73,22 +73,22 @@ impl From<Outcome> for Exit {
 }
 
 /// A supported platform and what `Infrastructure/cluster` says about the cluster.
-pub struct Cluster {
-    pub platform: Platform,
-    pub info: ClusterInfo,
-    pub infrastructure: Arc<DynamicObject>,
+pub(crate) struct Cluster {
+    pub(crate) platform: Platform,
+    pub(crate) info: ClusterInfo,
+    pub(crate) infrastructure: Arc<DynamicObject>,
 }
 
 /// A CRD that is Established: what to talk to its kind with.
 #[derive(Clone, Debug)]
-pub struct ServedKind {
-    pub kind: Kind,
+pub(crate) struct ServedKind {
+    pub(crate) kind: Kind,
 }
 
 impl Context {
     /// A watch that wakes `wake`; its cache must have completed its first list, and a failing watch
     /// is an error.
-    pub fn synced(&self, key: &WatchKey, wake: &Arc<Notify>) -> Result<Arc<Watch>, Exit> {
+    pub(crate) fn synced(&self, key: &WatchKey, wake: &Arc<Notify>) -> Result<Arc<Watch>, Exit> {
         let watch = self.watches.watch(key, wake);
         if let Some(e) = watch.error() {
             return Err(e.into());
@@ -100,7 +100,7 @@ impl Context {
     }
 
     /// The platform and cluster facts, or the conclusion when there is nothing to do on this cluster.
-    pub fn cluster(&self, wake: &Arc<Notify>) -> Result<Cluster, Exit> {
+    pub(crate) fn cluster(&self, wake: &Arc<Notify>) -> Result<Cluster, Exit> {
         let watch = self.synced(
             &WatchKey::object(Kind::infrastructure(), None, INFRASTRUCTURE_NAME),
             wake,
@@ -136,14 +136,18 @@ impl Context {
 
     /// The kind a CRD serves (its storage version) once the CRD is Established; `None` while it is not
     /// (or does not exist).
-    pub fn served(&self, crd: &str, wake: &Arc<Notify>) -> Result<Option<ServedKind>, Exit> {
+    pub(crate) fn served(&self, crd: &str, wake: &Arc<Notify>) -> Result<Option<ServedKind>, Exit> {
         let watch = self.synced(&WatchKey::object(Kind::crd(), None, crd), wake)?;
         Ok(watch.get(crd).and_then(|c| served_kind(&c.data)))
     }
 
     /// Like [`Context::served`] for every CRD in `crds`; when any is not Established, the conclusion is
     /// to wait for them.
-    pub fn require(&self, crds: &[String], wake: &Arc<Notify>) -> Result<Vec<ServedKind>, Exit> {
+    pub(crate) fn require(
+        &self,
+        crds: &[String],
+        wake: &Arc<Notify>,
+    ) -> Result<Vec<ServedKind>, Exit> {
         let mut served = Vec::new();
         let mut missing = Vec::new();
         for crd in crds {
@@ -196,7 +200,7 @@ fn served_kind(crd: &Value) -> Option<ServedKind> {
 
 /// What [`Writer::sync`] did.
 #[derive(Debug)]
-pub enum Synced {
+pub(crate) enum Synced {
     Unchanged(Arc<DynamicObject>),
     Written(Arc<DynamicObject>),
     /// The object exists and is not ours; the message says whose it is.
@@ -204,9 +208,9 @@ pub enum Synced {
 }
 
 /// Writes of one controller: server-side apply with its field manager.
-pub struct Writer<'a> {
-    pub ctx: &'a Context,
-    pub controller: ControllerKind,
+pub(crate) struct Writer<'a> {
+    pub(crate) ctx: &'a Context,
+    pub(crate) controller: ControllerKind,
 }
 
 impl Writer<'_> {
@@ -222,7 +226,7 @@ impl Writer<'_> {
     /// only when the cached live object lacks one of them. `owned` says whether a live object is ours;
     /// one that is not is left alone. A cache miss is confirmed with a GET before creating: a
     /// lagging cache must never turn into taking over someone else's object.
-    pub async fn sync(
+    pub(crate) async fn sync(
         &self,
         kind: &Kind,
         desired: &Value,
@@ -258,7 +262,7 @@ impl Writer<'_> {
 
     /// Applies `desired_status` (apiVersion, kind, metadata name/namespace and `status`) to the status
     /// subresource.
-    pub async fn apply_status(
+    pub(crate) async fn apply_status(
         &self,
         kind: &Kind,
         desired_status: &Value,
@@ -297,7 +301,7 @@ impl Writer<'_> {
 
 /// Whether the live object lacks a field of `desired` or has another value in one (a semantic subset
 /// test, as the installer's apply engine does: fields set by others and defaults do not count).
-pub fn needs_apply(desired: &Value, live: &DynamicObject) -> bool {
+pub(crate) fn needs_apply(desired: &Value, live: &DynamicObject) -> bool {
     let Ok(desired) = serde_json::from_value::<DynamicObject>(desired.clone()) else {
         return true;
     };
@@ -315,7 +319,7 @@ pub fn needs_apply(desired: &Value, live: &DynamicObject) -> bool {
 }
 
 /// `None` when the object carries our ownership label; otherwise who manages it (for messages).
-pub fn owned_by_label(live: &DynamicObject) -> Option<String> {
+pub(crate) fn owned_by_label(live: &DynamicObject) -> Option<String> {
     match live.labels().get(MANAGED_BY_LABEL) {
         Some(v) if v == OWNERSHIP_LABEL_VALUE => None,
         Some(v) => Some(format!("{v:?} (label {MANAGED_BY_LABEL})")),
@@ -336,7 +340,7 @@ fn ns_name(obj: &Value) -> (String, String) {
     (s("/metadata/namespace"), s("/metadata/name"))
 }
 
-pub fn describe(kind: &Kind, namespace: &str, name: &str) -> String {
+pub(crate) fn describe(kind: &Kind, namespace: &str, name: &str) -> String {
     format!("{} {namespace}/{name}", kind.kind)
 }
 

@@ -4,7 +4,7 @@
 /// untrusted, so each error names the object and the field or key. Deterministic: retrying without a
 /// change of the input gives the same error.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum InputError {
+pub(crate) enum InputError {
     #[error("{object}: {field} is not set")]
     Missing { object: String, field: String },
     #[error("{object}: {field}: {message}")]
@@ -21,7 +21,7 @@ pub enum InputError {
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ControllerError {
+pub(crate) enum ControllerError {
     #[error(transparent)]
     Input(#[from] InputError),
     #[error("{verb} {object}: {source}")]
@@ -42,7 +42,7 @@ pub enum ControllerError {
 
 /// Status reasons of failures (the `Degraded=True` reason, and `Available=False`'s), also metric labels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FailureReason {
+pub(crate) enum FailureReason {
     /// A field, key or object the controller derives from is absent.
     MissingSource,
     /// A field or key the controller derives from has a value it cannot use.
@@ -54,7 +54,7 @@ pub enum FailureReason {
 }
 
 impl FailureReason {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FailureReason::MissingSource => "MissingSource",
             FailureReason::InvalidSource => "InvalidSource",
@@ -65,7 +65,7 @@ impl FailureReason {
 }
 
 impl ControllerError {
-    pub fn api(verb: &'static str, object: impl Into<String>, source: kube::Error) -> Self {
+    pub(crate) fn api(verb: &'static str, object: impl Into<String>, source: kube::Error) -> Self {
         ControllerError::Api {
             verb,
             object: object.into(),
@@ -73,7 +73,7 @@ impl ControllerError {
         }
     }
 
-    pub fn reason(&self) -> FailureReason {
+    pub(crate) fn reason(&self) -> FailureReason {
         match self {
             ControllerError::Input(InputError::Missing { .. } | InputError::NoSource(_)) => {
                 FailureReason::MissingSource
@@ -95,7 +95,7 @@ impl ControllerError {
     /// Whether the same attempt may succeed without any change (a timeout, an overloaded or restarting
     /// API server, an optimistic-concurrency conflict). Such errors degrade the controller only when
     /// they persist; the others (bad input, missing permission, a rejected object) at once.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         match self {
             ControllerError::Input(_) => false,
             ControllerError::Api {

@@ -31,6 +31,14 @@
 //! 5. leave objects that are not ours alone; write ours with server-side apply only where the cached
 //!    object lacks a desired field;
 //! 6. conclude a [`status::State`], written as two conditions only when they changed.
+//!
+//! # The public face
+//! Public is what the binary (`capi-controllers`) and the tests call: [`Controllers`], [`Config`],
+//! [`Metrics`], the names the pod is known by ([`names`]) and what the tests read of the kubeconfig
+//! Secret ([`kubeconfig::render`]); the rest is crate-private (`#![warn(unreachable_pub)]` keeps it
+//! so).
+
+#![warn(unreachable_pub)]
 
 pub(crate) mod config;
 pub(crate) mod context;

@@ -67,7 +67,7 @@ impl Metrics {
         }
     }
 
-    pub fn reconciled(&self, controller: &str, ok: bool) {
+    pub(crate) fn reconciled(&self, controller: &str, ok: bool) {
         self.reconciles
             .get_or_create(&ReconcileLabels {
                 controller: controller.into(),
@@ -76,7 +76,7 @@ impl Metrics {
             .inc();
     }
 
-    pub fn wrote(&self, controller: &str) {
+    pub(crate) fn wrote(&self, controller: &str) {
         self.writes
             .get_or_create(&ControllerLabel {
                 controller: controller.into(),
@@ -84,7 +84,7 @@ impl Metrics {
             .inc();
     }
 
-    pub fn wrote_status(&self, controller: &str) {
+    pub(crate) fn wrote_status(&self, controller: &str) {
         self.status_writes
             .get_or_create(&ControllerLabel {
                 controller: controller.into(),

@@ -5,27 +5,27 @@ use serde_json::Value;
 
 use crate::error::InputError;
 
-pub use capi_manifests::platform::{Platform, PlatformDecision};
+pub(crate) use capi_manifests::platform::{Platform, PlatformDecision};
 
 /// The InfraCluster kind of a platform's provider. The served version is read from the installed CRD,
 /// never assumed: providers move their storage version (AWS is on v1beta2, the others on v1beta1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InfraClusterKind {
-    pub group: &'static str,
-    pub kind: &'static str,
-    pub plural: &'static str,
+pub(crate) struct InfraClusterKind {
+    pub(crate) group: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) plural: &'static str,
 }
 
 impl InfraClusterKind {
-    pub fn crd_name(&self) -> String {
+    pub(crate) fn crd_name(&self) -> String {
         format!("{}.{}", self.plural, self.group)
     }
 }
 
-pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
+pub(crate) const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 
 /// The InfraCluster kind of a platform's provider.
-pub fn infra_cluster(platform: Platform) -> InfraClusterKind {
+pub(crate) fn infra_cluster(platform: Platform) -> InfraClusterKind {
     // PowerVS and BareMetal do not follow "<Platform>Cluster"; a table avoids deriving names.
     let (kind, plural) = match platform {
         Platform::Aws => ("AWSCluster", "awsclusters"),
@@ -45,32 +45,32 @@ pub fn infra_cluster(platform: Platform) -> InfraClusterKind {
 
 /// Decides from the whole `Infrastructure/cluster` object (`None` while it does not exist), with the
 /// installer's table (`capi_manifests::platform`).
-pub fn decide(infrastructure: Option<&Value>) -> PlatformDecision {
+pub(crate) fn decide(infrastructure: Option<&Value>) -> PlatformDecision {
     capi_manifests::platform::decide(infrastructure.and_then(|i| i.get("status")))
 }
 
 /// A host and port, as Cluster API's `APIEndpoint`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Endpoint {
-    pub host: String,
-    pub port: u16,
+pub(crate) struct Endpoint {
+    pub(crate) host: String,
+    pub(crate) port: u16,
 }
 
 /// The facts of `Infrastructure/cluster` that every object derives from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClusterInfo {
+pub(crate) struct ClusterInfo {
     /// `status.infrastructureName`: the name of the InfraCluster, the Cluster and the kubeconfig.
-    pub infrastructure_name: String,
+    pub(crate) infrastructure_name: String,
     /// `status.apiServerInternalURI` as host and port.
-    pub api_server_internal: Endpoint,
+    pub(crate) api_server_internal: Endpoint,
     /// Where the Cluster API objects live (the controllers' `--namespace`, openshift-cluster-api).
-    pub namespace: String,
+    pub(crate) namespace: String,
 }
 
 const INFRASTRUCTURE_OBJECT: &str = "Infrastructure cluster";
 
 impl ClusterInfo {
-    pub fn from_infrastructure(
+    pub(crate) fn from_infrastructure(
         infrastructure: &Value,
         namespace: &str,
     ) -> Result<ClusterInfo, InputError> {
@@ -106,7 +106,7 @@ pub(crate) fn required_str<'a>(
 /// `https://host:port` → host (brackets of an IPv6 literal removed) and port. The port is required, as
 /// in the reference: OpenShift always writes it, and guessing 443 would point Cluster API at a port the
 /// API server may not serve.
-pub fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
+pub(crate) fn parse_endpoint(url: &str) -> Result<Endpoint, String> {
     let uri: http::Uri = url
         .parse()
         .map_err(|e| format!("{url:?} is not a URL: {e}"))?;

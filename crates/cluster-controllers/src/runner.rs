@@ -15,7 +15,7 @@ use crate::status::{self, State};
 use crate::watch::{Kind, WatchKey};
 
 /// A controller: one reconcile of its whole (singleton) job.
-pub trait Reconcile: Send + 'static {
+pub(crate) trait Reconcile: Send + 'static {
     const KIND: ControllerKind;
 
     /// Reads the caches (registering the watches it needs with `wake`), writes what differs, and
@@ -36,7 +36,7 @@ const SYNC_POLL: Duration = Duration::from_millis(500);
 const COALESCE: Duration = Duration::from_millis(100);
 
 /// Runs `controller` until `shutdown` resolves.
-pub async fn run<R: Reconcile>(
+pub(crate) async fn run<R: Reconcile>(
     ctx: Arc<Context>,
     mut controller: R,
     shutdown: impl Future<Output = ()>,

@@ -19,10 +19,10 @@ use crate::runner::Reconcile;
 use crate::status::{State, Wait};
 use crate::watch::{Kind, WatchKey};
 
-pub struct SecretSyncController;
+pub(crate) struct SecretSyncController;
 
 /// The target Secret for a source Secret (both as JSON, `data` base64).
-pub fn desired_user_data(source: &Value, namespace: &str) -> Result<Value, InputError> {
+pub(crate) fn desired_user_data(source: &Value, namespace: &str) -> Result<Value, InputError> {
     let user_data = source
         .pointer("/data/userData")
         .and_then(Value::as_str)

@@ -15,13 +15,13 @@ use serde_json::{Value, json};
 use crate::error::{ControllerError, FailureReason};
 
 /// Reasons of a controller that is not failing.
-pub const AS_EXPECTED: &str = "AsExpected";
-pub const PLATFORM_NOT_SUPPORTED: &str = "PlatformNotSupported";
-pub const EXTERNALLY_MANAGED: &str = "ExternallyManaged";
+pub(crate) const AS_EXPECTED: &str = "AsExpected";
+pub(crate) const PLATFORM_NOT_SUPPORTED: &str = "PlatformNotSupported";
+pub(crate) const EXTERNALLY_MANAGED: &str = "ExternallyManaged";
 
 /// Why a controller waits (`Available=False`, not degraded: nothing is wrong yet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
+pub(crate) enum Wait {
     /// `Infrastructure/cluster` has no platform yet.
     Platform,
     /// A CRD the controller writes or reads is not Established (the installer installs it).
@@ -33,7 +33,7 @@ pub enum Wait {
 }
 
 impl Wait {
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Wait::Platform => "WaitingForPlatform",
             Wait::CustomResourceDefinitions => "WaitingForCustomResourceDefinitions",
@@ -45,7 +45,7 @@ impl Wait {
 
 /// Where a controller stands after a reconcile: the only input to its conditions.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     /// Its objects are in place.
     Done {
         message: String,
@@ -69,7 +69,7 @@ pub enum State {
 }
 
 impl State {
-    pub fn failed(e: &ControllerError) -> State {
+    pub(crate) fn failed(e: &ControllerError) -> State {
         State::Failed {
             reason: e.reason(),
             message: e.to_string(),
@@ -79,10 +79,10 @@ impl State {
 
 /// A controller's condition: its reason is a plain string (its own [`Wait`] reasons and
 /// [`FailureReason`]s).
-pub type Condition = conditions::Condition;
+pub(crate) type Condition = conditions::Condition;
 
 /// `<name>Available` and `<name>Degraded` for a state; `name` is e.g. `InfraClusterController`.
-pub fn conditions(name: &str, state: &State) -> [Condition; 2] {
+pub(crate) fn conditions(name: &str, state: &State) -> [Condition; 2] {
     let c = |suffix: &str, status: bool, reason: &str, message: &str| {
         Condition::new(
             format!("{name}{suffix}"),
@@ -116,7 +116,11 @@ pub fn conditions(name: &str, state: &State) -> [Condition; 2] {
 /// already does (same status, reason and message). `lastTransitionTime` is kept from the live
 /// condition when its status is unchanged. Only these conditions are sent: never `versions` or
 /// `relatedObjects`.
-pub fn patch(desired: &[Condition], live_status: Option<&Value>, now: &str) -> Option<Value> {
+pub(crate) fn patch(
+    desired: &[Condition],
+    live_status: Option<&Value>,
+    now: &str,
+) -> Option<Value> {
     let rendered = conditions::render(desired, live_status, now);
     if conditions::unchanged(live_status, &rendered) {
         return None;
@@ -127,7 +131,7 @@ pub fn patch(desired: &[Condition], live_status: Option<&Value>, now: &str) -> O
 }
 
 /// Applies a patch from [`patch`] to the status subresource, as `field_manager`.
-pub async fn write(
+pub(crate) async fn write(
     client: &kube::Client,
     field_manager: &str,
     body: &Value,

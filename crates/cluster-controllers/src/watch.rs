@@ -21,15 +21,15 @@ use crate::error::ControllerError;
 
 /// A resource kind (group, version, kind, plural), hashable unlike [`ApiResource`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Kind {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub plural: String,
+pub(crate) struct Kind {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
+    pub(crate) plural: String,
 }
 
 impl Kind {
-    pub fn new(group: &str, version: &str, kind: &str, plural: &str) -> Kind {
+    pub(crate) fn new(group: &str, version: &str, kind: &str, plural: &str) -> Kind {
         Kind {
             group: group.into(),
             version: version.into(),
@@ -38,7 +38,7 @@ impl Kind {
         }
     }
 
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.clone()
         } else {
@@ -46,7 +46,7 @@ impl Kind {
         }
     }
 
-    pub fn api_resource(&self) -> ApiResource {
+    pub(crate) fn api_resource(&self) -> ApiResource {
         ApiResource {
             group: self.group.clone(),
             version: self.version.clone(),
@@ -56,11 +56,11 @@ impl Kind {
         }
     }
 
-    pub fn secret() -> Kind {
+    pub(crate) fn secret() -> Kind {
         Kind::new("", "v1", "Secret", "secrets")
     }
 
-    pub fn crd() -> Kind {
+    pub(crate) fn crd() -> Kind {
         Kind::new(
             "apiextensions.k8s.io",
             "v1",
@@ -69,11 +69,11 @@ impl Kind {
         )
     }
 
-    pub fn infrastructure() -> Kind {
+    pub(crate) fn infrastructure() -> Kind {
         Kind::known(&capi_openshift::INFRASTRUCTURE)
     }
 
-    pub fn cluster_operator() -> Kind {
+    pub(crate) fn cluster_operator() -> Kind {
         Kind::known(&capi_openshift::CLUSTER_OPERATOR)
     }
 
@@ -84,19 +84,19 @@ impl Kind {
 
 /// What one watch covers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct WatchKey {
-    pub kind: Kind,
+pub(crate) struct WatchKey {
+    pub(crate) kind: Kind,
     /// `None`: cluster-scoped (or all namespaces).
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// A single object, by `metadata.name` field selector.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// A label selector.
-    pub labels: Option<String>,
+    pub(crate) labels: Option<String>,
 }
 
 impl WatchKey {
     /// One object: cluster-scoped when `namespace` is `None`.
-    pub fn object(kind: Kind, namespace: Option<&str>, name: &str) -> WatchKey {
+    pub(crate) fn object(kind: Kind, namespace: Option<&str>, name: &str) -> WatchKey {
         WatchKey {
             kind,
             namespace: namespace.map(str::to_string),
@@ -105,7 +105,7 @@ impl WatchKey {
         }
     }
 
-    pub fn labelled(kind: Kind, namespace: &str, labels: &str) -> WatchKey {
+    pub(crate) fn labelled(kind: Kind, namespace: &str, labels: &str) -> WatchKey {
         WatchKey {
             kind,
             namespace: Some(namespace.into()),
@@ -138,7 +138,7 @@ struct Shared {
 }
 
 /// One running watch and its cache.
-pub struct Watch {
+pub(crate) struct Watch {
     key: WatchKey,
     store: Store<DynamicObject>,
     shared: Arc<Shared>,
@@ -153,12 +153,12 @@ impl Drop for Watch {
 
 impl Watch {
     /// Whether the initial list has completed (before that, an absent object proves nothing).
-    pub fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         self.shared.ready.load(Ordering::Acquire)
     }
 
     /// The watch's persistent failure, if its last attempt failed.
-    pub fn error(&self) -> Option<ControllerError> {
+    pub(crate) fn error(&self) -> Option<ControllerError> {
         let error = self.shared.error.lock().expect("watch state poisoned");
         error
             .as_ref()
@@ -170,7 +170,7 @@ impl Watch {
     }
 
     /// The object of that name (in the watch's namespace).
-    pub fn get(&self, name: &str) -> Option<Arc<DynamicObject>> {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<DynamicObject>> {
         let mut r = ObjectRef::new_with(name, self.key.kind.api_resource());
         if let Some(ns) = &self.key.namespace {
             r = r.within(ns);
@@ -178,7 +178,7 @@ impl Watch {
         self.store.get(&r)
     }
 
-    pub fn list(&self) -> Vec<Arc<DynamicObject>> {
+    pub(crate) fn list(&self) -> Vec<Arc<DynamicObject>> {
         let mut all = self.store.state();
         all.sort_by_key(|o| (o.namespace(), o.name_any()));
         all
@@ -186,13 +186,13 @@ impl Watch {
 }
 
 /// The registry of watches of one process.
-pub struct Watches {
+pub(crate) struct Watches {
     client: Client,
     watches: Mutex<HashMap<WatchKey, Arc<Watch>>>,
 }
 
 impl Watches {
-    pub fn new(client: Client) -> Self {
+    pub(crate) fn new(client: Client) -> Self {
         Watches {
             client,
             watches: Mutex::new(HashMap::new()),
@@ -200,7 +200,7 @@ impl Watches {
     }
 
     /// The watch of `key`, started if needed; `subscriber` is woken on each of its changes.
-    pub fn watch(&self, key: &WatchKey, subscriber: &Arc<Notify>) -> Arc<Watch> {
+    pub(crate) fn watch(&self, key: &WatchKey, subscriber: &Arc<Notify>) -> Arc<Watch> {
         let mut watches = self.watches.lock().expect("watches poisoned");
         let watch = watches
             .entry(key.clone())

@@ -3,7 +3,7 @@
 //! [`spec`]). A Cluster that is not ours is left alone and reported; one being deleted is left to its
 //! deletion.
 
-pub mod spec;
+pub(crate) mod spec;
 
 use std::sync::Arc;
 
@@ -15,9 +15,9 @@ use crate::runner::Reconcile;
 use crate::status::{State, Wait};
 use crate::watch::WatchKey;
 
-pub const CLUSTERS_CRD: &str = "clusters.cluster.x-k8s.io";
+pub(crate) const CLUSTERS_CRD: &str = "clusters.cluster.x-k8s.io";
 
-pub struct CoreClusterController;
+pub(crate) struct CoreClusterController;
 
 impl Reconcile for CoreClusterController {
     const KIND: ControllerKind = ControllerKind::CoreCluster;

@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 use crate::names::*;
 use crate::platform::{ClusterInfo, InfraClusterKind};
 
-pub const CLUSTER_GROUP: &str = "cluster.x-k8s.io";
-pub const CONTROL_PLANE_INITIALIZED: &str = "ControlPlaneInitialized";
+pub(crate) const CLUSTER_GROUP: &str = "cluster.x-k8s.io";
+pub(crate) const CONTROL_PLANE_INITIALIZED: &str = "ControlPlaneInitialized";
 /// Cluster API's reason for a True `ControlPlaneInitialized` (v1beta2 conditions need a reason).
-pub const INITIALIZED_REASON: &str = "Initialized";
+pub(crate) const INITIALIZED_REASON: &str = "Initialized";
 
 /// Where a Cluster of a given storage version keeps its two condition lists.
 struct ConditionPaths {
@@ -42,7 +42,7 @@ fn paths(cluster_version: &str) -> ConditionPaths {
 /// `cluster_version` is the served (storage) version of the Cluster CRD, `infra_api_version` the
 /// InfraCluster's apiVersion: a v1beta2 Cluster refers by API group (Cluster API looks the version up
 /// in the CRD's contract labels), a v1beta1 Cluster by apiVersion.
-pub fn desired_cluster(
+pub(crate) fn desired_cluster(
     info: &ClusterInfo,
     infra: InfraClusterKind,
     infra_api_version: &str,
@@ -102,7 +102,11 @@ fn set_path(target: &mut Value, path: &[&str], value: Value) {
 
 /// The status to apply so that the live Cluster shows `ControlPlaneInitialized=True` in both forms, or
 /// `None` when it already does (the condition is never withdrawn, so nothing is written again).
-pub fn control_plane_initialized(live: &Value, cluster_version: &str, now: &str) -> Option<Value> {
+pub(crate) fn control_plane_initialized(
+    live: &Value,
+    cluster_version: &str,
+    now: &str,
+) -> Option<Value> {
     let paths = paths(cluster_version);
     let v2 = conditions(live, paths.v1beta2);
     let v1 = conditions(live, paths.v1beta1);

@@ -6,7 +6,7 @@
 //! someone else) is left alone and reported. OpenStack's is created once and then left to its
 //! provider, which must fill its status (as in the reference).
 
-pub mod spec;
+pub(crate) mod spec;
 
 use std::sync::Arc;
 
@@ -23,12 +23,14 @@ use crate::runner::Reconcile;
 use crate::status::State;
 use crate::watch::{Kind, WatchKey};
 
-pub const MACHINES_CRD: &str = "machines.machine.openshift.io";
-pub const CONTROL_PLANE_MACHINE_SETS_CRD: &str = "controlplanemachinesets.machine.openshift.io";
-pub const AZURE_IDENTITIES_CRD: &str = "azureclusteridentities.infrastructure.cluster.x-k8s.io";
+pub(crate) const MACHINES_CRD: &str = "machines.machine.openshift.io";
+pub(crate) const CONTROL_PLANE_MACHINE_SETS_CRD: &str =
+    "controlplanemachinesets.machine.openshift.io";
+pub(crate) const AZURE_IDENTITIES_CRD: &str =
+    "azureclusteridentities.infrastructure.cluster.x-k8s.io";
 const CONTROL_PLANE_MACHINES: &str = "machine.openshift.io/cluster-api-machine-role=master,machine.openshift.io/cluster-api-machine-type=master";
 
-pub struct InfraClusterController;
+pub(crate) struct InfraClusterController;
 
 /// `None` when the InfraCluster is ours (our managed-by value); else who manages it.
 fn managed_by_us(live: &DynamicObject) -> Option<String> {

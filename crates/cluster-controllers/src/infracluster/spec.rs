@@ -23,48 +23,48 @@ use crate::platform::{ClusterInfo, Platform};
 
 /// The provider spec (`spec.providerSpec.value`) of the control plane, and where it came from.
 #[derive(Clone, Debug)]
-pub struct ProviderSpec<'a> {
+pub(crate) struct ProviderSpec<'a> {
     /// `Kind namespace/name` of the object it was read from, for error messages.
-    pub source: String,
-    pub value: &'a Value,
+    pub(crate) source: String,
+    pub(crate) value: &'a Value,
 }
 
 /// Everything the derivation reads.
-pub struct Sources<'a> {
+pub(crate) struct Sources<'a> {
     /// The whole `Infrastructure/cluster` object.
-    pub infrastructure: &'a Value,
-    pub info: &'a ClusterInfo,
+    pub(crate) infrastructure: &'a Value,
+    pub(crate) info: &'a ClusterInfo,
     /// `apiVersion` of the InfraCluster, from its CRD's storage version.
-    pub api_version: &'a str,
+    pub(crate) api_version: &'a str,
     /// The control-plane provider spec, or why there is none.
-    pub provider_spec: Result<ProviderSpec<'a>, InputError>,
+    pub(crate) provider_spec: Result<ProviderSpec<'a>, InputError>,
     /// `kube-system/vsphere-creds` (vSphere).
-    pub vsphere_credentials: Option<&'a Value>,
+    pub(crate) vsphere_credentials: Option<&'a Value>,
     /// `openshift-cluster-api/capz-manager-bootstrap-credentials` (Azure).
-    pub azure_credentials: Option<&'a Value>,
+    pub(crate) azure_credentials: Option<&'a Value>,
     /// `apiVersion` of AzureClusterIdentity, from its CRD (Azure).
-    pub azure_identity_api_version: Option<&'a str>,
+    pub(crate) azure_identity_api_version: Option<&'a str>,
 }
 
 /// The objects to keep in place for a platform.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Desired {
-    pub infra_cluster: Value,
+pub(crate) struct Desired {
+    pub(crate) infra_cluster: Value,
     /// Objects the InfraCluster refers to (credentials, identities), applied before it.
-    pub companions: Vec<Value>,
+    pub(crate) companions: Vec<Value>,
     /// Whether the InfraCluster is externally managed (by us): then we keep its spec and set
     /// `status.ready`. OpenStack's is not: its provider must fill the status, so we only create it.
-    pub externally_managed: bool,
+    pub(crate) externally_managed: bool,
 }
 
-pub const AZURE_BOOTSTRAP_SECRET: &str = "capz-manager-bootstrap-credentials";
-pub const AZURE_CLUSTER_SECRET: &str = "capz-manager-cluster-credential";
-pub const VSPHERE_CREDENTIALS_SECRET: &str = "vsphere-creds";
+pub(crate) const AZURE_BOOTSTRAP_SECRET: &str = "capz-manager-bootstrap-credentials";
+pub(crate) const AZURE_CLUSTER_SECRET: &str = "capz-manager-cluster-credential";
+pub(crate) const VSPHERE_CREDENTIALS_SECRET: &str = "vsphere-creds";
 
 /// Picks the provider spec: an Active ControlPlaneMachineSet's template, else the newest control-plane
 /// Machine's (by creation time, then name, as the reference does: when machines differ, the newest is
 /// the best guess of what the user wants). `machines` are the control-plane Machines.
-pub fn choose_provider_spec<'a>(
+pub(crate) fn choose_provider_spec<'a>(
     cpms: Option<&'a Value>,
     machines: &[&'a Value],
 ) -> Result<ProviderSpec<'a>, InputError> {
@@ -129,7 +129,7 @@ fn spec_value<'a>(
 }
 
 /// Derives the desired objects of `platform`.
-pub fn derive(platform: Platform, s: &Sources) -> Result<Desired, InputError> {
+pub(crate) fn derive(platform: Platform, s: &Sources) -> Result<Desired, InputError> {
     let info = s.info;
     let endpoint =
         json!({"host": info.api_server_internal.host, "port": info.api_server_internal.port});

@@ -28,9 +28,9 @@ use crate::runner::Reconcile;
 use crate::status::State;
 use crate::watch::{Kind, WatchKey};
 
-pub use crate::config::{Settings, Target};
+pub use crate::config::Settings;
 
-pub struct KubeconfigController;
+pub(crate) struct KubeconfigController;
 
 impl Reconcile for KubeconfigController {
     const KIND: ControllerKind = ControllerKind::Kubeconfig;

@@ -10,16 +10,16 @@ use crate::config::Target;
 use crate::names::*;
 
 /// Cluster API's Secret type for cluster kubeconfigs.
-pub const CLUSTER_SECRET_TYPE: &str = "cluster.x-k8s.io/secret";
+pub(crate) const CLUSTER_SECRET_TYPE: &str = "cluster.x-k8s.io/secret";
 
-pub fn secret_name(cluster: &str) -> String {
+pub(crate) fn secret_name(cluster: &str) -> String {
     format!("{cluster}-kubeconfig")
 }
 
 /// The kubeconfig text: one cluster, one user with `token`, one context (namespace
 /// openshift-cluster-api). Written by hand so that the same inputs give the same bytes, which is how
 /// an unchanged Secret is recognized.
-pub fn render(cluster: &str, namespace: &str, target: &Target, token: &str) -> String {
+pub(crate) fn render(cluster: &str, namespace: &str, target: &Target, token: &str) -> String {
     let q = |s: &str| serde_json::to_string(s).expect("strings serialize");
     let ca = base64::engine::general_purpose::STANDARD.encode(target.ca_pem.as_bytes());
     let user = KUBECONFIG_SERVICE_ACCOUNT;
@@ -70,7 +70,12 @@ pub fn kubeconfig_of(secret: &Value) -> Option<String> {
 }
 
 /// The Secret as we apply it. `issued_at` (RFC 3339) is when its token was issued.
-pub fn desired_secret(cluster: &str, namespace: &str, kubeconfig: &str, issued_at: &str) -> Value {
+pub(crate) fn desired_secret(
+    cluster: &str,
+    namespace: &str,
+    kubeconfig: &str,
+    issued_at: &str,
+) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Secret",
@@ -90,7 +95,11 @@ pub fn desired_secret(cluster: &str, namespace: &str, kubeconfig: &str, issued_a
 
 /// How long the token issued at `issued_at` may still be used before renewal; zero when it is due now
 /// (or the time is unreadable: better a new token than one of unknown age).
-pub fn remaining(issued_at: Option<&str>, now: Timestamp, rotate_after: Duration) -> Duration {
+pub(crate) fn remaining(
+    issued_at: Option<&str>,
+    now: Timestamp,
+    rotate_after: Duration,
+) -> Duration {
     let Some(issued) = issued_at.and_then(|t| t.parse::<Timestamp>().ok()) else {
         return Duration::ZERO;
     };
