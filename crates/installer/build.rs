@@ -14,7 +14,7 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
         .collect();
     files.sort();
-    let mut out = String::from("pub const MANIFESTS: &[(&str, &str)] = &[\n");
+    let mut out = String::from("pub(crate) const MANIFESTS: &[(&str, &str)] = &[\n");
     for path in files {
         let path = path.canonicalize().expect("manifest path");
         let name = path.file_name().expect("file name").to_string_lossy();

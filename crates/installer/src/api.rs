@@ -8,14 +8,14 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-pub const GROUP: &str = "installer.cluster-api.openshift.io";
-pub const VERSION: &str = "v1alpha1";
-pub const KIND: &str = "InfrastructureProvider";
-pub const PLURAL: &str = "infrastructureproviders";
+pub(crate) const GROUP: &str = "installer.cluster-api.openshift.io";
+pub(crate) const VERSION: &str = "v1alpha1";
+pub(crate) const KIND: &str = "InfrastructureProvider";
+pub(crate) const PLURAL: &str = "infrastructureproviders";
 /// Holds a deleted object until its provider is uninstalled.
-pub const FINALIZER: &str = "installer.cluster-api.openshift.io/uninstall";
+pub(crate) const FINALIZER: &str = "installer.cluster-api.openshift.io/uninstall";
 
-pub fn resource() -> ApiResource {
+pub(crate) fn resource() -> ApiResource {
     ApiResource {
         group: GROUP.into(),
         version: VERSION.into(),
@@ -34,18 +34,18 @@ pub struct Request {
     pub deleting: bool,
     /// `spec.deleteCustomResourceDefinitions`: on uninstall, delete the provider's CRDs too, once they
     /// have no instances left. Default false: CRDs (and so every object of their kinds) are kept.
-    pub delete_crds: bool,
+    pub(crate) delete_crds: bool,
     /// Whether the object holds [`FINALIZER`].
-    pub finalized: bool,
-    pub generation: Option<i64>,
+    pub(crate) finalized: bool,
+    pub(crate) generation: Option<i64>,
     /// Why the object cannot be acted on (a name that is no provider name, a malformed spec); it is
     /// reported in its status and nothing is installed or removed for it.
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 /// Reads one object. Never fails: a problem is carried in [`Request::problem`], so that the object's
 /// status can say it.
-pub fn read(obj: &DynamicObject) -> Request {
+pub(crate) fn read(obj: &DynamicObject) -> Request {
     let name = obj.name_any();
     let delete_crds = obj.data.pointer("/spec/deleteCustomResourceDefinitions");
     let problem = match (name_problem(&name), delete_crds) {
@@ -73,7 +73,7 @@ pub fn read(obj: &DynamicObject) -> Request {
 /// Adds or removes [`FINALIZER`] with a merge patch carrying the resourceVersion read (a concurrent
 /// change makes it fail, to be retried on the next reconcile), only when that changes the object. A
 /// deleted object is not an error.
-pub async fn set_finalizer(
+pub(crate) async fn set_finalizer(
     client: &Client,
     obj: &DynamicObject,
     present: bool,

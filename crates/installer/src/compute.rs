@@ -12,7 +12,7 @@ use crate::metrics::Metrics;
 
 /// A step run through [`run`], as its metric label names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// A source's payload from its watch cache: a transport ConfigMap decoded.
     Decode,
     /// Render, bundle policy, digest and plan of a provider.
@@ -24,7 +24,7 @@ pub enum Step {
 }
 
 impl Step {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Step::Decode => "decode",
             Step::Prepare => "prepare",
@@ -36,7 +36,7 @@ impl Step {
 
 /// Runs `work` on the blocking pool and returns its result; its CPU time goes to `metrics`. A panic
 /// in `work` panics here, as if it had run in place.
-pub async fn run<T, F>(metrics: &Metrics, step: Step, work: F) -> T
+pub(crate) async fn run<T, F>(metrics: &Metrics, step: Step, work: F) -> T
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,

@@ -60,7 +60,7 @@ use crate::unmanaged::{self, Unmanaged, UnmanagedError};
 /// A watch that failed (it is retried with backoff).
 #[derive(Debug, thiserror::Error)]
 #[error("watching {what}: {source}")]
-pub struct WatchError {
+pub(crate) struct WatchError {
     what: &'static str,
     #[source]
     source: watcher::Error,
@@ -68,7 +68,7 @@ pub struct WatchError {
 
 /// What a reconcile asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Nothing pending: wait for an event (or the resync).
     Idle,
     /// Waiting for readiness: events will come, but re-check after this as a fallback.
@@ -312,7 +312,7 @@ impl Installer {
     }
 
     /// One pass over the whole cluster.
-    pub async fn reconcile(&self) -> Next {
+    pub(crate) async fn reconcile(&self) -> Next {
         let started = Instant::now();
         let infra = self.infrastructure.get(&reflector::ObjectRef::new_with(
             INFRASTRUCTURE_NAME,

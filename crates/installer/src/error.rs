@@ -13,9 +13,9 @@ use crate::unmanaged::{UnmanagedCrd, UnmanagedError};
 
 /// An object a readiness gate waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
-    pub key: ObjectKey,
-    pub readiness: Readiness,
+pub(crate) struct Pending {
+    pub(crate) key: ObjectKey,
+    pub(crate) readiness: Readiness,
 }
 
 impl fmt::Display for Pending {
@@ -27,7 +27,7 @@ impl fmt::Display for Pending {
 /// Every reason the installer writes on the ClusterOperator's conditions. The reason table of
 /// `docs/admin/status.md` lists exactly these (a unit test checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reason {
+pub(crate) enum Reason {
     AsExpected,
     WaitingForPlatform,
     PlatformNotSupported,
@@ -85,7 +85,9 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: &[Reason] = &[
+    /// Every reason (the reason table's test compares them with the documentation).
+    #[cfg(test)]
+    pub(crate) const ALL: &[Reason] = &[
         Reason::AsExpected,
         Reason::WaitingForPlatform,
         Reason::PlatformNotSupported,
@@ -115,7 +117,7 @@ impl Reason {
         Reason::PlatformProvider,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Reason::AsExpected => "AsExpected",
             Reason::WaitingForPlatform => "WaitingForPlatform",
@@ -165,7 +167,7 @@ impl fmt::Display for Reason {
 /// One provider's failure. Messages name the object (and document) concerned; the source is added by
 /// whoever reports it.
 #[derive(Debug, thiserror::Error)]
-pub enum ProviderError {
+pub(crate) enum ProviderError {
     #[error("{0}")]
     Source(#[from] SourceError),
     #[error("{0}")]
@@ -250,7 +252,7 @@ fn join<T: fmt::Display>(items: &[T]) -> String {
 
 impl ProviderError {
     /// The one place that maps an error to a status reason (and a metric label).
-    pub fn reason(&self) -> Reason {
+    pub(crate) fn reason(&self) -> Reason {
         match self {
             ProviderError::Render(RenderError::Policy(_)) => Reason::BundlePolicyViolation,
             ProviderError::Render(RenderError::NameConflict(_)) => {
@@ -294,7 +296,7 @@ impl ProviderError {
 
     /// A failure that retrying cannot mend, only a change of the input: a rollback holds until the
     /// source's content changes. It degrades at once and is not retried on a timer.
-    pub fn waits_for_change(&self) -> bool {
+    pub(crate) fn waits_for_change(&self) -> bool {
         matches!(self, ProviderError::RolledBack { .. })
     }
 }

@@ -9,13 +9,13 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use crate::source::SourceId;
 
 /// Publishes Events regarding the ClusterOperator. A failure to publish is logged, never fatal.
-pub struct Events {
+pub(crate) struct Events {
     recorder: Recorder,
     namespace: String,
 }
 
 impl Events {
-    pub fn new(client: Client, instance: Option<String>, namespace: &str) -> Self {
+    pub(crate) fn new(client: Client, instance: Option<String>, namespace: &str) -> Self {
         Events {
             recorder: Recorder::new(
                 client,
@@ -31,7 +31,7 @@ impl Events {
     /// The related object of an Event about a source: its ConfigMap, or for a profile (no API object)
     /// a reference that names it, so that the Events of different providers are not folded into one
     /// series.
-    pub fn source_reference(&self, id: &SourceId) -> ObjectReference {
+    pub(crate) fn source_reference(&self, id: &SourceId) -> ObjectReference {
         match id {
             SourceId::Profile(p) => ObjectReference {
                 kind: Some("Profile".into()),
@@ -51,7 +51,7 @@ impl Events {
     /// Records an Event. The recorder folds events with the same reason, action and related object
     /// into one series (keeping the first note), so `action` and `related` must tell different steps
     /// apart: the phase, and the source or object concerned.
-    pub async fn publish(
+    pub(crate) async fn publish(
         &self,
         type_: EventType,
         reason: &str,
@@ -85,7 +85,7 @@ impl Events {
 }
 
 /// The related object of an Event about one applied or pruned object.
-pub fn object_reference(key: &ObjectKey) -> ObjectReference {
+pub(crate) fn object_reference(key: &ObjectKey) -> ObjectReference {
     ObjectReference {
         api_version: Some(key.api_version()),
         kind: Some(key.kind.clone()),

@@ -16,7 +16,7 @@ use crate::source::SourceId;
 
 /// A failed attempt counts towards `Degraded` only when it comes at least this long after the previous
 /// counted one: a burst of watch events must not turn one transient error into "3 attempts".
-pub const ATTEMPT_SPACING: Duration = Duration::from_secs(5);
+pub(crate) const ATTEMPT_SPACING: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Copy, Debug)]
 struct Failures {
@@ -35,7 +35,7 @@ struct Gate {
 
 /// Per-provider memory, keyed by source.
 #[derive(Default, Debug)]
-pub struct History {
+pub(crate) struct History {
     failures: HashMap<SourceId, Failures>,
     gates: HashMap<SourceId, Gate>,
     /// Since when this process has seen a workload unavailable that does not say since when.
@@ -45,7 +45,13 @@ pub struct History {
 impl History {
     /// Continues a failure series that an earlier process recorded (`attempts` counted, the first
     /// `failing_for` ago). Does nothing when this process already follows a series for `id`.
-    pub fn seed(&mut self, id: &SourceId, attempts: u32, failing_for: Duration, now: Instant) {
+    pub(crate) fn seed(
+        &mut self,
+        id: &SourceId,
+        attempts: u32,
+        failing_for: Duration,
+        now: Instant,
+    ) {
         let first = now.checked_sub(failing_for).unwrap_or(now);
         self.failures.entry(id.clone()).or_insert(Failures {
             first,
@@ -55,13 +61,13 @@ impl History {
     }
 
     /// Whether this process follows a failure series for `id`.
-    pub fn failing(&self, id: &SourceId) -> bool {
+    pub(crate) fn failing(&self, id: &SourceId) -> bool {
         self.failures.contains_key(id)
     }
 
     /// Records a failed attempt; returns the attempts counted, whether this one was counted, and how
     /// long the series has lasted.
-    pub fn failed(&mut self, id: &SourceId, now: Instant) -> (u32, bool, Duration) {
+    pub(crate) fn failed(&mut self, id: &SourceId, now: Instant) -> (u32, bool, Duration) {
         let f = self.failures.entry(id.clone()).or_insert(Failures {
             first: now,
             attempts: 0,
@@ -76,13 +82,13 @@ impl History {
     }
 
     /// Ends a failure series (the provider installed, or progresses again).
-    pub fn succeeded(&mut self, id: &SourceId) {
+    pub(crate) fn succeeded(&mut self, id: &SourceId) {
         self.failures.remove(id);
     }
 
     /// When the gate of `phase` of the version `digest` started to be waited on (now, when it is a new
     /// wait).
-    pub fn gate_since(
+    pub(crate) fn gate_since(
         &mut self,
         id: &SourceId,
         digest: &str,
@@ -106,24 +112,24 @@ impl History {
     /// The gate of `phase` is met. Only that phase's timer ends: every reconcile passes the earlier
     /// phases' gates again, and must not restart the wait of a later one (a Deployment that never
     /// becomes Available would never time out).
-    pub fn gate_passed(&mut self, id: &SourceId, phase: Phase) {
+    pub(crate) fn gate_passed(&mut self, id: &SourceId, phase: Phase) {
         if self.gates.get(id).is_some_and(|g| g.phase == phase) {
             self.gates.remove(id);
         }
     }
 
     /// How long this process has seen `key` unavailable (zero the first time).
-    pub fn unavailable_for(&mut self, key: &ObjectKey, now: Instant) -> Duration {
+    pub(crate) fn unavailable_for(&mut self, key: &ObjectKey, now: Instant) -> Duration {
         now.duration_since(*self.unavailable.entry(key.clone()).or_insert(now))
     }
 
     /// `key` is Available: a later loss is timed afresh.
-    pub fn available(&mut self, key: &ObjectKey) {
+    pub(crate) fn available(&mut self, key: &ObjectKey) {
         self.unavailable.remove(key);
     }
 
     /// The backoff before retrying a failed provider: 5 s, doubling per counted attempt, at most 60 s.
-    pub fn retry_delay(attempts: u32) -> Duration {
+    pub(crate) fn retry_delay(attempts: u32) -> Duration {
         Duration::from_secs((5u64 << attempts.saturating_sub(1).min(4)).min(60))
     }
 }

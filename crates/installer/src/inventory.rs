@@ -55,11 +55,11 @@ pub struct ProviderRecord {
 #[serde(rename_all = "camelCase")]
 pub struct RolledOut {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// The content digest of that version (rendered objects).
-    pub digest: String,
+    pub(crate) digest: String,
     /// When it was first seen fully rolled out (RFC 3339).
-    pub at: String,
+    pub(crate) at: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,7 +77,7 @@ impl ProviderRecord {
     /// The record after a reconcile of `target` that ended in `state`, continuing `previous`.
     /// `rolled_out` is the content digest of the version reconciled when it has just been seen fully
     /// rolled out; `now` is RFC 3339.
-    pub fn next(
+    pub(crate) fn next(
         previous: Option<&ProviderRecord>,
         target: &Target,
         state: &ProviderState,
@@ -142,7 +142,7 @@ fn handed_over(
 
 /// What the inventory ConfigMap holds for one source.
 #[derive(Debug)]
-pub enum Stored {
+pub(crate) enum Stored {
     Missing,
     Unreadable(String),
     Found(Inventory),
@@ -157,7 +157,7 @@ pub enum Stored {
 /// pass, before its status write. Either way every key that changed goes out in one merge patch, and
 /// no request reads the ConfigMap first: what is stored is known from this process's own writes and,
 /// for keys it has not written yet, from the watch.
-pub struct Inventories {
+pub(crate) struct Inventories {
     store: InventoryStore,
     live: reflector::Store<ConfigMap>,
     name: String,
@@ -174,7 +174,7 @@ struct Memory {
 }
 
 impl Inventories {
-    pub fn new(
+    pub(crate) fn new(
         store: InventoryStore,
         live: reflector::Store<ConfigMap>,
         namespace: &str,
@@ -201,7 +201,7 @@ impl Inventories {
     }
 
     /// What this process last loaded or saved for `id`.
-    pub fn remembered(&self, id: &SourceId) -> Option<Inventory> {
+    pub(crate) fn remembered(&self, id: &SourceId) -> Option<Inventory> {
         self.memory
             .lock()
             .expect("inventories")
@@ -211,7 +211,7 @@ impl Inventories {
     }
 
     /// What the watched ConfigMap holds for `id` (no request).
-    pub fn stored(&self, id: &SourceId) -> Stored {
+    pub(crate) fn stored(&self, id: &SourceId) -> Stored {
         let key = id.inventory_key();
         match self.live_data().get(&key) {
             None => Stored::Missing,
@@ -223,7 +223,7 @@ impl Inventories {
     }
 
     /// The inventory of `id` as this process knows it: memory, else a readable stored one, else empty.
-    pub fn current(&self, id: &SourceId) -> Inventory {
+    pub(crate) fn current(&self, id: &SourceId) -> Inventory {
         if let Some(inv) = self.remembered(id) {
             return inv;
         }
@@ -234,7 +234,7 @@ impl Inventories {
     }
 
     /// Every inventory with objects: memory over the stored ones (unreadable ones left out).
-    pub fn all(&self) -> Vec<(SourceId, Inventory)> {
+    pub(crate) fn all(&self) -> Vec<(SourceId, Inventory)> {
         let mut all: BTreeMap<String, Inventory> = self
             .live_data()
             .iter()
@@ -251,7 +251,7 @@ impl Inventories {
 
     /// Which other source's inventory holds each object. Left out: `id`'s own, and those `id` takes over
     /// ([`Self::handed_over`]).
-    pub fn claims(
+    pub(crate) fn claims(
         &self,
         id: &SourceId,
         label: &str,
@@ -271,7 +271,7 @@ impl Inventories {
 
     /// The inventories a source of provider `label` takes over: those of sources that are no longer
     /// selected and whose objects belong to the same provider (a transport ConfigMap renamed, say).
-    pub fn handed_over(
+    pub(crate) fn handed_over(
         &self,
         id: &SourceId,
         label: &str,
@@ -285,7 +285,7 @@ impl Inventories {
 
     /// Removes a source's inventory (after another source of the same provider took it over), with
     /// every staged change.
-    pub async fn remove(&self, id: &SourceId) -> Result<(), InventoryError> {
+    pub(crate) async fn remove(&self, id: &SourceId) -> Result<(), InventoryError> {
         let key = id.inventory_key();
         let present = {
             let mut memory = self.memory.lock().expect("inventories");
@@ -297,7 +297,7 @@ impl Inventories {
 
     /// Stores `inv` now, with every staged change (nothing is sent when all of it is stored already),
     /// and remembers it.
-    pub async fn save(&self, inv: &Inventory) -> Result<(), InventoryError> {
+    pub(crate) async fn save(&self, inv: &Inventory) -> Result<(), InventoryError> {
         self.stage(inv);
         self.write_changes(None).await
     }
@@ -306,7 +306,7 @@ impl Inventories {
     /// [`Self::flush`]: for changes whose loss in a crash is safe — the stored inventory still names
     /// everything that may exist (a restart prunes again what it names), and a record loses at most
     /// the pass it was staged in (its rolled-out revision is in the revision log too).
-    pub fn stage(&self, inv: &Inventory) {
+    pub(crate) fn stage(&self, inv: &Inventory) {
         self.memory
             .lock()
             .expect("inventories")
@@ -315,12 +315,12 @@ impl Inventories {
     }
 
     /// Stores every staged change, in one write (none when nothing changed).
-    pub async fn flush(&self) -> Result<(), InventoryError> {
+    pub(crate) async fn flush(&self) -> Result<(), InventoryError> {
         self.write_changes(None).await
     }
 
     /// Stages a provider's record with its inventory (see [`Self::stage`]).
-    pub fn stage_record(&self, id: &SourceId, record: &ProviderRecord) {
+    pub(crate) fn stage_record(&self, id: &SourceId, record: &ProviderRecord) {
         let mut inv = self.current(id);
         inv.record = Some(serde_json::to_value(record).expect("a record serializes"));
         self.stage(&inv);
@@ -376,7 +376,7 @@ impl Inventories {
     /// someone else since (prune-retry entries and records included), with every staged change.
     /// Returns the keys written back. The watch may not show this process's latest write yet: a key it
     /// shows changed is read once to tell the two apart.
-    pub async fn repair(&self) -> Vec<String> {
+    pub(crate) async fn repair(&self) -> Vec<String> {
         let live = self.live_data();
         let suspects: Vec<(String, String)> = {
             let memory = self.memory.lock().expect("inventories");

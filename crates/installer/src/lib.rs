@@ -25,7 +25,10 @@
 //! [`prepare`], [`policy`], [`tls`]); and what the tests read of the installer's records
 //! ([`inventory`], [`revision`], [`api`], [`reference`]). The loop's own steps (`controller`,
 //! `reconcile`, `order`, `outcome`, `error`, `report`, `history`, `events`, `names`, ...) are
-//! crate-private.
+//! crate-private, and so is every item of a public module that no other crate, test, example or
+//! benchmark names (`#![warn(unreachable_pub)]` keeps what no path reaches from being `pub`).
+
+#![warn(unreachable_pub)]
 
 pub mod api;
 mod compute;

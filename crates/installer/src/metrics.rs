@@ -123,7 +123,7 @@ impl Metrics {
         Self::register(&mut Registry::default())
     }
 
-    pub fn observe_reconcile(&self, result: &str, took: Duration) {
+    pub(crate) fn observe_reconcile(&self, result: &str, took: Duration) {
         self.reconciles
             .get_or_create(&ResultLabel {
                 result: result.into(),
@@ -132,7 +132,7 @@ impl Metrics {
         self.reconcile_duration.observe(took.as_secs_f64());
     }
 
-    pub fn observe_phase(&self, phase: Phase, took: Duration) {
+    pub(crate) fn observe_phase(&self, phase: Phase, took: Duration) {
         self.phase_duration
             .get_or_create(&PhaseLabel {
                 phase: format!("{phase:?}"),
@@ -140,13 +140,13 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    pub fn observe_step(&self, step: &str, cpu: Duration) {
+    pub(crate) fn observe_step(&self, step: &str, cpu: Duration) {
         self.step_cpu
             .get_or_create(&StepLabel { step: step.into() })
             .observe(cpu.as_secs_f64());
     }
 
-    pub fn count_applied(&self, action: ApplyAction) {
+    pub(crate) fn count_applied(&self, action: ApplyAction) {
         self.applied
             .get_or_create(&ActionLabel {
                 action: format!("{action:?}"),
@@ -154,11 +154,11 @@ impl Metrics {
             .inc();
     }
 
-    pub fn count_pruned(&self) {
+    pub(crate) fn count_pruned(&self) {
         self.pruned.inc();
     }
 
-    pub fn count_error(&self, reason: &str) {
+    pub(crate) fn count_error(&self, reason: &str) {
         self.errors
             .get_or_create(&ReasonLabel {
                 reason: reason.into(),
@@ -166,7 +166,7 @@ impl Metrics {
             .inc();
     }
 
-    pub fn mark_success(&self) {
+    pub(crate) fn mark_success(&self) {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())

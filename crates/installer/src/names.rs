@@ -1,20 +1,23 @@
 //! The names the installer uses in the cluster, one definition each. The leader election Lease is the
 //! bundle policy's to protect ([`crate::policy::LEADER_LEASE`]).
 
-pub const FIELD_MANAGER: &str = "capi-installer";
+pub(crate) const FIELD_MANAGER: &str = "capi-installer";
 /// "Ours": the value of [`capi_openshift::MANAGED_BY_LABEL`] the apply engine stamps on every object the
 /// installer applies (see the README on ownership). Which provider an object belongs to is the separate
 /// `cluster.x-k8s.io/provider` label.
-pub const OWNERSHIP_LABEL_VALUE: &str = "capi-installer";
+pub(crate) const OWNERSHIP_LABEL_VALUE: &str = "capi-installer";
 /// One ConfigMap in the installer's namespace, one key per provider source: what was applied, and the
 /// provider's record (see [`crate::inventory`]).
-pub const INVENTORY_CONFIGMAP: &str = "capi-installer-inventory";
+pub(crate) const INVENTORY_CONFIGMAP: &str = "capi-installer-inventory";
 
 /// What "ours" means for the installer's apply engine: the ownership label, the managers whose
 /// objects may be adopted, those it replaces for good (`retired`: the reference's, with
 /// `--take-over-reference`), and one owner per object (the provider named by
 /// `cluster.x-k8s.io/provider`). A reconcile and `diff` decide alike.
-pub fn ownership(adoptable_managers: &[String], retired: &[String]) -> capi_apply::OwnershipPolicy {
+pub(crate) fn ownership(
+    adoptable_managers: &[String],
+    retired: &[String],
+) -> capi_apply::OwnershipPolicy {
     capi_apply::OwnershipPolicy::new(capi_openshift::MANAGED_BY_LABEL, OWNERSHIP_LABEL_VALUE)
         .adoptable(adoptable_managers.iter().cloned())
         .retire(retired.iter().cloned())

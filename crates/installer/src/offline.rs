@@ -109,8 +109,8 @@ impl InputConfigMap {
 /// What a folder of release manifests holds for the pipeline: its ConfigMaps, the kinds its CRDs
 /// define, and notes on what it holds besides.
 pub struct Input {
-    pub configmaps: Vec<InputConfigMap>,
-    pub resolver: KindResolver,
+    pub(crate) configmaps: Vec<InputConfigMap>,
+    pub(crate) resolver: KindResolver,
     pub notes: Vec<String>,
 }
 
@@ -213,7 +213,7 @@ pub struct Sources {
 
 impl Sources {
     /// Every source a render may select.
-    pub fn candidates(&self) -> Vec<ProviderSource> {
+    pub(crate) fn candidates(&self) -> Vec<ProviderSource> {
         let mut candidates: Vec<ProviderSource> = self
             .input
             .configmaps
@@ -233,7 +233,7 @@ impl Sources {
     }
 
     /// Where a selected source came from, as errors name it: the file and document of a ConfigMap.
-    pub fn origin(&self, id: &SourceId) -> String {
+    pub(crate) fn origin(&self, id: &SourceId) -> String {
         match id {
             SourceId::ConfigMap(name) => self.configmap(name).origin.clone(),
             other => other.to_string(),

@@ -38,7 +38,7 @@ enum Known {
 
 /// A reflector store of one kind, and whether it can be believed.
 #[derive(Clone)]
-pub struct OptionalKind {
+pub(crate) struct OptionalKind {
     store: reflector::Store<DynamicObject>,
     known: watch::Receiver<Known>,
 }
@@ -46,7 +46,7 @@ pub struct OptionalKind {
 impl OptionalKind {
     /// Starts the watch; every change (and every change of what is known) wakes `wake`. The task ends
     /// when the returned handle is aborted.
-    pub fn start(
+    pub(crate) fn start(
         client: Client,
         resource: &ApiResource,
         config: watcher::Config,
@@ -121,7 +121,7 @@ impl OptionalKind {
     }
 
     /// The objects; `None` until the first list answered.
-    pub fn objects(&self) -> Option<Vec<Arc<DynamicObject>>> {
+    pub(crate) fn objects(&self) -> Option<Vec<Arc<DynamicObject>>> {
         match *self.known.borrow() {
             Known::Nothing => None,
             Known::NotServed => Some(Vec::new()),
@@ -130,7 +130,7 @@ impl OptionalKind {
     }
 
     /// Resolves once something is known.
-    pub async fn wait_known(&self) {
+    pub(crate) async fn wait_known(&self) {
         let mut known = self.known.clone();
         let _ = known.wait_for(|k| *k != Known::Nothing).await;
     }

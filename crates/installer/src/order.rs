@@ -26,14 +26,14 @@ use crate::source::Target;
 /// How far a provider may go while one it depends on rolls out: the phases before `before` need
 /// nothing of it; at `before` the provider stops, `Blocked` behind `behind`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Until {
-    pub before: Phase,
-    pub behind: String,
+pub(crate) struct Until {
+    pub(crate) before: Phase,
+    pub(crate) behind: String,
 }
 
 /// Whether a provider is reconciled now.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Admit {
+pub(crate) enum Admit {
     /// Nothing to wait for: reconciled whole.
     Go,
     /// What it waits for is rolling out: reconciled until the phase it must not reach yet.
@@ -45,7 +45,7 @@ pub enum Admit {
 
 impl Admit {
     /// How far a provider reconciled ahead of what it waits for may go.
-    pub fn until(&self) -> Option<&Until> {
+    pub(crate) fn until(&self) -> Option<&Until> {
         match self {
             Admit::Until(until) => Some(until),
             _ => None,
@@ -55,7 +55,7 @@ impl Admit {
 
 /// Whether `target` is reconciled now, after `earlier` (the outcomes of the providers before it in
 /// install order) and with `missing` (the required providers without a source).
-pub fn admit(target: &Target, earlier: &[Outcome], missing: &[Wanted]) -> Admit {
+pub(crate) fn admit(target: &Target, earlier: &[Outcome], missing: &[Wanted]) -> Admit {
     let infrastructure = target.source.provider_type == ProviderType::Infrastructure;
     if infrastructure
         && let Some(core) = missing

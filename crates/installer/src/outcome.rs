@@ -14,19 +14,19 @@ use crate::source::{SourceId, Target};
 /// lost, are not Ready again yet, or crash. Not a rollout to wait for: it is reported, and the
 /// operator is Degraded once it lasts longer than tolerated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unavailable {
-    pub key: ObjectKey,
+pub(crate) struct Unavailable {
+    pub(crate) key: ObjectKey,
     /// What its status says (see [`capi_apply::Availability`]).
-    pub status: String,
+    pub(crate) status: String,
     /// How long it has been unavailable (by its own `Available` condition when it has one).
-    pub lasted: Duration,
+    pub(crate) lasted: Duration,
     /// How long it may be unavailable before the operator is Degraded (`--deployment-timeout`).
-    pub tolerated: Duration,
+    pub(crate) tolerated: Duration,
 }
 
 impl Unavailable {
     /// It has lasted long enough to degrade the operator.
-    pub fn persistent(&self) -> bool {
+    pub(crate) fn persistent(&self) -> bool {
         self.lasted >= self.tolerated
     }
 }
@@ -39,7 +39,7 @@ impl fmt::Display for Unavailable {
 
 /// Where one provider stands after a reconcile.
 #[derive(Debug)]
-pub enum ProviderState {
+pub(crate) enum ProviderState {
     /// Every object of the current version is applied, and the version was fully rolled out (every
     /// gate passed, now or before; whether its workloads serve now is [`Outcome::unavailable`]).
     Installed,
@@ -60,7 +60,7 @@ pub enum ProviderState {
 
 impl ProviderState {
     /// `Installed`, `Progressing`, `Blocked` or `Failed`: the state's name, for logs and records.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             ProviderState::Installed => "Installed",
             ProviderState::Progressing { .. } => "Progressing",
@@ -70,7 +70,7 @@ impl ProviderState {
     }
 
     /// What the provider waits for, for Progressing messages.
-    pub fn waiting_message(&self) -> Option<String> {
+    pub(crate) fn waiting_message(&self) -> Option<String> {
         let ProviderState::Progressing { phase, pending } = self else {
             return None;
         };
@@ -90,39 +90,39 @@ impl ProviderState {
 
 /// One provider's result.
 #[derive(Debug)]
-pub struct Outcome {
-    pub target: Target,
-    pub state: ProviderState,
+pub(crate) struct Outcome {
+    pub(crate) target: Target,
+    pub(crate) state: ProviderState,
     /// Whether the provider serves: a version of it was fully rolled out at least once (every Deployment
     /// Available at its current generation; recorded durably) and its workloads are Available now
     /// (`unavailable` is empty). A bad new version applies nothing, so the old one keeps serving.
-    pub serving: bool,
+    pub(crate) serving: bool,
     /// The workloads of the version that serves that are not Available now (empty before a first
     /// rollout: those are waited for, see [`ProviderState::Progressing`]).
-    pub unavailable: Vec<Unavailable>,
+    pub(crate) unavailable: Vec<Unavailable>,
     /// The version label of the last version fully rolled out, when there was one.
-    pub rolled_out: Option<String>,
+    pub(crate) rolled_out: Option<String>,
     /// `relatedObjects` entries of its plan: cluster-scoped objects and the CRDs' instance kinds.
-    pub related: Vec<Value>,
+    pub(crate) related: Vec<Value>,
     /// The revision applied instead of the source's content because it was rolled back to by hand
     /// (`capi-installer rollback`): not at the release's content.
-    pub held: Option<u32>,
+    pub(crate) held: Option<u32>,
     /// The digest of the content this pass wanted (rendered and planned), when it got that far:
     /// what `ClusterAPI/cluster`'s revisions are made of ([`crate::report::cluster_api`]).
-    pub digest: Option<String>,
+    pub(crate) digest: Option<String>,
     /// Short names taken out of its CRDs because other CRDs of their group hold them (an upstream
     /// clash between providers, e.g. Azure's and GCP's `amct`): installed without them.
-    pub dropped_short_names: Vec<DroppedShortName>,
+    pub(crate) dropped_short_names: Vec<DroppedShortName>,
 }
 
 impl Outcome {
-    pub fn id(&self) -> &SourceId {
+    pub(crate) fn id(&self) -> &SourceId {
         &self.target.source.id
     }
 
     /// `aws v2.10.0`: the version that serves (the one last rolled out while a newer one is not
     /// installed).
-    pub fn describe_serving(&self) -> String {
+    pub(crate) fn describe_serving(&self) -> String {
         let source = &self.target.source;
         let serving = match (&self.state, &self.rolled_out) {
             (ProviderState::Installed, _) | (_, None) => source.describe(),
@@ -137,7 +137,7 @@ impl Outcome {
     /// The short names left out of its CRDs, for status messages: `gcp v1.11.0: short name amct of
     /// CustomResourceDefinition … dropped: held by CustomResourceDefinition … (infrastructure-azure);
     /// …`.
-    pub fn names_note(&self) -> Option<String> {
+    pub(crate) fn names_note(&self) -> Option<String> {
         if self.dropped_short_names.is_empty() {
             return None;
         }
@@ -154,7 +154,7 @@ impl Outcome {
     }
 
     /// `ConfigMap aws: <error> (attempt 3)`, for a failed provider.
-    pub fn failure_message(&self) -> Option<String> {
+    pub(crate) fn failure_message(&self) -> Option<String> {
         match &self.state {
             ProviderState::Failed {
                 error, attempts, ..
@@ -166,29 +166,29 @@ impl Outcome {
 
 /// How an uninstall stands after one pass.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Removal {
+pub(crate) struct Removal {
     /// The provider.
-    pub name: String,
+    pub(crate) name: String,
     /// Objects deleted in this pass.
-    pub deleted: usize,
+    pub(crate) deleted: usize,
     /// CRDs left in place, with why (instances left, not asked for, unmanaged).
-    pub kept: Vec<(String, String)>,
+    pub(crate) kept: Vec<(String, String)>,
     /// What could not be deleted, and why (retried).
-    pub failed: Vec<String>,
+    pub(crate) failed: Vec<String>,
     /// Nothing is left to do: the finalizer may go.
-    pub done: bool,
+    pub(crate) done: bool,
 }
 
 impl Removal {
     /// `gcpclusters.infrastructure.cluster.x-k8s.io: instances of GCPCluster still exist`.
-    pub fn kept_lines(&self) -> Vec<String> {
+    pub(crate) fn kept_lines(&self) -> Vec<String> {
         self.kept
             .iter()
             .map(|(n, why)| format!("{n}: {why}"))
             .collect()
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts = vec![format!("uninstalling {}", self.name)];
         if !self.kept.is_empty() {
             parts.push(format!(

@@ -1,16 +1,16 @@
 //! Which infrastructure provider a cluster needs, read from `Infrastructure/cluster` (the table is
 //! `capi_manifests::platform`, shared with the controllers pod), and the image key of a provider.
 
-pub use capi_manifests::platform::{Platform, PlatformDecision, decide};
+pub(crate) use capi_manifests::platform::{Platform, PlatformDecision, decide};
 
 /// The infrastructure provider of a platform type (`AWS` → `aws`), `None` for platforms without one.
-pub fn provider_name(platform: &str) -> Option<&'static str> {
+pub(crate) fn provider_name(platform: &str) -> Option<&'static str> {
     Platform::from_type_name(platform).map(Platform::provider_name)
 }
 
 /// The key of a provider's controller image in the images JSON (ref §2.1); `None` for names that have no
 /// image of their own (the `openshift-cluster-api*` ConfigMaps carry only admission policies).
-pub fn image_key(provider_name: &str) -> Option<String> {
+pub(crate) fn image_key(provider_name: &str) -> Option<String> {
     match provider_name {
         "cluster-api" => Some("cluster-capi-controllers".into()),
         "metal3" => Some("baremetal-cluster-api-controllers".into()),

@@ -85,7 +85,7 @@ impl RenderError {
     /// output that gives every problem a line; a status message keeps the joined [`Display`] form.
     ///
     /// [`Display`]: std::fmt::Display
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         match self {
             RenderError::Several(all) => all.iter().flat_map(RenderError::problems).collect(),
             RenderError::Policy(v) => v.0.iter().map(|v| format!("bundle policy: {v}")).collect(),
@@ -99,7 +99,7 @@ impl RenderError {
 
     /// Whether discovering the API server's kinds again could help: a kind served by a CRD created
     /// since the last discovery.
-    pub fn unknown_kind(&self) -> bool {
+    pub(crate) fn unknown_kind(&self) -> bool {
         match self {
             RenderError::Plan(errors) => errors
                 .0
@@ -118,14 +118,14 @@ pub struct Rendered {
     /// Where each of `inputs` came from (same order), for the bundle policy.
     pub origins: Vec<Origin>,
     /// Fields removed from the input because another controller owns them (logged).
-    pub stripped: Vec<String>,
+    pub(crate) stripped: Vec<String>,
     /// Problems of single objects found while rendering (an image without its key, a namespace not
     /// allowed, not an object): the others are still rendered, so that the plan and the bundle policy
     /// report their problems too.
-    pub problems: Vec<RenderError>,
+    pub(crate) problems: Vec<RenderError>,
     /// The images of `problems` that the images file could not complete: already reported, so the
     /// bundle policy does not report them again as images outside the release payload.
-    pub unresolved_images: BTreeSet<String>,
+    pub(crate) unresolved_images: BTreeSet<String>,
 }
 
 /// A provider's validated plan.
@@ -133,13 +133,13 @@ pub struct Rendered {
 pub struct Prepared {
     pub plan: Plan,
     /// Fields removed because another controller owns them (logged).
-    pub stripped: Vec<String>,
+    pub(crate) stripped: Vec<String>,
     /// sha256 of the rendered objects: what identifies this version of the provider for this cluster
     /// (a new payload, image or substitution changes it).
-    pub digest: String,
+    pub(crate) digest: String,
     /// Short names taken out of the plan's CRDs because other CRDs of their group hold them (see
     /// [`crate::round::Planner`]): reported, since `kubectl get <short name>` finds the other kind.
-    pub dropped_short_names: Vec<DroppedShortName>,
+    pub(crate) dropped_short_names: Vec<DroppedShortName>,
 }
 
 impl Prepared {
@@ -148,7 +148,7 @@ impl Prepared {
     /// `namespace` only, as the reference scoped them (ref §2.8): listed without a namespace,
     /// must-gather would collect every Cluster, Machine and AWSCluster of every namespace of a
     /// management cluster.
-    pub fn related_objects(&self, namespace: &str) -> Vec<Value> {
+    pub(crate) fn related_objects(&self, namespace: &str) -> Vec<Value> {
         let mut out = Vec::new();
         for o in self.plan.objects() {
             if !o.namespaced {
@@ -319,7 +319,7 @@ fn take_over(object: &mut Value) -> Result<bool, String> {
 impl Rendered {
     /// Objects rendered earlier (a revision's stored content), as if rendered now; `origin` names
     /// where they were stored (`revision 2 of ConfigMap aws`).
-    pub fn stored(origin: &str, objects: Vec<Value>) -> Result<Rendered, RenderError> {
+    pub(crate) fn stored(origin: &str, objects: Vec<Value>) -> Result<Rendered, RenderError> {
         let mut rendered = Rendered {
             inputs: Vec::with_capacity(objects.len()),
             origins: Vec::with_capacity(objects.len()),
@@ -420,7 +420,7 @@ pub fn prepare(
 /// The checks and the plan of rendered objects: the bundle policy, the digest and the plan. A
 /// revision applied again (a rollback) goes through the same checks as a fresh render: its stored
 /// content is as untrusted as any ConfigMap of the namespace.
-pub fn plan_rendered(
+pub(crate) fn plan_rendered(
     rendered: Rendered,
     ctx: &RenderContext,
     resolver: &KindResolver,

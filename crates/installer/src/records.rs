@@ -44,23 +44,23 @@ use crate::revision;
 /// A request of the move that failed; the whole move is tried again.
 #[derive(Debug, thiserror::Error)]
 #[error("carrying the installer's records over: {action} {object}: {source}")]
-pub struct MoveError {
-    pub action: &'static str,
+pub(crate) struct MoveError {
+    pub(crate) action: &'static str,
     /// `Kind namespace/name`.
-    pub object: String,
+    pub(crate) object: String,
     #[source]
-    pub source: kube::Error,
+    pub(crate) source: kube::Error,
 }
 
 /// What one move did, as `Kind namespace/name`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Moved {
-    pub copied: Vec<String>,
-    pub deleted: Vec<String>,
+pub(crate) struct Moved {
+    pub(crate) copied: Vec<String>,
+    pub(crate) deleted: Vec<String>,
 }
 
 impl Moved {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.copied.is_empty() && self.deleted.is_empty()
     }
 }
@@ -76,7 +76,7 @@ pub struct Mover {
 /// Moves the records from `config.namespace` into `config.installer_namespace` (nothing when they are
 /// the same namespace or nothing is left there). Waits as long as the earlier release's leader holds
 /// its Lease.
-pub async fn carry_over(
+pub(crate) async fn carry_over(
     client: &Client,
     config: &InstallerConfig,
     mover: &Mover,

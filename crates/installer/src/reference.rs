@@ -13,11 +13,11 @@ pub const FIELD_MANAGERS: [&str; 2] = [
 /// A profile's annotation that lets a provider take over an object that exists already, whoever
 /// manages it (`always`), or not (`never`, the default); any other value is an error. Stripped
 /// before apply (ref §3.5, §6.14).
-pub const ADOPT_EXISTING: &str = "capi-operator.openshift.io/adopt-existing";
+pub(crate) const ADOPT_EXISTING: &str = "capi-operator.openshift.io/adopt-existing";
 
 /// What the annotation [`ADOPT_EXISTING`] asks of an object: `Ok(true)` take it over, `Ok(false)`
 /// the ordinary ownership rules, `Err` the value that is neither `always` nor `never`.
-pub fn adopt_existing(value: Option<&str>) -> Result<bool, String> {
+pub(crate) fn adopt_existing(value: Option<&str>) -> Result<bool, String> {
     match value {
         None | Some("never") => Ok(false),
         Some("always") => Ok(true),

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 /// The image placeholder manifests-gen writes for the provider's own controller image.
-pub const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
+pub(crate) const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
 /// Release image references that manifests-gen leaves for the installer to resolve by key.
-pub const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org/openshift:";
+pub(crate) const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org/openshift:";
 
 /// The substitutions the reference installer makes on every cluster (both generations); an
 /// administrator's value for the same variable wins ([`with_defaults`]).
@@ -16,10 +16,11 @@ pub const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org/openshift:";
 /// `EXP_BOOTSTRAP_FORMAT_IGNITION=true`: OpenShift boots its machines from Ignition, but the AWS
 /// provider's `BootstrapFormatIgnition` gate defaults to `false`, and with it off the provider's webhook
 /// refuses every AWSMachine that carries `spec.ignition`.
-pub const DEFAULT_SUBSTITUTIONS: &[(&str, &str)] = &[("EXP_BOOTSTRAP_FORMAT_IGNITION", "true")];
+pub(crate) const DEFAULT_SUBSTITUTIONS: &[(&str, &str)] =
+    &[("EXP_BOOTSTRAP_FORMAT_IGNITION", "true")];
 
 /// [`DEFAULT_SUBSTITUTIONS`] overlaid with `given` (the administrator's `--substitutions`).
-pub fn with_defaults(given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+pub(crate) fn with_defaults(given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut all: BTreeMap<String, String> = DEFAULT_SUBSTITUTIONS
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -32,9 +33,9 @@ pub fn with_defaults(given: &BTreeMap<String, String>) -> BTreeMap<String, Strin
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("line {line}: {reason} in `{expression}`")]
 pub struct SubstitutionError {
-    pub line: usize,
-    pub expression: String,
-    pub reason: String,
+    pub(crate) line: usize,
+    pub(crate) expression: String,
+    pub(crate) reason: String,
 }
 
 /// Replaces `${VAR}`, `${VAR:=default}` and `${VAR:-default}` with values from `variables`, with the
@@ -48,7 +49,7 @@ pub struct SubstitutionError {
 /// `$NAME` (common in CRD descriptions and regular expressions) also became the empty string; leaving it
 /// alone is deliberate. Variables never come from the process environment (ref §6.15: `HOME` and
 /// friends leaked into manifests that way).
-pub fn substitute(
+pub(crate) fn substitute(
     text: &str,
     variables: &BTreeMap<String, String>,
 ) -> Result<String, SubstitutionError> {
@@ -124,11 +125,11 @@ fn truncate(s: &str) -> String {
 }
 
 /// The release's image references: key → image (the images JSON file).
-pub type Images = BTreeMap<String, String>;
+pub(crate) type Images = BTreeMap<String, String>;
 
 /// A container image the installer cannot resolve.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ImageError {
+pub(crate) enum ImageError {
     #[error(
         "{path}: image {image} needs the provider image, but this ConfigMap's provider has no image key"
     )]
@@ -143,7 +144,7 @@ pub enum ImageError {
 
 impl ImageError {
     /// The image as the manifests wrote it.
-    pub fn image(&self) -> &str {
+    pub(crate) fn image(&self) -> &str {
         match self {
             ImageError::NoProviderImage { image, .. } | ImageError::MissingKey { image, .. } => {
                 image
@@ -157,7 +158,7 @@ impl ImageError {
 /// `provider_image_key`, a `registry.ci.openshift.org/openshift:<key>` reference becomes `images[key]`.
 /// Every occurrence is replaced, unlike the reference's first-occurrence text replacement (ref §6.9), and
 /// a missing key is an error rather than an empty image.
-pub fn resolve_images(
+pub(crate) fn resolve_images(
     object: &mut Value,
     provider_image_key: Option<&str>,
     images: &Images,
@@ -258,7 +259,7 @@ fn walk_containers(
 ///   the field over and break conversion and admission webhooks (ref §6.4);
 /// - `rules` of a ClusterRole with an `aggregationRule`: the clusterrole-aggregation controller fills
 ///   them; applying the manifest's (usually empty) list would undo its work on every reconcile.
-pub fn strip_fields_owned_elsewhere(object: &mut Value) -> Vec<String> {
+pub(crate) fn strip_fields_owned_elsewhere(object: &mut Value) -> Vec<String> {
     let mut removed = Vec::new();
     strip(object, &mut String::new(), &mut removed);
     if object.get("kind").and_then(Value::as_str) == Some("ClusterRole")

@@ -21,17 +21,17 @@ use serde_json::Value;
 use crate::source::SourceId;
 
 /// Revisions whose content is kept by default, besides the last good one.
-pub const DEFAULT_KEPT: usize = 3;
+pub(crate) const DEFAULT_KEPT: usize = 3;
 /// Revisions recorded at most (without content beyond the last few); the oldest go first, never the
 /// last good one.
-pub const MAX_RECORDS: usize = 50;
+pub(crate) const MAX_RECORDS: usize = 50;
 /// Label of every revisions ConfigMap (the installer watches them).
 pub const LABEL: &str = "capi-installer.openshift.io/revisions";
-pub const KEY_LOG: &str = "revisions";
-pub const KEY_ROLLBACK: &str = "rollback";
+pub(crate) const KEY_LOG: &str = "revisions";
+pub(crate) const KEY_ROLLBACK: &str = "rollback";
 /// The field manager of a rollback request (`capi-installer rollback`): the installer never writes
 /// that key.
-pub const ROLLBACK_FIELD_MANAGER: &str = "capi-installer-rollback";
+pub(crate) const ROLLBACK_FIELD_MANAGER: &str = "capi-installer-rollback";
 const NAME_PREFIX: &str = "capi-installer-revisions-";
 /// The API server refuses a ConfigMap whose data and binaryData exceed 1 MiB together.
 const CONFIGMAP_LIMIT: usize = capi_manifests::transport::CONFIGMAP_SIZE_LIMIT;
@@ -39,13 +39,13 @@ const CONFIGMAP_LIMIT: usize = capi_manifests::transport::CONFIGMAP_SIZE_LIMIT;
 const MARGIN: usize = 16 * 1024;
 
 /// The key of revision `n`'s content in `binaryData`.
-pub fn content_key(n: u32) -> String {
+pub(crate) fn content_key(n: u32) -> String {
     format!("revision-{n}")
 }
 
 /// The revisions ConfigMap of a source: a DNS subdomain derived from its inventory key (hashed when
 /// the key is not one already, as a profile's `_` makes it, or is too long).
-pub fn configmap_name(id: &SourceId) -> String {
+pub(crate) fn configmap_name(id: &SourceId) -> String {
     let key = id.inventory_key();
     let valid = key.len() + NAME_PREFIX.len() <= 253
         && key
@@ -97,10 +97,10 @@ pub struct Revision {
     pub applied_at: String,
     pub outcome: RevisionOutcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rolled_out_at: Option<String>,
+    pub(crate) rolled_out_at: Option<String>,
     /// Why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
     /// Whether its content is kept (a rollback needs it).
     #[serde(default)]
     pub content: bool,
@@ -120,28 +120,28 @@ pub enum RevisionOutcome {
 #[serde(rename_all = "camelCase")]
 pub struct Hold {
     /// The source's content that is not applied while the hold lasts.
-    pub digest: String,
+    pub(crate) digest: String,
     /// The revision applied instead.
     pub serving: u32,
     /// The revision that failed (an automatic rollback); `None` when rolled back by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<u32>,
-    pub since: String,
+    pub(crate) since: String,
 }
 
 /// `capi-installer rollback --to N`: serve revision `to` while the source's content is `from` (the
 /// newest revision's digest when it was asked). A new content of the source ends it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RollbackRequest {
-    pub to: u32,
-    pub from: String,
-    pub requested_at: String,
+pub(crate) struct RollbackRequest {
+    pub(crate) to: u32,
+    pub(crate) from: String,
+    pub(crate) requested_at: String,
 }
 
 /// What to apply for a source.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Choice {
+pub(crate) enum Choice {
     /// The source's content.
     Source,
     /// A recorded revision instead.
@@ -178,7 +178,7 @@ pub enum RevisionError {
 }
 
 impl RevisionLog {
-    pub fn new(source: &str, provider: &str) -> Self {
+    pub(crate) fn new(source: &str, provider: &str) -> Self {
         RevisionLog {
             source: source.to_string(),
             provider: provider.to_string(),
@@ -200,7 +200,7 @@ impl RevisionLog {
 
     /// What to apply when the source's rendered content has `digest`: a rollback asked by hand for
     /// this content, else the hold of an automatic rollback of this content, else the source.
-    pub fn choose(
+    pub(crate) fn choose(
         &self,
         digest: &str,
         request: Option<&RollbackRequest>,
@@ -228,7 +228,7 @@ impl RevisionLog {
     }
 
     /// Whether revision `n` can be applied again: recorded, with its content kept.
-    pub fn servable(&self, n: u32) -> Result<(), RevisionError> {
+    pub(crate) fn servable(&self, n: u32) -> Result<(), RevisionError> {
         match self.get(n) {
             Some(r) if r.content => Ok(()),
             Some(_) => Err(RevisionError::NoContent {
@@ -250,7 +250,7 @@ impl RevisionLog {
 
     /// Records that the source's content `digest` is about to be applied (before the first write): a
     /// new revision unless it is the newest one already. Ends any hold. Returns the revision.
-    pub fn begin(&mut self, digest: &str, version: Option<&str>, now: &str) -> u32 {
+    pub(crate) fn begin(&mut self, digest: &str, version: Option<&str>, now: &str) -> u32 {
         self.hold = None;
         if let Some(newest) = self.newest().filter(|r| r.digest == digest) {
             return newest.revision;
@@ -271,7 +271,7 @@ impl RevisionLog {
     }
 
     /// Revision `n` is fully rolled out: it becomes the current one.
-    pub fn rolled_out(&mut self, n: u32, now: &str) {
+    pub(crate) fn rolled_out(&mut self, n: u32, now: &str) {
         if let Some(r) = self.get_mut(n) {
             if r.outcome != RevisionOutcome::RolledOut {
                 r.outcome = RevisionOutcome::RolledOut;
@@ -284,7 +284,7 @@ impl RevisionLog {
 
     /// Revision `n` did not become Available. Returns the hold that rolls it back to the current
     /// revision, when there is one to go back to (a first install has none: it keeps trying).
-    pub fn failed(&mut self, n: u32, message: &str, now: &str) -> Option<Hold> {
+    pub(crate) fn failed(&mut self, n: u32, message: &str, now: &str) -> Option<Hold> {
         let to = self
             .current
             .filter(|c| *c != n && self.servable(*c).is_ok())?;
@@ -302,7 +302,7 @@ impl RevisionLog {
     }
 
     /// A held revision was applied and is fully rolled out again.
-    pub fn served(&mut self, hold: &Hold) {
+    pub(crate) fn served(&mut self, hold: &Hold) {
         self.current = Some(hold.serving);
         self.hold = Some(hold.clone());
     }
@@ -325,7 +325,7 @@ impl RevisionLog {
 /// The request `capi-installer rollback --provider P --to N` writes, into the ConfigMap of the log
 /// found among `logs` (ConfigMap name, log): revision `to` must be kept, and older than the newest (or
 /// the newest itself while an older one is served instead). Pure.
-pub fn rollback_request<'a>(
+pub(crate) fn rollback_request<'a>(
     logs: &'a [(String, RevisionLog)],
     provider: &str,
     to: u32,
@@ -374,7 +374,7 @@ pub fn rollback_request<'a>(
 
 /// Whether the installer has carried out `request`: revision `to` is live, held against the
 /// content it was asked for.
-pub fn carried_out(log: &RevisionLog, request: &RollbackRequest) -> bool {
+pub(crate) fn carried_out(log: &RevisionLog, request: &RollbackRequest) -> bool {
     log.current == Some(request.to)
         && log
             .hold
@@ -385,7 +385,7 @@ pub fn carried_out(log: &RevisionLog, request: &RollbackRequest) -> bool {
 /// Which revisions keep their content: the current one, then the newest `kept`, newest first, as
 /// long as they fit in `budget` bytes together (a revision that does not fit is skipped, an older
 /// smaller one may still fit). Pure.
-pub fn select_contents(
+pub(crate) fn select_contents(
     log: &RevisionLog,
     sizes: &BTreeMap<u32, usize>,
     kept: usize,
@@ -410,14 +410,14 @@ pub fn select_contents(
 pub struct Stored {
     pub log: RevisionLog,
     /// Compressed content by revision.
-    pub contents: BTreeMap<u32, Vec<u8>>,
-    pub request: Option<RollbackRequest>,
+    pub(crate) contents: BTreeMap<u32, Vec<u8>>,
+    pub(crate) request: Option<RollbackRequest>,
 }
 
 impl Stored {
     /// Decodes the `data` and `binaryData` of ConfigMap `configmap` (untrusted: anyone who can write
     /// ConfigMaps in the namespace can edit it; errors name the key).
-    pub fn decode(
+    pub(crate) fn decode(
         configmap: &str,
         data: &BTreeMap<String, String>,
         binary: &BTreeMap<String, Vec<u8>>,
@@ -452,7 +452,10 @@ impl Stored {
 
     /// The ConfigMap's `data` (the log) and `binaryData` (the contents that fit, see
     /// [`select_contents`]); marks in the log which revisions keep their content.
-    pub fn encode(&mut self, kept: usize) -> (BTreeMap<String, String>, BTreeMap<String, Vec<u8>>) {
+    pub(crate) fn encode(
+        &mut self,
+        kept: usize,
+    ) -> (BTreeMap<String, String>, BTreeMap<String, Vec<u8>>) {
         let log_size = serde_json::to_string(&self.log).map_or(0, |s| s.len());
         let request_size = self
             .request
@@ -503,7 +506,7 @@ impl Stored {
 /// (objects may already be stored in a version only the newer CRD serves): the CRDs of `newest` (the
 /// latest revision applied), plus those of `target` that `newest` lacks (still in place: nothing is
 /// pruned before a revision is fully rolled out). Pure.
-pub fn rollback_objects(target: Vec<Value>, newest: &[Value]) -> Vec<Value> {
+pub(crate) fn rollback_objects(target: Vec<Value>, newest: &[Value]) -> Vec<Value> {
     fn crd_name(o: &Value) -> Option<&str> {
         let api_version = o["apiVersion"].as_str().unwrap_or_default();
         (o["kind"] == "CustomResourceDefinition"
@@ -563,7 +566,7 @@ pub fn decompress(origin: &str, bytes: &[u8]) -> Result<Vec<Value>, String> {
     Ok(documents.into_iter().map(|d| d.value).collect())
 }
 
-pub mod store;
+pub(crate) mod store;
 
 #[cfg(test)]
 mod tests;

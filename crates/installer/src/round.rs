@@ -33,17 +33,17 @@ pub struct Round {
     /// second sources of a provider.
     pub selection: Selection,
     /// Every source selected, refused ones included (their objects are not "unselected").
-    pub selected: BTreeSet<SourceId>,
+    pub(crate) selected: BTreeSet<SourceId>,
     /// What rendering needs, with every transport ConfigMap among the candidates protected: no bundle
     /// may write one (by name, whatever labels the bundle's object carries). Shared with the planning
     /// steps that run off the async runtime.
-    pub ctx: Arc<RenderContext>,
+    pub(crate) ctx: Arc<RenderContext>,
     /// Which CRDs are unmanaged (`ClusterAPI/cluster`); an unreadable one fails every provider of the
     /// pass, as no CRD may be written then. Only the controller reads it (none elsewhere).
-    pub unmanaged: Result<Unmanaged, UnmanagedError>,
+    pub(crate) unmanaged: Result<Unmanaged, UnmanagedError>,
     /// The names the cluster's CRDs hold (their accepted names): they had them first. Each provider's
     /// plan claims its CRDs' names after them and after the providers before it ([`Planner::plan`]).
-    pub names: NameClaims,
+    pub(crate) names: NameClaims,
 }
 
 impl Round {
@@ -78,7 +78,7 @@ impl Round {
 
     /// With the CRDs on the cluster: each as (name, its accepted names, the `cluster.x-k8s.io/provider`
     /// label of the provider that installed it, if this installer did).
-    pub fn with_live_crds(
+    pub(crate) fn with_live_crds(
         mut self,
         crds: impl IntoIterator<Item = (String, CrdNames, Option<String>)>,
     ) -> Round {
@@ -90,21 +90,21 @@ impl Round {
 
     /// With the provider RBAC ceiling the cluster has now (the administrator's ClusterRoles): the
     /// bundle policy allows what they grant too, beyond the release's.
-    pub fn with_ceiling(mut self, cluster: &Ceiling) -> Round {
+    pub(crate) fn with_ceiling(mut self, cluster: &Ceiling) -> Round {
         let ctx = Arc::make_mut(&mut self.ctx);
         ctx.policy.ceiling = std::mem::take(&mut ctx.policy.ceiling).with(cluster);
         self
     }
 
     /// With the unmanaged CRDs of this pass.
-    pub fn with_unmanaged(mut self, unmanaged: Result<Unmanaged, UnmanagedError>) -> Round {
+    pub(crate) fn with_unmanaged(mut self, unmanaged: Result<Unmanaged, UnmanagedError>) -> Round {
         self.unmanaged = unmanaged;
         self
     }
 
     /// The planner of a pass against the cluster: the kinds are what the API server serves (the
     /// controller discovers again when a plan names a kind it does not know).
-    pub fn planner(&self) -> Planner {
+    pub(crate) fn planner(&self) -> Planner {
         Planner {
             ctx: self.ctx.clone(),
             learned: None,
@@ -115,7 +115,7 @@ impl Round {
     /// The planner of a pass ahead of the cluster (`diff`, `render`): the kinds of the CRDs of each
     /// provider planned are known to the providers after it, as they will be served once it is applied
     /// (core's before any infrastructure provider's).
-    pub fn planner_ahead(&self) -> Planner {
+    pub(crate) fn planner_ahead(&self) -> Planner {
         Planner {
             ctx: self.ctx.clone(),
             learned: Some(KindResolver::new()),
@@ -153,7 +153,7 @@ pub struct Planned<'r, E> {
 /// Plans the providers of a round one after the other, in install order. Owns what it needs (the
 /// round's context, shared), so that a plan can be made on the blocking pool (`crate::compute`).
 #[derive(Clone)]
-pub struct Planner {
+pub(crate) struct Planner {
     ctx: Arc<RenderContext>,
     /// Ahead of the cluster: the kinds of the CRDs of the providers planned so far.
     learned: Option<KindResolver>,
@@ -165,7 +165,7 @@ impl Planner {
     /// Renders, checks and plans `target`'s payload (see [`prepare::prepare`]) with the kinds `served`
     /// knows (ahead of the cluster, and those of the providers planned before it), then claims its
     /// CRDs' names ([`Planner::claim_names`]). Pure.
-    pub fn plan(
+    pub(crate) fn plan(
         &mut self,
         target: &Target,
         payload: &Payload,
@@ -192,7 +192,7 @@ impl Planner {
 
     /// Objects rendered earlier (a revision's stored content) through the same checks, plan and name
     /// claims as a fresh render: stored content is as untrusted as any ConfigMap of the namespace.
-    pub fn replan(
+    pub(crate) fn replan(
         &mut self,
         target: &Target,
         rendered: Rendered,
@@ -218,7 +218,7 @@ impl Planner {
 
     /// The kinds a plan may use now: those `served` knows and, ahead of the cluster, those of the
     /// providers planned so far.
-    pub fn kinds(&self, served: &KindResolver) -> KindResolver {
+    pub(crate) fn kinds(&self, served: &KindResolver) -> KindResolver {
         let mut kinds = served.clone();
         if let Some(learned) = &self.learned {
             kinds.extend(learned);

@@ -244,7 +244,7 @@ async fn requests(client: &Client) -> Result<Vec<(Request, Option<Value>)>, Stat
 }
 
 /// Every revision log in the installer's namespace, by ConfigMap name.
-pub async fn revision_logs(
+pub(crate) async fn revision_logs(
     client: &Client,
     namespace: &str,
 ) -> Result<Vec<(String, RevisionLog)>, StatusError> {

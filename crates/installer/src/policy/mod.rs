@@ -32,7 +32,7 @@
 //! the document index, the object and the rule.
 
 pub mod ceiling;
-pub mod protected;
+pub(crate) mod protected;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -50,12 +50,12 @@ use ceiling::{Coverage, Scope};
 pub const LEADER_LEASE: &str = "capi-installer-leader";
 
 /// The API groups of the Cluster API provider family: `cluster.x-k8s.io` and its subdomains.
-pub const FAMILY_GROUP: &str = "cluster.x-k8s.io";
+pub(crate) const FAMILY_GROUP: &str = "cluster.x-k8s.io";
 
 /// One rule of the policy. `Display` is the stable name used in status messages and in
 /// `docs/maintainers/bundles.md` (a test compares them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
+pub(crate) enum Rule {
     Kind,
     Protected,
     RbacWildcard,
@@ -76,7 +76,8 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 17] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [Rule; 17] = [
         Rule::Kind,
         Rule::Protected,
         Rule::RbacWildcard,
@@ -96,7 +97,7 @@ impl Rule {
         Rule::WorkloadImage,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Rule::Kind => "allowed-kinds",
             Rule::Protected => "protected-objects",
@@ -129,7 +130,7 @@ impl fmt::Display for Rule {
 /// 0-based index of its document in the components.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Origin {
-    pub source: String,
+    pub(crate) source: String,
     pub document: usize,
 }
 
@@ -142,18 +143,18 @@ impl fmt::Display for Origin {
 /// One rendered object of a bundle, with where it came from.
 #[derive(Debug, Clone, Copy)]
 pub struct BundleObject<'a> {
-    pub origin: &'a Origin,
-    pub object: &'a DynamicObject,
+    pub(crate) origin: &'a Origin,
+    pub(crate) object: &'a DynamicObject,
 }
 
 /// One problem with a bundle.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{origin} ({object}): rule {rule}: {detail}")]
 pub struct Violation {
-    pub origin: Origin,
-    pub object: ObjectKey,
-    pub rule: Rule,
-    pub detail: String,
+    pub(crate) origin: Origin,
+    pub(crate) object: ObjectKey,
+    pub(crate) rule: Rule,
+    pub(crate) detail: String,
 }
 
 /// Every problem of a bundle (never empty), one per line.
@@ -167,13 +168,13 @@ pub struct Violations(pub Vec<Violation>);
 pub struct PolicyConfig {
     /// The installer's namespace: the only one for namespaced objects, binding subjects and webhook
     /// Services.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// API groups, beyond `cluster.x-k8s.io` and its subdomains, that CRDs, `*`-resource RBAC rules and
     /// admission rules may use.
     pub extra_groups: BTreeSet<String>,
     /// Roles outside the bundle that a binding may reference: (`ClusterRole` | `Role`, name).
     pub extra_roles: BTreeSet<(String, String)>,
-    pub protected: Protected,
+    pub(crate) protected: Protected,
     /// What a bundle's roles may grant (the release's, plus what the administrator added).
     pub ceiling: Ceiling,
 }
@@ -207,7 +208,7 @@ impl PolicyConfig {
     }
 
     /// Whether `group` belongs to the provider family (or was allowed explicitly).
-    pub fn family_group(&self, group: &str) -> bool {
+    pub(crate) fn family_group(&self, group: &str) -> bool {
         in_family(group) || self.extra_groups.contains(group)
     }
 }

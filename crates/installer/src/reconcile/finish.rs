@@ -17,21 +17,21 @@ use crate::source::{SourceId, Target};
 /// What a reconcile did, up to its outcome: the target (with the version of the content applied, a
 /// rolled-back revision's), how it went, and what the outcome carries besides.
 pub(super) struct Run {
-    pub target: Target,
-    pub result: Result<ProviderState, ProviderError>,
+    pub(crate) target: Target,
+    pub(crate) result: Result<ProviderState, ProviderError>,
     /// The digest of the content applied, when it was fully rolled out.
-    pub rolled_out: Option<String>,
-    pub related: Vec<Value>,
+    pub(crate) rolled_out: Option<String>,
+    pub(crate) related: Vec<Value>,
     /// The revision served instead of the source's content, by hand.
-    pub held: Option<u32>,
+    pub(crate) held: Option<u32>,
     /// The digest of the content the pass wanted, when it was rendered and planned.
-    pub digest: Option<String>,
+    pub(crate) digest: Option<String>,
     /// Short names taken out of its CRDs (held by other CRDs of their group).
-    pub dropped_short_names: Vec<DroppedShortName>,
+    pub(crate) dropped_short_names: Vec<DroppedShortName>,
 }
 
 impl Run {
-    pub fn failed(target: &Target, error: ProviderError, related: Vec<Value>) -> Run {
+    pub(crate) fn failed(target: &Target, error: ProviderError, related: Vec<Value>) -> Run {
         Run {
             target: target.clone(),
             result: Err(error),

@@ -52,7 +52,7 @@ impl Reconciler {
 }
 
 /// The objects of `phase` that are not ready (kstatus rules), given a lookup of live objects. Pure.
-pub fn pending(
+pub(crate) fn pending(
     phase: &PlannedPhase,
     live: impl Fn(&ObjectKey) -> Option<DynamicObject>,
 ) -> Vec<Pending> {

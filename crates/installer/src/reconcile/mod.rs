@@ -79,7 +79,7 @@ struct Installation {
 }
 
 /// Reconciles providers one at a time; holds what every provider's reconcile shares.
-pub struct Reconciler {
+pub(crate) struct Reconciler {
     client: Client,
     config: InstallerConfig,
     context: RenderContext,
@@ -96,7 +96,7 @@ pub struct Reconciler {
 impl Reconciler {
     /// `inventory` is a watch of ConfigMap `capi-installer-inventory`, `revisions` of the revisions
     /// ConfigMaps (the caller runs them).
-    pub fn new(
+    pub(crate) fn new(
         client: Client,
         config: InstallerConfig,
         metrics: Arc<Metrics>,
@@ -138,27 +138,27 @@ impl Reconciler {
     }
 
     /// What rendering needs, from the settings; a [`Round`] adds what this pass knows.
-    pub fn context(&self) -> &RenderContext {
+    pub(crate) fn context(&self) -> &RenderContext {
         &self.context
     }
 
     /// The watches of every applied object; their changes should trigger a reconcile.
-    pub fn cache(&self) -> &LiveCache {
+    pub(crate) fn cache(&self) -> &LiveCache {
         &self.cache
     }
 
-    pub fn inventories(&self) -> &Inventories {
+    pub(crate) fn inventories(&self) -> &Inventories {
         &self.inventories
     }
 
-    pub fn revisions(&self) -> &Revisions {
+    pub(crate) fn revisions(&self) -> &Revisions {
         &self.revisions
     }
 
     /// Renders, validates and plans one provider of `planner`'s round with the API server's kinds
     /// (pure but for discovery: once, and again, once, for a kind served by a CRD created since), off
     /// the async runtime.
-    pub async fn prepare(
+    pub(crate) async fn prepare(
         &self,
         planner: &mut Planner,
         target: &Target,
@@ -206,7 +206,7 @@ impl Reconciler {
 
     /// Reconciles one provider of `round` from its plan (or why it has none), up to `until` when it
     /// goes ahead of a provider it waits for.
-    pub async fn reconcile(
+    pub(crate) async fn reconcile(
         &self,
         target: &Target,
         prepared: Result<Prepared, ProviderError>,
@@ -229,7 +229,7 @@ impl Reconciler {
 
     /// The outcome of a provider that is not reconciled this time: blocked behind another, or refused
     /// before anything is read.
-    pub async fn not_reconciled(
+    pub(crate) async fn not_reconciled(
         &self,
         target: &Target,
         result: Result<ProviderState, ProviderError>,
@@ -360,7 +360,7 @@ impl Reconciler {
     /// From the watch cache (one watch of every CRD, which the applier needs anyway); when it has not
     /// listed within a few seconds, what it has (a name the API server then refuses is found again in
     /// the next pass, once it has).
-    pub async fn live_crds(&self) -> Vec<(String, CrdNames, Option<String>)> {
+    pub(crate) async fn live_crds(&self) -> Vec<(String, CrdNames, Option<String>)> {
         let (group, kind) = ("apiextensions.k8s.io", "CustomResourceDefinition");
         self.cache
             .ensure_watched(&ApiResource::erase::<CustomResourceDefinition>(&()), false);

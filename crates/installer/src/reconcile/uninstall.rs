@@ -19,7 +19,7 @@ const CRD: &str = "CustomResourceDefinition";
 impl Reconciler {
     /// One pass of `u`'s uninstall over every source recorded for its provider (the provider and its
     /// companion). Done when no inventory of the provider is left.
-    pub async fn uninstall(&self, u: &Uninstall, unmanaged: &Unmanaged) -> Removal {
+    pub(crate) async fn uninstall(&self, u: &Uninstall, unmanaged: &Unmanaged) -> Removal {
         let mut removal = Removal {
             name: u.name.clone(),
             ..Default::default()

@@ -21,34 +21,34 @@ use serde_json::{Value, json};
 use crate::source::ImageComponent;
 
 /// The release of a process started without one (the reference's default).
-pub const UNKNOWN_RELEASE: &str = "0.0.1-snapshot";
+pub(crate) const UNKNOWN_RELEASE: &str = "0.0.1-snapshot";
 
 /// At most this many revisions (the CRD's `maxItems`).
-pub const MAX_REVISIONS: usize = 16;
+pub(crate) const MAX_REVISIONS: usize = 16;
 /// The longest revision name (the CRD's `maxLength`).
 const MAX_NAME: usize = 255;
 
 /// One provider's part of a cluster-wide revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Component {
+pub(crate) struct Component {
     /// The provider's name (`cluster-api`, `aws`): letters, digits and `-`.
-    pub name: String,
+    pub(crate) name: String,
     /// Its content's digest (`Prepared::digest`).
-    pub digest: String,
+    pub(crate) digest: String,
     /// A profile of an image known by digest: what the revision lists for it.
-    pub image: Option<ImageComponent>,
+    pub(crate) image: Option<ImageComponent>,
 }
 
 /// What this pass wants installed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Desired {
+pub(crate) struct Desired {
     /// In install order.
-    pub components: Vec<Component>,
-    pub substitutions: BTreeMap<String, String>,
+    pub(crate) components: Vec<Component>,
+    pub(crate) substitutions: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum StatusError {
+pub(crate) enum StatusError {
     #[error(
         "ClusterAPI cluster: status.revisions would hold more than {MAX_REVISIONS} revisions; remove old ones once the newest is current"
     )]
@@ -60,7 +60,7 @@ pub enum StatusError {
 /// How a pass's revision went into `ClusterAPI/cluster` status: what the reference's revision
 /// controller's conditions say ([`Recording::result`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Recording {
+pub(crate) enum Recording {
     /// Nothing is installed on this platform (or the platform is not known yet): nothing to record.
     NotNeeded,
     /// `ClusterAPI/cluster` does not exist (or its kind is not served).
@@ -80,7 +80,7 @@ impl Recording {
     /// The reference's revision controller in the same situation: waiting for its object, an error
     /// it retries (it cannot render, or cannot write), one it does not (more than
     /// [`MAX_REVISIONS`], which needs an administrator), or done.
-    pub fn result(&self) -> ControllerResult {
+    pub(crate) fn result(&self) -> ControllerResult {
         match self {
             Recording::NotNeeded | Recording::Recorded => ControllerResult::Success,
             Recording::NoObject => ControllerResult::WaitingOnExternal("ClusterAPI cluster".into()),
@@ -111,7 +111,7 @@ impl Recording {
 
 /// The content ID of `desired`: sha256 over the components' digests in order, then the
 /// substitutions sorted by key (a change of either is a new revision, as in the reference).
-pub fn content_id(desired: &Desired) -> String {
+pub(crate) fn content_id(desired: &Desired) -> String {
     let parts: Vec<Value> = desired
         .components
         .iter()
@@ -125,7 +125,7 @@ pub fn content_id(desired: &Desired) -> String {
 
 /// `<release>-<first 8 of the content ID>-<n>`, the release cut so that the whole fits 255
 /// characters.
-pub fn revision_name(release: &str, content_id: &str, n: i64) -> String {
+pub(crate) fn revision_name(release: &str, content_id: &str, n: i64) -> String {
     let suffix = format!("-{}-{n}", &content_id[..content_id.len().min(8)]);
     let room = MAX_NAME.saturating_sub(suffix.len());
     let release: String = release.chars().take(room).collect();
@@ -136,7 +136,7 @@ pub fn revision_name(release: &str, content_id: &str, n: i64) -> String {
 /// unset), for `desired` of release `release`, observed at `generation`; `complete`: every
 /// provider of `desired` serves its digest. Fields of the status this installer does not write are
 /// kept.
-pub fn next_status(
+pub(crate) fn next_status(
     previous: &Value,
     release: &str,
     desired: &Desired,

@@ -1,9 +1,9 @@
 //! Status from outcomes: the ClusterOperator's conditions, `relatedObjects` and version, computed only
 //! from what the providers' reconciles returned ([`Outcome`]). Pure, except [`operator::write`].
 
-pub mod cluster_api;
-pub mod operator;
-pub mod provider;
+pub(crate) mod cluster_api;
+pub(crate) mod operator;
+pub(crate) mod provider;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -18,13 +18,14 @@ use crate::outcome::{Outcome, ProviderState};
 use crate::source::SourceId;
 
 /// A failure becomes `Degraded=True` only once it persists, never on one transient error.
-pub const DEGRADED_AFTER_ATTEMPTS: u32 = 3;
-pub const DEGRADED_AFTER: Duration = Duration::from_secs(120);
+pub(crate) const DEGRADED_AFTER_ATTEMPTS: u32 = 3;
+pub(crate) const DEGRADED_AFTER: Duration = Duration::from_secs(120);
 
-pub const NOT_IMPLEMENTED_MESSAGE: &str = "Cluster API is not yet implemented on this platform";
+pub(crate) const NOT_IMPLEMENTED_MESSAGE: &str =
+    "Cluster API is not yet implemented on this platform";
 
 /// A condition the installer writes: its reason is one of [`Reason`].
-pub type Condition = capi_openshift::Condition<Reason>;
+pub(crate) type Condition = capi_openshift::Condition<Reason>;
 
 fn condition(type_: &'static str, status: bool, reason: Reason, message: String) -> Condition {
     Condition::new(type_, status, reason, message)
@@ -33,31 +34,31 @@ fn condition(type_: &'static str, status: bool, reason: Reason, message: String)
 /// A provider that is no longer selected (its source was deleted, or the platform changed) whose objects
 /// are still in place: they are kept, never pruned, and reported.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unselected {
-    pub id: SourceId,
+pub(crate) struct Unselected {
+    pub(crate) id: SourceId,
     /// `name (type)` from its record, when it has one.
-    pub provider: Option<String>,
+    pub(crate) provider: Option<String>,
     /// Its objects' `cluster.x-k8s.io/provider` value, from its record.
-    pub label: Option<String>,
-    pub objects: usize,
+    pub(crate) label: Option<String>,
+    pub(crate) objects: usize,
 }
 
 /// What one reconcile observed: the input of every status.
-pub struct Observed<'a> {
-    pub desired: &'a Desired,
+pub(crate) struct Observed<'a> {
+    pub(crate) desired: &'a Desired,
     /// Wanted providers without a source.
-    pub missing: &'a [Wanted],
-    pub outcomes: &'a [Outcome],
-    pub unselected: &'a [Unselected],
+    pub(crate) missing: &'a [Wanted],
+    pub(crate) outcomes: &'a [Outcome],
+    pub(crate) unselected: &'a [Unselected],
     /// The `cluster.x-k8s.io/provider` values of the providers asked for by `InfrastructureProvider`
     /// objects beyond the platform's: reported everywhere, but they do not decide `Available` (a broken
     /// extra provider degrades the operator; it does not make Cluster API unavailable for the
     /// platform).
-    pub extra: &'a BTreeSet<String>,
+    pub(crate) extra: &'a BTreeSet<String>,
     /// Uninstalls in progress.
-    pub removals: &'a [Removal],
+    pub(crate) removals: &'a [Removal],
     /// How this pass's revision went into `ClusterAPI/cluster` status.
-    pub recording: &'a cluster_api::Recording,
+    pub(crate) recording: &'a cluster_api::Recording,
 }
 
 impl Observed<'_> {
@@ -115,7 +116,7 @@ impl Observed<'_> {
 }
 
 /// The four top-level conditions plus the reference's installer conditions, in a fixed order.
-pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
+pub(crate) fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
     let all: Vec<&Outcome> = observed.outcomes.iter().collect();
     let (available, progressing, degraded) = match observed.desired {
         Desired::WaitingForPlatform => {
@@ -184,14 +185,14 @@ pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
 /// The reference's installer controller, which applies revisions: its conditions
 /// (`InstallerControllerProgressing`, `InstallerControllerAvailable`) say how this pass applied the
 /// providers.
-pub const INSTALLER_CONTROLLER: &str = "InstallerController";
+pub(crate) const INSTALLER_CONTROLLER: &str = "InstallerController";
 /// The reference's revision controller, which records revisions in `ClusterAPI/cluster` status.
-pub const REVISION_CONTROLLER: &str = "RevisionController";
+pub(crate) const REVISION_CONTROLLER: &str = "RevisionController";
 
 /// How this pass ended for each of the reference's two controllers, whose work this installer does
 /// in one pass: [`INSTALLER_CONTROLLER`] from the providers' outcomes, [`REVISION_CONTROLLER`] from
 /// the recording of the revision.
-pub fn controllers(observed: &Observed<'_>) -> [(&'static str, ControllerResult); 2] {
+pub(crate) fn controllers(observed: &Observed<'_>) -> [(&'static str, ControllerResult); 2] {
     let platform = || ControllerResult::WaitingOnExternal("Infrastructure PlatformStatus".into());
     let (installer, revision) = match observed.desired {
         Desired::WaitingForPlatform => (platform(), platform()),
@@ -307,7 +308,7 @@ fn upgradeable(degraded: &Condition, unselected: &[Unselected]) -> Condition {
 
 /// Whether every provider is installed and ready at the current content: then, and only then, the
 /// operator is at the release it runs (`versions[operator]`).
-pub fn at_release(missing: &[Wanted], outcomes: &[Outcome]) -> bool {
+pub(crate) fn at_release(missing: &[Wanted], outcomes: &[Outcome]) -> bool {
     missing.is_empty()
         && outcomes
             .iter()
@@ -510,7 +511,11 @@ fn not_serving_message(o: &Outcome) -> String {
 
 /// `relatedObjects`: the installer's namespace, the providers' namespace and the
 /// `InfrastructureProvider` objects, then every provider's related objects without duplicates.
-pub fn related(installer_namespace: &str, namespace: &str, outcomes: &[Outcome]) -> Vec<Value> {
+pub(crate) fn related(
+    installer_namespace: &str,
+    namespace: &str,
+    outcomes: &[Outcome],
+) -> Vec<Value> {
     let mut seen = BTreeSet::new();
     let mut out = vec![
         json!({"group": "", "resource": "namespaces", "name": installer_namespace}),

@@ -13,7 +13,7 @@ use crate::names::FIELD_MANAGER;
 
 /// Builds the `status`, keeping `lastTransitionTime` of every condition whose status did not change,
 /// so that an unchanged world produces an identical status (and no write).
-pub fn cluster_operator_status<R: AsRef<str>>(
+pub(crate) fn cluster_operator_status<R: AsRef<str>>(
     conditions: &[capi_openshift::Condition<R>],
     current: Option<&Value>,
     now: &str,
@@ -40,7 +40,7 @@ pub fn cluster_operator_status<R: AsRef<str>>(
 /// timestamps is noise, and the installer promises zero writes in steady state). Conditions of other
 /// types, written by other components with their own field manager, are not compared: server-side
 /// apply keeps them, and comparing them would make the installer write forever.
-pub fn differs(a: Option<&Value>, b: &Value) -> bool {
+pub(crate) fn differs(a: Option<&Value>, b: &Value) -> bool {
     let other = |v: &Value, key: &str| match v.get(key) {
         Some(x) if !x.is_null() && *x != json!([]) => Some(x.clone()),
         _ => None,
@@ -59,7 +59,7 @@ pub fn differs(a: Option<&Value>, b: &Value) -> bool {
 /// Writes the status (creating the ClusterOperator when missing) when it differs from the live one:
 /// the installer's `conditions`, then the reference's per-controller pair of each of `controllers`
 /// (whose `Available` may be kept from the live status, so they are built here).
-pub async fn write(
+pub(crate) async fn write(
     client: &Client,
     conditions: &[Condition],
     controllers: &[(&str, ControllerResult)],

@@ -19,22 +19,22 @@ use crate::outcome::Outcome;
 use crate::outcome::Removal;
 
 /// What one object's status is made of.
-pub struct ProviderView<'a> {
-    pub request: &'a Request,
-    pub role: &'a Role,
-    pub desired: &'a Desired,
+pub(crate) struct ProviderView<'a> {
+    pub(crate) request: &'a Request,
+    pub(crate) role: &'a Role,
+    pub(crate) desired: &'a Desired,
     /// The outcomes of its provider's sources (the provider and its companion).
-    pub outcomes: Vec<&'a Outcome>,
+    pub(crate) outcomes: Vec<&'a Outcome>,
     /// No source provides it.
-    pub missing: bool,
+    pub(crate) missing: bool,
     /// Its uninstall, while it runs.
-    pub removal: Option<&'a Removal>,
+    pub(crate) removal: Option<&'a Removal>,
     /// The revision of its provider that is live and was fully rolled out.
-    pub revision: Option<u32>,
+    pub(crate) revision: Option<u32>,
 }
 
 /// The conditions of one object.
-pub fn conditions(view: &ProviderView<'_>) -> Vec<Condition> {
+pub(crate) fn conditions(view: &ProviderView<'_>) -> Vec<Condition> {
     let name = &view.request.name;
     let [available, progressing, degraded] = match (view.role, view.desired) {
         (Role::Invalid(problem), _) => [
@@ -161,7 +161,7 @@ fn version(view: &ProviderView<'_>) -> Option<String> {
 }
 
 /// The whole `status`, keeping `lastTransitionTime` of every condition whose status did not change.
-pub fn status(view: &ProviderView<'_>, current: Option<&Value>, now: &str) -> Value {
+pub(crate) fn status(view: &ProviderView<'_>, current: Option<&Value>, now: &str) -> Value {
     let conditions = shared::render(&conditions(view), current, now);
     let generation = view.request.generation;
     let conditions: Vec<Value> = conditions
@@ -201,7 +201,7 @@ pub fn status(view: &ProviderView<'_>, current: Option<&Value>, now: &str) -> Va
 
 /// Whether the live status differs from the desired one, timestamps aside (the installer is the only
 /// writer of this status, so all of it is compared).
-pub fn differs(current: Option<&Value>, desired: &Value) -> bool {
+pub(crate) fn differs(current: Option<&Value>, desired: &Value) -> bool {
     let without_conditions = |v: &Value| {
         let mut v = v.clone();
         if let Some(m) = v.as_object_mut() {
@@ -219,7 +219,7 @@ pub fn differs(current: Option<&Value>, desired: &Value) -> bool {
 
 /// Writes `status` on `InfrastructureProvider/name` when it differs from `current` (ignoring
 /// timestamps). A missing object (deleted meanwhile) is not an error.
-pub async fn write(
+pub(crate) async fn write(
     client: &Client,
     name: &str,
     current: Option<&Value>,

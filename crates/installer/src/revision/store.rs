@@ -15,7 +15,7 @@ use super::{DEFAULT_KEPT, LABEL, RevisionLog, RollbackRequest, Stored, configmap
 use crate::names::FIELD_MANAGER;
 use crate::source::SourceId;
 
-pub struct Revisions {
+pub(crate) struct Revisions {
     client: Client,
     namespace: String,
     live: reflector::Store<ConfigMap>,
@@ -26,7 +26,7 @@ pub struct Revisions {
 
 impl Revisions {
     /// `live` is a watch of the ConfigMaps labelled [`LABEL`] in `namespace` (the caller runs it).
-    pub fn new(client: Client, namespace: &str, live: reflector::Store<ConfigMap>) -> Self {
+    pub(crate) fn new(client: Client, namespace: &str, live: reflector::Store<ConfigMap>) -> Self {
         Revisions {
             client,
             namespace: namespace.to_string(),
@@ -44,7 +44,7 @@ impl Revisions {
     /// The revisions of `id` (memory, else the stored ones, else none yet) and the rollback request
     /// the ConfigMap holds now. A log that cannot be read starts afresh (logged): rollback needs
     /// trustworthy history, and a corrupt one must not block the provider.
-    pub fn load(&self, id: &SourceId, source: &str, provider: &str) -> Stored {
+    pub(crate) fn load(&self, id: &SourceId, source: &str, provider: &str) -> Stored {
         let live = self.live(id).map(|cm| Stored::from_configmap(&cm));
         let request: Option<RollbackRequest> = match &live {
             Some(Ok(stored)) => stored.request.clone(),
@@ -71,7 +71,7 @@ impl Revisions {
     }
 
     /// The current revision of `id`, as last recorded.
-    pub fn current(&self, id: &SourceId) -> Option<u32> {
+    pub(crate) fn current(&self, id: &SourceId) -> Option<u32> {
         if let Some(s) = self.memory.lock().expect("revisions").get(id) {
             return s.log.current;
         }
@@ -82,7 +82,7 @@ impl Revisions {
 
     /// Writes `stored` when it differs from what this process last wrote (the content that does not
     /// fit the ConfigMap is dropped first, see [`super::select_contents`]).
-    pub async fn save(&self, id: &SourceId, stored: &mut Stored) -> Result<(), kube::Error> {
+    pub(crate) async fn save(&self, id: &SourceId, stored: &mut Stored) -> Result<(), kube::Error> {
         let (data, binary) = stored.encode(self.kept);
         let same = |m: &Stored| m.log == stored.log && m.contents == stored.contents;
         let remembered = self.memory.lock().expect("revisions").get(id).map(same);
@@ -141,7 +141,7 @@ impl Revisions {
     }
 
     /// Deletes the revisions of a source that is gone (uninstalled).
-    pub async fn remove(&self, id: &SourceId) -> Result<(), kube::Error> {
+    pub(crate) async fn remove(&self, id: &SourceId) -> Result<(), kube::Error> {
         self.memory.lock().expect("revisions").remove(id);
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
         match api

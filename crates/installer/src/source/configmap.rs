@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{Payload, ProviderSource, SourceCatalog, SourceError, SourceId};
 
 /// The label selector of the ConfigMap watch: every ConfigMap that declares a provider.
-pub const SELECTOR: &str = LABEL_NAME;
+pub(crate) const SELECTOR: &str = LABEL_NAME;
 
 /// The provider a ConfigMap declares with its labels; `None` without a name or with an unknown type.
 pub fn candidate(cm: &ConfigMap) -> Option<ProviderSource> {
@@ -53,9 +53,9 @@ pub fn payload(configmap: &Value) -> Result<Payload, SourceError> {
 }
 
 /// The transport ConfigMaps of the installer's namespace, from a watch cache.
-pub struct ConfigMapCatalog {
-    pub store: reflector::Store<ConfigMap>,
-    pub namespace: String,
+pub(crate) struct ConfigMapCatalog {
+    pub(crate) store: reflector::Store<ConfigMap>,
+    pub(crate) namespace: String,
 }
 
 impl SourceCatalog for ConfigMapCatalog {

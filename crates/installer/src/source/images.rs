@@ -17,17 +17,20 @@ use capi_manifests::image::ImagesError;
 use crate::render::Images;
 
 /// The ConfigMap of the release's images, in the installer's namespace (the reference's name).
-pub const IMAGES_CONFIGMAP: &str = "capi-installer-images";
+pub(crate) const IMAGES_CONFIGMAP: &str = "capi-installer-images";
 
 pub use capi_manifests::image_volume::{MOUNT_ROOT, volume_name};
 
 /// `ConfigMap <namespace>/capi-installer-images`, as errors name it.
-pub fn configmap_origin(namespace: &str) -> String {
+pub(crate) fn configmap_origin(namespace: &str) -> String {
     format!("ConfigMap {namespace}/{IMAGES_CONFIGMAP}")
 }
 
 /// The release's images from the ConfigMap: every value an image reference, every bad key named.
-pub fn from_configmap(namespace: &str, configmap: &ConfigMap) -> Result<Images, ImagesError> {
+pub(crate) fn from_configmap(
+    namespace: &str,
+    configmap: &ConfigMap,
+) -> Result<Images, ImagesError> {
     let binary: Vec<String> = configmap
         .binary_data
         .iter()
@@ -71,7 +74,7 @@ pub async fn read(client: &Client, namespace: &str) -> Result<Images, ReadError>
 }
 
 /// The release image whose volume is folder `folder`, if any.
-pub fn image_of_folder<'a>(images: &'a Images, folder: &str) -> Option<&'a str> {
+pub(crate) fn image_of_folder<'a>(images: &'a Images, folder: &str) -> Option<&'a str> {
     images
         .values()
         .find(|r| volume_name(r) == folder)

@@ -31,7 +31,7 @@ impl SourceId {
     /// ConfigMap key). A ConfigMap source keeps its bare name, the key earlier versions wrote; another
     /// kind must use a form no ConfigMap name can take (names have no `_` and no capitals), e.g.
     /// `profile_aws`.
-    pub fn inventory_key(&self) -> String {
+    pub(crate) fn inventory_key(&self) -> String {
         match self {
             SourceId::ConfigMap(name) => name.clone(),
             SourceId::Profile(p) => format!("{PROFILE_KEY_PREFIX}{}_{}", p.image, p.profile),
@@ -40,7 +40,7 @@ impl SourceId {
 
     /// The transport ConfigMap this source is, if it is one (the bundle policy protects every such
     /// ConfigMap from being written by a bundle).
-    pub fn configmap(&self) -> Option<&str> {
+    pub(crate) fn configmap(&self) -> Option<&str> {
         match self {
             SourceId::ConfigMap(name) => Some(name),
             SourceId::Profile(_) => None,
@@ -48,7 +48,7 @@ impl SourceId {
     }
 
     /// The inverse of [`Self::inventory_key`].
-    pub fn from_inventory_key(key: &str) -> Option<SourceId> {
+    pub(crate) fn from_inventory_key(key: &str) -> Option<SourceId> {
         // The image folder is a DNS label (no `_`), so the first `_` after the prefix ends it.
         match key.strip_prefix(PROFILE_KEY_PREFIX) {
             Some(rest) => {
@@ -103,7 +103,7 @@ impl ProviderSource {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Payload {
     /// Where it came from, as errors name it: `ConfigMap openshift-cluster-api/aws`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// Multi-document YAML of the provider's components.
     pub components: String,
     /// The reference the components use for the provider's own image (a profile's `selfImageRef`),
@@ -112,11 +112,11 @@ pub struct Payload {
     pub self_image_ref: Option<String>,
     /// The image the components came from (a profile's image volume named after a release image):
     /// its own reference, as the reference substitutes for `selfImageRef`.
-    pub image: Option<String>,
+    pub(crate) image: Option<String>,
     /// The version the source declared when these components were read from it. The source may have
     /// changed since the round selected it (a watch event between the two reads): what is recorded
     /// and reported for this content is this version, not the selected source's.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
 }
 
 /// A source that cannot be read.
@@ -150,11 +150,11 @@ pub trait SourceCatalog: Send + Sync {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageComponent {
     /// The profile's metadata name (`cluster-api-provider-aws`), as the reference names components.
-    pub name: String,
+    pub(crate) name: String,
     /// The image's reference, by digest.
-    pub image: String,
+    pub(crate) image: String,
     /// The profile's folder name in the image (`default`).
-    pub profile: String,
+    pub(crate) profile: String,
 }
 
 /// One provider to reconcile: the source the cluster's wants selected, with what the want adds.
@@ -168,7 +168,7 @@ pub struct Target {
 impl Target {
     /// This target with the version its source declared when `payload` was read (see
     /// [`Payload::version`]); unchanged when it could not be read.
-    pub fn as_read(&self, payload: &Result<Payload, SourceError>) -> Target {
+    pub(crate) fn as_read(&self, payload: &Result<Payload, SourceError>) -> Target {
         let mut read = self.clone();
         if let Ok(p) = payload {
             read.source.version = p.version.clone();
@@ -196,7 +196,7 @@ pub struct Selection {
 
 impl Selection {
     /// Every source selected, refused ones included (their objects are not "unselected").
-    pub fn ids(&self) -> std::collections::BTreeSet<SourceId> {
+    pub(crate) fn ids(&self) -> std::collections::BTreeSet<SourceId> {
         self.targets
             .iter()
             .map(|t| t.source.id.clone())
@@ -209,7 +209,7 @@ impl Selection {
 /// do, one provides the provider and the others are refused; the choice is stable so that the two never
 /// take turns: the source that owns objects (in `owners`), else a transport ConfigMap before a profile,
 /// else the oldest, else the first by id. Pure.
-pub fn select(
+pub(crate) fn select(
     wants: &[Wanted],
     candidates: &[ProviderSource],
     owners: &std::collections::BTreeSet<SourceId>,

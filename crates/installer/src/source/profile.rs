@@ -25,20 +25,20 @@ use crate::render::Images;
 /// Larger files are refused before they are read: the resource budget that every provider's
 /// components pass when parsed ([`Budget`]) refuses them anyway (the largest real profile, core, is
 /// 0.7 MB).
-pub const MAX_MANIFESTS_BYTES: u64 = Budget::DEFAULT_MAX_BYTES as u64;
+pub(crate) const MAX_MANIFESTS_BYTES: u64 = Budget::DEFAULT_MAX_BYTES as u64;
 const MAX_METADATA_BYTES: u64 = 64 << 10;
 
 /// Where a profile lives: `DIR/<image>/capi-operator-manifests/<profile>`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProfileRef {
     /// The image's folder under `--profiles-dir` (a DNS label, as the reference's volume names).
-    pub image: String,
-    pub profile: String,
+    pub(crate) image: String,
+    pub(crate) profile: String,
 }
 
 impl ProfileRef {
     /// `DIR/<image>/capi-operator-manifests/<profile>`.
-    pub fn dir(&self, root: &Path) -> PathBuf {
+    pub(crate) fn dir(&self, root: &Path) -> PathBuf {
         root.join(&self.image)
             .join(PROFILES_DIR)
             .join(&self.profile)
@@ -55,15 +55,15 @@ impl fmt::Display for ProfileRef {
 /// A profile read from disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
-    pub id: ProfileRef,
+    pub(crate) id: ProfileRef,
     /// `DIR/<image>/capi-operator-manifests/<profile>/manifests.yaml`, as errors name it.
-    pub manifests_path: PathBuf,
+    pub(crate) manifests_path: PathBuf,
     pub metadata: ProfileMetadata,
     /// The reference of the image its folder holds, when the folder is the volume of a release
     /// image ([`images::volume_name`]); `None` for a folder named otherwise (laid out by hand).
-    pub image: Option<String>,
+    pub(crate) image: Option<String>,
     /// The objects, or why they cannot be read (reported as that provider's failure).
-    pub manifests: Result<String, ProfileProblem>,
+    pub(crate) manifests: Result<String, ProfileProblem>,
 }
 
 impl Profile {
@@ -72,7 +72,7 @@ impl Profile {
     /// (`ocpPlatform: AWS` → `aws`), the name a transport ConfigMap of the same provider carries.
     /// The type comes from `attributes.type`; without it, a profile with an `ocpPlatform` is an
     /// infrastructure provider.
-    pub fn provider(&self) -> Result<(String, ProviderType), ProfileProblem> {
+    pub(crate) fn provider(&self) -> Result<(String, ProviderType), ProfileProblem> {
         let problem = |message: String| ProfileProblem::Unusable {
             id: self.id.clone(),
             message,
@@ -124,21 +124,21 @@ pub enum ProfileProblem {
 
 /// Everything found under `--profiles-dir`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// Profiles with readable metadata, by image folder name.
-    pub profiles: Vec<Profile>,
+    pub(crate) profiles: Vec<Profile>,
     /// Profiles that exist but whose provider cannot be told; reported, never silently skipped.
-    pub problems: Vec<ProfileProblem>,
+    pub(crate) problems: Vec<ProfileProblem>,
     /// Image folders without this profile (an image of another component, or a placeholder image
     /// without manifests, as the release ships for unsupported architectures): logged.
-    pub skipped: Vec<String>,
+    pub(crate) skipped: Vec<String>,
 }
 
 /// Reads the profiles of every image folder under `root`, in folder name order, and within an image
 /// in profile name order, as the reference scans its image volumes: every profile (`only: None`), or
 /// the one named `only` (`--profile`). An error only when `root` itself cannot be read; everything
 /// below it is a [`Scan`] entry.
-pub fn scan(root: &Path, only: Option<&str>) -> std::io::Result<Scan> {
+pub(crate) fn scan(root: &Path, only: Option<&str>) -> std::io::Result<Scan> {
     let mut scan = Scan::default();
     for (image, path) in children(root)? {
         if !path.is_dir() {
@@ -283,7 +283,7 @@ pub struct ProfileCatalog {
 }
 
 impl ProfileCatalog {
-    pub fn new(scan: Scan) -> Self {
+    pub(crate) fn new(scan: Scan) -> Self {
         let mut catalog = ProfileCatalog {
             problems: scan.problems,
             skipped: scan.skipped,
@@ -315,7 +315,7 @@ impl ProfileCatalog {
 
     /// Tells each profile the reference of its image: the release image whose volume its folder is
     /// ([`images::image_of_folder`]).
-    pub fn with_images(mut self, release: &Images) -> Self {
+    pub(crate) fn with_images(mut self, release: &Images) -> Self {
         for (_, profile) in &mut self.entries {
             profile.image = images::image_of_folder(release, &profile.id.image).map(str::to_string);
         }
