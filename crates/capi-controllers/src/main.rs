@@ -61,6 +61,8 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: RunArgs) -> Result<()> {
+    // First: a SIGTERM that comes before the handler is lost (the process is its container's PID 1).
+    let shutdown = capi_runtime::Shutdown::on_signal();
     capi_runtime::process::init_logging(args.log.log_format);
     let loaded = capi_runtime::process::config(&args.kube, &user_agent()).await?;
     // The kubeconfig for Cluster API points where this pod's own client points, with the same CA.
@@ -85,6 +87,7 @@ async fn run(args: RunArgs) -> Result<()> {
         http: args.http,
         registry: Arc::new(registry),
         process: metrics.process.clone(),
+        shutdown,
     };
     capi_runtime::run(runtime, |shutdown| async move {
         // Built only now: a standby keeps no watches open.

@@ -31,6 +31,8 @@ pub struct DeployerArgs {
 }
 
 pub async fn main(args: DeployerArgs) -> Result<()> {
+    // First: a SIGTERM that comes before the handler is lost (the process is its container's PID 1).
+    let shutdown = capi_runtime::Shutdown::on_signal();
     capi_runtime::process::init_logging(args.log.log_format);
     capi_manifests::image::parse(&args.installer_image)
         .map_err(|e| anyhow::anyhow!("--installer-image: {e}"))?;
@@ -61,6 +63,7 @@ pub async fn main(args: DeployerArgs) -> Result<()> {
         http: args.http,
         registry: Arc::new(registry),
         process,
+        shutdown,
     };
     capi_runtime::run(runtime, |shutdown| async move {
         deployment::run(client, config, shutdown.requested()).await;

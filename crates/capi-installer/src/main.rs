@@ -130,6 +130,8 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: RunArgs) -> Result<()> {
+    // First: a SIGTERM that comes before the handler is lost (the process is its container's PID 1).
+    let shutdown = capi_runtime::Shutdown::on_signal();
     capi_runtime::process::init_logging(args.log.log_format);
     let images = args
         .images_json
@@ -202,6 +204,7 @@ async fn run(args: RunArgs) -> Result<()> {
         http: args.http,
         registry: Arc::new(registry),
         process: metrics.process.clone(),
+        shutdown,
     };
     capi_runtime::run(runtime, |shutdown| async move {
         // Before a single watch starts: what an earlier release kept among the providers'.

@@ -245,6 +245,15 @@ fn scrape_wiring(component: &str) {
         pod["spec"]["terminationGracePeriodSeconds"], 60,
         "{component}"
     );
+    // Liveness counts only once the process answers: a starved replica took 37 s to start.
+    let startup = &container["startupProbe"];
+    assert_eq!(startup["httpGet"], container["livenessProbe"]["httpGet"]);
+    let budget =
+        startup["periodSeconds"].as_u64().unwrap() * startup["failureThreshold"].as_u64().unwrap();
+    assert!(
+        budget >= 300,
+        "{component}'s startup probe gives {budget} s"
+    );
 
     // The namespace is monitored by cluster monitoring.
     let (_, namespace) = find(&docs, "Namespace", ns);

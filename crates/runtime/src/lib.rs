@@ -23,6 +23,7 @@
 //! # use std::sync::Arc;
 //! # async fn example(args_kube: capi_runtime::args::KubeArgs, leader: capi_runtime::args::LeaderElectionArgs,
 //! #     http: capi_runtime::args::HttpArgs, log: capi_runtime::args::LogArgs) -> Result<(), capi_runtime::Error> {
+//! let shutdown = capi_runtime::Shutdown::on_signal(); // first: a SIGTERM before it is lost
 //! capi_runtime::process::init_logging(log.log_format);
 //! let config = capi_runtime::process::config(&args_kube, "my-binary/0.1.0").await?.config;
 //! let client = kube::Client::try_from(config.clone()).map_err(capi_runtime::Error::Client)?;
@@ -37,6 +38,7 @@
 //!     http,
 //!     registry: Arc::new(registry),
 //!     process,
+//!     shutdown,
 //! };
 //! capi_runtime::run(runtime, |shutdown| async move {
 //!     // Built only now: a standby keeps no watches open.

@@ -63,21 +63,27 @@ pub(crate) fn colour(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> b
     is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
-/// Resolves on SIGTERM (the kubelet stopping the pod) or SIGINT (Ctrl-C).
-pub(crate) async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(e) => {
-            // Not expected on Unix; without the handler SIGTERM still ends the process (uncleanly).
-            tracing::warn!(error = %e, "cannot handle SIGTERM");
-            let _ = tokio::signal::ctrl_c().await;
-            tracing::info!("interrupted: shutting down");
-            return;
+/// Installs the SIGTERM handler at once and returns what resolves on SIGTERM (the kubelet stopping the
+/// pod) or SIGINT (Ctrl-C). At once, not when the future is first polled: the process is PID 1 of its
+/// container, and the kernel drops a signal sent to PID 1 that has no handler, so a SIGTERM that came
+/// before would be lost and the kubelet would kill the process at the end of the grace period.
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+    async move {
+        let mut term = match term {
+            Ok(term) => term,
+            Err(e) => {
+                // Not expected on Unix; without the handler SIGTERM still ends the process (uncleanly).
+                tracing::warn!(error = %e, "cannot handle SIGTERM");
+                let _ = tokio::signal::ctrl_c().await;
+                tracing::info!("interrupted: shutting down");
+                return;
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: shutting down"),
         }
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: shutting down"),
     }
 }
 

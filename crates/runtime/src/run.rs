@@ -28,6 +28,8 @@ pub struct Runtime {
     pub registry: Arc<Registry>,
     /// The process's own series in that registry ([`ProcessMetrics::register`]).
     pub process: ProcessMetrics,
+    /// When to stop: [`Shutdown::on_signal`], made first thing in the binary.
+    pub shutdown: Shutdown,
 }
 
 /// Why a process could not start or run.
@@ -60,11 +62,15 @@ pub enum Error {
 pub struct Shutdown(watch::Receiver<bool>);
 
 impl Shutdown {
-    /// A shutdown that happens on SIGTERM or SIGINT.
-    pub(crate) fn on_signal() -> Shutdown {
+    /// A shutdown that happens on SIGTERM or SIGINT, the handler installed now. A binary calls this
+    /// first, before it reads its inputs or reaches the API server: until then a SIGTERM is lost (see
+    /// `process::shutdown_signal`), and on a node short of CPU the kubelet's probes gave up on a
+    /// process, and sent it SIGTERM, before it had logged its first line.
+    pub fn on_signal() -> Shutdown {
         let (stop, stopped) = watch::channel(false);
+        let signal = crate::process::shutdown_signal();
         tokio::spawn(async move {
-            crate::process::shutdown_signal().await;
+            signal.await;
             let _ = stop.send(true);
         });
         Shutdown(stopped)
@@ -149,6 +155,7 @@ where
         http: http_args,
         registry,
         process,
+        shutdown,
     } = runtime;
     let timing = leader.timing();
     if leader.leader_elect {
@@ -159,7 +166,6 @@ where
     let ready = Readiness::default();
     http::serve_health(http_args.http_addr, ready.clone()).await?;
     http::serve_metrics(&http_args, registry, client.clone()).await?;
-    let shutdown = Shutdown::on_signal();
     let finish = |result: Result<(), E>| result.map_err(|e| Error::Controller(e.into()));
 
     if !leader.leader_elect {
@@ -374,5 +380,29 @@ mod tests {
         let started = tokio::time::Instant::now();
         assert_eq!(stop_within(STOP_WITHIN, shutdown, controller).await, Ok(()));
         assert_eq!(started.elapsed(), STOP_WITHIN * 10);
+    }
+}
+
+#[cfg(test)]
+mod signal_tests {
+    use std::time::Duration;
+
+    use super::Shutdown;
+
+    /// A SIGTERM that comes right after [`Shutdown::on_signal`], before the runtime has run anything
+    /// (a current-thread runtime runs the spawned listener only when this test yields), is seen. Were
+    /// the handler installed only when the listener first ran, the signal's default action would end
+    /// this test process (and a container's PID 1 would drop it).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_sigterm_right_after_on_signal_is_not_lost() {
+        let shutdown = Shutdown::on_signal();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &std::process::id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        tokio::time::timeout(Duration::from_secs(30), shutdown.requested())
+            .await
+            .expect("the SIGTERM is seen");
     }
 }
