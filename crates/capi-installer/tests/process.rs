@@ -734,8 +734,18 @@ async fn run_reads_the_images_configmap_and_refuses_a_malformed_one() {
         )) && errors[0].ends_with("; binaryData key \"extra-controllers\": an image reference is text, under data"),
         "{log}"
     );
-    // Nothing written: no Lease taken, no object touched.
-    let writes = installer_writes(&cp.audit_events().unwrap(), Some(mark));
+    // Nothing written: no Lease taken, nothing in its namespace. (Only there: the other tests of this
+    // file run installers on the same control plane meanwhile, with the same user agent, and their
+    // cluster-wide writes cannot be told apart from this replica's; it exits before it campaigns, so
+    // it reaches none.)
+    let writes: Vec<_> = installer_writes(&cp.audit_events().unwrap(), Some(mark))
+        .into_iter()
+        .filter(|w| {
+            w.object_ref
+                .as_ref()
+                .is_some_and(|o| o.namespace.as_deref() == Some(ns))
+        })
+        .collect();
     assert!(
         writes.is_empty(),
         "{:?}",
