@@ -15,7 +15,7 @@ use control_plane::{ControlPlane, ControlPlaneOptions, NodeOptions};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use test_support::*;
@@ -522,11 +522,50 @@ async fn available_or_why(admin: &Client) -> serde_json::Value {
                     serde_json::to_string(&c.state).unwrap_or_default(),
                     serde_json::to_string(&c.last_state).unwrap_or_default()
                 ));
+                // The installer's own account of where it is (its log through the kubelet).
+                if ns == INSTALLER_NS {
+                    let tail = LogParams {
+                        container: Some(c.name.clone()),
+                        tail_lines: Some(25),
+                        ..LogParams::default()
+                    };
+                    let pods_api = Api::<Pod>::namespaced(admin.clone(), ns);
+                    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+                    let log = match tokio::time::timeout(
+                        Duration::from_secs(20),
+                        pods_api.logs(&pod_name, &tail),
+                    )
+                    .await
+                    {
+                        Ok(Ok(log)) => log,
+                        Ok(Err(e)) => format!("(no log: {e})"),
+                        Err(_) => "(no log within 20 s)".to_string(),
+                    };
+                    pods.push(format!("  log of {name}:\n{log}"));
+                }
             }
         }
     }
+    let deployments: Vec<String> = Api::<Deployment>::namespaced(admin.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .iter()
+        .map(|d| {
+            let status = d.status.clone().unwrap_or_default();
+            format!(
+                "{}: replicas {:?}, ready {:?}, available {:?}",
+                d.name_any(),
+                status.replicas,
+                status.ready_replicas,
+                status.available_replicas
+            )
+        })
+        .collect();
     panic!(
-        "ClusterOperator cluster-api not Available after {T:?}: {conditions:#}\npods:\n{}",
-        pods.join("\n")
+        "ClusterOperator cluster-api not Available after {T:?}: {conditions:#}\npods:\n{}\ndeployments in {NS}:\n{}",
+        pods.join("\n"),
+        deployments.join("\n")
     );
 }
