@@ -39,11 +39,11 @@ use crate::source::images::{self, IMAGES_CONFIGMAP};
 use crate::unmanaged;
 
 /// The installer's Deployment (the reference's name).
-pub const DEPLOYMENT: &str = "capi-installer";
+pub(crate) const DEPLOYMENT: &str = "capi-installer";
 /// Its container, into which the images are mounted.
-pub const CONTAINER: &str = "capi-installer";
+pub(crate) const CONTAINER: &str = "capi-installer";
 /// The deployer's field manager (the reference's is `capi-operator-installer-deployment`).
-pub const FIELD_MANAGER: &str = "capi-installer-deployer";
+pub(crate) const FIELD_MANAGER: &str = "capi-installer-deployer";
 /// The deployer's Lease, beside the installer's.
 pub const LEADER_LEASE: &str = "capi-installer-deployer-leader";
 
@@ -69,7 +69,7 @@ pub struct DeployerConfig {
 
 /// Why the Deployment was not applied.
 #[derive(Debug, thiserror::Error)]
-pub enum DeploymentError {
+pub(crate) enum DeploymentError {
     #[error(
         "{origin}: the ConfigMap is not there (the release payload applies it); Deployment {namespace}/{DEPLOYMENT} left as it is"
     )]
@@ -96,7 +96,7 @@ pub enum DeploymentError {
 
 /// The images the installer's pod mounts: every release image and every image a kept revision
 /// names (`cluster_api_status`: the status of `ClusterAPI/cluster`, `Value::Null` without one).
-pub fn mounted_images(release: &Images, cluster_api_status: &Value) -> BTreeSet<String> {
+pub(crate) fn mounted_images(release: &Images, cluster_api_status: &Value) -> BTreeSet<String> {
     let mut all = image_volume::revision_images(cluster_api_status);
     all.extend(release.values().cloned());
     all
@@ -107,7 +107,7 @@ pub fn mounted_images(release: &Images, cluster_api_status: &Value) -> BTreeSet<
 /// here), in `config.namespace`, with the installer's image and release, and, when there is any
 /// image, the image volumes and the flags that read them (`--profiles-dir`, only the release's
 /// folders: the others are kept for earlier revisions).
-pub fn desired(
+pub(crate) fn desired(
     config: &DeployerConfig,
     release: &Images,
     cluster_api_status: &Value,
