@@ -188,14 +188,7 @@ impl Installer {
             "InfrastructureProviders",
             wake.clone(),
         );
-        let (cluster_api, cluster_api_watch) = OptionalKind::start(
-            client.clone(),
-            &unmanaged::cluster_api_resource(),
-            watcher::Config::default()
-                .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
-            "ClusterAPI cluster",
-            wake.clone(),
-        );
+        let (cluster_api, cluster_api_watch) = watch_cluster_api(&client, &wake);
         let (apiserver, apiserver_watch) = OptionalKind::start(
             client.clone(),
             &capi_openshift::resources::api_resource(&APISERVER),
@@ -653,6 +646,22 @@ impl Installer {
         }
         *logged = lines;
     }
+}
+
+/// `ClusterAPI/cluster`, watched by name; the kind may not be served ([`OptionalKind`]). The installer
+/// reads its unmanaged CRDs, the deployer the images its revisions still name.
+pub(crate) fn watch_cluster_api(
+    client: &Client,
+    wake: &Arc<Notify>,
+) -> (OptionalKind, tokio::task::JoinHandle<()>) {
+    OptionalKind::start(
+        client.clone(),
+        &unmanaged::cluster_api_resource(),
+        watcher::Config::default()
+            .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
+        "ClusterAPI cluster",
+        wake.clone(),
+    )
 }
 
 /// `Infrastructure/cluster`, watched by name.

@@ -33,7 +33,6 @@ use tokio::sync::Notify;
 use capi_manifests::image::ImagesError;
 use capi_manifests::image_volume::{self, MOUNT_ROOT, VolumeError};
 
-use crate::optional_watch::OptionalKind;
 use crate::render::Images;
 use crate::source::images::{self, IMAGES_CONFIGMAP};
 use crate::unmanaged;
@@ -174,36 +173,19 @@ fn template() -> Result<Value, DeploymentError> {
 pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<Output = ()>) {
     let wake = Arc::new(Notify::new());
     let namespace = config.namespace.as_str();
-    let (configmaps, configmap_writer) = reflector::store::<ConfigMap>();
-    let configmap_watch = crate::controller::spawn_trigger(
+    let (configmaps, configmap_watch) = watch_named(
+        Api::<ConfigMap>::namespaced(client.clone(), namespace),
+        IMAGES_CONFIGMAP,
         "the images ConfigMap",
-        watcher(
-            Api::<ConfigMap>::namespaced(client.clone(), namespace),
-            watcher::Config::default().fields(&format!("metadata.name={IMAGES_CONFIGMAP}")),
-        )
-        .default_backoff()
-        .reflect(configmap_writer),
-        wake.clone(),
+        &wake,
     );
-    let (deployments, deployment_writer) = reflector::store::<Deployment>();
-    let deployment_watch = crate::controller::spawn_trigger(
+    let (deployments, deployment_watch) = watch_named(
+        Api::<Deployment>::namespaced(client.clone(), namespace),
+        DEPLOYMENT,
         "the installer's Deployment",
-        watcher(
-            Api::<Deployment>::namespaced(client.clone(), namespace),
-            watcher::Config::default().fields(&format!("metadata.name={DEPLOYMENT}")),
-        )
-        .default_backoff()
-        .reflect(deployment_writer),
-        wake.clone(),
+        &wake,
     );
-    let (cluster_api, cluster_api_watch) = OptionalKind::start(
-        client.clone(),
-        &unmanaged::cluster_api_resource(),
-        watcher::Config::default()
-            .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
-        "ClusterAPI cluster",
-        wake.clone(),
-    );
+    let (cluster_api, cluster_api_watch) = crate::controller::watch_cluster_api(&client, &wake);
     let watches = [configmap_watch, deployment_watch, cluster_api_watch];
     let mut shutdown = std::pin::pin!(shutdown);
     let ready = async {
@@ -239,17 +221,21 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
                 namespace: namespace.to_string(),
             })
             .and_then(|cm| Ok(images::from_configmap(namespace, &cm)?))
-            .and_then(|release| {
-                let mounted = mounted_images(&release, &status);
-                Ok((desired(&config, &release, &status)?, mounted))
-            });
+            .and_then(|release| Ok((desired(&config, &release, &status)?, release)));
+        let unchanged = |wanted: &Value| {
+            live.is_some()
+                && last
+                    .as_ref()
+                    .is_some_and(|(applied, at)| applied == wanted && *at == generation)
+        };
         match wanted {
             Err(e) => tracing::error!(error = %e, "installer Deployment not applied"),
-            Ok((wanted, _)) if live.is_some() && last == Some((wanted.clone(), generation)) => {}
-            Ok((wanted, mounted)) => {
+            Ok((wanted, _)) if unchanged(&wanted) => {}
+            Ok((wanted, release)) => {
                 let params = PatchParams::apply(FIELD_MANAGER).force();
                 match api.patch(DEPLOYMENT, &params, &Patch::Apply(&wanted)).await {
                     Ok(applied) => {
+                        let mounted = mounted_images(&release, &status);
                         tracing::info!(deployment = %format!("{namespace}/{DEPLOYMENT}"), generation = ?applied.metadata.generation, images = ?mounted, "installer Deployment applied");
                         last = Some((wanted, applied.metadata.generation));
                     }
@@ -272,6 +258,35 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
         }
     }
     watches.iter().for_each(|w| w.abort());
+}
+
+/// One object of `api` watched by name into a store, waking `wake` on each change.
+fn watch_named<K>(
+    api: Api<K>,
+    name: &str,
+    what: &'static str,
+    wake: &Arc<Notify>,
+) -> (reflector::Store<K>, tokio::task::JoinHandle<()>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store::<K>();
+    let stream = watcher(
+        api,
+        watcher::Config::default().fields(&format!("metadata.name={name}")),
+    )
+    .default_backoff()
+    .reflect(writer);
+    (
+        store,
+        crate::controller::spawn_trigger(what, stream, wake.clone()),
+    )
 }
 
 #[cfg(test)]
