@@ -23,8 +23,8 @@ async fn deployment_exists(client: &Client, name: &str) -> bool {
     api.get_opt(name).await.unwrap().is_some()
 }
 
-async fn crd_exists(client: &Client, name: &str) -> bool {
-    let api: Api<DynamicObject> = Api::all_with(
+fn crds(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(
         client.clone(),
         &ar(
             "apiextensions.k8s.io",
@@ -32,8 +32,11 @@ async fn crd_exists(client: &Client, name: &str) -> bool {
             "CustomResourceDefinition",
             "customresourcedefinitions",
         ),
-    );
-    api.get_opt(name).await.unwrap().is_some()
+    )
+}
+
+async fn crd_exists(client: &Client, name: &str) -> bool {
+    crds(client).get_opt(name).await.unwrap().is_some()
 }
 
 fn gkeconfigs(client: &Client) -> Api<DynamicObject> {
@@ -217,7 +220,10 @@ async fn uninstall(client: &Client) {
         "InfrastructureProvider gcp gone",
     )
     .await;
-    assert!(!crd_exists(client, GKECONFIGS).await);
+    // A deleted CRD stays until the API server has removed its instances and its finalizer
+    // (`customresourcecleanup.apiextensions.k8s.io`): the installer issued the delete before it
+    // released the InfrastructureProvider, the object may outlive that by a moment.
+    wait_gone(&crds(client), GKECONFIGS, MINUTE, "CRD gkeconfigs deleted").await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), INSTALLER_NS);
     let inventory = api.get("capi-installer-inventory").await.unwrap();
     let keys: Vec<&String> = inventory.data.as_ref().unwrap().keys().collect();
