@@ -64,12 +64,39 @@ pub fn render<R: AsRef<str>>(
     live_status: Option<&Value>,
     now: &str,
 ) -> Vec<Value> {
+    render_keeping(conditions, live_status, now, |live, c| {
+        live["status"] == status_str(c.status)
+    })
+}
+
+/// [`render`], where `lastTransitionTime` also moves on a new reason or message: the rule of the
+/// reference's per-controller conditions (its `operatorstatus.MergeConditions`), which tools written
+/// for it may read as "when did this controller last report something new".
+pub fn render_moving_on_any_change<R: AsRef<str>>(
+    conditions: &[Condition<R>],
+    live_status: Option<&Value>,
+    now: &str,
+) -> Vec<Value> {
+    render_keeping(conditions, live_status, now, |live, c| {
+        live["status"] == status_str(c.status)
+            && live["reason"] == c.reason.as_ref()
+            && live.get("message").and_then(Value::as_str).unwrap_or("") == c.message
+    })
+}
+
+/// The rendering of both rules: the live condition's time is kept while `same` holds of it.
+fn render_keeping<R: AsRef<str>>(
+    conditions: &[Condition<R>],
+    live_status: Option<&Value>,
+    now: &str,
+    same: impl Fn(&Value, &Condition<R>) -> bool,
+) -> Vec<Value> {
     conditions
         .iter()
         .map(|c| {
             let status = status_str(c.status);
             let since = find(live_status, &c.type_)
-                .filter(|l| l["status"] == status)
+                .filter(|l| same(l, c))
                 .and_then(|l| l.get("lastTransitionTime").cloned())
                 .unwrap_or_else(|| Value::String(now.to_string()));
             let mut condition = json!({
@@ -148,6 +175,23 @@ mod tests {
             moved[0]["lastTransitionTime"], "2026-02-02T00:00:00Z",
             "new status"
         );
+    }
+
+    #[test]
+    fn the_controllers_rule_moves_transition_times_on_any_change() {
+        let first = json!({"conditions": render(&ok("m"), None, "2026-01-01T00:00:00Z")});
+        let later = "2026-02-02T00:00:00Z";
+        let same = render_moving_on_any_change(&ok("m"), Some(&first), later);
+        assert_eq!(same[0]["lastTransitionTime"], "2026-01-01T00:00:00Z");
+        assert_eq!(
+            same[1]["lastTransitionTime"], "2026-01-01T00:00:00Z",
+            "an empty message is the missing one"
+        );
+        let message = render_moving_on_any_change(&ok("n"), Some(&first), later);
+        assert_eq!(message[0]["lastTransitionTime"], later, "new message");
+        let reason = vec![Condition::new("XAvailable", true, "Other".to_string(), "m")];
+        let reason = render_moving_on_any_change(&reason, Some(&first), later);
+        assert_eq!(reason[0]["lastTransitionTime"], later, "new reason");
     }
 
     #[test]

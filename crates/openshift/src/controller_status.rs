@@ -12,8 +12,9 @@
 //! - an error that is not retried (it needs an administrator): `Progressing=False` and
 //!   `Available=False`, both `NonRetryableError`.
 //!
-//! Transition times follow [`crate::conditions::render`] (they move with the status), where the
-//! reference also moves them on a new reason or message.
+//! Transition times move on a new status, reason or message, as the reference moves them
+//! ([`crate::conditions::render_moving_on_any_change`]), unlike this project's own conditions,
+//! whose times move with the status only.
 
 use serde_json::Value;
 

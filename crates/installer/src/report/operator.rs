@@ -11,16 +11,24 @@ use serde_json::{Value, json};
 use super::Condition;
 use crate::names::FIELD_MANAGER;
 
-/// Builds the `status`, keeping `lastTransitionTime` of every condition whose status did not change,
-/// so that an unchanged world produces an identical status (and no write).
+/// Builds the `status`, keeping `lastTransitionTime` of every condition whose status did not change
+/// and of every per-controller condition (`controllers`, the reference's) whose status, reason and
+/// message did not change, as the reference keeps them, so that an unchanged world produces an
+/// identical status (and no write).
 pub(crate) fn cluster_operator_status<R: AsRef<str>>(
     conditions: &[capi_openshift::Condition<R>],
+    controllers: &[capi_openshift::Condition],
     current: Option<&Value>,
     now: &str,
     version: Option<&str>,
     related_objects: &[Value],
 ) -> Value {
-    let rendered = conditions::render(conditions, current, now);
+    let mut rendered = conditions::render(conditions, current, now);
+    rendered.extend(conditions::render_moving_on_any_change(
+        controllers,
+        current,
+        now,
+    ));
     let mut status = json!({ "conditions": rendered, "relatedObjects": related_objects });
     // OpenShift reports an operator's version once it has rolled out: the caller passes it only when
     // every provider is installed at this release; until then the version of the previous report stays.
@@ -77,22 +85,22 @@ pub(crate) async fn write(
         tracing::info!("created ClusterOperator {CLUSTER_OPERATOR_NAME}");
     }
     let current_status = current.as_ref().and_then(|c| c.data.get("status"));
-    let all: Vec<capi_openshift::Condition> =
-        conditions
-            .iter()
-            .map(|c| {
-                capi_openshift::Condition::new(
-                    &c.type_,
-                    c.status,
-                    c.reason.as_str().to_string(),
-                    &c.message,
-                )
-            })
-            .chain(controllers.iter().flat_map(|(name, result)| {
-                controller_status::conditions(name, result, current_status)
-            }))
-            .collect();
-    let desired = cluster_operator_status(&all, current_status, &now_rfc3339(), version, related);
+    let own: Vec<capi_openshift::Condition<&str>> = conditions
+        .iter()
+        .map(|c| capi_openshift::Condition::new(&c.type_, c.status, c.reason.as_str(), &c.message))
+        .collect();
+    let controllers: Vec<capi_openshift::Condition> = controllers
+        .iter()
+        .flat_map(|(name, result)| controller_status::conditions(name, result, current_status))
+        .collect();
+    let desired = cluster_operator_status(
+        &own,
+        &controllers,
+        current_status,
+        &now_rfc3339(),
+        version,
+        related,
+    );
     if !differs(current_status, &desired) {
         return Ok(());
     }

@@ -403,10 +403,12 @@ fn unsupported_platform_is_available_with_the_reference_message() {
 #[test]
 fn unchanged_conditions_keep_their_transition_time_and_compare_equal() {
     let cs = installing(&[outcome("cluster-api", ProviderState::Installed)]);
-    let first = cluster_operator_status(&cs, None, "2026-01-01T00:00:00Z", Some("4.21.0"), &[]);
+    let first =
+        cluster_operator_status(&cs, &[], None, "2026-01-01T00:00:00Z", Some("4.21.0"), &[]);
     assert_eq!(first["versions"][0]["version"], "4.21.0");
     let second = cluster_operator_status(
         &cs,
+        &[],
         Some(&first),
         "2026-01-01T00:05:00Z",
         Some("4.21.0"),
@@ -416,7 +418,14 @@ fn unchanged_conditions_keep_their_transition_time_and_compare_equal() {
     assert!(!differs(Some(&first), &second));
 
     let failing = installing(&[outcome("cluster-api", failed(9, 999))]);
-    let third = cluster_operator_status(&failing, Some(&second), "2026-01-01T00:10:00Z", None, &[]);
+    let third = cluster_operator_status(
+        &failing,
+        &[],
+        Some(&second),
+        "2026-01-01T00:10:00Z",
+        None,
+        &[],
+    );
     assert!(differs(Some(&second), &third));
     let degraded = third["conditions"]
         .as_array()
@@ -429,10 +438,40 @@ fn unchanged_conditions_keep_their_transition_time_and_compare_equal() {
     assert_eq!(third["versions"][0]["version"], "4.21.0");
 }
 
+/// The reference's per-controller conditions move their time on a new reason or message too; the
+/// installer's own conditions only on a new status.
+#[test]
+fn controller_conditions_move_their_transition_time_as_the_references() {
+    let cs = installing(&[outcome("cluster-api", ProviderState::Installed)]);
+    let waiting = |what: &str| {
+        capi_openshift::controller_status::conditions(
+            INSTALLER_CONTROLLER,
+            &ControllerResult::WaitingOnExternal(what.into()),
+            None,
+        )
+    };
+    let t0 = "2026-01-01T00:00:00Z";
+    let t1 = "2026-01-01T00:05:00Z";
+    let first = cluster_operator_status(&cs, &waiting("a"), None, t0, None, &[]);
+    let time = |status: &Value, type_: &str| {
+        capi_openshift::conditions::find(Some(status), type_).unwrap()["lastTransitionTime"].clone()
+    };
+    let same = cluster_operator_status(&cs, &waiting("a"), Some(&first), t1, None, &[]);
+    assert_eq!(same, first);
+    let moved = cluster_operator_status(&cs, &waiting("b"), Some(&first), t1, None, &[]);
+    assert!(differs(Some(&first), &moved));
+    assert_eq!(
+        time(&moved, "InstallerControllerProgressing"),
+        t1,
+        "new message"
+    );
+    assert_eq!(time(&moved, "Available"), t0, "the installer's own");
+}
+
 #[test]
 fn conditions_of_other_components_are_not_compared() {
     let cs = installing(&[outcome("cluster-api", ProviderState::Installed)]);
-    let ours = cluster_operator_status(&cs, None, "2026-01-01T00:00:00Z", Some("4.21.0"), &[]);
+    let ours = cluster_operator_status(&cs, &[], None, "2026-01-01T00:00:00Z", Some("4.21.0"), &[]);
     let mut live = ours.clone();
     live["conditions"].as_array_mut().unwrap().push(
         json!({"type": "InfraClusterControllerAvailable", "status": "True",
