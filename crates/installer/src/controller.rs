@@ -409,7 +409,7 @@ impl Installer {
         };
         let unplanned: Vec<(String, Option<String>)> = outcomes
             .iter()
-            .filter(|o| o.digest.is_none())
+            .filter(|o| o.content_id.is_none())
             .map(|o| (o.target.source.describe(), o.failure_message()))
             .collect();
         if !unplanned.is_empty() {
@@ -420,7 +420,7 @@ impl Installer {
             .filter_map(|o| {
                 Some(report::cluster_api::Component {
                     name: o.target.source.name.clone(),
-                    digest: o.digest.clone()?,
+                    content_id: o.content_id.clone()?,
                     image: self.component_image(&o.target.source.id),
                 })
             })

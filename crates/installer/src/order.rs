@@ -181,7 +181,7 @@ mod tests {
             rolled_out: None,
             related: Vec::new(),
             held: None,
-            digest: None,
+            content_id: None,
             dropped_short_names: Vec::new(),
         }
     }

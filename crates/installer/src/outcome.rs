@@ -107,9 +107,10 @@ pub(crate) struct Outcome {
     /// The revision applied instead of the source's content because it was rolled back to by hand
     /// (`capi-installer rollback`): not at the release's content.
     pub(crate) held: Option<u32>,
-    /// The digest of the content this pass wanted (rendered and planned), when it got that far:
-    /// what `ClusterAPI/cluster`'s revisions are made of ([`crate::report::cluster_api`]).
-    pub(crate) digest: Option<String>,
+    /// The content this pass wanted (rendered and planned), when it got that far, as a part of
+    /// `ClusterAPI/cluster`'s revisions ([`crate::report::cluster_api`]): the reference's component
+    /// ID for a profile of a known image, otherwise the content's digest.
+    pub(crate) content_id: Option<String>,
     /// Short names taken out of its CRDs because other CRDs of their group hold them (an upstream
     /// clash between providers, e.g. Azure's and GCP's `amct`): installed without them.
     pub(crate) dropped_short_names: Vec<DroppedShortName>,

@@ -126,6 +126,9 @@ pub struct Rendered {
     /// The images of `problems` that the images file could not complete: already reported, so the
     /// bundle policy does not report them again as images outside the release payload.
     pub(crate) unresolved_images: BTreeSet<String>,
+    /// The reference's ID of this content as a component of a revision
+    /// ([`reference::content_id::component_id`]), for a profile of a known image.
+    pub(crate) reference_id: Option<String>,
 }
 
 /// A provider's validated plan.
@@ -137,12 +140,23 @@ pub struct Prepared {
     /// sha256 of the rendered objects: what identifies this version of the provider for this cluster
     /// (a new payload, image or substitution changes it).
     pub(crate) digest: String,
+    /// The reference's ID of the content as a component of a revision, when it has one
+    /// ([`Rendered::reference_id`]).
+    pub(crate) reference_id: Option<String>,
     /// Short names taken out of the plan's CRDs because other CRDs of their group hold them (see
     /// [`crate::round::Planner`]): reported, since `kubectl get <short name>` finds the other kind.
     pub(crate) dropped_short_names: Vec<DroppedShortName>,
 }
 
 impl Prepared {
+    /// This provider's part of a cluster-wide revision's content ID ([`crate::report::cluster_api`]):
+    /// the reference's component ID where there is one, so that the reference can rebuild the
+    /// revision; otherwise the digest (a revision with such a part is one the reference cannot
+    /// rebuild in any case: it lists no component for it).
+    pub(crate) fn revision_part(&self) -> &str {
+        self.reference_id.as_deref().unwrap_or(&self.digest)
+    }
+
     /// `relatedObjects` entries of the plan: its cluster-scoped objects, and the instances of its CRDs
     /// (so `oc adm inspect` gathers the Cluster API resources too) — those of a namespaced CRD in
     /// `namespace` only, as the reference scoped them (ref §2.8): listed without a namespace,
@@ -196,6 +210,14 @@ pub fn render(
             source,
         }
     })?;
+    // The reference replaces every occurrence, also inside a longer reference (see
+    // `replace_self_image`): its text, for its content ID.
+    let reference_text = match (&payload.component, &payload.self_image_ref, &payload.image) {
+        (Some(_), Some(reference), Some(image)) if !reference.is_empty() => {
+            Some(components.replace(reference.as_str(), image))
+        }
+        _ => None,
+    };
     let components = match (&payload.self_image_ref, &payload.image) {
         // The reference's rule: the profile's own image, whatever its key.
         (Some(reference), Some(image)) => {
@@ -218,6 +240,7 @@ pub fn render(
         stripped: Vec::new(),
         problems: Vec::new(),
         unresolved_images: BTreeSet::new(),
+        reference_id: reference_component_id(payload, reference_text, &components, &objects),
     };
     for object in objects {
         let structured = Origin {
@@ -282,6 +305,33 @@ pub fn render(
     Ok(rendered)
 }
 
+/// The reference's ID of `payload` as a component ([`reference::content_id`]), for a profile of a
+/// known image: from the objects parsed for this render (`objects`, of `components`), as parsed,
+/// before anything of the render changes them; or, when the reference's text (`reference_text`)
+/// is another, from that text parsed again (`None` when it does not parse: nor could the
+/// reference render it).
+fn reference_component_id(
+    payload: &Payload,
+    reference_text: Option<String>,
+    components: &str,
+    objects: &[capi_manifests::yaml::Object],
+) -> Option<String> {
+    let component = payload.component.as_deref()?;
+    payload.image.as_ref()?;
+    let reparsed;
+    let objects = match reference_text.filter(|text| text != components) {
+        Some(text) => {
+            reparsed = capi_manifests::yaml::parse_objects(&payload.origin, &text).ok()?;
+            &reparsed
+        }
+        None => objects,
+    };
+    Some(reference::content_id::component_id(
+        component,
+        objects.iter().map(|o| &o.value),
+    ))
+}
+
 /// Whether `text` refers to variable `name` (`${NAME}`, `${NAME:=...}`, `${NAME:-...}`).
 fn uses(text: &str, name: &str) -> bool {
     text.match_indices("${").any(|(i, _)| {
@@ -326,6 +376,7 @@ impl Rendered {
             stripped: Vec::new(),
             problems: Vec::new(),
             unresolved_images: BTreeSet::new(),
+            reference_id: None,
         };
         for (document, value) in objects.into_iter().enumerate() {
             let structured = Origin {
@@ -455,6 +506,7 @@ pub(crate) fn plan_rendered(
         plan,
         stripped: rendered.stripped,
         digest,
+        reference_id: rendered.reference_id,
         dropped_short_names: Vec::new(),
     })
 }
@@ -520,6 +572,7 @@ mod tests {
             components,
             self_image_ref: Some(SELF.into()),
             image: None,
+            component: None,
             version: None,
         }
     }

@@ -10,6 +10,12 @@ pub const FIELD_MANAGERS: [&str; 2] = [
     "capi-operator.openshift.io/InstallerController",
 ];
 
+pub(crate) mod content_id;
+
+/// The label the reference's current generation sets on every object of a component (a profile),
+/// to the profile's metadata name (`cluster-api-provider-aws`); part of what its content ID hashes.
+pub(crate) const COMPONENT_LABEL: &str = "capi-operator.openshift.io/managed-by";
+
 /// A profile's annotation that lets a provider take over an object that exists already, whoever
 /// manages it (`always`), or not (`never`, the default); any other value is an error. Stripped
 /// before apply (ref §3.5, §6.14).

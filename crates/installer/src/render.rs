@@ -45,10 +45,12 @@ pub struct SubstitutionError {
 /// follows it is text (`$${VAR}` is the literal `${VAR}`). CRD descriptions quote Kubernetes' own
 /// `$$(VAR)` escape that way, and read `$(VAR)` once installed, as with the reference.
 ///
-/// Only the braced forms are recognised. The reference ran envsubst over the whole text, where a bare
-/// `$NAME` (common in CRD descriptions and regular expressions) also became the empty string; leaving it
-/// alone is deliberate. Variables never come from the process environment (ref §6.15: `HOME` and
-/// friends leaked into manifests that way).
+/// Only the braced forms are recognised: a bare `$NAME` (common in CRD descriptions and regular
+/// expressions) is text, as in drone/envsubst, which both of the reference's generations use (its
+/// parser knows `${` only; checked against the reference's own code, see
+/// [`crate::reference::content_id`]). The result is drone/envsubst's for every expression accepted
+/// here but a default holding another `${...}`, which drone/envsubst expands (see the known gaps). Variables never come from the process environment (ref
+/// §6.15: `HOME` and friends leaked into manifests that way).
 pub(crate) fn substitute(
     text: &str,
     variables: &BTreeMap<String, String>,

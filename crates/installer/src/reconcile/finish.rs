@@ -24,8 +24,9 @@ pub(super) struct Run {
     pub(crate) related: Vec<Value>,
     /// The revision served instead of the source's content, by hand.
     pub(crate) held: Option<u32>,
-    /// The digest of the content the pass wanted, when it was rendered and planned.
-    pub(crate) digest: Option<String>,
+    /// The content the pass wanted as a part of a cluster-wide revision, when it was rendered and
+    /// planned ([`crate::prepare::Prepared::revision_part`]).
+    pub(crate) content_id: Option<String>,
     /// Short names taken out of its CRDs (held by other CRDs of their group).
     pub(crate) dropped_short_names: Vec<DroppedShortName>,
 }
@@ -38,7 +39,7 @@ impl Run {
             rolled_out: None,
             related,
             held: None,
-            digest: None,
+            content_id: None,
             dropped_short_names: Vec::new(),
         }
     }
@@ -54,7 +55,7 @@ impl Reconciler {
             rolled_out,
             related,
             held,
-            digest,
+            content_id,
             dropped_short_names,
         } = run;
         let id = &target.source.id;
@@ -95,7 +96,7 @@ impl Reconciler {
             rolled_out,
             related,
             held,
-            digest,
+            content_id,
             dropped_short_names,
         }
     }

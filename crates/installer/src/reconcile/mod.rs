@@ -217,13 +217,16 @@ impl Reconciler {
             Ok(mut p) => self.take_unmanaged(&mut p, round).await.map(|()| p),
             Err(e) => Err(e),
         };
-        let digest = prepared.as_ref().ok().map(|p| p.digest.clone());
+        let content_id = prepared
+            .as_ref()
+            .ok()
+            .map(|p| p.revision_part().to_string());
         let mut run = match prepared {
             Ok(prepared) => self.revision_step(target, prepared, round, until).await,
             // Refused before anything of it was written: the last good version stays reconciled.
             Err(e) => self.keep_last_good(target, e, round, until).await,
         };
-        run.digest = digest;
+        run.content_id = content_id;
         self.finish(run).await
     }
 
@@ -240,7 +243,7 @@ impl Reconciler {
             rolled_out: None,
             related: Vec::new(),
             held: None,
-            digest: None,
+            content_id: None,
             dropped_short_names: Vec::new(),
         })
         .await

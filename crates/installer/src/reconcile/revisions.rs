@@ -121,7 +121,7 @@ impl Reconciler {
             rolled_out: installation.rolled_out.then_some(prepared.digest),
             related,
             held: None,
-            digest: None,
+            content_id: None,
             dropped_short_names: prepared.dropped_short_names,
         }
     }
@@ -176,7 +176,7 @@ impl Reconciler {
             rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
             related: replay.related_objects(&self.config.namespace),
             held: hold.failed.is_none().then_some(hold.serving),
-            digest: None,
+            content_id: None,
             dropped_short_names: replay.dropped_short_names,
         }
     }
@@ -233,7 +233,7 @@ impl Reconciler {
             rolled_out: installation.rolled_out.then_some(replay.digest.clone()),
             related: replay.related_objects(&self.config.namespace),
             held: None,
-            digest: None,
+            content_id: None,
             dropped_short_names: replay.dropped_short_names,
         }
     }

@@ -5,9 +5,12 @@
 //!
 //! This installer keeps revisions per provider (`capi-installer-revisions-*`); the reference keeps
 //! one cluster-wide list of snapshots. A cluster-wide revision here is the list of every selected
-//! provider's content digest, in install order, with the substitutions of the pass: a new one is
-//! added when that list changes, and it becomes `currentRevision` once every provider serves its
-//! digest. Components are listed for the profiles whose image reference is known (their folder is the
+//! provider's content, in install order, with the substitutions of the pass, identified by the
+//! reference's content ID ([`crate::reference::content_id`]): a new one is added when that ID
+//! changes, and it becomes `currentRevision` once every provider serves its content. For the same
+//! profiles, images and substitutions the ID, and so the name, is the one the reference's revision
+//! controller gives, so that after switching back the reference finds its own revision and rebuilds
+//! it instead of adding another. Components are listed for the profiles whose image reference is known (their folder is the
 //! volume of a release image, [`crate::source::images`]) and is a digest (the API refuses anything
 //! else): `{name, type: Image, image: {ref, profile}}` in install order, `name` the profile's metadata
 //! name as the reference names its components; transport ConfigMaps are
@@ -33,8 +36,9 @@ const MAX_NAME: usize = 255;
 pub(crate) struct Component {
     /// The provider's name (`cluster-api`, `aws`): letters, digits and `-`.
     pub(crate) name: String,
-    /// Its content's digest (`Prepared::digest`).
-    pub(crate) digest: String,
+    /// Its part of the content ID (`Prepared::revision_part`): the reference's component ID for a
+    /// profile of a known image, otherwise its content's digest.
+    pub(crate) content_id: String,
     /// A profile of an image known by digest: what the revision lists for it.
     pub(crate) image: Option<ImageComponent>,
 }
@@ -109,18 +113,13 @@ impl Recording {
     }
 }
 
-/// The content ID of `desired`: sha256 over the components' digests in order, then the
-/// substitutions sorted by key (a change of either is a new revision, as in the reference).
+/// The content ID of `desired`: the reference's, over the components' parts in install order,
+/// then the substitutions (a change of either is a new revision).
 pub(crate) fn content_id(desired: &Desired) -> String {
-    let parts: Vec<Value> = desired
-        .components
-        .iter()
-        .map(|c| json!([c.name, c.digest]))
-        .collect();
-    capi_apply::drift::hash_value(&json!({
-        "components": parts,
-        "substitutions": desired.substitutions,
-    }))
+    crate::reference::content_id::revision_id(
+        desired.components.iter().map(|c| c.content_id.as_str()),
+        &desired.substitutions,
+    )
 }
 
 /// `<release>-<first 8 of the content ID>-<n>`, the release cut so that the whole fits 255
@@ -134,7 +133,7 @@ pub(crate) fn revision_name(release: &str, content_id: &str, n: i64) -> String {
 
 /// The next `status` of `ClusterAPI/cluster` (`previous`: its status now, `Value::Null` when
 /// unset), for `desired` of release `release`, observed at `generation`; `complete`: every
-/// provider of `desired` serves its digest. Fields of the status this installer does not write are
+/// provider of `desired` serves its content. Fields of the status this installer does not write are
 /// kept.
 pub(crate) fn next_status(
     previous: &Value,
@@ -237,9 +236,9 @@ mod tests {
         Desired {
             components: digests
                 .iter()
-                .map(|(name, digest)| Component {
+                .map(|(name, content_id)| Component {
                     name: name.to_string(),
-                    digest: digest.to_string(),
+                    content_id: content_id.to_string(),
                     image: None,
                 })
                 .collect(),

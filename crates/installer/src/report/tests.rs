@@ -32,7 +32,7 @@ fn outcome(name: &str, state: ProviderState) -> Outcome {
         rolled_out: serving.then(|| "v1.0.0".to_string()),
         related: vec![],
         held: None,
-        digest: None,
+        content_id: None,
         unavailable: vec![],
         dropped_short_names: vec![],
     }

@@ -44,6 +44,7 @@ pub fn payload(configmap: &Value) -> Result<Payload, SourceError> {
         components: decoded.content.components,
         self_image_ref: None,
         image: None,
+        component: None,
         version: configmap
             .pointer("/metadata/labels")
             .and_then(|l| l.get(LABEL_VERSION))

@@ -113,6 +113,10 @@ pub struct Payload {
     /// The image the components came from (a profile's image volume named after a release image):
     /// its own reference, as the reference substitutes for `selfImageRef`.
     pub(crate) image: Option<String>,
+    /// The component the components make up for the reference (a profile's metadata name,
+    /// `cluster-api-provider-aws`): the label its current generation sets on each object, part of its
+    /// content ID ([`crate::reference::content_id`]). `None` for a transport ConfigMap.
+    pub(crate) component: Option<String>,
     /// The version the source declared when these components were read from it. The source may have
     /// changed since the round selected it (a watch event between the two reads): what is recorded
     /// and reported for this content is this version, not the selected source's.

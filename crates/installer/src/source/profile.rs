@@ -392,6 +392,7 @@ impl Profile {
             components,
             self_image_ref: self.metadata.self_image_ref.clone(),
             image: self.image.clone(),
+            component: Some(self.metadata.name.clone()),
             version: self.metadata.version().map(str::to_string),
         })
     }
