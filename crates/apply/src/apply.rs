@@ -405,32 +405,22 @@ impl Applier {
             _ => self.read(planned).await?,
         };
         let Some(full) = full else { return Ok(()) };
-        let Some(moved) = takeover::absorb(
-            &entries(&full),
+        let api = api_for(&self.client, &planned.resource, &planned.key);
+        let moved = takeover::move_ownership(
+            &api,
+            &full.metadata,
             retired,
             &self.field_manager,
             &planned.resource.api_version,
-        ) else {
+        )
+        .await
+        .map_err(|source| ApplyError::Api {
+            key: planned.key.clone(),
+            source,
+        })?;
+        if !moved {
             return Ok(());
-        };
-        let patch = serde_json::json!([
-            {"op": "replace", "path": "/metadata/managedFields", "value": moved},
-            // `replace`, not `test`: etcd then refuses a stale write with a conflict (as csaupgrade does).
-            {"op": "replace", "path": "/metadata/resourceVersion", "value": full.metadata.resource_version},
-        ]);
-        let patch: json_patch::Patch =
-            serde_json::from_value(patch).expect("a JSON patch of two operations");
-        api_for(&self.client, &planned.resource, &planned.key)
-            .patch(
-                &planned.key.name,
-                &PatchParams::default(),
-                &Patch::<()>::Json(patch),
-            )
-            .await
-            .map_err(|source| ApplyError::Api {
-                key: planned.key.clone(),
-                source,
-            })?;
+        }
         tracing::info!(object = %planned.key, retired = ?retired, "field ownership of a retired manager moved to ours before adoption");
         Ok(())
     }

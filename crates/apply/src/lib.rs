@@ -98,7 +98,7 @@ pub mod prune;
 pub mod readiness;
 pub(crate) mod resolve;
 pub mod slim;
-pub(crate) mod takeover;
+pub mod takeover;
 pub(crate) mod wait;
 pub(crate) mod watch;
 

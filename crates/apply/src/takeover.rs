@@ -1,5 +1,6 @@
 //! Taking over objects from a field manager that is gone for good (a predecessor of ours): its field
-//! ownership moves to our field manager before our first apply. Pure.
+//! ownership moves to our field manager before our first apply. Pure, but for [`move_ownership`],
+//! the one request that does it.
 //!
 //! Server-side apply removes a field only when its last owner stops sending it. An object adopted
 //! from a manager that no longer runs would keep, for ever and unowned or owned by the departed, every
@@ -11,7 +12,8 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, ObjectMeta};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::Value;
 
 /// The managedFields of an object once the entries of the `retired` managers are merged into
@@ -95,11 +97,42 @@ fn union(into: &mut Value, other: &Value) {
 
 /// The managers of the main resource in `entries` that are in `retired`: whether [`absorb`] has
 /// anything to move.
-pub(crate) fn retired_present(entries: &[ManagedFieldsEntry], retired: &BTreeSet<String>) -> bool {
+pub fn retired_present(entries: &[ManagedFieldsEntry], retired: &BTreeSet<String>) -> bool {
     entries.iter().any(|e| {
         e.subresource.as_deref().unwrap_or("").is_empty()
             && e.manager.as_deref().is_some_and(|m| retired.contains(m))
     })
+}
+
+/// Moves the field ownership of the `retired` managers of the object `live` (as read, with its
+/// managedFields and resourceVersion) to `ours` ([`absorb`]) with one JSON patch of `managedFields`,
+/// guarded by the object's resourceVersion: a concurrent write fails it with a conflict instead of
+/// being overwritten. Returns whether anything moved (nothing does when no retired entry is there).
+pub async fn move_ownership<K>(
+    api: &Api<K>,
+    live: &ObjectMeta,
+    retired: &BTreeSet<String>,
+    ours: &str,
+    api_version: &str,
+) -> Result<bool, kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let entries = live.managed_fields.as_deref().unwrap_or_default();
+    let Some(moved) = absorb(entries, retired, ours, api_version) else {
+        return Ok(false);
+    };
+    let patch = serde_json::json!([
+        {"op": "replace", "path": "/metadata/managedFields", "value": moved},
+        // `replace`, not `test`: etcd then refuses a stale write with a conflict (as csaupgrade does).
+        {"op": "replace", "path": "/metadata/resourceVersion", "value": live.resource_version},
+    ]);
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch).expect("a JSON patch of two operations");
+    let name = live.name.as_deref().unwrap_or_default();
+    api.patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await?;
+    Ok(true)
 }
 
 #[cfg(test)]
