@@ -39,9 +39,10 @@ for b in capi-installer capi-controllers; do
   strip -o "$work/$b" "$target/debug/$b"
 done
 
-# The release names of the images: the installer's from its Deployment, the providers' from the
-# images ConfigMap that the installer reads (its data: one `key: image` line each).
-installer_image=$(sed -n 's/^ *image: *\(.*capi-installer\)$/\1/p' manifests/0000_30_capi-installer_04_deployment.yaml)
+# The release names of the images: the installer's from the release's Deployment (the deployer's,
+# which runs the installer in its own image), the providers' from the images ConfigMap that the
+# installer reads (its data: one `key: image` line each).
+installer_image=$(sed -n 's/^ *image: *\(.*capi-installer\)$/\1/p' manifests/0000_30_capi-installer_04_deployer.yaml)
 image_of() {
   sed -n "s/^  $1: *\([^ ]*\)\$/\1/p" manifests/0000_30_capi-installer_02_images-configmap.yaml
 }

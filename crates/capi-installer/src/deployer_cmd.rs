@@ -22,6 +22,15 @@ pub struct DeployerArgs {
     /// The release, passed on as the installer's RELEASE_VERSION.
     #[arg(long, env = "RELEASE_VERSION", value_name = "VERSION")]
     release_version: Option<String>,
+    /// Mount no provider image: for nodes whose container runtime cannot mount image volumes
+    /// (containerd before 2.1); the installer then reads transport ConfigMaps only.
+    #[arg(long)]
+    without_image_volumes: bool,
+    /// One more argument of the installer's `capi-installer run` (repeatable), after the template's:
+    /// e.g. `--installer-arg=--take-over-reference`. Edits of the installer's Deployment itself are
+    /// undone.
+    #[arg(long = "installer-arg", value_name = "ARG", allow_hyphen_values = true)]
+    installer_args: Vec<String>,
     #[command(flatten)]
     leader: LeaderElectionArgs,
     #[command(flatten)]
@@ -40,6 +49,8 @@ pub async fn main(args: DeployerArgs) -> Result<()> {
         namespace: args.namespace.installer_namespace.clone(),
         installer_image: args.installer_image,
         release_version: args.release_version,
+        image_volumes: !args.without_image_volumes,
+        installer_args: args.installer_args,
     };
     let kube_config = capi_runtime::process::config(&args.kube, &user_agent())
         .await?

@@ -56,6 +56,25 @@ fn manifests() -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Where the installer's Deployment is defined: not a release manifest, the template the deployer
+/// compiles in and applies.
+const INSTALLER_DEPLOYMENT: &str = "crates/installer/src/deployment.yaml";
+
+/// What runs in the cluster: the release manifests ([`manifests`]) and the installer's Deployment,
+/// which the deployer applies from [`INSTALLER_DEPLOYMENT`].
+fn running() -> Vec<(String, Value)> {
+    let mut docs = manifests();
+    let text = std::fs::read_to_string(repo().join(INSTALLER_DEPLOYMENT)).unwrap();
+    let template = capi_manifests::yaml::parse_documents(INSTALLER_DEPLOYMENT, &text).unwrap();
+    assert_eq!(template.len(), 1, "{INSTALLER_DEPLOYMENT}: one document");
+    docs.extend(
+        template
+            .into_iter()
+            .map(|d| (INSTALLER_DEPLOYMENT.to_string(), d.value)),
+    );
+    docs
+}
+
 fn find<'a>(docs: &'a [(String, Value)], kind: &str, name: &str) -> &'a (String, Value) {
     docs.iter()
         .find(|(_, d)| d["kind"] == kind && d["metadata"]["name"] == name)
@@ -119,7 +138,7 @@ fn cluster_monitoring_can_scrape_the_controllers_pod_over_tls() {
 
 /// ServiceMonitor `<component>` → Service `<component>-metrics` → Deployment `<component>`.
 fn scrape_wiring(component: &str) {
-    let docs = manifests();
+    let docs = running();
     let (file, monitor) = find(&docs, "ServiceMonitor", component);
     assert!(
         file.starts_with("0000_90_"),
@@ -373,7 +392,7 @@ fn must_gather_finds_both_namespaces_before_the_first_run() {
 /// where its ServiceAccount is; the Deployment is told both namespaces; the fence names them.
 #[test]
 fn the_installer_has_a_namespace_of_its_own() {
-    let docs = manifests();
+    let docs = running();
     let namespaces: BTreeSet<&str> = docs
         .iter()
         .filter(|(_, d)| d["kind"] == "Namespace")
@@ -418,8 +437,8 @@ fn the_installer_has_a_namespace_of_its_own() {
             if subject["kind"] == "ServiceAccount" && name.starts_with("capi-") {
                 assert_eq!(
                     subject["namespace"],
-                    namespace_of(if name == "capi-installer" {
-                        name
+                    namespace_of(if name.starts_with("capi-installer") {
+                        "capi-installer"
                     } else {
                         "capi-controllers"
                     }),
@@ -500,6 +519,152 @@ fn the_earlier_layout_is_removed_first() {
     }
 }
 
+/// The release runs the deployer, not the installer (docs/design/image-volumes.md): the
+/// cluster-version operator would remove the image volumes of a Deployment it applies. The
+/// deployer's pod is hardened and probed as the installer's, runs the installer's image and tells it
+/// that image and the release; its pods are not the installer's (no selector, Service or Lease
+/// shared); and its rules name what they allow wherever RBAC can name it, with no write but the
+/// installer's Deployment and its own Lease.
+#[test]
+fn the_release_runs_the_deployer_which_may_write_only_the_installers_deployment() {
+    let docs = running();
+    assert!(
+        !manifests()
+            .iter()
+            .any(|(_, d)| d["kind"] == "Deployment" && d["metadata"]["name"] == "capi-installer"),
+        "the installer's Deployment is a release manifest"
+    );
+    let (_, deployer) = find(&docs, "Deployment", "capi-installer-deployer");
+    let (_, installer) = find(&docs, "Deployment", "capi-installer");
+    assert_eq!(deployer["metadata"]["namespace"], INSTALLER_NAMESPACE);
+    let (pod, installer_pod) = (
+        &deployer["spec"]["template"]["spec"],
+        &installer["spec"]["template"]["spec"],
+    );
+    assert_eq!(pod["serviceAccountName"], "capi-installer-deployer");
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args[0], "deployer");
+    for wanted in [
+        format!("--installer-image={}", container["image"].as_str().unwrap()),
+        format!("--installer-namespace={INSTALLER_NAMESPACE}"),
+    ] {
+        assert!(args.contains(&wanted.as_str()), "{wanted} not in {args:?}");
+    }
+    let env = container["env"].as_array().unwrap();
+    assert!(
+        env.iter()
+            .any(|e| e["name"] == "RELEASE_VERSION" && e["value"] == "0.0.1-snapshot"),
+        "the cluster-version operator's placeholder: {env:?}"
+    );
+    let installer_container = &installer_pod["containers"][0];
+    for field in [
+        "securityContext",
+        "startupProbe",
+        "livenessProbe",
+        "readinessProbe",
+        "terminationMessagePolicy",
+    ] {
+        assert_eq!(container[field], installer_container[field], "{field}");
+    }
+    for field in [
+        "securityContext",
+        "terminationGracePeriodSeconds",
+        "priorityClassName",
+        "nodeSelector",
+        "tolerations",
+    ] {
+        assert_eq!(pod[field], installer_pod[field], "{field}");
+    }
+    assert!(container["resources"]["requests"]["memory"].is_string());
+    let labels = &deployer["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in installer["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .unwrap()
+    {
+        assert_ne!(
+            &labels[k], v,
+            "the installer's selector takes the deployer's pods"
+        );
+    }
+
+    // Its rules: what each allows, by name where RBAC can name it.
+    let rules: Vec<&Value> = docs
+        .iter()
+        .filter(|(_, d)| {
+            matches!(d["kind"].as_str(), Some("Role" | "ClusterRole"))
+                && d["metadata"]["name"] == "capi-installer-deployer"
+        })
+        .flat_map(|(_, d)| d["rules"].as_array().unwrap())
+        .collect();
+    let writes = [
+        "create",
+        "update",
+        "patch",
+        "delete",
+        "deletecollection",
+        "*",
+    ];
+    let mut written = BTreeSet::new();
+    for rule in &rules {
+        let resources: Vec<&str> = rule["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        let verbs: Vec<&str> = rule["verbs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let names = rule["resourceNames"].as_array();
+        // A create that is not an apply names no object: the one such rule is its Lease's.
+        if names.is_none() {
+            assert_eq!(
+                (resources.as_slice(), verbs.as_slice()),
+                (["leases"].as_slice(), ["create"].as_slice()),
+                "a rule without resourceNames: {rule}"
+            );
+        }
+        for verb in verbs.iter().filter(|v| writes.contains(v)) {
+            for resource in &resources {
+                for name in names.into_iter().flatten() {
+                    written.insert(format!("{verb} {resource} {}", name.as_str().unwrap()));
+                }
+            }
+        }
+    }
+    assert_eq!(
+        written,
+        BTreeSet::from([
+            "create deployments capi-installer".to_string(),
+            "patch deployments capi-installer".to_string(),
+            "update leases capi-installer-deployer-leader".to_string(),
+        ])
+    );
+    // Bound to its own ServiceAccount only.
+    for (_, binding) in docs.iter().filter(|(_, d)| {
+        matches!(
+            d["kind"].as_str(),
+            Some("RoleBinding" | "ClusterRoleBinding")
+        ) && d["roleRef"]["name"] == "capi-installer-deployer"
+    }) {
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": "capi-installer-deployer",
+                "namespace": INSTALLER_NAMESPACE}]),
+            "{binding}"
+        );
+    }
+}
+
 fn identity(d: &Value) -> String {
     format!(
         "{} {}{}",
@@ -549,13 +714,13 @@ fn every_deployment_runs_a_binary_the_image_ships() {
         .filter(|l| l.starts_with("COPY --from=builder "))
         .filter_map(|l| l.split_whitespace().last())
         .collect();
-    let deployments: Vec<(String, Value)> = manifests()
+    let deployments: Vec<(String, Value)> = running()
         .into_iter()
         .filter(|(_, d)| d["kind"] == "Deployment")
         .collect();
     assert!(
-        deployments.len() >= 2,
-        "the installer's and the controllers pod's"
+        deployments.len() >= 3,
+        "the deployer's, the installer's and the controllers pod's"
     );
     for (file, deployment) in deployments {
         let container = &deployment["spec"]["template"]["spec"]["containers"][0];

@@ -84,7 +84,8 @@ async fn standby_takes_over_when_the_leader_dies_and_sigterm_releases_the_lease(
         "Namespace openshift-cluster-api-operator",
         "ServiceAccount capi-installer",
         "ConfigMap capi-installer-images",
-        "Deployment capi-installer",
+        "ServiceAccount capi-installer-deployer",
+        "Deployment capi-installer-deployer",
         "ClusterOperator cluster-api",
     ] {
         assert!(

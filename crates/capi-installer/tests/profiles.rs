@@ -825,6 +825,8 @@ async fn a_release_upgrade_rolls_the_installers_volumes_then_the_providers() {
                     "1".repeat(64)
                 ),
                 release_version: Some(RELEASE_VERSION.into()),
+                image_volumes: true,
+                installer_args: Vec::new(),
             },
             stop,
         )

@@ -2,10 +2,11 @@
 //! (issue 4, scenarios 8 and 9). Under that RBAC (no `escalate` or `bind`; the provider RBAC ceiling,
 //! issue 17) every real provider bundle installs as the installer's own ServiceAccount, in the
 //! installer's namespace, and no ServiceAccount of the providers' namespace (each real bundle's as
-//! installed, the controllers pod's) can mint a token for the installer, run a pod as it, exec into
-//! it, impersonate it or change its Deployment (SubjectAccessReviews), nor write anything in the
-//! installer's namespace, Secrets and ConfigMaps included, which RBAC grants them (the namespace fence,
-//! refusing each write as that ServiceAccount); tokens of the installer are only for its pods.
+//! installed, the controllers pod's) can mint a token for the installer or its deployer, run a pod as
+//! it, exec into it, impersonate either or change their Deployments (SubjectAccessReviews), nor write
+//! anything in the installer's namespace, Secrets and ConfigMaps included, which RBAC grants them (the
+//! namespace fence, refusing each write as that ServiceAccount); tokens of the installer (and of the
+//! deployer) are only for their pods.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -151,11 +152,32 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
         }
         for attributes in [
             ["create", "", "serviceaccounts", "token", "capi-installer"],
+            [
+                "create",
+                "",
+                "serviceaccounts",
+                "token",
+                "capi-installer-deployer",
+            ],
             ["create", "", "pods", "", ""],
             ["create", "", "pods", "exec", ""],
             ["create", "", "pods", "attach", ""],
             ["impersonate", "", "serviceaccounts", "", "capi-installer"],
+            [
+                "impersonate",
+                "",
+                "serviceaccounts",
+                "",
+                "capi-installer-deployer",
+            ],
             ["patch", "apps", "deployments", "", "capi-installer"],
+            [
+                "patch",
+                "apps",
+                "deployments",
+                "",
+                "capi-installer-deployer",
+            ],
             [
                 "escalate",
                 "rbac.authorization.k8s.io",
@@ -178,20 +200,16 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
                 );
             }
         }
-        // The installer's Lease. (The Lease of the same name among the providers', an earlier
-        // release's, is theirs to write by their leader-election roles; the move does not wait on
-        // it for ever, and nothing reads it once the records are moved.)
-        let lease = [
-            "update",
-            "coordination.k8s.io",
-            "leases",
-            "",
-            "capi-installer-leader",
-        ];
-        assert!(
-            !allowed(&env.admin, &user, INSTALLER_NS, lease).await,
-            "{user} may {lease:?} in {INSTALLER_NS}"
-        );
+        // The installer's and the deployer's Leases. (The Lease of the installer's name among the
+        // providers', an earlier release's, is theirs to write by their leader-election roles; the
+        // move does not wait on it for ever, and nothing reads it once the records are moved.)
+        for name in ["capi-installer-leader", "capi-installer-deployer-leader"] {
+            let lease = ["update", "coordination.k8s.io", "leases", "", name];
+            assert!(
+                !allowed(&env.admin, &user, INSTALLER_NS, lease).await,
+                "{user} may {lease:?} in {INSTALLER_NS}"
+            );
+        }
     }
     no_token_secrets(&env).await;
     fenced_namespace(&env, &accounts).await;
@@ -803,9 +821,9 @@ async fn pod_tokens_only(env: &Env) {
         env.service_account_config(pull_secrets.0, pull_secrets.1)
             .await,
     );
-    let request = |bound: Value| {
+    let request_for = |account: &str, bound: Value| {
         http::Request::post(format!(
-            "/api/v1/namespaces/{INSTALLER_NS}/serviceaccounts/capi-installer/token"
+            "/api/v1/namespaces/{INSTALLER_NS}/serviceaccounts/{account}/token"
         ))
         .header("content-type", "application/json")
         .body(
@@ -815,6 +833,7 @@ async fn pod_tokens_only(env: &Env) {
         )
         .unwrap()
     };
+    let request = |bound: Value| request_for("capi-installer", bound);
     let to_secret = json!({"apiVersion": "v1", "kind": "Secret", "name": secret.name_any(),
         "uid": secret.uid()});
     let to_pod =
@@ -849,6 +868,23 @@ async fn pod_tokens_only(env: &Env) {
         .await
         .expect("a token bound to the installer's pod");
     assert!(issued.contains("\"token\""), "{issued}");
+    // The deployer's ServiceAccount (whoever writes the installer's Deployment runs pods as the
+    // installer) alike.
+    let deployer_account = repo_manifests("0000_30_capi-installer_04_deployer")
+        .into_iter()
+        .find(|d| d["kind"] == "ServiceAccount")
+        .expect("the deployer's ServiceAccount in manifests/");
+    apply_as_release_payload(&env.admin, &[deployer_account]).await;
+    let unbound = controller
+        .request_text(request_for("capi-installer-deployer", Value::Null))
+        .await
+        .expect_err("an unbound token of the deployer was issued");
+    assert!(
+        unbound
+            .to_string()
+            .contains("capi-installer-pod-tokens-only"),
+        "{unbound}"
+    );
     assert!(
         !token(&env.admin, INSTALLER_NS, "capi-installer")
             .await

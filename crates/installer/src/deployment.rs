@@ -9,9 +9,18 @@
 //!
 //! Why a second component: the cluster-version operator applies the release manifests and removes
 //! every volume a manifest does not name, so nothing can add volumes to a Deployment it manages
-//! (docs/design/image-volumes.md). The deployer runs in the release's Deployment and applies this
-//! one with server-side apply (its own field manager, forced), from the template of
-//! `manifests/0000_30_capi-installer_04_deployment.yaml`, one definition of the installer's pod.
+//! (docs/design/image-volumes.md). The deployer runs in the release's Deployment
+//! (`manifests/0000_30_capi-installer_04_deployer.yaml`) and applies this one with server-side apply
+//! (its own field manager, forced), from the template compiled in here (`deployment.yaml` beside this
+//! file, not a release manifest), one definition of the installer's pod.
+//!
+//! Taking over: a release before the deployer shipped the installer's Deployment as a release
+//! manifest, so on an upgrade the object is there, written by the cluster-version operator. The
+//! deployer first moves that manager's field ownership to its own ([`capi_apply::takeover`]), then
+//! applies: it is then the only word on those fields, so the release annotations it does not send
+//! (`*release.openshift.io/*`) and any field of the earlier manifest that the template dropped go,
+//! and a pod template that is the same rolls nothing. Other managers' fields (the controller
+//! manager's revision annotation, an administrator's edit) stay theirs.
 //!
 //! Untrusted input: a ConfigMap value that is not an image reference, or a missing ConfigMap,
 //! writes nothing (the Deployment keeps its volumes) and is logged naming the ConfigMap and key.
@@ -45,9 +54,15 @@ pub(crate) const CONTAINER: &str = "capi-installer";
 pub(crate) const FIELD_MANAGER: &str = "capi-installer-deployer";
 /// The deployer's Lease, beside the installer's.
 pub const LEADER_LEASE: &str = "capi-installer-deployer-leader";
+/// Who wrote the installer's Deployment before the deployer did: the cluster-version operator, from
+/// the release manifest of an earlier release.
+const RELEASE_MANAGER: &str = "cluster-version-operator";
 
-/// The installer's pod, as the release ships it: the one definition, whoever applies it.
-const TEMPLATE: &str = include_str!("../../../manifests/0000_30_capi-installer_04_deployment.yaml");
+/// The installer's pod: the one definition, compiled in (the cluster-version operator must not see
+/// it, or it would remove the image volumes).
+const TEMPLATE: &str = include_str!("deployment.yaml");
+/// Where [`TEMPLATE`] comes from, for errors.
+const TEMPLATE_FILE: &str = "crates/installer/src/deployment.yaml";
 
 /// Reconcile this often even when no event arrives.
 const RESYNC: Duration = Duration::from_secs(600);
@@ -64,6 +79,12 @@ pub struct DeployerConfig {
     pub installer_image: String,
     /// The release, for the installer's `RELEASE_VERSION`; `None`: the template's.
     pub release_version: Option<String>,
+    /// Whether to mount the images (`false`: for nodes whose container runtime cannot mount image
+    /// volumes; the installer then reads transport ConfigMaps only).
+    pub image_volumes: bool,
+    /// More arguments of `capi-installer run`, after the template's (an administrator's, such as
+    /// `--take-over-reference`: the Deployment's own arguments are the deployer's to keep).
+    pub installer_args: Vec<String>,
 }
 
 /// Why the Deployment was not applied.
@@ -75,15 +96,21 @@ pub(crate) enum DeploymentError {
     NoImages { origin: String, namespace: String },
     #[error("{0}; Deployment left as it is")]
     Images(#[from] ImagesError),
-    #[error(
-        "the installer's Deployment template (manifests/0000_30_capi-installer_04_deployment.yaml): {0}"
-    )]
+    #[error("the installer's Deployment template ({TEMPLATE_FILE}): {0}")]
     Template(String),
     #[error("Deployment {namespace}/{DEPLOYMENT}: {source}")]
     Volumes {
         namespace: String,
         #[source]
         source: VolumeError,
+    },
+    #[error(
+        "taking Deployment {namespace}/{DEPLOYMENT} over from {RELEASE_MANAGER} (moving its field ownership): {source}"
+    )]
+    TakeOver {
+        namespace: String,
+        #[source]
+        source: kube::Error,
     },
     #[error("applying Deployment {namespace}/{DEPLOYMENT}: {source}")]
     Apply {
@@ -94,36 +121,33 @@ pub(crate) enum DeploymentError {
 }
 
 /// The images the installer's pod mounts: every release image and every image a kept revision
-/// names (`cluster_api_status`: the status of `ClusterAPI/cluster`, `Value::Null` without one).
-pub(crate) fn mounted_images(release: &Images, cluster_api_status: &Value) -> BTreeSet<String> {
+/// names (`cluster_api_status`: the status of `ClusterAPI/cluster`, `Value::Null` without one);
+/// none when `config.image_volumes` is off.
+pub(crate) fn mounted_images(
+    config: &DeployerConfig,
+    release: &Images,
+    cluster_api_status: &Value,
+) -> BTreeSet<String> {
+    if !config.image_volumes {
+        return BTreeSet::new();
+    }
     let mut all = image_volume::revision_images(cluster_api_status);
     all.extend(release.values().cloned());
     all
 }
 
-/// The installer's Deployment as the deployer applies it: the shipped template without the
-/// cluster-version operator's annotations (`*release.openshift.io/*`: it is not a release manifest
-/// here), in `config.namespace`, with the installer's image and release, and, when there is any
-/// image, the image volumes and the flags that read them (`--profiles-dir`, only the release's
-/// folders: the others are kept for earlier revisions).
+/// The installer's Deployment as the deployer applies it: the template in `config.namespace`, with
+/// the installer's image and release, and, when there is any image to mount, the image volumes and
+/// the flags that read them (`--profiles-dir`, only the release's folders: the others are kept for
+/// earlier revisions).
 pub(crate) fn desired(
     config: &DeployerConfig,
     release: &Images,
     cluster_api_status: &Value,
 ) -> Result<Value, DeploymentError> {
     let mut deployment = template()?;
-    let metadata = &mut deployment["metadata"];
-    metadata["namespace"] = Value::String(config.namespace.clone());
-    if let Some(annotations) = metadata
-        .get_mut("annotations")
-        .and_then(Value::as_object_mut)
-    {
-        annotations.retain(|k, _| !k.contains("release.openshift.io/"));
-        if annotations.is_empty() {
-            metadata.as_object_mut().map(|m| m.remove("annotations"));
-        }
-    }
-    let references = mounted_images(release, cluster_api_status);
+    deployment["metadata"]["namespace"] = Value::String(config.namespace.clone());
+    let references = mounted_images(config, release, cluster_api_status);
     let container = deployment["spec"]["template"]["spec"]["containers"]
         .as_array_mut()
         .and_then(|cs| cs.iter_mut().find(|c| c["name"] == CONTAINER))
@@ -136,10 +160,11 @@ pub(crate) fn desired(
             }
         }
     }
+    let args = container["args"]
+        .as_array_mut()
+        .ok_or_else(|| DeploymentError::Template(format!("container {CONTAINER:?} has no args")))?;
+    args.extend(config.installer_args.iter().cloned().map(Value::String));
     if !references.is_empty() {
-        let args = container["args"].as_array_mut().ok_or_else(|| {
-            DeploymentError::Template(format!("container {CONTAINER:?} has no args"))
-        })?;
         args.push(Value::String(format!("--profiles-dir={MOUNT_ROOT}")));
         args.push(Value::String("--release-images-only".into()));
     }
@@ -153,7 +178,7 @@ pub(crate) fn desired(
 }
 
 fn template() -> Result<Value, DeploymentError> {
-    let mut documents = capi_manifests::yaml::parse_documents("deployment template", TEMPLATE)
+    let mut documents = capi_manifests::yaml::parse_documents(TEMPLATE_FILE, TEMPLATE)
         .map_err(|e| DeploymentError::Template(e.to_string()))?;
     match (documents.pop(), documents.is_empty()) {
         (Some(d), true)
@@ -168,8 +193,9 @@ fn template() -> Result<Value, DeploymentError> {
 }
 
 /// The deployer's loop: watches the images ConfigMap, `ClusterAPI/cluster` and the Deployment
-/// itself, and applies [`desired`] when it differs from what it applied last or the Deployment's
-/// spec was changed by someone else (its generation moved), until `shutdown` resolves.
+/// itself, and applies [`desired`] when it differs from what it applied last, the Deployment's spec
+/// was changed by someone else (its generation moved) or the cluster-version operator still owns
+/// fields of it (taken over first), until `shutdown` resolves.
 pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<Output = ()>) {
     let wake = Arc::new(Notify::new());
     let namespace = config.namespace.as_str();
@@ -201,12 +227,19 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
         }
     }
     let api: Api<Deployment> = Api::namespaced(client, namespace);
-    // What was applied last, and the Deployment's generation right after.
-    let mut last: Option<(Value, Option<i64>)> = None;
+    let release_manager = BTreeSet::from([RELEASE_MANAGER.to_string()]);
+    // What was applied last, and the Deployment (UID, generation) right after.
+    let mut last: Option<(Value, Applied)> = None;
+    // The resourceVersion of the object last taken over: until the watch brings the write, the
+    // cache still shows that one with the cluster-version operator's fields.
+    let mut taken_from: Option<String> = None;
     loop {
         let mut next = RESYNC;
         let live = deployments.get(&ObjectRef::new(DEPLOYMENT).within(namespace));
-        let generation = live.as_ref().and_then(|d| d.metadata.generation);
+        let inherited = live.as_ref().is_some_and(|d| {
+            capi_apply::takeover::retired_present(d.managed_fields(), &release_manager)
+                && d.metadata.resource_version != taken_from
+        });
         let status = cluster_api
             .objects()
             .unwrap_or_default()
@@ -222,28 +255,53 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
             })
             .and_then(|cm| Ok(images::from_configmap(namespace, &cm)?))
             .and_then(|release| Ok((desired(&config, &release, &status)?, release)));
+        if let (Some((_, at)), Some(d)) = (last.as_mut(), live.as_deref()) {
+            at.seen |= d.metadata.uid == at.uid;
+        }
         let unchanged = |wanted: &Value| {
-            live.is_some()
+            !inherited
                 && last
                     .as_ref()
-                    .is_some_and(|(applied, at)| applied == wanted && *at == generation)
+                    .is_some_and(|(applied, at)| applied == wanted && at.still(live.as_deref()))
         };
         match wanted {
             Err(e) => tracing::error!(error = %e, "installer Deployment not applied"),
+            // Not there yet is most likely the watch behind the create; look again soon, in case
+            // it was deleted in between.
+            Ok((wanted, _)) if unchanged(&wanted) && live.is_none() => next = RETRY,
             Ok((wanted, _)) if unchanged(&wanted) => {}
             Ok((wanted, release)) => {
-                let params = PatchParams::apply(FIELD_MANAGER).force();
-                match api.patch(DEPLOYMENT, &params, &Patch::Apply(&wanted)).await {
-                    Ok(applied) => {
-                        let mounted = mounted_images(&release, &status);
-                        tracing::info!(deployment = %format!("{namespace}/{DEPLOYMENT}"), generation = ?applied.metadata.generation, images = ?mounted, "installer Deployment applied");
-                        last = Some((wanted, applied.metadata.generation));
+                let applied = match live.as_deref().filter(|_| inherited) {
+                    Some(live) => {
+                        let taken = take_over(&api, live, &release_manager, namespace).await;
+                        if taken.is_ok() {
+                            taken_from.clone_from(&live.metadata.resource_version);
+                        }
+                        taken
                     }
-                    Err(source) => {
-                        let e = DeploymentError::Apply {
+                    None => Ok(()),
+                };
+                let applied = match applied {
+                    Ok(()) => api
+                        .patch(
+                            DEPLOYMENT,
+                            &PatchParams::apply(FIELD_MANAGER).force(),
+                            &Patch::Apply(&wanted),
+                        )
+                        .await
+                        .map_err(|source| DeploymentError::Apply {
                             namespace: namespace.to_string(),
                             source,
-                        };
+                        }),
+                    Err(e) => Err(e),
+                };
+                match applied {
+                    Ok(applied) => {
+                        let mounted = mounted_images(&config, &release, &status);
+                        tracing::info!(deployment = %format!("{namespace}/{DEPLOYMENT}"), generation = ?applied.metadata.generation, images = ?mounted, "installer Deployment applied");
+                        last = Some((wanted, Applied::of(&applied)));
+                    }
+                    Err(e) => {
                         tracing::error!(error = %e, retry_in = ?RETRY, "installer Deployment not applied");
                         last = None;
                         next = RETRY;
@@ -258,6 +316,63 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
         }
     }
     watches.iter().for_each(|w| w.abort());
+}
+
+/// The Deployment as the deployer's last apply left it.
+struct Applied {
+    uid: Option<String>,
+    generation: Option<i64>,
+    /// Whether the watch has shown this object since.
+    seen: bool,
+}
+
+impl Applied {
+    fn of(d: &Deployment) -> Applied {
+        Applied {
+            uid: d.metadata.uid.clone(),
+            generation: d.metadata.generation,
+            seen: false,
+        }
+    }
+
+    /// Whether `live` (the watch's copy) is still what was applied: the same object, its spec not
+    /// changed since. The watch may lag behind the apply: a lower generation is a copy from before it
+    /// (generations only grow), and no object at all one from before a create, until the watch has
+    /// shown the object once; a higher generation is someone else's write, and another UID or a
+    /// Deployment gone after it was seen is a deletion.
+    fn still(&self, live: Option<&Deployment>) -> bool {
+        match live {
+            Some(d) => d.metadata.uid == self.uid && d.metadata.generation <= self.generation,
+            None => !self.seen,
+        }
+    }
+}
+
+/// Moves the field ownership the cluster-version operator holds on the installer's Deployment `live`
+/// (an earlier release's manifest) to the deployer, so that the apply after it is the only word on
+/// those fields.
+async fn take_over(
+    api: &Api<Deployment>,
+    live: &Deployment,
+    release_manager: &BTreeSet<String>,
+    namespace: &str,
+) -> Result<(), DeploymentError> {
+    let moved = capi_apply::takeover::move_ownership(
+        api,
+        &live.metadata,
+        release_manager,
+        FIELD_MANAGER,
+        "apps/v1",
+    )
+    .await
+    .map_err(|source| DeploymentError::TakeOver {
+        namespace: namespace.to_string(),
+        source,
+    })?;
+    if moved {
+        tracing::info!(deployment = %format!("{namespace}/{DEPLOYMENT}"), from = RELEASE_MANAGER, "field ownership of the earlier release's Deployment moved to the deployer");
+    }
+    Ok(())
 }
 
 /// One object of `api` watched by name into a store, waking `wake` on each change.
@@ -299,6 +414,8 @@ mod tests {
             namespace: "ns".into(),
             installer_image: "quay.io/installer@sha256:1".into(),
             release_version: Some("4.22.1".into()),
+            image_volumes: true,
+            installer_args: vec!["--take-over-reference".into()],
         }
     }
 
@@ -359,6 +476,7 @@ mod tests {
             .collect();
         assert!(
             args.ends_with(&[
+                "--take-over-reference",
                 "--profiles-dir=/var/lib/provider-images",
                 "--release-images-only"
             ]),
@@ -394,22 +512,37 @@ mod tests {
 
     #[test]
     fn without_images_the_pod_reads_no_profiles() {
-        let d = desired(&config(), &Images::new(), &Value::Null).unwrap();
-        let c = container(&d);
-        assert!(
-            !c["args"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|a| a.as_str().unwrap().starts_with("--profiles-dir"))
-        );
-        assert_eq!(
-            d["spec"]["template"]["spec"]["volumes"]
-                .as_array()
-                .unwrap()
-                .len(),
-            1
-        );
+        let without_volumes = DeployerConfig {
+            image_volumes: false,
+            ..config()
+        };
+        let some = release(&[("cluster-capi-controllers", "quay.io/a@sha256:c")]);
+        let kept = json!({"revisions": [{"name": "r1", "revision": 1, "components": [
+            {"name": "cluster-api", "type": "Image", "image": {"ref": "quay.io/a@sha256:k", "profile": "default"}}]}]});
+        // No image at all, or images not to be mounted (a node that cannot mount them): the template's
+        // pod as it is, image and release aside.
+        for (config, release, status) in [
+            (config(), Images::new(), Value::Null),
+            (without_volumes, some, kept),
+        ] {
+            let d = desired(&config, &release, &status).unwrap();
+            let c = container(&d);
+            assert!(
+                !c["args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|a| a.as_str().unwrap().starts_with("--profiles-dir"))
+            );
+            assert_eq!(
+                d["spec"]["template"]["spec"]["volumes"]
+                    .as_array()
+                    .unwrap()
+                    .len(),
+                1
+            );
+            assert!(mounted_images(&config, &release, &status).is_empty());
+        }
         // No release given: the template's.
         let mut no_release = config();
         no_release.release_version = None;

@@ -158,8 +158,37 @@ pub fn is_removal(doc: &Value) -> bool {
 /// `tests/manifests.rs` checks the ServiceMonitors field by field). Returns `Kind name` of each
 /// object applied (not of those deleted).
 pub async fn apply_release_manifests(client: &Client, prefix: &str) -> Vec<String> {
+    apply_release_manifests_edited(client, prefix, |_| {}).await
+}
+
+/// The deployer's flag for a node whose container runtime cannot mount image volumes.
+pub const WITHOUT_IMAGE_VOLUMES: &str = "--without-image-volumes";
+
+/// Tells the deployer's Deployment (when `doc` is it) [`WITHOUT_IMAGE_VOLUMES`]: the release payload
+/// of a cluster whose nodes cannot mount image volumes, as the real node's containerd 1.6
+/// (docs/known-gaps.md).
+pub fn without_image_volumes(doc: &mut Value) {
+    if doc["kind"] != "Deployment" || doc["metadata"]["name"] != "capi-installer-deployer" {
+        return;
+    }
+    let args = doc["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array_mut()
+        .expect("the deployer's container has args");
+    args.push(Value::String(WITHOUT_IMAGE_VOLUMES.into()));
+}
+
+/// [`apply_release_manifests`] with each document changed by `edit` first.
+pub async fn apply_release_manifests_edited(
+    client: &Client,
+    prefix: &str,
+    edit: impl Fn(&mut Value),
+) -> Vec<String> {
     let (removals, docs): (Vec<Value>, Vec<Value>) = repo_manifests(prefix)
         .into_iter()
+        .map(|mut d| {
+            edit(&mut d);
+            d
+        })
         .filter(|d| {
             !d["apiVersion"]
                 .as_str()

@@ -34,7 +34,8 @@ impl Protected {
     }
 
     /// Every object of the release manifests in `manifests/`, the installer's run-time objects in
-    /// `namespace` (`inventory`, `lease`), and every object named with a protected prefix.
+    /// `namespace` (`inventory`, `lease`, the Deployment the deployer applies), and every object
+    /// named with a protected prefix.
     pub fn installer(namespace: &str, inventory: &str, lease: &str) -> Self {
         let mut keys: BTreeSet<ObjectKey> = release_manifests().into_iter().collect();
         keys.insert(ObjectKey::new(
@@ -50,6 +51,14 @@ impl Protected {
             "Lease",
             Some(namespace),
             lease,
+        ));
+        // Applied by the deployer, not by the release.
+        keys.insert(ObjectKey::new(
+            "apps",
+            "v1",
+            "Deployment",
+            Some(namespace),
+            crate::deployment::DEPLOYMENT,
         ));
         Protected {
             keys,

@@ -501,13 +501,26 @@ fn the_family_is_cluster_x_k8s_io_and_its_subdomains() {
 fn the_release_manifests_are_protected() {
     let files = protected::release_manifest_files();
     assert!(
-        files.contains(&"0000_30_capi-installer_04_deployment.yaml"),
+        files.contains(&"0000_30_capi-installer_04_deployer.yaml"),
         "{files:?}"
     );
     let keys = protected::release_manifests();
     let p = config().protected;
     for wanted in [
-        ObjectKey::new("apps", "v1", "Deployment", Some(OWN), "capi-installer"),
+        ObjectKey::new(
+            "apps",
+            "v1",
+            "Deployment",
+            Some(OWN),
+            "capi-installer-deployer",
+        ),
+        ObjectKey::new(
+            "",
+            "v1",
+            "ServiceAccount",
+            Some(OWN),
+            "capi-installer-deployer",
+        ),
         ObjectKey::new("", "v1", "ServiceAccount", Some(OWN), "capi-installer"),
         ObjectKey::new("", "v1", "ConfigMap", Some(OWN), "capi-installer-images"),
         // Removed by this release from the providers' namespace, still the installer's.
@@ -561,6 +574,17 @@ fn the_release_manifests_are_protected() {
     ] {
         assert!(p.reason(&runtime).is_some(), "{runtime}");
     }
+    // The installer's own Deployment is no release manifest (the deployer applies it), and still
+    // protected as the installer's, not only by its name.
+    let installer = ObjectKey::new("apps", "v1", "Deployment", Some(NS), "capi-installer");
+    assert!(!keys.contains(&ObjectKey::new(
+        "apps",
+        "v1",
+        "Deployment",
+        Some(OWN),
+        "capi-installer"
+    )));
+    assert!(p.keys().any(|k| *k == installer), "{installer}");
     assert_eq!(
         p.reason(&ObjectKey::new(
             "apps",
