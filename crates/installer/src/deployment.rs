@@ -271,7 +271,7 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
             Ok((wanted, _)) if unchanged(&wanted) && live.is_none() => next = RETRY,
             Ok((wanted, _)) if unchanged(&wanted) => {}
             Ok((wanted, release)) => {
-                let applied = match live.as_deref().filter(|_| inherited) {
+                let taken = match live.as_deref().filter(|_| inherited) {
                     Some(live) => {
                         let taken = take_over(&api, live, &release_manager, namespace).await;
                         if taken.is_ok() {
@@ -281,7 +281,7 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
                     }
                     None => Ok(()),
                 };
-                let applied = match applied {
+                let applied = match taken {
                     Ok(()) => api
                         .patch(
                             DEPLOYMENT,
