@@ -59,6 +59,13 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
             name: "capi-installer",
             lease: capi_installer_controller::policy::LEADER_LEASE,
         },
+        // It keeps the installer's Deployment: when the installer's pods do not come, this is where
+        // to look next.
+        ProcessRef {
+            namespace: &namespaces.installer.installer_namespace,
+            name: "capi-installer-deployer",
+            lease: capi_installer_controller::deployment::LEADER_LEASE,
+        },
         ProcessRef {
             namespace: &namespaces.namespace,
             name: "capi-controllers",
@@ -182,7 +189,7 @@ fn controllers_table(co: Option<&DynamicObject>) -> Table {
     }
 }
 
-/// The installer's and the controllers pod's processes, each in its namespace: Deployment readiness
+/// The installer's, its deployer's and the controllers pod's processes, each in its namespace: Deployment readiness
 /// and who holds the Lease.
 fn processes_table(processes: &[Process]) -> Table {
     Table {

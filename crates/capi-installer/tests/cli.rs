@@ -782,6 +782,10 @@ async fn status_exits_non_zero_unless_available_and_not_degraded() {
             assert_eq!(controllers.len(), 4, "{doc}");
             assert_eq!(controllers[0]["controller"], "InfraCluster", "{doc}");
             assert_eq!(doc["processes"][0]["process"], "capi-installer", "{doc}");
+            assert_eq!(
+                doc["processes"][1]["process"], "capi-installer-deployer",
+                "{doc}"
+            );
         }
     }
 }
