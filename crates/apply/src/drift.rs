@@ -299,11 +299,7 @@ pub fn hash_objects<'a>(objects: impl IntoIterator<Item = &'a DynamicObject>) ->
 }
 
 fn hex(hasher: Sha256) -> String {
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    capi_object::lower_hex(&hasher.finalize())
 }
 
 /// Writes sorted fields as [`write_canonical`] writes an object.

@@ -32,9 +32,8 @@ pub fn volume_name(reference: &str) -> String {
         })
         .collect();
     let digest = Sha256::digest(reference.as_bytes());
-    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
     volume.push('-');
-    volume.push_str(&hex);
+    volume.push_str(&capi_object::lower_hex(&digest[..4]));
     if !volume.starts_with(|c: char| c.is_ascii_alphanumeric()) {
         volume.insert_str(0, "img-");
     }
@@ -128,10 +127,7 @@ mod tests {
     use super::*;
 
     fn sha256_hex(s: &str) -> String {
-        Sha256::digest(s.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        capi_object::lower_hex(&Sha256::digest(s.as_bytes()))
     }
 
     #[test]

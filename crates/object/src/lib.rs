@@ -1,4 +1,4 @@
-//! Object identity, the table of well-known kinds, name rules, and small JSON helpers.
+//! Object identity, the table of well-known kinds, name rules, and small JSON and digest helpers.
 //!
 //! The lowest crate of the workspace: both the data model (`capi-manifests`, which must not depend on a
 //! Kubernetes client) and the apply engine (`capi-apply`, which must not know about Cluster API) need
@@ -31,10 +31,28 @@ pub fn strip_nulls(v: &Value) -> Value {
     }
 }
 
+/// `bytes` as lowercase hex, two digits a byte: how a sha256 digest is written wherever this
+/// workspace names content by it (drift hashes, image volume names, the reference's content IDs).
+pub fn lower_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn lower_hex_writes_two_lowercase_digits_a_byte() {
+        assert_eq!(lower_hex(&[0x00, 0x0f, 0xab, 0xff]), "000fabff");
+        assert_eq!(lower_hex(&[]), "");
+    }
 
     #[test]
     fn strip_nulls_is_recursive_and_keeps_null_array_items() {

@@ -87,11 +87,7 @@ pub(crate) fn revision_id<'a>(
 }
 
 fn hex(hasher: Sha256) -> String {
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    capi_object::lower_hex(&hasher.finalize())
 }
 
 /// `object` with `metadata.labels[COMPONENT_LABEL] = component`, as the reference's
