@@ -446,17 +446,9 @@ data:
     /// `expected/default`), with the substitutions of the Intermediate TLS profile.
     #[test]
     fn the_ids_of_real_profiles_are_the_references() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/fixtures/manifests-gen-profiles");
-        if !dir.join("core/expected/default/manifests.yaml").is_file() {
-            assert!(
-                std::env::var("CI").map_or(true, |v| v != "true"),
-                "{} missing (CI=true)",
-                dir.display()
-            );
-            eprintln!("skipping: {} missing", dir.display());
+        let Some(dir) = control_plane::shared_fixture("manifests-gen-profiles") else {
             return;
-        }
+        };
         let read = |provider: &str, file: &str| {
             std::fs::read_to_string(dir.join(provider).join("expected/default").join(file))
                 .expect("fixture")
