@@ -236,12 +236,7 @@ fn scrape_wiring(component: &str) {
         .find(|m| m["name"] == volume["name"])
         .expect("the serving certificate is mounted");
     let dir = mount["mountPath"].as_str().unwrap();
-    let args: Vec<&str> = container["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = strs(&container["args"]);
     for wanted in [
         format!("--metrics-cert-file={dir}/tls.crt"),
         format!("--metrics-key-file={dir}/tls.key"),
@@ -543,12 +538,7 @@ fn the_release_runs_the_deployer_which_may_write_only_the_installers_deployment(
     );
     assert_eq!(pod["serviceAccountName"], "capi-installer-deployer");
     let container = &pod["containers"][0];
-    let args: Vec<&str> = container["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = strs(&container["args"]);
     assert_eq!(args[0], "deployer");
     for wanted in [
         format!("--installer-image={}", container["image"].as_str().unwrap()),
@@ -612,18 +602,8 @@ fn the_release_runs_the_deployer_which_may_write_only_the_installers_deployment(
     ];
     let mut written = BTreeSet::new();
     for rule in &rules {
-        let resources: Vec<&str> = rule["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r.as_str().unwrap())
-            .collect();
-        let verbs: Vec<&str> = rule["verbs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
+        let resources = strs(&rule["resources"]);
+        let verbs = strs(&rule["verbs"]);
         let names = rule["resourceNames"].as_array();
         // A create that is not an apply names no object: the one such rule is its Lease's.
         if names.is_none() {
@@ -663,6 +643,15 @@ fn the_release_runs_the_deployer_which_may_write_only_the_installers_deployment(
             "{binding}"
         );
     }
+}
+
+/// The strings of a manifest's list of strings (`args`, a rule's `verbs`).
+fn strs(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|s| s.as_str().expect("a string"))
+        .collect()
 }
 
 fn identity(d: &Value) -> String {
