@@ -163,11 +163,21 @@ async fn takes_over_the_earlier_releases_deployment_in_place() {
         "deployer-a",
         &[WITHOUT_IMAGE_VOLUMES],
     );
-    let taken = eventually(T, "the Deployment the deployer's alone", || async {
-        let d = deployments.get("capi-installer").await.ok()?;
-        let managers = managers(&d);
-        (managers.contains(DEPLOYER) && !managers.contains(CVO)).then_some(d)
-    })
+    // Two writes: the field ownership moved (the deployer's alone from then on), then the apply,
+    // which changes the generation (the annotations it does not send go). Read between the two, the
+    // object would still carry them.
+    let taken = eventually(
+        T,
+        "the Deployment the deployer's alone, applied",
+        || async {
+            let d = deployments.get("capi-installer").await.ok()?;
+            let managers = managers(&d);
+            (managers.contains(DEPLOYER)
+                && !managers.contains(CVO)
+                && d.metadata.generation != before.metadata.generation)
+                .then_some(d)
+        },
+    )
     .await;
     assert_eq!(taken.uid(), before.uid(), "the same object");
     assert_eq!(
