@@ -10,6 +10,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 
 use crate::crd_safety::{self, CrdProblem};
 use crate::drift::{self, desired_hash, projection_hash};
+use crate::fight::{self, Fights};
 use crate::key::{ObjectKey, api_for};
 use crate::ownership::{Ownership, OwnershipPolicy};
 use crate::plan::{Plan, PlannedObject, PlannedPhase};
@@ -46,6 +47,23 @@ pub enum ApplyError {
         key: ObjectKey,
         managers: Vec<String>,
     },
+    /// Another writer keeps reverting fields we own: the object's drift was repaired
+    /// [`fight::REPAIRS`] times within [`fight::WINDOW`]; it is not written again until the oldest
+    /// repair leaves the window ([`crate::fight`]).
+    #[error(
+        "{key}: another writer keeps reverting fields the installer owns: repaired {repairs} times within {}s, now left as it is (field managers: {ours} and [{}])",
+        fight::WINDOW.as_secs(),
+        .others.join(", ")
+    )]
+    WriteFight {
+        key: ObjectKey,
+        repairs: usize,
+        ours: String,
+        others: Vec<String>,
+    },
+    /// An adoption the bound on taking over forbids ([`crate::ownership::adoption_refusal`]).
+    #[error("{key} exists without our label and is not adopted: {reason}; not touching it")]
+    AdoptionRefused { key: ObjectKey, reason: String },
     #[error("{key} is being deleted; apply again once it is gone")]
     Terminating { key: ObjectKey },
     /// One of our objects that another of our owners holds (see [`OwnershipPolicy::owner_label`]).
@@ -76,6 +94,8 @@ impl ApplyError {
     pub fn key(&self) -> &ObjectKey {
         match self {
             ApplyError::Conflict { key, .. }
+            | ApplyError::AdoptionRefused { key, .. }
+            | ApplyError::WriteFight { key, .. }
             | ApplyError::Terminating { key }
             | ApplyError::OwnedByOther { key, .. }
             | ApplyError::Api { key, .. }
@@ -172,6 +192,8 @@ pub struct Applier {
     passed: Mutex<HashMap<ObjectKey, (String, Option<String>)>>,
     /// Answers for objects the caller has no copy of ([`Applier::with_cache`]).
     cache: Option<LiveCache>,
+    /// Repairs of drift per object: a write fight stops writing ([`crate::fight`]).
+    fights: Mutex<Fights>,
 }
 
 /// What [`Applier::preview`] found: the write apply would make, the live object it would replace,
@@ -198,6 +220,7 @@ impl Applier {
             applied: Mutex::new(HashMap::new()),
             passed: Mutex::new(HashMap::new()),
             cache: None,
+            fights: Mutex::default(),
         }
     }
 
@@ -368,6 +391,9 @@ impl Applier {
         if action == ApplyAction::Adopted {
             self.absorb_retired(planned, existing.as_ref()).await?;
         }
+        if action == ApplyAction::Configured {
+            self.check_fight(key, &desired, existing.as_ref())?;
+        }
         let after = self
             .patch(planned, &desired, false)
             .await
@@ -381,6 +407,43 @@ impl Applier {
             key: key.clone(),
             action,
             object: after,
+        })
+    }
+
+    /// A write of an object of ours that changed since our last write of the same desired object is a
+    /// repair of someone else's change: counted, and refused once it is a fight ([`crate::fight`]).
+    fn check_fight(
+        &self,
+        key: &ObjectKey,
+        desired: &DynamicObject,
+        live: Option<&DynamicObject>,
+    ) -> Result<(), ApplyError> {
+        let hash = desired_hash(desired, &self.hash_annotation);
+        let repair = self
+            .applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .is_some_and(|rec| rec.hash == hash);
+        let mut fights = self.fights.lock().unwrap_or_else(PoisonError::into_inner);
+        if !repair {
+            fights.forget(key);
+            return Ok(());
+        }
+        let Err(repairs) = fights.repair(key, std::time::Instant::now()) else {
+            return Ok(());
+        };
+        let others = live
+            .map(crate::ownership::spec_managers)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| *m != self.field_manager)
+            .collect();
+        Err(ApplyError::WriteFight {
+            key: key.clone(),
+            repairs,
+            ours: self.field_manager.clone(),
+            others,
         })
     }
 
@@ -622,20 +685,41 @@ impl Applier {
         F: Fn(&ObjectKey) -> Option<L>,
         L: std::ops::Deref<Target = DynamicObject>,
     {
+        self.dry_run_each(objects, live)
+            .await
+            .into_iter()
+            .filter_map(|(_, r)| r.err())
+            .collect()
+    }
+
+    /// [`Applier::dry_run_all`] with each object's answer: what apply would do, or why it would fail
+    /// (e.g. which objects it would adopt, for a caller that records them before the first write).
+    pub async fn dry_run_each<'a, I, F, L>(
+        &self,
+        objects: I,
+        live: F,
+    ) -> Vec<(ObjectKey, Result<ApplyAction, ApplyError>)>
+    where
+        I: IntoIterator<Item = &'a PlannedObject>,
+        F: Fn(&ObjectKey) -> Option<L>,
+        L: std::ops::Deref<Target = DynamicObject>,
+    {
         // The futures are made first: a stream over a closure that borrows is not `Send` for every
         // lifetime, and the installer's reconcile future must be.
         let checks: Vec<_> = objects
             .into_iter()
             .map(|planned| {
                 let cached = live(&planned.key);
-                async move { self.dry_run(planned, cached.as_deref()).await }
+                async move {
+                    let result = self.dry_run(planned, cached.as_deref()).await;
+                    (planned.key.clone(), result)
+                }
             })
             .collect();
-        let results: Vec<_> = futures::stream::iter(checks)
+        futures::stream::iter(checks)
             .buffered(CONCURRENCY)
             .collect()
-            .await;
-        results.into_iter().filter_map(Result::err).collect()
+            .await
     }
 
     /// What to do with `planned`: nothing, or write it (and why). Reads the object only when neither
@@ -670,15 +754,31 @@ impl Applier {
             if existing.metadata.deletion_timestamp.is_some() {
                 return Err(ApplyError::Terminating { key: key.clone() });
             }
-            let action = match self.ownership.check(existing, &self.field_manager) {
-                Ownership::Foreign { .. } if planned.take_over => ApplyAction::Adopted,
+            let ownership = self.ownership.check(existing, &self.field_manager);
+            let adopt =
+                |take_over: bool, managers: &[String]| match crate::ownership::adoption_refusal(
+                    &self.ownership,
+                    key,
+                    existing,
+                    self.ownership.owner_of(desired),
+                    take_over,
+                    managers,
+                ) {
+                    None => Ok(ApplyAction::Adopted),
+                    Some(reason) => Err(ApplyError::AdoptionRefused {
+                        key: key.clone(),
+                        reason,
+                    }),
+                };
+            let action = match ownership {
+                Ownership::Foreign { managers } if planned.take_over => adopt(true, &managers)?,
                 Ownership::Foreign { managers } => {
                     return Err(ApplyError::Conflict {
                         key: key.clone(),
                         managers,
                     });
                 }
-                Ownership::Adoptable => ApplyAction::Adopted,
+                Ownership::Adoptable => adopt(false, &[])?,
                 Ownership::Owned => {
                     if let Some(owner) = self.ownership.owner_of(existing)
                         && self.ownership.owner_of(desired) != Some(owner)

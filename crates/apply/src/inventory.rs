@@ -1,6 +1,6 @@
 //! Inventory: what was applied per owner, kept in a ConfigMap so prune survives restarts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
@@ -17,6 +17,10 @@ struct Entry {
     #[serde(flatten)]
     key: ObjectKey,
     phase: Phase,
+    /// It existed before we first applied it (we adopted it): prune releases it, never deletes it.
+    /// Absent in what earlier versions stored: those objects are treated as created by us.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    adopted: bool,
 }
 
 /// The objects an owner (an arbitrary string id, e.g. a provider name) has applied.
@@ -24,6 +28,9 @@ struct Entry {
 pub struct Inventory {
     pub owner: String,
     pub entries: BTreeMap<ObjectKey, Phase>,
+    /// The entries that existed before the owner first applied them (adopted, not created): prune
+    /// releases them instead of deleting them. A subset of `entries`' keys.
+    pub adopted: BTreeSet<ObjectKey>,
     /// The caller's own structured state, stored with the inventory and opaque to the engine (e.g.
     /// what the owner last rolled out, so that it survives a restart). `None` stores nothing.
     pub record: Option<serde_json::Value>,
@@ -50,6 +57,7 @@ impl Inventory {
         Inventory {
             owner: owner.into(),
             entries: BTreeMap::new(),
+            adopted: BTreeSet::new(),
             record: None,
         }
     }
@@ -70,7 +78,36 @@ impl Inventory {
     /// moved to `v1beta1` would resolve the object with a version that may no longer be served).
     pub fn insert(&mut self, key: ObjectKey, phase: Phase) {
         self.entries.remove(&key);
+        if self.adopted.remove(&key) {
+            self.adopted.insert(key.clone());
+        }
         self.entries.insert(key, phase);
+    }
+
+    /// Marks `key` (an entry) as adopted: see [`Self::adopted`].
+    pub fn mark_adopted(&mut self, key: &ObjectKey) {
+        if let Some((k, _)) = self.entries.get_key_value(key) {
+            self.adopted.replace(k.clone());
+        }
+    }
+
+    /// Whether `key` was adopted (see [`Self::adopted`]).
+    pub fn is_adopted(&self, key: &ObjectKey) -> bool {
+        self.adopted.contains(key)
+    }
+
+    /// Carries over from `old` which of `self`'s entries were adopted: an object stays adopted for as
+    /// long as it is in the inventory, whichever version applies it.
+    pub fn adopted_from(&mut self, old: &Inventory) {
+        let keys: Vec<ObjectKey> = self
+            .entries
+            .keys()
+            .filter(|k| old.is_adopted(k))
+            .cloned()
+            .collect();
+        for key in &keys {
+            self.mark_adopted(key);
+        }
     }
 
     pub fn contains(&self, key: &ObjectKey) -> bool {
@@ -98,6 +135,7 @@ impl Inventory {
         self.stale(new)
             .into_iter()
             .map(|(key, phase)| PruneTarget {
+                adopted: self.is_adopted(&key),
                 resource: resolver
                     .resolve_key(&key)
                     .or_else(|| resolver.resolve_any_version(&key.group, &key.kind))
@@ -118,6 +156,9 @@ impl Inventory {
         for key in keys {
             if let Some((k, phase)) = old.entries.get_key_value(key) {
                 self.entries.insert(k.clone(), *phase);
+                if old.is_adopted(k) {
+                    self.adopted.replace(k.clone());
+                }
             }
         }
     }
@@ -130,6 +171,7 @@ impl Inventory {
             .map(|(key, phase)| Entry {
                 key: key.clone(),
                 phase: *phase,
+                adopted: self.adopted.contains(key),
             })
             .collect();
         entries.sort_by(|a, b| {
@@ -150,9 +192,15 @@ impl Inventory {
             AnyStored::Current(s) => (s.objects, s.record),
             AnyStored::Objects(entries) => (entries, None),
         };
+        let adopted = entries
+            .iter()
+            .filter(|e| e.adopted)
+            .map(|e| e.key.clone())
+            .collect();
         Ok(Inventory {
             owner: owner.into(),
             entries: entries.into_iter().map(|e| (e.key, e.phase)).collect(),
+            adopted,
             record,
         })
     }
@@ -472,6 +520,7 @@ mod tests {
             )]
             .into_iter()
             .collect(),
+            adopted: Default::default(),
             record: None,
         };
         let targets = old.prune_targets(&Inventory::new("aws"), &crate::testutil::resolver());
@@ -522,5 +571,54 @@ mod tests {
         assert_eq!(back, with_record);
         let legacy = Inventory::from_json("aws", &objects.to_string()).unwrap();
         assert_eq!(legacy, a);
+    }
+
+    #[test]
+    fn adoptions_are_recorded_carried_over_and_absent_from_earlier_records() {
+        let crd = k(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            None,
+            "widgets.example.io",
+        );
+        let cm = k("", "ConfigMap", Some("ns"), "c");
+        let mut old = inv(&[
+            (crd.clone(), Phase::CustomResourceDefinitions),
+            (cm.clone(), Phase::Base),
+        ]);
+        old.mark_adopted(&crd);
+        old.mark_adopted(&k("", "Secret", Some("ns"), "not-an-entry"));
+        assert_eq!(old.adopted.iter().collect::<Vec<_>>(), [&crd]);
+        let json = old.to_json();
+        let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(parsed["objects"][0]["adopted"], true, "{json}");
+        assert_eq!(parsed["objects"][1].get("adopted"), None, "{json}");
+        assert_eq!(Inventory::from_json("aws", &json).unwrap(), old);
+
+        // A later version keeps the mark while it holds the object; prune releases what it drops.
+        let mut new = inv(&[(crd.clone(), Phase::CustomResourceDefinitions)]);
+        new.adopted_from(&old);
+        assert!(new.is_adopted(&crd));
+        let targets = old.prune_targets(&inv(&[]), &crate::testutil::resolver());
+        let adopted: Vec<(String, bool)> = targets
+            .iter()
+            .map(|t| (t.key.name.clone(), t.adopted))
+            .collect();
+        assert_eq!(
+            adopted,
+            [("c".into(), false), ("widgets.example.io".into(), true)]
+        );
+        let mut kept = inv(&[]);
+        kept.retain_from(&old, [&crd]);
+        assert!(kept.is_adopted(&crd));
+
+        // What earlier versions stored has no mark: created, so pruned as before.
+        let legacy = r#"{"objects": [{"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "ns", "name": "c", "phase": "Base"}]}"#;
+        assert!(
+            Inventory::from_json("aws", legacy)
+                .unwrap()
+                .adopted
+                .is_empty()
+        );
     }
 }

@@ -90,6 +90,7 @@ pub(crate) mod changes;
 pub mod crd_names;
 pub(crate) mod crd_safety;
 pub mod drift;
+pub mod fight;
 pub(crate) mod inventory;
 pub(crate) mod key;
 pub mod ownership;

@@ -1,9 +1,11 @@
 //! What "ours" means, and who may be taken over (see the crate docs, "Ownership"): the one policy
 //! apply, the watch cache and prune all decide by.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::api::DynamicObject;
+
+use crate::key::ObjectKey;
 
 /// Default annotation with which an administrator allows adoption of an existing object.
 pub const DEFAULT_ADOPT_ANNOTATION: &str = "capi-installer.openshift.io/adopt";
@@ -136,6 +138,89 @@ impl OwnershipPolicy {
     }
 }
 
+/// The label the API server puts on the objects it creates at start-up (the bootstrap RBAC roles and
+/// bindings, the priority classes): built in, never a provider's to take over.
+pub const BOOTSTRAPPING_LABEL: &str = "kubernetes.io/bootstrapping";
+
+/// Objects Kubernetes or OpenShift create in every namespace or in the cluster, by (kind, name): the
+/// namespace's CA bundles (kube-controller-manager's, service-ca's), its `default` ServiceAccounts,
+/// the cluster's own namespaces.
+const WELL_KNOWN: &[(&str, &str)] = &[
+    ("ConfigMap", "kube-root-ca.crt"),
+    ("ConfigMap", "openshift-service-ca.crt"),
+    ("ServiceAccount", "default"),
+    ("ServiceAccount", "builder"),
+    ("ServiceAccount", "deployer"),
+    ("Namespace", "default"),
+    ("Namespace", "kube-system"),
+    ("Namespace", "kube-public"),
+    ("Namespace", "kube-node-lease"),
+];
+
+/// What makes `key` (with `labels`) a built-in object, or `None`: a `system:` name, the bootstrapping
+/// label, or one of the objects the cluster creates itself. Never adopted, never deleted.
+pub fn built_in(key: &ObjectKey, labels: Option<&BTreeMap<String, String>>) -> Option<String> {
+    if key.name.starts_with("system:") {
+        return Some(format!(
+            "a built-in object (name {:?}, the system: prefix)",
+            key.name
+        ));
+    }
+    if let Some(value) = labels.and_then(|l| l.get(BOOTSTRAPPING_LABEL)) {
+        return Some(format!(
+            "a built-in object (label {BOOTSTRAPPING_LABEL}={value})"
+        ));
+    }
+    WELL_KNOWN
+        .contains(&(key.kind.as_str(), key.name.as_str()))
+        .then(|| {
+            format!(
+                "a built-in object ({} {}, which the cluster creates and its controllers write)",
+                key.kind, key.name
+            )
+        })
+}
+
+/// Why an adoption of `live` is refused, or `None`: the bound on taking over objects that exist
+/// without our label. `desired_owner` is the owner label value our object would carry, and
+/// `take_over` whether the bundle asks to take it over whoever manages it (the reference's
+/// `adopt-existing: always`); `managers` are its field managers. Never a built-in object
+/// ([`built_in`]) nor another owner's (its owner label); and a take-over beyond the adoptable
+/// managers only of a CRD (a provider's own, the reference's one use of it) or of an object an earlier
+/// version of the same owner installed (it carries that owner's label).
+pub fn adoption_refusal(
+    policy: &OwnershipPolicy,
+    key: &ObjectKey,
+    live: &DynamicObject,
+    desired_owner: Option<&str>,
+    take_over: bool,
+    managers: &[String],
+) -> Option<String> {
+    if let Some(why) = built_in(key, live.metadata.labels.as_ref()) {
+        return Some(format!("{why} is never adopted"));
+    }
+    let theirs = policy.owner_of(live);
+    if let Some(theirs) = theirs
+        && Some(theirs) != desired_owner
+    {
+        let key = policy.owner_label.as_deref().unwrap_or_default();
+        return Some(format!(
+            "another owner's object ({key}={theirs}) is never adopted"
+        ));
+    }
+    if !take_over {
+        return None;
+    }
+    let crd = key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition";
+    if crd || (theirs.is_some() && theirs == desired_owner) {
+        return None;
+    }
+    Some(format!(
+        "adopt-existing takes over only a provider's own CRDs and objects an earlier version of it installed (its owner label); this one is written by [{}]",
+        managers.join(", ")
+    ))
+}
+
 /// Outcome of [`OwnershipPolicy::check`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ownership {
@@ -159,7 +244,7 @@ pub fn field_managers(obj: &DynamicObject) -> Vec<String> {
 /// Field managers that own more than status: writers of the `status` subresource (the API server on
 /// a CRD, a controller on its Deployment) report on an object, they do not own it, so they never make
 /// an object foreign.
-fn spec_managers(obj: &DynamicObject) -> Vec<String> {
+pub(crate) fn spec_managers(obj: &DynamicObject) -> Vec<String> {
     let set: BTreeSet<String> = obj
         .metadata
         .managed_fields
@@ -169,4 +254,74 @@ fn spec_managers(obj: &DynamicObject) -> Vec<String> {
         .filter_map(|m| m.manager.clone())
         .collect();
     set.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(yaml: &str) -> (ObjectKey, DynamicObject) {
+        let o: DynamicObject = serde_saphyr::from_str(yaml).unwrap();
+        (crate::key_of(&o).unwrap(), o)
+    }
+
+    fn policy() -> OwnershipPolicy {
+        OwnershipPolicy::new("app.kubernetes.io/managed-by", "capi-installer")
+            .owner_label("cluster.x-k8s.io/provider")
+    }
+
+    #[test]
+    fn built_in_and_other_owners_objects_are_never_adopted() {
+        let p = policy();
+        let aws = Some("infrastructure-aws");
+        for (yaml, expect) in [
+            (
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: 'system:public-info-viewer', labels: {kubernetes.io/bootstrapping: rbac-defaults}}\n",
+                "the system: prefix",
+            ),
+            (
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: admin, labels: {kubernetes.io/bootstrapping: rbac-defaults}}\n",
+                "label kubernetes.io/bootstrapping=rbac-defaults",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kube-root-ca.crt, namespace: ns}\n",
+                "ConfigMap kube-root-ca.crt",
+            ),
+            (
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gcpclusters.infrastructure.cluster.x-k8s.io, labels: {cluster.x-k8s.io/provider: infrastructure-gcp}}\n",
+                "another owner's object (cluster.x-k8s.io/provider=infrastructure-gcp)",
+            ),
+        ] {
+            let (key, o) = live(yaml);
+            for take_over in [true, false] {
+                let why = adoption_refusal(&p, &key, &o, aws, take_over, &[])
+                    .unwrap_or_else(|| panic!("{key} adopted"));
+                assert!(why.contains(expect), "{why}");
+            }
+        }
+    }
+
+    #[test]
+    fn adopt_existing_takes_over_only_own_crds_and_earlier_versions_objects() {
+        let p = policy();
+        let aws = Some("infrastructure-aws");
+        let kcm = ["kube-controller-manager".to_string()];
+        let (crd, o) = live(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: ipaddresses.ipam.cluster.x-k8s.io}\n",
+        );
+        assert_eq!(adoption_refusal(&p, &crd, &o, aws, true, &kcm), None);
+        let (key, o) = live(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: capa-controller-manager, namespace: ns, labels: {cluster.x-k8s.io/provider: infrastructure-aws}}\n",
+        );
+        assert_eq!(adoption_refusal(&p, &key, &o, aws, true, &kcm), None);
+        let (key, o) =
+            live("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ns}\n");
+        let why = adoption_refusal(&p, &key, &o, aws, true, &kcm).unwrap();
+        assert!(
+            why.contains("written by [kube-controller-manager]"),
+            "{why}"
+        );
+        // Without adopt-existing, the manager rules decide (this object's managers are adoptable).
+        assert_eq!(adoption_refusal(&p, &key, &o, aws, false, &[]), None);
+    }
 }

@@ -19,6 +19,8 @@ pub struct PruneTarget {
     pub key: ObjectKey,
     pub phase: Phase,
     pub resource: Option<ApiResource>,
+    /// It existed before we first applied it ([`crate::Inventory::adopted`]): released, not deleted.
+    pub adopted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +37,10 @@ pub enum KeepReason {
     CrdHasInstances { kind: String },
     /// The object was replaced (different UID) between our read and our delete.
     Replaced,
+    /// We adopted it (it existed before we applied it): it is released in place, our ownership label
+    /// and field ownership removed, and dropped from the inventory. The installer deletes only what it
+    /// created.
+    Released,
     /// The request failed; keep it in the inventory and retry.
     Error(String),
 }
@@ -42,7 +48,10 @@ pub enum KeepReason {
 impl KeepReason {
     /// Whether the object must stay in the inventory (to be retried).
     pub fn retry(&self) -> bool {
-        !matches!(self, KeepReason::NotOwned | KeepReason::OwnedByOther { .. })
+        !matches!(
+            self,
+            KeepReason::NotOwned | KeepReason::OwnedByOther { .. } | KeepReason::Released
+        )
     }
 }
 
@@ -53,6 +62,9 @@ impl fmt::Display for KeepReason {
             KeepReason::OwnedByOther { owner } => write!(f, "belongs to {owner}"),
             KeepReason::CrdHasInstances { kind } => write!(f, "instances of {kind} still exist"),
             KeepReason::Replaced => f.write_str("replaced by a new object (UID changed)"),
+            KeepReason::Released => f.write_str(
+                "adopted, not created by the installer: released in place (ownership label and field ownership removed)",
+            ),
             KeepReason::Error(e) => write!(f, "delete failed: {e}"),
         }
     }
@@ -121,7 +133,12 @@ async fn prune_as(
             report.deleted.push(key);
             continue;
         };
-        match prune_one(client, &key, &resource, ownership, owner, dry_run).await {
+        let one = Pruned {
+            key: &key,
+            resource: &resource,
+            adopted: target.adopted,
+        };
+        match prune_one(client, one, ownership, owner, dry_run).await {
             Ok(None) if dry_run => report.deleted.push(key),
             Ok(None) => {
                 tracing::info!(object = %key, "pruned");
@@ -140,14 +157,25 @@ async fn prune_as(
     report
 }
 
+/// One object [`prune_one`] deletes or releases.
+struct Pruned<'a> {
+    key: &'a ObjectKey,
+    resource: &'a ApiResource,
+    adopted: bool,
+}
+
 async fn prune_one(
     client: &Client,
-    key: &ObjectKey,
-    resource: &ApiResource,
+    one: Pruned<'_>,
     ownership: &OwnershipPolicy,
     owner: Option<&str>,
     dry_run: bool,
 ) -> Result<Option<KeepReason>, kube::Error> {
+    let Pruned {
+        key,
+        resource,
+        adopted,
+    } = one;
     let api = api_for(client, resource, key);
     let Some(live) = api.get_opt(&key.name).await? else {
         return Ok(None);
@@ -161,6 +189,27 @@ async fn prune_one(
         return Ok(Some(KeepReason::OwnedByOther {
             owner: theirs.to_string(),
         }));
+    }
+    // A built-in object is never ours to delete, whatever an inventory says: one that an earlier
+    // version adopted (before adoption was bounded, and before adoptions were recorded) is released.
+    if adopted || crate::ownership::built_in(key, live.metadata.labels.as_ref()).is_some() {
+        let Some(patch) = release_patch(&live, ownership) else {
+            return Ok(Some(KeepReason::Released));
+        };
+        let params = kube::api::PatchParams {
+            dry_run,
+            ..Default::default()
+        };
+        return match api
+            .patch(&key.name, &params, &kube::api::Patch::<()>::Json(patch))
+            .await
+        {
+            Ok(_) => Ok(Some(KeepReason::Released)),
+            Err(e) if is_status(&e, 404) => Ok(None),
+            // Written since our read (resourceVersion guard): retried by the next prune.
+            Err(e) if is_status(&e, 409) => Ok(Some(KeepReason::Error(e.to_string()))),
+            Err(e) => Err(e),
+        };
     }
     if key.group == "apiextensions.k8s.io"
         && key.kind == "CustomResourceDefinition"
@@ -188,6 +237,62 @@ async fn prune_one(
         Err(e) if is_status(&e, 409) => Ok(Some(KeepReason::Replaced)),
         Err(e) => Err(e),
     }
+}
+
+/// The JSON patch that gives an adopted object back: our ownership label and desired-hash annotation
+/// removed, and our field ownership (the managedFields entries that own our ownership label: only we
+/// set it) dropped, so that every other field stays as it is, unowned, instead of being removed as a
+/// server-side apply without them would. Guarded by the resourceVersion read. `None` when nothing of
+/// ours is left on it.
+pub(crate) fn release_patch(
+    live: &DynamicObject,
+    ownership: &OwnershipPolicy,
+) -> Option<json_patch::Patch> {
+    let label = &ownership.label_key;
+    let pointer = |key: &str| key.replace('~', "~0").replace('/', "~1");
+    let mut ops = Vec::new();
+    if live
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(label))
+    {
+        ops.push(serde_json::json!({"op": "remove", "path": format!("/metadata/labels/{}", pointer(label))}));
+    }
+    if live
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(crate::apply::DEFAULT_HASH_ANNOTATION))
+    {
+        ops.push(serde_json::json!({"op": "remove", "path": format!("/metadata/annotations/{}", pointer(crate::apply::DEFAULT_HASH_ANNOTATION))}));
+    }
+    let entries = live.metadata.managed_fields.clone().unwrap_or_default();
+    let owns_label = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
+        e.fields_v1
+            .as_ref()
+            .and_then(|f| f.0.pointer("/f:metadata/f:labels"))
+            .and_then(Value::as_object)
+            .is_some_and(|l| l.contains_key(&format!("f:{label}")))
+    };
+    let kept: Vec<_> = entries.iter().filter(|e| !owns_label(e)).cloned().collect();
+    if kept.len() != entries.len() {
+        // An empty list leaves managedFields as they are; one empty entry clears them.
+        let value = if kept.is_empty() {
+            serde_json::json!([{}])
+        } else {
+            serde_json::to_value(&kept).expect("managedFields serialize")
+        };
+        ops.push(
+            serde_json::json!({"op": "replace", "path": "/metadata/managedFields", "value": value}),
+        );
+    }
+    if ops.is_empty() {
+        return None;
+    }
+    // `replace`, not `test`: etcd then refuses a stale write with a conflict (as takeover does).
+    ops.push(serde_json::json!({"op": "replace", "path": "/metadata/resourceVersion", "value": live.metadata.resource_version}));
+    Some(serde_json::from_value(Value::Array(ops)).expect("a JSON patch"))
 }
 
 /// `Some(kind)` when the CRD `crd` still has at least one instance (in any namespace).
@@ -334,5 +439,49 @@ mod tests {
         };
         let retry: Vec<&str> = report.retry_keys().map(|k| k.name.as_str()).collect();
         assert_eq!(retry, ["crd", "err", "new-uid"]);
+    }
+}
+
+#[cfg(test)]
+mod release_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn release_removes_our_marks_and_field_ownership_only() {
+        let policy = OwnershipPolicy::new("app.kubernetes.io/managed-by", "capi-installer");
+        let live: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.io", "resourceVersion": "42",
+                "labels": {"app.kubernetes.io/managed-by": "capi-installer", "keep": "yes"},
+                "annotations": {"capi-installer.openshift.io/desired-hash": "abc"},
+                "managedFields": [
+                    {"manager": "capi-installer", "operation": "Apply", "apiVersion": "apiextensions.k8s.io/v1",
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}, "f:spec": {}}},
+                    {"manager": "kube-apiserver", "operation": "Update", "subresource": "status",
+                     "apiVersion": "apiextensions.k8s.io/v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}
+                ]},
+            "spec": {"group": "example.io"},
+        }))
+        .unwrap();
+        let patch = serde_json::to_value(release_patch(&live, &policy).unwrap()).unwrap();
+        assert_eq!(
+            patch,
+            json!([
+                {"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1managed-by"},
+                {"op": "remove", "path": "/metadata/annotations/capi-installer.openshift.io~1desired-hash"},
+                {"op": "replace", "path": "/metadata/managedFields", "value": [
+                    {"manager": "kube-apiserver", "operation": "Update", "subresource": "status",
+                     "apiVersion": "apiextensions.k8s.io/v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}
+                ]},
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "42"},
+            ])
+        );
+        let mut bare = live.clone();
+        bare.metadata.labels = None;
+        bare.metadata.annotations = None;
+        bare.metadata.managed_fields = None;
+        assert!(release_patch(&bare, &policy).is_none());
     }
 }

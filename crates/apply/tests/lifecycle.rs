@@ -588,6 +588,7 @@ async fn apply_steady_state_drift_and_prune() {
             key: crd_key.clone(),
             phase: Phase::CustomResourceDefinitions,
             resource: Some(crd_resource),
+            adopted: false,
         }],
         applier.ownership(),
         None,

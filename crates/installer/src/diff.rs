@@ -411,7 +411,10 @@ impl Preview<'_> {
                 object: key.to_string(),
                 change: Change::Pruned,
                 fields: Vec::new(),
-                note: Some(format!("kept for now: {reason}")),
+                note: Some(match reason {
+                    KeepReason::Released => reason.to_string(),
+                    _ => format!("kept for now: {reason}"),
+                }),
             });
         }
         Ok(())
@@ -472,6 +475,8 @@ fn refusal(e: &ApplyError) -> String {
         ApplyError::DryRun { .. } => format!("the API server refuses it: {e}"),
         ApplyError::Conflict { .. }
         | ApplyError::OwnedByOther { .. }
+        | ApplyError::AdoptionRefused { .. }
+        | ApplyError::WriteFight { .. }
         | ApplyError::Terminating { .. } => e.to_string(),
         ApplyError::Api { .. } => format!("cannot check: {e}"),
     }

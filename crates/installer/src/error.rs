@@ -48,6 +48,9 @@ pub(crate) enum Reason {
     /// An object exists and is managed by someone else (another field manager, or another provider);
     /// the installer does not take it over.
     OwnershipConflict,
+    /// Another writer keeps reverting fields an object of the installer's owns; the installer stopped
+    /// repairing it for a while ([`capi_apply::fight`]).
+    WriteFight,
     /// A second source declares the same provider (name and type) as the one that provides it.
     DuplicateProvider,
     /// The API server rejected an object or a request failed.
@@ -99,6 +102,7 @@ impl Reason {
         Reason::CustomResourceDefinitionNameConflict,
         Reason::Forbidden,
         Reason::OwnershipConflict,
+        Reason::WriteFight,
         Reason::DuplicateProvider,
         Reason::ApplyFailed,
         Reason::DeploymentNotAvailable,
@@ -130,6 +134,7 @@ impl Reason {
             Reason::CustomResourceDefinitionNameConflict => "CustomResourceDefinitionNameConflict",
             Reason::Forbidden => "Forbidden",
             Reason::OwnershipConflict => "OwnershipConflict",
+            Reason::WriteFight => "WriteFight",
             Reason::DuplicateProvider => "DuplicateProvider",
             Reason::ApplyFailed => "ApplyFailed",
             Reason::DeploymentNotAvailable => "DeploymentNotAvailable",
@@ -264,9 +269,12 @@ impl ProviderError {
             ProviderError::Discovery(e) => kube_reason(e),
             ProviderError::Preflight(errors) | ProviderError::Apply(errors) => {
                 match errors.first() {
-                    Some(ApplyError::Conflict { .. } | ApplyError::OwnedByOther { .. }) => {
-                        Reason::OwnershipConflict
-                    }
+                    Some(
+                        ApplyError::Conflict { .. }
+                        | ApplyError::OwnedByOther { .. }
+                        | ApplyError::AdoptionRefused { .. },
+                    ) => Reason::OwnershipConflict,
+                    Some(ApplyError::WriteFight { .. }) => Reason::WriteFight,
                     Some(ApplyError::UnsafeCrdChange { .. }) => {
                         Reason::UnsafeCustomResourceDefinitionChange
                     }

@@ -482,7 +482,14 @@ pub(crate) fn plan_rendered(
         .chain(&rendered.unresolved_images)
         .map(String::as_str)
         .collect();
-    let policy = policy::check(&rendered.bundle(), &ctx.policy, &payload_images);
+    let mut policy = policy::check(&rendered.bundle(), &ctx.policy, &payload_images);
+    let adoption = policy::adoption::check(rendered.inputs.iter().zip(&rendered.origins));
+    if !adoption.is_empty() {
+        let mut all = policy.err().map(|v| v.0).unwrap_or_default();
+        all.extend(adoption);
+        all.sort_by(|a, b| a.origin.cmp(&b.origin));
+        policy = Err(policy::Violations(all));
+    }
     let digest = digest(&rendered.inputs);
     let mut problems = rendered.problems;
     // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such, with the

@@ -27,10 +27,12 @@
 //! | [`Rule::WorkloadPrivilege`] | no privileged containers, added capabilities, `runAsUser: 0` or `allowPrivilegeEscalation: true` |
 //! | [`Rule::WorkloadVolumes`] | volumes only of the kinds providers use (Secret, ConfigMap, projected, emptyDir, downward API) |
 //! | [`Rule::WorkloadImage`] | container images only images of the release payload (after substitution) |
+//! | [`Rule::Adoption`] | `adopt-existing` never on a built-in object ([`adoption`]) |
 //!
 //! A bundle that breaks rules gets one [`Violation`] per problem, each naming the source (ConfigMap),
 //! the document index, the object and the rule.
 
+pub(crate) mod adoption;
 pub mod ceiling;
 pub(crate) mod protected;
 
@@ -73,11 +75,12 @@ pub(crate) enum Rule {
     WorkloadPrivilege,
     WorkloadVolumes,
     WorkloadImage,
+    Adoption,
 }
 
 impl Rule {
     #[cfg(test)]
-    pub(crate) const ALL: [Rule; 17] = [
+    pub(crate) const ALL: [Rule; 18] = [
         Rule::Kind,
         Rule::Protected,
         Rule::RbacWildcard,
@@ -95,6 +98,7 @@ impl Rule {
         Rule::WorkloadPrivilege,
         Rule::WorkloadVolumes,
         Rule::WorkloadImage,
+        Rule::Adoption,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -116,6 +120,7 @@ impl Rule {
             Rule::WorkloadPrivilege => "workload-no-privilege",
             Rule::WorkloadVolumes => "workload-volume-kinds",
             Rule::WorkloadImage => "workload-payload-images-only",
+            Rule::Adoption => "adopt-existing-bounded",
         }
     }
 }

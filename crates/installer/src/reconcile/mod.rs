@@ -44,7 +44,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capi_apply::{
-    Applier, CrdNames, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, Phase,
+    Applier, CrdNames, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, ObjectKey,
+    Phase,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -276,12 +277,12 @@ impl Reconciler {
             // first write; objects of kinds only the new CRDs define, once those are Established.
             let served = self.resolver(false).await?;
             let (now, mut later) = prepared.plan.split_by_served(&served);
-            self.preflight(target, now).await?;
+            let adopted = self.preflight(target, now).await?;
             writing = true;
             if let Some(stored) = revision {
                 self.save_revisions(target, stored).await?;
             }
-            let new = self.record_intent(target, &old, prepared).await?;
+            let mut new = self.record_intent(target, &old, prepared, &adopted).await?;
             for phase in &prepared.plan.phases {
                 if let Some(until) = until.filter(|u| phase.phase >= u.before) {
                     return Ok(ProviderState::Blocked {
@@ -299,7 +300,13 @@ impl Reconciler {
                     });
                 }
                 if phase.phase == Phase::CustomResourceDefinitions && !later.is_empty() {
-                    self.preflight(target, std::mem::take(&mut later)).await?;
+                    let adopted = self.preflight(target, std::mem::take(&mut later)).await?;
+                    if !adopted.is_empty() {
+                        for key in &adopted {
+                            new.mark_adopted(key);
+                        }
+                        self.save_intent(&old, &new).await?;
+                    }
                 }
             }
             rolled_out = true;
@@ -341,21 +348,37 @@ impl Reconciler {
     /// Records what is about to be created before creating it: an installer killed in the middle of a
     /// phase must still know, after a restart, every object it may have left behind. Returns the
     /// inventory of the new version.
+    /// `adopted`: what the preflight found the apply will adopt; with what `old` says was adopted,
+    /// recorded as adopted (released, never deleted, when a later version drops it).
     async fn record_intent(
         &self,
         target: &Target,
         old: &Inventory,
         prepared: &Prepared,
+        adopted: &[ObjectKey],
     ) -> Result<Inventory, ProviderError> {
         let mut new = Inventory::from_plan(target.source.id.inventory_key(), &prepared.plan);
         new.record = old.record.clone();
+        new.adopted_from(old);
+        for key in adopted {
+            new.mark_adopted(key);
+        }
+        self.save_intent(old, &new).await?;
+        Ok(new)
+    }
+
+    /// Stores `old ∪ new` (what may exist until the prune), with what `new` marks as adopted.
+    async fn save_intent(&self, old: &Inventory, new: &Inventory) -> Result<(), ProviderError> {
         let mut union = old.clone();
         for (key, phase) in &new.entries {
             union.insert(key.clone(), *phase);
         }
+        for key in &new.adopted {
+            union.mark_adopted(key);
+        }
         // Sent only when the stored inventory differs (with the records staged since the last write).
         self.inventories.save(&union).await?;
-        Ok(new)
+        Ok(())
     }
 
     /// The CRDs on the cluster, ours and others', with their accepted names and, for ours, the

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use capi_apply::PlannedObject;
+use capi_apply::{ApplyAction, ObjectKey, PlannedObject};
 use kube::runtime::events::EventType;
 
 use super::Reconciler;
@@ -14,12 +14,14 @@ use crate::error::ProviderError;
 use crate::source::Target;
 
 impl Reconciler {
-    /// Checks `objects` (unchanged ones cost no request); every failure is reported at once.
+    /// Checks `objects` (unchanged ones cost no request); every failure is reported at once. Returns
+    /// the objects the apply would adopt (they exist without our label): the inventory records them
+    /// before the first write, so that prune releases them instead of deleting them.
     pub(super) async fn preflight(
         &self,
         target: &Target,
         objects: Vec<&PlannedObject>,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<Vec<ObjectKey>, ProviderError> {
         // Watch the kinds first, as the apply will: the cache answers for unchanged objects, so a
         // steady-state reconcile checks nothing and sends nothing.
         let kinds: BTreeMap<_, _> = objects
@@ -34,12 +36,21 @@ impl Reconciler {
                 "watch caches not synced yet; unseen objects are read before the dry-run"
             );
         }
-        let errors = self
+        let mut adopted = Vec::new();
+        let mut errors = Vec::new();
+        for (key, result) in self
             .applier
-            .dry_run_all(objects, |key| self.cache.get(key))
-            .await;
+            .dry_run_each(objects, |key| self.cache.get(key))
+            .await
+        {
+            match result {
+                Ok(ApplyAction::Adopted) => adopted.push(key),
+                Ok(_) => {}
+                Err(e) => errors.push(e),
+            }
+        }
         if errors.is_empty() {
-            return Ok(());
+            return Ok(adopted);
         }
         let error = ProviderError::Preflight(errors);
         self.events

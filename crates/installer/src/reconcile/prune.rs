@@ -54,6 +54,20 @@ impl Reconciler {
                 .await;
         }
         for (key, reason) in &report.kept {
+            if *reason == KeepReason::Released {
+                self.applier.forget(key);
+                tracing::info!(source = %id, object = %key, "released: the new version no longer contains it, and the installer adopted it, not created it");
+                self.events
+                    .publish(
+                        EventType::Normal,
+                        "Released",
+                        "Prune",
+                        Some(object_reference(key)),
+                        format!("{key} ({id}): {reason}"),
+                    )
+                    .await;
+                continue;
+            }
             tracing::warn!(source = %id, object = %key, %reason, "not pruned");
             self.events
                 .publish(
