@@ -42,13 +42,12 @@ use tokio::sync::Notify;
 use capi_manifests::image::ImagesError;
 use capi_manifests::image_volume::{self, MOUNT_ROOT, VolumeError};
 
+use crate::names::DEPLOYMENT;
 use crate::render::Images;
 use crate::source::images::{self, IMAGES_CONFIGMAP};
 use crate::unmanaged;
 
-/// The installer's Deployment (the reference's name).
-pub(crate) const DEPLOYMENT: &str = "capi-installer";
-/// Its container, into which the images are mounted.
+/// The container of the installer's Deployment, into which the images are mounted.
 pub(crate) const CONTAINER: &str = "capi-installer";
 /// The deployer's field manager (the reference's is `capi-operator-installer-deployment`).
 pub(crate) const FIELD_MANAGER: &str = "capi-installer-deployer";

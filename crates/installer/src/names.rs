@@ -9,6 +9,9 @@ pub(crate) const OWNERSHIP_LABEL_VALUE: &str = "capi-installer";
 /// One ConfigMap in the installer's namespace, one key per provider source: what was applied, and the
 /// provider's record (see [`crate::inventory`]).
 pub(crate) const INVENTORY_CONFIGMAP: &str = "capi-installer-inventory";
+/// The installer's Deployment (the reference's name): applied by the deployer ([`crate::deployment`]),
+/// protected by the bundle policy.
+pub(crate) const DEPLOYMENT: &str = "capi-installer";
 
 /// What "ours" means for the installer's apply engine: the ownership label, the managers whose
 /// objects may be adopted, those it replaces for good (`retired`: the reference's, with

@@ -58,7 +58,7 @@ impl Protected {
             "v1",
             "Deployment",
             Some(namespace),
-            crate::deployment::DEPLOYMENT,
+            crate::names::DEPLOYMENT,
         ));
         Protected {
             keys,
