@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 
 use capi_openshift::resources::{APISERVER, APISERVER_NAME};
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
@@ -55,16 +54,8 @@ use crate::round::Round;
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, configmap};
 use crate::tls;
+use crate::trigger::{spawn_trigger, watch_cluster_api};
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
-
-/// A watch that failed (it is retried with backoff).
-#[derive(Debug, thiserror::Error)]
-#[error("watching {what}: {source}")]
-pub(crate) struct WatchError {
-    what: &'static str,
-    #[source]
-    source: watcher::Error,
-}
 
 /// What a reconcile asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -648,22 +639,6 @@ impl Installer {
     }
 }
 
-/// `ClusterAPI/cluster`, watched by name; the kind may not be served ([`OptionalKind`]). The installer
-/// reads its unmanaged CRDs, the deployer the images its revisions still name.
-pub(crate) fn watch_cluster_api(
-    client: &Client,
-    wake: &Arc<Notify>,
-) -> (OptionalKind, tokio::task::JoinHandle<()>) {
-    OptionalKind::start(
-        client.clone(),
-        &unmanaged::cluster_api_resource(),
-        watcher::Config::default()
-            .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
-        "ClusterAPI cluster",
-        wake.clone(),
-    )
-}
-
 /// `Infrastructure/cluster`, watched by name.
 fn watch_infrastructure(
     client: &Client,
@@ -737,29 +712,4 @@ fn release_free_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
-}
-
-pub(crate) fn spawn_trigger<K, S>(
-    what: &'static str,
-    stream: S,
-    wake: Arc<Notify>,
-) -> tokio::task::JoinHandle<()>
-where
-    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
-    K: Send + 'static,
-{
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(
-                    watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone,
-                ) => wake.notify_one(),
-                Ok(_) => {}
-                Err(source) => {
-                    tracing::warn!(error = %WatchError { what, source }, "watch failed; retrying")
-                }
-            }
-        }
-    })
 }

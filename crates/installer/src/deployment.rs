@@ -210,7 +210,7 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
         "the installer's Deployment",
         &wake,
     );
-    let (cluster_api, cluster_api_watch) = crate::controller::watch_cluster_api(&client, &wake);
+    let (cluster_api, cluster_api_watch) = crate::trigger::watch_cluster_api(&client, &wake);
     let watches = [configmap_watch, deployment_watch, cluster_api_watch];
     let mut shutdown = std::pin::pin!(shutdown);
     let ready = async {
@@ -399,7 +399,7 @@ where
     .reflect(writer);
     (
         store,
-        crate::controller::spawn_trigger(what, stream, wake.clone()),
+        crate::trigger::spawn_trigger(what, stream, wake.clone()),
     )
 }
 

@@ -61,6 +61,7 @@ pub mod round;
 pub mod source;
 pub mod status;
 pub mod tls;
+pub(crate) mod trigger;
 pub(crate) mod unmanaged;
 
 pub use config::InstallerConfig;
