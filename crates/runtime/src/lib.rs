@@ -67,6 +67,8 @@ pub mod args;
 #[cfg(feature = "process")]
 pub(crate) mod auth;
 #[cfg(feature = "process")]
+mod error;
+#[cfg(feature = "process")]
 pub(crate) mod http;
 #[cfg(feature = "leader")]
 pub mod leader;
@@ -83,4 +85,6 @@ pub(crate) mod tls;
 
 pub use duration::parse_duration_arg;
 #[cfg(feature = "process")]
-pub use run::{Error, Runtime, Shutdown, run};
+pub use error::Error;
+#[cfg(feature = "process")]
+pub use run::{Runtime, Shutdown, run};

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use prometheus_client::registry::Registry;
 use tokio::sync::{oneshot, watch};
 
+use crate::Error;
 use crate::args::{HttpArgs, LeaderElectionArgs};
 use crate::http::{self, Readiness};
 use crate::leader::{self, Elector, Timing};
@@ -30,31 +31,6 @@ pub struct Runtime {
     pub process: ProcessMetrics,
     /// When to stop: [`Shutdown::on_signal`], made first thing in the binary.
     pub shutdown: Shutdown,
-}
-
-/// Why a process could not start or run.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Access(#[from] crate::access::AccessError),
-    #[error("user agent {user_agent:?} is not a valid header value")]
-    UserAgent { user_agent: String },
-    #[error("building the Kubernetes client")]
-    Client(#[source] kube::Error),
-    #[error("binding {addr}")]
-    Bind {
-        addr: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Timing(#[from] leader::TimingError),
-    #[error("the metrics endpoint's certificate")]
-    Tls(#[from] crate::tls::TlsError),
-    #[error("the leader election thread")]
-    Election(#[source] std::io::Error),
-    #[error("the controller failed")]
-    Controller(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Resolves once the process is asked to stop (SIGTERM, Ctrl-C). Cheap to clone.
