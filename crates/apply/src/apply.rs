@@ -19,8 +19,7 @@ use crate::slim;
 use crate::takeover;
 use crate::watch::{LiveCache, Lookup, Namespaces};
 
-/// Default annotation carrying the hash of the desired object.
-pub const DEFAULT_HASH_ANNOTATION: &str = "capi-installer.openshift.io/desired-hash";
+pub use crate::ownership::DEFAULT_HASH_ANNOTATION;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApplyAction {
     Created,

@@ -7,6 +7,10 @@ use kube::api::DynamicObject;
 
 use crate::key::ObjectKey;
 
+/// Default annotation carrying the hash of the desired object: part of what marks an object as ours
+/// (the applier stamps it, a release removes it), so it lives with the ownership rules.
+pub const DEFAULT_HASH_ANNOTATION: &str = "capi-installer.openshift.io/desired-hash";
+
 /// Default annotation with which an administrator allows adoption of an existing object.
 pub const DEFAULT_ADOPT_ANNOTATION: &str = "capi-installer.openshift.io/adopt";
 

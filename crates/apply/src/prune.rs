@@ -263,9 +263,9 @@ pub(crate) fn release_patch(
         .metadata
         .annotations
         .as_ref()
-        .is_some_and(|a| a.contains_key(crate::apply::DEFAULT_HASH_ANNOTATION))
+        .is_some_and(|a| a.contains_key(crate::ownership::DEFAULT_HASH_ANNOTATION))
     {
-        ops.push(serde_json::json!({"op": "remove", "path": format!("/metadata/annotations/{}", pointer(crate::apply::DEFAULT_HASH_ANNOTATION))}));
+        ops.push(serde_json::json!({"op": "remove", "path": format!("/metadata/annotations/{}", pointer(crate::ownership::DEFAULT_HASH_ANNOTATION))}));
     }
     let entries = live.metadata.managed_fields.clone().unwrap_or_default();
     let owns_label = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
