@@ -51,11 +51,14 @@ pub(crate) struct ConfigMapArgs {
     /// clusterctl metadata file [default: <base-path>/metadata.yaml].
     #[arg(long, value_name = "FILE")]
     pub(crate) metadata: Option<PathBuf>,
-    /// Keep the objects in the order the kustomization lists them, as the reference generator
-    /// does, instead of kustomize's default order by kind. Only when manifests-gen runs
-    /// kustomize; a --components file is always taken in its own order.
-    #[arg(long)]
+    /// The objects in the order the kustomization lists them, as the reference generator writes
+    /// them: the default; the flag is kept for command lines that pass it.
+    #[arg(long, conflicts_with = "kind_order")]
     pub(crate) input_order: bool,
+    /// The objects in kustomize's order by kind instead of the kustomization's (the reference's).
+    /// Only when manifests-gen runs kustomize; a --components file is always taken in its own order.
+    #[arg(long)]
+    pub(crate) kind_order: bool,
 }
 
 /// The newer generation: an image-based profile.
@@ -65,7 +68,7 @@ pub(crate) struct ProfileArgs {
     /// Write a profile for this component (e.g. cluster-api-provider-aws) instead of a ConfigMap.
     #[arg(long, requires = "kustomize_dir", conflicts_with_all = [
         "base_path", "provider_name", "provider_type", "provider_version", "components", "metadata",
-        "input_order",
+        "input_order", "kind_order",
     ])]
     pub(crate) name: Option<String>,
     /// The profile's folder under --manifests-path (letters, digits, '-', '_').

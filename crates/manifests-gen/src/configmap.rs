@@ -5,12 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use capi_manifests::customize::{Flavor, Generated, REVIEW_COPY_PATH, generate};
+use capi_manifests::customize::{Flavor, Generated, REVIEW_COPY_PATH, generate_as};
 use capi_manifests::{Provider, ProviderType};
+use capi_runtime::note;
 
 use crate::args::Args;
 use crate::kustomize;
 use crate::output::{Output, check, write_all};
+use crate::vendored;
 
 /// The kustomization the ConfigMap mode renders when none is given, relative to `--base-path`.
 const DEFAULT_KUSTOMIZE_DIR: &str = "config/default";
@@ -55,14 +57,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .unwrap_or(Path::new(DEFAULT_KUSTOMIZE_DIR)),
     );
     let (components_source, components) =
-        read_components(a.components.as_ref(), &kustomize_dir, a.input_order)?;
-    let generated = generate(
+        read_components(a.components.as_ref(), &kustomize_dir, a.kind_order)?;
+    let vendored = vendored::of_repository(base_path)?;
+    let generated = generate_as(
         &provider,
         flavor,
-        &components_source,
-        &components,
-        &metadata_path.display().to_string(),
-        &metadata,
+        vendored.as_ref(),
+        (&components_source, &components),
+        (&metadata_path.display().to_string(), &metadata),
     )?;
     report(&generated);
 
@@ -84,7 +86,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 fn report(g: &Generated) {
-    eprintln!(
+    note!(
         "provider {} ({}) version {}: {} objects dropped, protecting {}.{} from deletion",
         g.provider.name,
         g.provider.provider_type.label(),
@@ -94,14 +96,14 @@ fn report(g: &Generated) {
         g.protected.group,
     );
     for d in &g.dropped {
-        eprintln!("  dropped {} ({}): {}", d.id, d.location, d.reason);
+        note!("  dropped {} ({}): {}", d.id, d.location, d.reason);
     }
 }
 
 fn read_components(
     components: Option<&PathBuf>,
     kustomize_dir: &Path,
-    input_order: bool,
+    kind_order: bool,
 ) -> Result<(String, String)> {
     match components {
         Some(p) if p.as_os_str() == "-" => {
@@ -117,10 +119,10 @@ fn read_components(
             Ok((p.display().to_string(), s))
         }
         None => {
-            let out = if input_order {
-                kustomize::build_in_input_order(kustomize_dir)?
-            } else {
+            let out = if kind_order {
                 kustomize::build(kustomize_dir)?
+            } else {
+                kustomize::build_in_input_order(kustomize_dir)?
             };
             Ok((format!("kustomize build {}", kustomize_dir.display()), out))
         }

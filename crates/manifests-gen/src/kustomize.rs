@@ -7,6 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, anyhow, bail};
 use capi_manifests::kustomization::FILE_NAMES;
+use capi_runtime::note;
 
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {
@@ -47,7 +48,7 @@ fn run(dir: &Path, extra: &[&str], shown: &Path) -> Result<String> {
         .chain([shown_dir.as_str()])
         .collect::<Vec<_>>()
         .join(" ");
-    eprintln!("running {described}");
+    note!("running {described}");
     let out = cmd
         .output()
         .with_context(|| format!("cannot run {described}"))?;

@@ -13,6 +13,7 @@ mod configmap;
 mod kustomize;
 mod output;
 mod profile;
+mod vendored;
 
 use std::process::ExitCode;
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use capi_runtime::note;
 use capi_runtime::report::exit;
 
 /// One file to write or check.
@@ -37,12 +38,12 @@ pub fn check(outputs: &[Output]) -> Result<ExitCode> {
         .context("writing the diff to standard output")?;
     }
     if stale {
-        eprintln!(
+        note!(
             "generated manifests are stale: run manifests-gen without --check and commit the result"
         );
         Ok(ExitCode::from(exit::FAILED))
     } else {
-        eprintln!("generated manifests are up to date");
+        note!("generated manifests are up to date");
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -108,7 +109,7 @@ pub fn write_all(outputs: &[Output]) -> Result<()> {
         }
     } else {
         for o in outputs {
-            eprintln!("wrote {} ({} bytes)", o.path.display(), o.content.len());
+            note!("wrote {} ({} bytes)", o.path.display(), o.content.len());
         }
     }
     result

@@ -15,10 +15,12 @@ use capi_manifests::profile_gen::{
     GeneratedProfile, ProfileOptions, generate_profile, validate_options,
 };
 use capi_manifests::transformers::{self, Config, Transformer};
+use capi_runtime::note;
 
 use crate::args::Args;
 use crate::kustomize;
 use crate::output::{Output, check, write_all};
+use crate::vendored;
 
 pub fn run(name: String, args: Args) -> Result<ExitCode> {
     let p = args.profile;
@@ -28,6 +30,11 @@ pub fn run(name: String, args: Args) -> Result<ExitCode> {
             bail!("--attribute {key} is given twice ({key}={first} and {key}={value})");
         }
     }
+    let dir = args
+        .kustomize_dir
+        .as_deref()
+        .expect("clap requires --kustomize-dir with --name");
+    let vendored = vendored::of_kustomization(dir)?;
     let options = ProfileOptions {
         name,
         profile: p.profile_name,
@@ -37,13 +44,10 @@ pub fn run(name: String, args: Args) -> Result<ExitCode> {
         self_image_ref: p.self_image_ref,
         protect_cluster_resource: p.protect_cluster_resource,
         summary: p.manifests_summary,
+        vendored,
     };
     // Before kustomize runs: a bad option is the cheaper error.
     validate_options(&options)?;
-    let dir = args
-        .kustomize_dir
-        .as_deref()
-        .expect("clap requires --kustomize-dir with --name");
     let rendered = render(dir)?;
     let generated = generate_profile(
         &options,
@@ -125,7 +129,7 @@ fn render(dir: &Path) -> Result<Rendered> {
 
 fn report(options: &ProfileOptions, g: &GeneratedProfile) {
     let t = &g.transformed;
-    eprintln!(
+    note!(
         "profile {}/{}: {} removed and {} renamed by the kustomization's transformers, {} dropped, protecting with {}",
         options.name,
         options.profile,
@@ -139,18 +143,18 @@ fn report(options: &ProfileOptions, g: &GeneratedProfile) {
         },
     );
     for id in &t.removed {
-        eprintln!("  removed {id} (exclude-resources)");
+        note!("  removed {id} (exclude-resources)");
     }
     for id in &t.filtered {
-        eprintln!("  filtered the rules of {id} (exclude-resources)");
+        note!("  filtered the rules of {id} (exclude-resources)");
     }
     for (id, new) in &t.renamed {
-        eprintln!("  renamed {id} to {new} (rename-resources)");
+        note!("  renamed {id} to {new} (rename-resources)");
     }
     for d in &g.dropped {
-        eprintln!("  dropped {} ({}): {}", d.id, d.location, d.reason);
+        note!("  dropped {} ({}): {}", d.id, d.location, d.reason);
     }
     for w in &g.warnings {
-        eprintln!("warning: {w}");
+        note!("warning: {w}");
     }
 }

@@ -444,10 +444,11 @@ fn metadata_without_kind_is_accepted_and_kept_verbatim() {
     assert_eq!(docs[0].value["data"]["metadata"], no_kind);
 }
 
-/// kustomize's default sorts by kind; `--input-order` keeps the order the kustomization lists
-/// its resources in (the reference generator's order), protection policy and binding last.
+/// The objects come in the order the kustomization lists its resources (the reference generator's
+/// order; `--input-order`, which older command lines pass, changes nothing), protection policy and
+/// binding last; `--kind-order` gives kustomize's default order by kind.
 #[test]
-fn input_order_keeps_the_kustomization_order() {
+fn the_kustomization_order_is_kept_unless_kind_order_is_asked_for() {
     let Some(kubectl) = real_kubectl() else {
         return;
     };
@@ -495,20 +496,22 @@ fn input_order_keeps_the_kustomization_order() {
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
     ];
-    let sorted = order(&[]);
+    let sorted = order(&["--kind-order"]);
     assert_eq!(
         sorted[..3],
         ["CustomResourceDefinition", "ServiceAccount", "Service"],
         "kustomize's kind order"
     );
     assert_eq!(sorted[3..], protection);
-    let kept = order(&["--input-order"]);
-    assert_eq!(
-        kept[..3],
-        ["Service", "CustomResourceDefinition", "ServiceAccount"],
-        "the kustomization's order"
-    );
-    assert_eq!(kept[3..], protection);
+    for extra in [&[][..], &["--input-order"]] {
+        let kept = order(extra);
+        assert_eq!(
+            kept[..3],
+            ["Service", "CustomResourceDefinition", "ServiceAccount"],
+            "the kustomization's order with {extra:?}"
+        );
+        assert_eq!(kept[3..], protection);
+    }
 }
 
 /// Every flag says what it does (the text follows on the next, more indented line of `--help`).

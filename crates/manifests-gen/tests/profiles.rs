@@ -1,7 +1,7 @@
 //! Acceptance of the newer generation: in each fork tree of `../shared/fixtures/manifests-gen-profiles`
 //! (aws, core, gcp), the fork's own command line (its `invocation.txt`, the generator call of its
 //! `openshift/Makefile`, run from where the Makefile runs it) writes the profile the fork committed
-//! (semantically); a second run writes the same bytes; `--check` passes on that output and fails with a
+//! (semantically, and byte for byte); a second run writes the same bytes; `--check` passes on that output and fails with a
 //! diff on a stale one; a malformed line of a transformer's configuration is refused with its file and
 //! line; and the installer's profile reader takes what was written.
 //!
@@ -211,6 +211,24 @@ fn assert_committed_profile(name: &str, fork: &Fork) {
             );
         }
     }
+    // Issue 34: byte for byte, as a drop-in must write them (the committed files are what the
+    // fork's CI compares with).
+    for file in file_names(&expected) {
+        let (want, got) = (read(&expected.join(&file)), read(&written.join(&file)));
+        if want != got {
+            let line = want
+                .lines()
+                .zip(got.lines())
+                .position(|(a, b)| a != b)
+                .map_or(want.lines().count().min(got.lines().count()), |i| i)
+                + 1;
+            panic!(
+                "{name}: {file} differs from the committed one from line {line}:\n--- committed\n{}\n--- written\n{}",
+                want.lines().nth(line - 1).unwrap_or("<end>"),
+                got.lines().nth(line - 1).unwrap_or("<end>")
+            );
+        }
+    }
     // The stand-in kustomization folder is gone; nothing else was written into the tree.
     let stray: Vec<PathBuf> = list_files(&fork.tree)
         .into_iter()
@@ -235,6 +253,10 @@ fn assert_reproducible(name: &str, fork: &Fork) {
         );
     }
     assert_eq!(list_files(&fork.profile_dir()).len(), first.len());
+    // `--check` in the fork's tree as committed: the fork's own files are up to date.
+    for file in list_files(&fork.expected()) {
+        std::fs::copy(&file, fork.profile_dir().join(file.file_name().unwrap())).unwrap();
+    }
     let check = fork.run(&["--check"]);
     assert_eq!(check.status.code(), Some(0), "{name}: {}", stderr(&check));
     assert!(check.stdout.is_empty(), "{name}: no diff when up to date");

@@ -75,6 +75,12 @@ impl Kustomization {
         self.entries("resources")
     }
 
+    /// `components:`: folders (or URLs) of kustomize Components, relative to the kustomization's
+    /// folder.
+    pub fn components(&self) -> Result<Vec<&str>, Error> {
+        self.entries("components")
+    }
+
     /// Splits `transformers:` into what kustomize runs and the native functions manifests-gen
     /// applies after it, given each entry's [`Transformer`] (same order as
     /// [`Self::transformers`]). Kustomize runs its transformers before manifests-gen runs the

@@ -14,6 +14,8 @@ pub mod budget;
 pub mod compare;
 pub mod customize;
 mod error;
+pub mod generator;
+pub mod goyaml;
 /// Container image references and the images file: parsed where they are read.
 pub mod image;
 pub mod image_volume;

@@ -26,17 +26,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use crate::customize::{
-    ANNOTATION_SERVING_CERT, Dropped, PRIORITY_CLASS, check_duplicates, container_conventions,
-    kind_allowed, protection_policy, serving_certs, swap_ca_injection,
+    ANNOTATION_SERVING_CERT, ANNOTATION_WORKLOAD, Dropped, PRIORITY_CLASS, WORKLOAD_VALUE,
+    check_duplicates, container_conventions, kind_allowed, protection_policy, serving_certs,
+    swap_ca_injection, typed_round_trip,
 };
 use crate::error::Error;
+use crate::generator::GeneratorVersion;
+use crate::goyaml;
 use crate::object::{get_path_mut, get_str, metadata_map_mut};
 use crate::profile::{
     MANIFESTS_FILE, METADATA_FILE, OCP_PLATFORM_TYPES, ProfileMetadata, SUMMARY_FILE,
     validate_profile_name,
 };
 use crate::transformers::{self, Config, Function};
-use crate::yaml::{DocLocation, Object, parse_objects, to_multi_yaml, to_yaml};
+use crate::yaml::{DocLocation, Object, parse_objects};
 use capi_object::ObjectKey;
 
 /// The only registry whose images the release tooling replaces with the release's.
@@ -65,6 +68,10 @@ pub struct ProfileOptions {
     pub protect_cluster_resource: Option<String>,
     /// `--manifests-summary`: also write `manifests-summary.yaml`.
     pub summary: bool,
+    /// The version of the reference generator the fork vendors (its kustomize Component's), when
+    /// known: the generator adds what the Component of that version did not (see
+    /// [`GeneratorVersion`]). `None`: the current one.
+    pub vendored: Option<GeneratorVersion>,
 }
 
 /// One file of a profile: its name in the profile's folder and its content.
@@ -134,7 +141,7 @@ fn metadata_yaml(options: &ProfileOptions) -> Result<String, Error> {
             Value::from(options.install_order),
         );
     }
-    to_yaml(METADATA_FILE, &Value::Object(m))
+    Ok(goyaml::marshal(&Value::Object(m)))
 }
 
 /// Generates a profile from kustomize's output (`components`, named by `components_source` in
@@ -153,7 +160,11 @@ pub fn generate_profile(
     // A rename can make two objects one.
     check_duplicates(&objects, |o| o.id.clone())?;
     let mut warnings = transformed.unused.clone();
-    let customized = customize(objects, options.protect_cluster_resource.as_deref())?;
+    let customized = customize(
+        objects,
+        options.protect_cluster_resource.as_deref(),
+        options.vendored.as_ref(),
+    )?;
     let final_objects: Vec<Object> = customized
         .objects
         .iter()
@@ -177,7 +188,7 @@ pub fn generate_profile(
             ));
         }
     }
-    let manifests = to_multi_yaml(&customized.objects)?;
+    let manifests = goyaml::join_documents(&customized.objects);
     if let Some(r) = options.self_image_ref.as_deref().filter(|r| !r.is_empty())
         && !manifests.contains(r)
     {
@@ -239,7 +250,7 @@ fn summary_yaml(objects: &[Object]) -> Result<String, Error> {
             Value::Object(m)
         })
         .collect();
-    to_yaml(SUMMARY_FILE, &Value::Array(list))
+    Ok(goyaml::marshal(&Value::Array(list)))
 }
 
 struct Customized {
@@ -250,7 +261,11 @@ struct Customized {
 
 /// The newer generation's per-object customizations (module docs), in input order, then the
 /// protection policies.
-fn customize(objects: Vec<Object>, protect: Option<&str>) -> Result<Customized, Error> {
+fn customize(
+    objects: Vec<Object>,
+    protect: Option<&str>,
+    vendored: Option<&GeneratorVersion>,
+) -> Result<Customized, Error> {
     let serving = serving_certs(&objects)?;
     let mut out = Customized {
         objects: Vec::with_capacity(objects.len() + 2),
@@ -309,7 +324,7 @@ fn customize(objects: Vec<Object>, protect: Option<&str>) -> Result<Customized, 
                 ));
                 continue;
             }
-            ("apps", "Deployment") => customize_deployment(&mut o)?,
+            ("apps", "Deployment") => customize_deployment(&mut o, vendored)?,
             _ => {}
         }
         out.objects.push(o.value);
@@ -363,7 +378,7 @@ fn protection_target<'a>(
     })
 }
 
-fn customize_deployment(o: &mut Object) -> Result<(), Error> {
+fn customize_deployment(o: &mut Object, vendored: Option<&GeneratorVersion>) -> Result<(), Error> {
     let rule_err = |message: String| Error::Rule {
         object: Box::new(o.id.clone()),
         location: o.location.clone(),
@@ -393,6 +408,12 @@ fn customize_deployment(o: &mut Object) -> Result<(), Error> {
             "container {name:?} runs image {image:?} of registry {registry:?}: only images of {RELEASE_REGISTRY} are replaced by the release's, so the kustomization's images: must map it there"
         )));
     }
+    if vendored.is_some_and(GeneratorVersion::adds_workload_annotation) {
+        let template = get_path_mut(&mut o.value, &["spec", "template"]).expect("checked above");
+        metadata_map_mut(template, "annotations")
+            .insert(ANNOTATION_WORKLOAD.to_owned(), Value::from(WORKLOAD_VALUE));
+    }
+    typed_round_trip(&mut o.value, &o.id.kind, vendored);
     Ok(())
 }
 

@@ -506,8 +506,10 @@ fn rename(renames: &[Rename], mut objects: Vec<Object>, report: &mut Report) -> 
             .find(|r| r.kind == kind && r.old == name)
             .map(|r| r.new.clone())
     };
-    for o in &mut objects {
+    let mut was_renamed = vec![false; objects.len()];
+    for (o, renamed) in objects.iter_mut().zip(&mut was_renamed) {
         if let Some(i) = find(&o.id.group, &o.id.kind, &o.id.name) {
+            *renamed = true;
             used[i] = true;
             let new = renames[i].new.clone();
             o.value["metadata"]["name"] = Value::from(new.as_str());
@@ -564,7 +566,14 @@ fn rename(renames: &[Rename], mut objects: Vec<Object>, report: &mut Report) -> 
             ));
         }
     }
-    objects
+    // Kustomize takes a function's output back object by object: those whose identity is unchanged
+    // keep their place, the renamed ones come after all of them (in their order). The reference's
+    // output has them there (the aws and core forks' renamed ClusterRole is their last object).
+    let (kept, moved): (Vec<(bool, Object)>, Vec<(bool, Object)>) = was_renamed
+        .into_iter()
+        .zip(objects)
+        .partition(|(renamed, _)| !renamed);
+    kept.into_iter().chain(moved).map(|(_, o)| o).collect()
 }
 
 #[cfg(test)]

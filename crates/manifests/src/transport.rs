@@ -92,15 +92,22 @@ impl TransportConfigMap {
     /// Builds the ConfigMap object. Refuses (error naming the provider and the size) one whose
     /// serialization would exceed 1 MiB: the reference wrote such files and left CVO to fail.
     pub fn encode(&self) -> Result<Value, Error> {
-        Ok(self.encode_checked()?.0)
+        Ok(self.encode_checked(false)?.0)
     }
 
-    /// The ConfigMap as YAML (keys sorted, one trailing newline), size-checked.
+    /// The ConfigMap as YAML, written as the reference writes it ([`crate::goyaml`]), size-checked.
     pub fn to_yaml(&self) -> Result<String, Error> {
-        Ok(self.encode_checked()?.1)
+        Ok(self.encode_checked(false)?.1)
     }
 
-    fn encode_checked(&self) -> Result<(Value, String), Error> {
+    /// [`Self::to_yaml`] as a reference generator built before apimachinery's `omitzero` wrote it
+    /// when `null_creation_timestamp` ([`crate::generator::GeneratorVersion`]): with
+    /// `metadata.creationTimestamp: null`, which the typed ConfigMap then carried.
+    pub fn to_yaml_as(&self, null_creation_timestamp: bool) -> Result<String, Error> {
+        Ok(self.encode_checked(null_creation_timestamp)?.1)
+    }
+
+    fn encode_checked(&self, null_creation_timestamp: bool) -> Result<(Value, String), Error> {
         let p = &self.provider;
         let mut annotations = Map::new();
         for (k, v) in OPENSHIFT_ANNOTATIONS
@@ -144,7 +151,11 @@ impl TransportConfigMap {
                 cm["data"][KEY_COMPONENTS] = Value::from(self.components.as_str());
             }
         }
-        let yaml = crate::yaml::to_yaml(&self.configmap_name(), &cm)?;
+        if null_creation_timestamp {
+            cm["metadata"]["creationTimestamp"] = Value::Null;
+        }
+        // Written as the reference writes it (sigs.k8s.io/yaml, then one final line break).
+        let yaml = format!("{}\n", crate::goyaml::marshal(&cm).trim_end_matches('\n'));
         if yaml.len() > CONFIGMAP_SIZE_LIMIT {
             return Err(Error::TooLarge {
                 provider: p.name.clone(),

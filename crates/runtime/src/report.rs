@@ -34,6 +34,23 @@ pub fn write_stdout(text: impl std::fmt::Display) -> std::io::Result<()> {
     }
 }
 
+/// Writes a line to standard error, for progress and diagnostics. A closed or failing standard error
+/// (`… 2>&1 | head -1`) is ignored: there is nowhere left to say anything, and the command's exit code
+/// must stay what its work decided (`eprintln!` would panic, exit 101). Use through [`crate::note!`].
+pub fn note_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
+}
+
+/// `eprintln!` that a closed standard error cannot crash: see [`report::note_line`](crate::report::note_line).
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {
+        $crate::report::note_line(format_args!($($arg)*))
+    };
+}
+
 /// The one-line message of an error and its causes: `what failed: why: why`. Of a message that spans
 /// lines only the first is kept: YAML parsers follow theirs (`line 3 column 11: unclosed bracket`)
 /// with a snippet of the input, which would break the line format.
@@ -54,7 +71,7 @@ pub(crate) fn error_chain(err: &(dyn Error + 'static)) -> String {
 
 /// Prints `error: <chain>` on standard error.
 pub(crate) fn print_error(err: &(dyn Error + 'static)) {
-    eprintln!("error: {}", error_chain(err));
+    note_line(format_args!("error: {}", error_chain(err)));
 }
 
 /// Ends `main`: the code the command chose, or the error printed in the common format and `error_code`.
