@@ -888,6 +888,68 @@ fn check_into_a_closed_pipe_keeps_its_exit_code() {
     assert!(!err.contains("panicked") && !err.contains("error"), "{err}");
 }
 
+/// Issue 34: a closed pipe on standard output, standard error or both (`… 2>&1 | head -1` once
+/// `head` is gone) ends the command quietly with the exit code its work decided: 0 written or up to
+/// date, 1 stale, 2 an error; never a panic (101). The pipe's reader is closed before the command
+/// starts, so every write it makes meets the closed pipe.
+#[test]
+fn closed_pipes_keep_the_exit_code() {
+    let c = Case::new(GOOD, METADATA);
+    let run = |version: &str, extra: &[&str], out: bool, err: bool| {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = bin();
+        cmd.current_dir(&c.base)
+            .args([
+                "--base-path",
+                ".",
+                "--manifests-path",
+                "openshift/manifests",
+            ])
+            .args([
+                "--provider-name",
+                "foo",
+                "--provider-type",
+                "InfrastructureProvider",
+            ])
+            .args([
+                "--provider-version",
+                version,
+                "--components",
+                "components.yaml",
+            ])
+            .args(extra);
+        if out {
+            cmd.stdout(writer.try_clone().unwrap());
+        } else {
+            cmd.stdout(std::process::Stdio::null());
+        }
+        if err {
+            cmd.stderr(writer);
+        } else {
+            cmd.stderr(std::process::Stdio::null());
+        }
+        cmd.status().unwrap().code()
+    };
+    for (out, err) in [(true, true), (false, true), (true, false)] {
+        let streams = format!("stdout closed: {out}, stderr closed: {err}");
+        // Stale: nothing written yet, and the diff goes to standard output.
+        assert_eq!(run("v1.2.3", &["--check"], out, err), Some(1), "{streams}");
+        assert_eq!(run("v1.2.3", &[], out, err), Some(0), "{streams}");
+        assert_eq!(
+            c.outputs().len(),
+            2,
+            "written although no one reads: {streams}"
+        );
+        assert_eq!(run("v1.2.3", &["--check"], out, err), Some(0), "{streams}");
+        assert_eq!(run("v1.2.4", &["--check"], out, err), Some(1), "{streams}");
+        assert_eq!(run("not-a-version", &[], out, err), Some(2), "{streams}");
+        for o in c.outputs() {
+            std::fs::remove_file(o).unwrap();
+        }
+    }
+}
+
 /// The maintainers' docs start with getting the binary (issue 21), and what they say works: the
 /// `cargo install` path is this crate, and `make bin` builds the binaries alone (no control plane, no
 /// Go).

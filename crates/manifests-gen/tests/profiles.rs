@@ -431,3 +431,48 @@ fn assert_the_installer_reads(images: &Path) {
         );
     }
 }
+
+/// Issue 34: a fork that vendors a generator older than the move of the workload-partitioning pod
+/// annotation into the generator's Component (cluster-capi-operator PR #524, 2026-04-29) has a
+/// Component without it, and its committed Deployment carries it because that generator added it
+/// itself. The gcp fork set back to such a version (its `go.mod` requiring a generator of
+/// 2026-04-28, the Component's patch without the annotation, as that version's was) still gets its
+/// committed profile byte for byte; the same Component with a current generator version gets a
+/// Deployment without the annotation, as the current reference would write it.
+#[test]
+fn a_fork_vendoring_an_older_generator_gets_what_that_generator_wrote() {
+    let Some(fork) = Fork::new("gcp") else { return };
+    let tools = fork.tree.join("openshift/tools");
+    let component = tools
+        .join("vendor/github.com/openshift/cluster-capi-operator/manifests-gen/kustomization.yaml");
+    let annotation = "            target.workload.openshift.io/management: '{\"effect\": \"PreferredDuringScheduling\"}'\n";
+    let text = read(&component);
+    assert!(text.contains(annotation), "{text}");
+    std::fs::write(&component, text.replace(annotation, "")).unwrap();
+    let go_mod = read(&tools.join("go.mod"));
+    let current = "v0.0.0-20260518130250-c585235ee71f";
+    assert!(go_mod.contains(current), "{go_mod}");
+    let older = go_mod.replace(current, "v0.0.0-20260428101500-0123456789ab");
+    std::fs::write(tools.join("go.mod"), &older).unwrap();
+
+    let out = fork.run(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("v0.0.0-20260428101500-0123456789ab"),
+        "{}",
+        stderr(&out)
+    );
+    for file in ["manifests.yaml", "metadata.yaml"] {
+        assert!(
+            read(&fork.profile_dir().join(file)) == read(&fork.expected().join(file)),
+            "{file} is not the committed one"
+        );
+    }
+
+    std::fs::write(tools.join("go.mod"), &go_mod).unwrap();
+    let out = fork.run(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let manifests = read(&fork.profile_dir().join("manifests.yaml"));
+    assert!(!manifests.contains("target.workload.openshift.io/management"));
+    assert_eq!(fork.run(&["--check"]).status.code(), Some(0));
+}

@@ -1079,12 +1079,13 @@ mod tests {
                 std::cmp::Ordering::Equal
             }
         });
-        // Digit runs compare as numbers; a letter sorts before any other character at the same
-        // position.
+        // Letters compare as characters and before anything else at the same position; anything
+        // else compares as the number its digit run makes (none: 0), so `_` and `-` come before
+        // digits and `a2` before `a10`.
         assert_eq!(
             keys,
             [
-                "1", "9", "10", "A", "_x", "a", "a2", "a10", "ab", "a-b", "b"
+                "_x", "1", "9", "10", "A", "a", "a-b", "a2", "a10", "ab", "b"
             ]
         );
     }

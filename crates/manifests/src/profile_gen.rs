@@ -443,6 +443,7 @@ mod tests {
             self_image_ref: Some("registry.ci.openshift.org/openshift:foo".to_owned()),
             protect_cluster_resource: Some("foocluster".to_owned()),
             summary: true,
+            vendored: None,
         }
     }
 

@@ -859,9 +859,24 @@ mod tests {
                 "webhooks": [{"name": "a", "clientConfig": {"service": {"name": "webhook-service", "namespace": "ns"}}}, {"name": "b", "clientConfig": {"url": "https://x"}}]}),
         ]);
         let (out, report) = apply(&[Function::RenameResources], &cfg, input).unwrap();
-        let v = |i: usize| &out[i].value;
+        // The renamed objects (input 0 and 2) come after the others, in their order, where
+        // kustomize puts a function's renamed output.
+        let names: Vec<&str> = out.iter().map(|o| o.id.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "manager-role",
+                "ClusterRoleBinding-ClusterRole",
+                "RoleBinding-Role",
+                "m",
+                "openshift-manager-role",
+                "capi-manager"
+            ]
+        );
+        // By input position.
+        let v = |i: usize| &out[[4, 0, 5, 1, 2, 3][i]].value;
         assert_eq!(v(0)["metadata"]["name"], "openshift-manager-role");
-        assert_eq!(out[0].id.name, "openshift-manager-role", "identity follows");
+        assert_eq!(out[4].id.name, "openshift-manager-role", "identity follows");
         assert_eq!(
             v(1)["metadata"]["name"],
             "manager-role",
