@@ -61,7 +61,7 @@ fn run(dir: &Path, extra: &[&str], shown: &Path) -> Result<String> {
     String::from_utf8(out.stdout).map_err(|e| anyhow!("{described} printed non-UTF-8 output: {e}"))
 }
 
-/// `kustomize build dir`: objects sorted by kind.
+/// `kustomize build dir`: objects sorted by kind (`--kind-order`).
 pub fn build(dir: &Path) -> Result<String> {
     run(dir, &[], dir)
 }
@@ -72,6 +72,10 @@ pub fn build(dir: &Path) -> Result<String> {
 /// fifo}` (kubectl has no flag for it). So build a throw-away top-level kustomization that
 /// only includes the provider's and asks for that order.
 pub fn build_in_input_order(dir: &Path) -> Result<String> {
+    if !on_path("kustomize") && !on_path("kubectl") {
+        // Says that neither is there, which is the first thing to fix.
+        return run(dir, &[], dir);
+    }
     let target = std::fs::canonicalize(dir)
         .with_context(|| format!("cannot resolve kustomize folder {}", dir.display()))?;
     let wrapper = tempfile::Builder::new()

@@ -407,6 +407,9 @@ fn runs_kustomize_from_path() {
             "m",
             "--kustomize-dir",
             "overlay",
+            // kustomize is then called on the folder itself (in the default order, on a temporary
+            // kustomization that includes it: see the_kustomization_order_is_kept_...).
+            "--kind-order",
         ])
         .args([
             "--provider-name",
