@@ -569,11 +569,17 @@ fn rename(renames: &[Rename], mut objects: Vec<Object>, report: &mut Report) -> 
     // Kustomize takes a function's output back object by object: those whose identity is unchanged
     // keep their place, the renamed ones come after all of them (in their order). The reference's
     // output has them there (the aws and core forks' renamed ClusterRole is their last object).
-    let (kept, moved): (Vec<(bool, Object)>, Vec<(bool, Object)>) = was_renamed
-        .into_iter()
-        .zip(objects)
-        .partition(|(renamed, _)| !renamed);
-    kept.into_iter().chain(moved).map(|(_, o)| o).collect()
+    let mut moved = Vec::new();
+    let mut kept = Vec::with_capacity(objects.len());
+    for (renamed, o) in was_renamed.into_iter().zip(objects) {
+        if renamed {
+            moved.push(o);
+        } else {
+            kept.push(o);
+        }
+    }
+    kept.extend(moved);
+    kept
 }
 
 #[cfg(test)]
