@@ -390,8 +390,10 @@ impl Applier {
         if action == ApplyAction::Adopted {
             self.absorb_retired(planned, existing.as_ref()).await?;
         }
-        if action == ApplyAction::Configured {
-            self.check_fight(key, &desired, existing.as_ref())?;
+        if action == ApplyAction::Configured
+            && let Some(fight) = self.check_fight(key, &desired, existing.as_ref())
+        {
+            return Err(fight);
         }
         let after = self
             .patch(planned, &desired, false)
@@ -411,12 +413,14 @@ impl Applier {
 
     /// A write of an object of ours that changed since our last write of the same desired object is a
     /// repair of someone else's change: counted, and refused once it is a fight ([`crate::fight`]).
+    /// The refusal is returned as a value, not a `Result`: a sync function returning the large
+    /// `ApplyError` in a `Result` trips `clippy::result_large_err`.
     fn check_fight(
         &self,
         key: &ObjectKey,
         desired: &DynamicObject,
         live: Option<&DynamicObject>,
-    ) -> Result<(), ApplyError> {
+    ) -> Option<ApplyError> {
         let hash = desired_hash(desired, &self.hash_annotation);
         let repair = self
             .applied
@@ -427,10 +431,10 @@ impl Applier {
         let mut fights = self.fights.lock().unwrap_or_else(PoisonError::into_inner);
         if !repair {
             fights.forget(key);
-            return Ok(());
+            return None;
         }
         let Err(repairs) = fights.repair(key, std::time::Instant::now()) else {
-            return Ok(());
+            return None;
         };
         let others = live
             .map(crate::ownership::spec_managers)
@@ -438,7 +442,7 @@ impl Applier {
             .into_iter()
             .filter(|m| *m != self.field_manager)
             .collect();
-        Err(ApplyError::WriteFight {
+        Some(ApplyError::WriteFight {
             key: key.clone(),
             repairs,
             ours: self.field_manager.clone(),
@@ -754,30 +758,38 @@ impl Applier {
                 return Err(ApplyError::Terminating { key: key.clone() });
             }
             let ownership = self.ownership.check(existing, &self.field_manager);
-            let adopt =
-                |take_over: bool, managers: &[String]| match crate::ownership::adoption_refusal(
+            // The refusal's reason, if adopting is refused (an error is built at the call).
+            let refusal = |take_over: bool, managers: &[String]| {
+                crate::ownership::adoption_refusal(
                     &self.ownership,
                     key,
                     existing,
                     self.ownership.owner_of(desired),
                     take_over,
                     managers,
-                ) {
-                    None => Ok(ApplyAction::Adopted),
-                    Some(reason) => Err(ApplyError::AdoptionRefused {
-                        key: key.clone(),
-                        reason,
-                    }),
-                };
+                )
+            };
+            let refused = |reason: String| ApplyError::AdoptionRefused {
+                key: key.clone(),
+                reason,
+            };
             let action = match ownership {
-                Ownership::Foreign { managers } if planned.take_over => adopt(true, &managers)?,
+                Ownership::Foreign { managers } if planned.take_over => {
+                    match refusal(true, &managers) {
+                        None => ApplyAction::Adopted,
+                        Some(reason) => return Err(refused(reason)),
+                    }
+                }
                 Ownership::Foreign { managers } => {
                     return Err(ApplyError::Conflict {
                         key: key.clone(),
                         managers,
                     });
                 }
-                Ownership::Adoptable => adopt(false, &[])?,
+                Ownership::Adoptable => match refusal(false, &[]) {
+                    None => ApplyAction::Adopted,
+                    Some(reason) => return Err(refused(reason)),
+                },
                 Ownership::Owned => {
                     if let Some(owner) = self.ownership.owner_of(existing)
                         && self.ownership.owner_of(desired) != Some(owner)
