@@ -87,6 +87,20 @@ pub enum ApplyError {
         #[source]
         source: kube::Error,
     },
+    /// The caller's judge refused the object as the API server's dry-run returned it (what would be
+    /// stored: defaults filled, aliases resolved, numbers typed); nothing was written.
+    #[error("{key}: as the API server would store it: {reason}")]
+    Refused { key: ObjectKey, reason: String },
+}
+
+/// What the caller says about an object as the API server would store it (the answer of a
+/// server-side dry-run): `Err` with why refuses it. The engine knows no policy; the caller's judge is.
+pub type Judge<'j> =
+    dyn Fn(&PlannedObject, &DynamicObject) -> Result<(), String> + Send + Sync + 'j;
+
+/// A judge that accepts every stored object.
+fn accept(_: &PlannedObject, _: &DynamicObject) -> Result<(), String> {
+    Ok(())
 }
 
 impl ApplyError {
@@ -99,7 +113,8 @@ impl ApplyError {
             | ApplyError::OwnedByOther { key, .. }
             | ApplyError::Api { key, .. }
             | ApplyError::UnsafeCrdChange { key, .. }
-            | ApplyError::DryRun { key, .. } => key,
+            | ApplyError::DryRun { key, .. }
+            | ApplyError::Refused { key, .. } => key,
         }
     }
 }
@@ -503,7 +518,9 @@ impl Applier {
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
     ) -> Result<ApplyAction, ApplyError> {
-        self.check(planned, live, true).await.map(|p| p.action)
+        self.check(planned, live, true, &accept)
+            .await
+            .map(|p| p.action)
     }
 
     /// [`Applier::dry_run`] that always asks the API server and returns its answer: what the object
@@ -513,14 +530,17 @@ impl Applier {
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
     ) -> Result<Preview, ApplyError> {
-        self.check(planned, live, false).await
+        self.check(planned, live, false, &accept).await
     }
 
+    /// `judge` sees what the dry-run returned; a refusal is remembered as no pass, so the same request
+    /// is sent and judged again next time rather than skipped.
     async fn check(
         &self,
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
         remembered: bool,
+        judge: &Judge<'_>,
     ) -> Result<Preview, ApplyError> {
         let key = &planned.key;
         let desired = self.desired(planned);
@@ -586,6 +606,10 @@ impl Applier {
                 key: key.clone(),
                 source,
             })?;
+        judge(planned, &after).map_err(|reason| ApplyError::Refused {
+            key: key.clone(),
+            reason,
+        })?;
         self.passed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -682,13 +706,19 @@ impl Applier {
     /// checked concurrently ([`CONCURRENCY`] at once), whatever their kinds: a dry-run persists nothing,
     /// so no check can depend on another having run first (the order that applies need, a Namespace
     /// before what it holds, would only make a dry-run of a kind wait for the previous kind's answers).
-    pub async fn dry_run_all<'a, I, F, L>(&self, objects: I, live: F) -> Vec<ApplyError>
+    /// `judge` decides on each object as the API server would store it ([`Judge`]).
+    pub async fn dry_run_all<'a, I, F, L>(
+        &self,
+        objects: I,
+        live: F,
+        judge: &Judge<'_>,
+    ) -> Vec<ApplyError>
     where
         I: IntoIterator<Item = &'a PlannedObject>,
         F: Fn(&ObjectKey) -> Option<L>,
         L: std::ops::Deref<Target = DynamicObject>,
     {
-        self.dry_run_each(objects, live)
+        self.dry_run_each(objects, live, judge)
             .await
             .into_iter()
             .filter_map(|(_, r)| r.err())
@@ -701,6 +731,7 @@ impl Applier {
         &self,
         objects: I,
         live: F,
+        judge: &Judge<'_>,
     ) -> Vec<(ObjectKey, Result<ApplyAction, ApplyError>)>
     where
         I: IntoIterator<Item = &'a PlannedObject>,
@@ -714,7 +745,10 @@ impl Applier {
             .map(|planned| {
                 let cached = live(&planned.key);
                 async move {
-                    let result = self.dry_run(planned, cached.as_deref()).await;
+                    let result = self
+                        .check(planned, cached.as_deref(), true, judge)
+                        .await
+                        .map(|p| p.action);
                     (planned.key.clone(), result)
                 }
             })

@@ -22,7 +22,7 @@
 //! let resolver = KindResolver::discover(&client).await?;
 //! let plan = plan(objects, &resolver)?;                   // PlanErrors: nothing is written
 //! let (now, later) = plan.split_by_served(&resolver);
-//! let errors = applier.dry_run_all(now, |k| cache.get(k)).await;   // any error: nothing is written
+//! let errors = applier.dry_run_all(now, |k| cache.get(k), &judge).await; // any error: nothing is written
 //! for p in &plan.phases {
 //!     let out = applier.apply_phase(p, |k| cache.get(k)).await;   // 0 requests when unchanged
 //!     if gated(p.phase) { wait_ready(&client, &p.wait_targets(), timeout, interval).await? }
@@ -104,7 +104,8 @@ pub(crate) mod wait;
 pub(crate) mod watch;
 
 pub use apply::{
-    Applier, ApplyAction, ApplyError, ApplyOutcome, DEFAULT_HASH_ANNOTATION, PhaseOutcome, Preview,
+    Applier, ApplyAction, ApplyError, ApplyOutcome, DEFAULT_HASH_ANNOTATION, Judge, PhaseOutcome,
+    Preview,
 };
 pub use changes::{Detail, Edit, FieldChange, managed_changes};
 pub use crd_names::{CrdNames, DroppedShortName, NameClaims, NameConflict, NameConflicts};

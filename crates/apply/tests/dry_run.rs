@@ -68,7 +68,7 @@ async fn every_failure_is_found_before_the_first_write() {
     assert!(later.is_empty());
     let mark = cp.audit_events().unwrap().len();
     let errors = applier
-        .dry_run_all(now, |_| None::<Box<DynamicObject>>)
+        .dry_run_all(now, |_| None::<Box<DynamicObject>>, &|_, _| Ok(()))
         .await;
     assert_eq!(errors.len(), 1, "{errors:?}");
     match &errors[0] {
@@ -107,14 +107,18 @@ async fn every_failure_is_found_before_the_first_write() {
     let good = bad.replace("Not_A_DNS_Label", "manager");
     let plan = plan_of(&client, &good).await;
     let errors = applier
-        .dry_run_all(plan.objects(), |_| None::<Box<DynamicObject>>)
+        .dry_run_all(plan.objects(), |_| None::<Box<DynamicObject>>, &|_, _| {
+            Ok(())
+        })
         .await;
     assert!(errors.is_empty(), "{errors:?}");
     // What passed is not asked again while the request and the live object are the same (a reconcile
     // that waits for a gate checks the rest of its version on every pass).
     let mark = cp.audit_events().unwrap().len();
     let errors = applier
-        .dry_run_all(plan.objects(), |_| None::<Box<DynamicObject>>)
+        .dry_run_all(plan.objects(), |_| None::<Box<DynamicObject>>, &|_, _| {
+            Ok(())
+        })
         .await;
     assert!(errors.is_empty(), "{errors:?}");
     let again: Vec<_> = cp.audit_events().unwrap()[mark..]
@@ -134,7 +138,7 @@ async fn every_failure_is_found_before_the_first_write() {
         .map(|o| (o.key.clone(), Box::new(o.object.clone())))
         .collect();
     let errors = applier
-        .dry_run_all(plan.objects(), |k| by_key.get(k).cloned())
+        .dry_run_all(plan.objects(), |k| by_key.get(k).cloned(), &|_, _| Ok(()))
         .await;
     assert!(errors.is_empty(), "{errors:?}");
     let ours: Vec<_> = cp.audit_events().unwrap()[mark..]
@@ -288,4 +292,68 @@ async fn wait_established(crds: &Api<DynamicObject>, name: &str) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+/// The judge sees what the API server would store, not the request: a deprecated alias resolved
+/// (`serviceAccount` fills an empty `serviceAccountName`) and a float typed (`runAsUser: 0.0` is
+/// stored as 0). A refused object is nothing written, and is judged again next time rather than
+/// remembered as passed.
+#[tokio::test]
+async fn the_judge_decides_on_the_stored_object() {
+    const NS: &str = "judge-test";
+    let cp = control_plane(false).await;
+    let client = engine_client(&cp);
+    let applier = applier(&client);
+    let ns = plan_of(
+        &client,
+        &format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n"),
+    )
+    .await;
+    applier
+        .apply(ns.objects().next().unwrap(), None)
+        .await
+        .unwrap();
+    let yaml = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: {NS}}}\nspec: {{selector: {{matchLabels: {{app: d}}}}, template: {{metadata: {{labels: {{app: d}}}}, spec: {{serviceAccountName: '', serviceAccount: protected, securityContext: {{runAsUser: 0.0}}, containers: [{{name: c, image: registry.example/d:1}}]}}}}}}\n"
+    );
+    let plan = plan_of(&client, &yaml).await;
+    let seen = std::sync::Mutex::new(Vec::new());
+    let judge = |_: &capi_apply::PlannedObject, stored: &DynamicObject| {
+        let spec = &stored.data["spec"]["template"]["spec"];
+        seen.lock().unwrap().push((
+            spec["serviceAccountName"].clone(),
+            spec["securityContext"]["runAsUser"].clone(),
+        ));
+        match spec["serviceAccountName"].as_str() {
+            Some("protected") => Err("spec.template.spec.serviceAccountName is protected".into()),
+            _ => Ok(()),
+        }
+    };
+    for attempt in 0..2 {
+        let mark = cp.audit_events().unwrap().len();
+        let errors = applier
+            .dry_run_all(plan.objects(), |_| None::<Box<DynamicObject>>, &judge)
+            .await;
+        assert_eq!(errors.len(), 1, "attempt {attempt}: {errors:?}");
+        match &errors[0] {
+            ApplyError::Refused { key, reason } => {
+                assert_eq!(key.to_string(), format!("Deployment {NS}/d"));
+                assert!(reason.contains("serviceAccountName"), "{reason}");
+            }
+            other => panic!("{other}"),
+        }
+        let events = cp.audit_events().unwrap();
+        assert_eq!(
+            events[mark..].iter().filter(|e| e.is_dry_run()).count(),
+            1,
+            "attempt {attempt}: asked again, not remembered as passed"
+        );
+        assert!(our_writes(&cp, mark).is_empty());
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].0, serde_json::json!("protected"));
+    // Typed by the API server: an integer, no longer the float of the request.
+    assert!(seen[0].1.is_i64(), "{:?}", seen[0].1);
+    assert_eq!(seen[0].1, serde_json::json!(0));
 }

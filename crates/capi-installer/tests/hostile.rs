@@ -45,6 +45,25 @@ fn aws_with(objects: &[Value]) -> Value {
     )
 }
 
+/// The image of the aws manager container, as its components write it (the images file resolves it).
+fn capa_image() -> String {
+    aws_objects()
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .and_then(|d| d["spec"]["template"]["spec"]["containers"][0]["image"].as_str())
+        .unwrap()
+        .to_string()
+}
+
+/// A Deployment of the aws bundle running its manager image: `labels` on its pods, `spec` the rest
+/// of the pod spec (flow style, after the container).
+fn aws_deployment(name: &str, labels: &str, container: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: openshift-cluster-api}}\nspec:\n  selector: {{matchLabels: {labels}}}\n  template:\n    metadata: {{labels: {labels}}}\n    spec: {{containers: [{{name: c, image: '{}'{container}}}]{spec}}}\n",
+        capa_image()
+    )
+}
+
 fn plus(extra: &str) -> Value {
     let mut objects = aws_objects();
     objects.extend(
@@ -142,6 +161,65 @@ fn hostile_bundles() -> Vec<Hostile> {
                 "(Service openshift-cluster-api/outside): rule service-cluster-ip-only: spec.type ExternalName",
                 "(ValidatingWebhookConfiguration leaky): rule webhook-namespace-services-only: webhooks[1] (theirs.infrastructure.cluster.x-k8s.io).clientConfig.service openshift-cluster-api/someone-elses is not a Service of this bundle",
                 "(ValidatingAdmissionPolicy echo-secrets): rule admission-family-groups-only: spec.paramKind v1 Secret",
+            ],
+        },
+        Hostile {
+            what: "what the API server stores differently: the serviceAccount alias, runAsUser 0.0, hostPort 8080.0 (issue 29)",
+            configmap: plus(&aws_deployment(
+                "sneaky",
+                "{app: sneaky}",
+                ", ports: [{containerPort: 8080, hostPort: 8080.0}]",
+                ", serviceAccountName: '', serviceAccount: capi-controllers, securityContext: {runAsUser: 0.0}",
+            )),
+            reason: "BundlePolicyViolation",
+            drift: false,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(Deployment openshift-cluster-api/sneaky): rule stored-as-written: spec.template.spec.serviceAccount is the deprecated alias of serviceAccountName",
+                "(Deployment openshift-cluster-api/sneaky): rule workload-bundle-service-accounts-only: spec.template.spec.serviceAccountName capi-controllers",
+                "(Deployment openshift-cluster-api/sneaky): rule stored-as-written: spec.template.spec.securityContext.runAsUser is written as the float 0.0: the API server stores the integer 0",
+                "(Deployment openshift-cluster-api/sneaky): rule workload-no-privilege: spec.template.spec.securityContext.runAsUser is 0",
+                "(Deployment openshift-cluster-api/sneaky): rule stored-as-written: spec.template.spec.containers[0].ports[0].hostPort is written as the float 8080.0: the API server stores the integer 8080",
+                "(Deployment openshift-cluster-api/sneaky): rule workload-no-host-access: spec.template.spec.containers[0] (c).ports[0].hostPort is set",
+            ],
+        },
+        Hostile {
+            what: "core's webhook serving Secret read as a volume, a projected source, a secretKeyRef and envFrom (issue 29)",
+            configmap: plus(&aws_deployment(
+                "reader",
+                "{app: reader}",
+                ", env: [{name: KEY, valueFrom: {secretKeyRef: {name: capi-webhook-service-cert, key: tls.key}}}], envFrom: [{secretRef: {name: capi-webhook-service-cert}}]",
+                ", serviceAccountName: capa-controller-manager, volumes: [{name: a, secret: {secretName: capi-webhook-service-cert}}, {name: b, projected: {sources: [{secret: {name: capi-webhook-service-cert}}]}}]",
+            )),
+            reason: "BundlePolicyViolation",
+            drift: false,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(Deployment openshift-cluster-api/reader): rule references-own-objects-only: spec.template.spec.volumes[0].secret.secretName names Secret \"capi-webhook-service-cert\", which is not this provider's own",
+                "(Deployment openshift-cluster-api/reader): rule references-own-objects-only: spec.template.spec.volumes[1].projected.sources[0].secret.name names Secret \"capi-webhook-service-cert\"",
+                "(Deployment openshift-cluster-api/reader): rule references-own-objects-only: spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.name names Secret \"capi-webhook-service-cert\"",
+                "(Deployment openshift-cluster-api/reader): rule references-own-objects-only: spec.template.spec.containers[0].envFrom[0].secretRef.name names Secret \"capi-webhook-service-cert\"",
+            ],
+        },
+        Hostile {
+            what: "aws reaching into core: its pod labels, its serving Secret by annotation, admission on its resources (issue 29)",
+            configmap: plus(&format!(
+                "{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: steal, namespace: openshift-cluster-api, annotations: {{service.beta.openshift.io/serving-cert-secret-name: capi-webhook-service-cert}}}}\nspec: {{selector: {{app: steal}}, ports: [{{port: 443}}]}}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: capa-on-clusters}}\nwebhooks: [{{name: x.cluster.x-k8s.io, clientConfig: {{service: {{name: capa-webhook-service, namespace: openshift-cluster-api}}}}, rules: [{{apiGroups: [cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE, UPDATE], resources: [clusters]}}], sideEffects: None, admissionReviewVersions: [v1]}}]\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: capa-on-machines}}\nspec: {{matchConstraints: {{resourceRules: [{{apiGroups: [cluster.x-k8s.io], apiVersions: ['*'], operations: [DELETE], resources: [machines]}}]}}, validations: [{{expression: 'false'}}]}}\n",
+                aws_deployment(
+                    "impostor",
+                    "{cluster.x-k8s.io/provider: cluster-api}",
+                    "",
+                    ", serviceAccountName: capa-controller-manager",
+                )
+            )),
+            reason: "BundlePolicyViolation",
+            drift: false,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(Deployment openshift-cluster-api/impostor): rule providers-keep-apart: spec.template.metadata.labels match the selector of Service capi-webhook-service of provider cluster-api",
+                "(Service openshift-cluster-api/steal): rule providers-keep-apart: metadata.annotations[service.beta.openshift.io/serving-cert-secret-name] \"capi-webhook-service-cert\" is a Secret of provider cluster-api",
+                "(ValidatingWebhookConfiguration capa-on-clusters): rule providers-keep-apart: webhooks[0] (x.cluster.x-k8s.io).rules[0] acts on \"clusters.cluster.x-k8s.io (provider cluster-api)\"",
+                "(ValidatingAdmissionPolicy capa-on-machines): rule providers-keep-apart: spec.matchConstraints.resourceRules[0] acts on \"machines.cluster.x-k8s.io (provider cluster-api)\"",
             ],
         },
         Hostile {

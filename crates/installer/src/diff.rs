@@ -479,5 +479,6 @@ fn refusal(e: &ApplyError) -> String {
         | ApplyError::WriteFight { .. }
         | ApplyError::Terminating { .. } => e.to_string(),
         ApplyError::Api { .. } => format!("cannot check: {e}"),
+        ApplyError::Refused { .. } => e.to_string(),
     }
 }

@@ -267,6 +267,15 @@ impl ProviderError {
             | ProviderError::Render(_) => Reason::InvalidProviderManifests,
             ProviderError::Source(SourceError::Gone { .. }) => Reason::ApplyFailed,
             ProviderError::Discovery(e) => kube_reason(e),
+            // What the API server would store breaks the bundle policy: a policy refusal, whatever
+            // else failed beside it.
+            ProviderError::Preflight(errors)
+                if errors
+                    .iter()
+                    .any(|e| matches!(e, ApplyError::Refused { .. })) =>
+            {
+                Reason::BundlePolicyViolation
+            }
             ProviderError::Preflight(errors) | ProviderError::Apply(errors) => {
                 match errors.first() {
                     Some(

@@ -15,7 +15,7 @@ use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
 use crate::platform;
-use crate::policy::{self, BundleObject, Origin, PolicyConfig, Violations};
+use crate::policy::{self, Among, BundleObject, Origin, PolicyConfig, Stored, Violations};
 use crate::reference;
 use crate::render::{self, Images};
 use crate::source::{Payload, Target};
@@ -146,6 +146,9 @@ pub struct Prepared {
     /// Short names taken out of the plan's CRDs because other CRDs of their group hold them (see
     /// [`crate::round::Planner`]): reported, since `kubectl get <short name>` finds the other kind.
     pub(crate) dropped_short_names: Vec<DroppedShortName>,
+    /// The bundle policy of this version, to judge its objects again as the API server would store
+    /// them (the preflight's dry-run answers).
+    pub(crate) stored: Stored,
 }
 
 impl Prepared {
@@ -465,7 +468,19 @@ pub fn prepare(
     ctx: &RenderContext,
     resolver: &KindResolver,
 ) -> Result<Prepared, RenderError> {
-    plan_rendered(render(payload, target, ctx)?, ctx, resolver)
+    let among = Among::alone(&target.clusterctl_label);
+    prepare_among(payload, target, ctx, resolver, &among)
+}
+
+/// [`prepare`] among the other providers of a round (see [`policy::references`]).
+pub(crate) fn prepare_among(
+    payload: &Payload,
+    target: &Target,
+    ctx: &RenderContext,
+    resolver: &KindResolver,
+    among: &Among<'_>,
+) -> Result<Prepared, RenderError> {
+    plan_rendered(render(payload, target, ctx)?, ctx, resolver, among)
 }
 
 /// The checks and the plan of rendered objects: the bundle policy, the digest and the plan. A
@@ -475,6 +490,7 @@ pub(crate) fn plan_rendered(
     rendered: Rendered,
     ctx: &RenderContext,
     resolver: &KindResolver,
+    among: &Among<'_>,
 ) -> Result<Prepared, RenderError> {
     let payload_images = ctx
         .images
@@ -482,7 +498,9 @@ pub(crate) fn plan_rendered(
         .chain(&rendered.unresolved_images)
         .map(String::as_str)
         .collect();
-    let mut policy = policy::check(&rendered.bundle(), &ctx.policy, &payload_images);
+    let bundle = rendered.bundle();
+    let mut policy = policy::check(&bundle, &ctx.policy, &payload_images, among);
+    let stored = Stored::new(&bundle, &ctx.policy, &payload_images, among.provider);
     let adoption = policy::adoption::check(rendered.inputs.iter().zip(&rendered.origins));
     if !adoption.is_empty() {
         let mut all = policy.err().map(|v| v.0).unwrap_or_default();
@@ -515,6 +533,7 @@ pub(crate) fn plan_rendered(
         digest,
         reference_id: rendered.reference_id,
         dropped_short_names: Vec::new(),
+        stored,
     })
 }
 
@@ -800,7 +819,8 @@ spec: {{failurePolicy: Fail}}
         let ctx = ctx(&[]);
         let resolver = KindResolver::builtin();
         let ok = Rendered::stored("revision 1 of ConfigMap aws", vec![sa.clone()]).unwrap();
-        let prepared = plan_rendered(ok, &ctx, &resolver).unwrap();
+        let prepared =
+            plan_rendered(ok, &ctx, &resolver, &Among::alone("infrastructure-aws")).unwrap();
         let planned: Vec<serde_json::Value> = prepared
             .plan
             .objects()
@@ -808,7 +828,7 @@ spec: {{failurePolicy: Fail}}
             .collect();
         assert_eq!(planned, std::slice::from_ref(&sa));
         let edited = Rendered::stored("revision 1 of ConfigMap aws", vec![sa, binding]).unwrap();
-        let err = plan_rendered(edited, &ctx, &resolver)
+        let err = plan_rendered(edited, &ctx, &resolver, &Among::alone("infrastructure-aws"))
             .unwrap_err()
             .to_string();
         assert!(

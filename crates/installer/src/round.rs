@@ -14,13 +14,13 @@
 //! A new source kind is one more [`crate::source::SourceCatalog`] whose candidates go into
 //! [`Round::new`]; nothing here changes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use capi_apply::{CrdNames, KindResolver, NameClaims, ObjectKey};
 
 use crate::desired::Wanted;
-use crate::policy::Ceiling;
+use crate::policy::{Among, Ceiling, Holdings};
 use crate::prepare::{self, Prepared, RenderContext, RenderError, Rendered};
 use crate::source::{self, Payload, ProviderSource, Selection, SourceId, Target};
 use crate::unmanaged::{Unmanaged, UnmanagedError};
@@ -44,6 +44,10 @@ pub struct Round {
     /// The names the cluster's CRDs hold (their accepted names): they had them first. Each provider's
     /// plan claims its CRDs' names after them and after the providers before it ([`Planner::plan`]).
     pub(crate) names: NameClaims,
+    /// Who holds each resource the cluster's CRDs serve: (group, plural) → the provider label of the
+    /// provider that installed it, "" for one no provider of this installer did. A provider's
+    /// admission acts on no resource another holds.
+    pub(crate) resources: BTreeMap<(String, String), String>,
 }
 
 impl Round {
@@ -73,6 +77,7 @@ impl Round {
             ctx: Arc::new(ctx),
             unmanaged: Ok(Unmanaged::default()),
             names: NameClaims::new(),
+            resources: BTreeMap::new(),
         }
     }
 
@@ -84,6 +89,17 @@ impl Round {
     ) -> Round {
         for (name, accepted, owner) in crds {
             self.names.hold_live(&name, &accepted, owner.as_deref());
+            // The plural from the CRD's name (`<plural>.<group>`): the accepted names are empty until
+            // the API server accepted them.
+            if let Some(plural) = name
+                .strip_suffix(&accepted.group)
+                .and_then(|p| p.strip_suffix('.'))
+            {
+                self.resources.insert(
+                    (accepted.group.clone(), plural.to_string()),
+                    owner.unwrap_or_default(),
+                );
+            }
         }
         self
     }
@@ -109,6 +125,8 @@ impl Round {
             ctx: self.ctx.clone(),
             learned: None,
             names: self.names.clone(),
+            holdings: Vec::new(),
+            resources: self.resources.clone(),
         }
     }
 
@@ -120,6 +138,8 @@ impl Round {
             ctx: self.ctx.clone(),
             learned: Some(KindResolver::new()),
             names: self.names.clone(),
+            holdings: Vec::new(),
+            resources: self.resources.clone(),
         }
     }
 
@@ -159,6 +179,10 @@ pub(crate) struct Planner {
     learned: Option<KindResolver>,
     /// The CRD names held on the cluster and claimed by the providers planned so far.
     names: NameClaims,
+    /// What the providers planned so far hold (see [`crate::policy::references`]).
+    holdings: Vec<Holdings>,
+    /// Who holds the cluster's CRDs' resources ([`Round::resources`]).
+    resources: BTreeMap<(String, String), String>,
 }
 
 impl Planner {
@@ -171,11 +195,16 @@ impl Planner {
         payload: &Payload,
         served: &KindResolver,
     ) -> Result<Prepared, RenderError> {
+        let others = self.others(target);
+        let among = Among::new(&target.clusterctl_label, &others, &self.resources);
         let mut prepared = match self.learned {
-            None => prepare::prepare(payload, target, &self.ctx, served)?,
-            Some(_) => prepare::prepare(payload, target, &self.ctx, &self.kinds(served))?,
+            None => prepare::prepare_among(payload, target, &self.ctx, served, &among)?,
+            Some(_) => {
+                prepare::prepare_among(payload, target, &self.ctx, &self.kinds(served), &among)?
+            }
         };
         self.claim_names(target, &mut prepared)?;
+        self.hold(target, &prepared);
         if let Some(learned) = &mut self.learned {
             for crd in prepared
                 .plan
@@ -198,9 +227,32 @@ impl Planner {
         rendered: Rendered,
         served: &KindResolver,
     ) -> Result<Prepared, RenderError> {
-        let mut prepared = prepare::plan_rendered(rendered, &self.ctx, served)?;
+        let others = self.others(target);
+        let among = Among::new(&target.clusterctl_label, &others, &self.resources);
+        let mut prepared = prepare::plan_rendered(rendered, &self.ctx, served, &among)?;
         self.claim_names(target, &mut prepared)?;
+        self.hold(target, &prepared);
         Ok(prepared)
+    }
+
+    /// What the providers planned before `target` hold (a provider planned again is not its own
+    /// neighbour).
+    fn others(&self, target: &Target) -> Vec<Holdings> {
+        self.holdings
+            .iter()
+            .filter(|h| h.provider != target.clusterctl_label)
+            .cloned()
+            .collect()
+    }
+
+    /// Records what `target`'s accepted plan holds, for the providers planned after it.
+    fn hold(&mut self, target: &Target, prepared: &Prepared) {
+        self.holdings
+            .retain(|h| h.provider != target.clusterctl_label);
+        self.holdings.push(Holdings::of(
+            &target.clusterctl_label,
+            prepared.plan.objects().map(|o| &o.object),
+        ));
     }
 
     /// Claims the names of the plan's CRDs for `target` (see [`capi_apply::crd_names`]): after what

@@ -23,6 +23,8 @@ struct Real {
     name: String,
     rendered: Rendered,
     images: BTreeMap<String, String>,
+    /// Its `cluster.x-k8s.io/provider` label.
+    provider: String,
 }
 
 /// Every transport ConfigMap of the fixtures, rendered; `None` (after saying why) without fixtures.
@@ -68,6 +70,7 @@ fn real_bundles() -> Option<Vec<Real>> {
             name,
             rendered,
             images,
+            provider: target.clusterctl_label.clone(),
         });
     }
     Some(out)
@@ -86,7 +89,8 @@ fn every_real_bundle_passes_the_policy() {
             Protected::installer(NS, "capi-installer-inventory", "capi-installer-leader"),
         );
         let payload: BTreeSet<&str> = real.images.values().map(String::as_str).collect();
-        if let Err(v) = policy::check(&real.rendered.bundle(), &config, &payload) {
+        let among = policy::Among::alone(&real.provider);
+        if let Err(v) = policy::check(&real.rendered.bundle(), &config, &payload, &among) {
             panic!("{}: {v}", real.path.display());
         }
         for input in &real.rendered.inputs {

@@ -20,6 +20,9 @@
 //! | [`Rule::RbacAggregation`] | no `…/aggregate-to-*` labels outside the family; aggregation only by family labels |
 //! | [`Rule::WebhookClient`] | webhooks (admission and CRD conversion) only through Services of the same bundle, no `url` |
 //! | [`Rule::AdmissionScope`] | webhooks and admission policies only for the family's groups; policy parameters only of family kinds (and the Infrastructure that the generated protection policy reads); bindings only to policies of the bundle |
+//! | [`Rule::StoredAsWritten`] | nothing the API server stores differently: no number written as a float outside a CRD's schema, no deprecated alias (`serviceAccount`); and every rule holds on each object as the preflight's dry-run says it would be stored ([`stored`]) |
+//! | [`Rule::References`] | pods read only Secrets their own Services' serving certificates become, their provider's credentials Secret, and ConfigMaps of the bundle; a Service asks service-ca for no credentials or installer Secret ([`references`]) |
+//! | [`Rule::ProvidersApart`] | nothing of another provider: no Secret it reads or asks for, no pod labels its Services select, no Service selecting its pods, no admission on its resources or the cluster's CRDs' ([`references`]) |
 //! | [`Rule::ServiceType`] | Services only of type ClusterIP, without `externalIPs` |
 //! | [`Rule::CrdGroup`] | CRDs only in the family's groups (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]) |
 //! | [`Rule::WorkloadIdentity`] | pods only as a ServiceAccount of the bundle (or `default`) |
@@ -35,6 +38,8 @@
 pub(crate) mod adoption;
 pub mod ceiling;
 pub(crate) mod protected;
+pub(crate) mod references;
+pub(crate) mod stored;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -45,6 +50,9 @@ use serde_json::Value;
 
 pub use ceiling::Ceiling;
 pub use protected::Protected;
+pub use references::Among;
+pub(crate) use references::Holdings;
+pub(crate) use stored::Stored;
 
 use ceiling::{Coverage, Scope};
 
@@ -76,11 +84,14 @@ pub(crate) enum Rule {
     WorkloadVolumes,
     WorkloadImage,
     Adoption,
+    StoredAsWritten,
+    References,
+    ProvidersApart,
 }
 
 impl Rule {
     #[cfg(test)]
-    pub(crate) const ALL: [Rule; 18] = [
+    pub(crate) const ALL: [Rule; 21] = [
         Rule::Kind,
         Rule::Protected,
         Rule::RbacWildcard,
@@ -99,6 +110,9 @@ impl Rule {
         Rule::WorkloadVolumes,
         Rule::WorkloadImage,
         Rule::Adoption,
+        Rule::StoredAsWritten,
+        Rule::References,
+        Rule::ProvidersApart,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -121,6 +135,9 @@ impl Rule {
             Rule::WorkloadVolumes => "workload-volume-kinds",
             Rule::WorkloadImage => "workload-payload-images-only",
             Rule::Adoption => "adopt-existing-bounded",
+            Rule::StoredAsWritten => "stored-as-written",
+            Rule::References => "references-own-objects-only",
+            Rule::ProvidersApart => "providers-keep-apart",
         }
     }
 }
@@ -233,6 +250,7 @@ pub fn check(
     objects: &[BundleObject<'_>],
     config: &PolicyConfig,
     payload_images: &BTreeSet<&str>,
+    among: &Among<'_>,
 ) -> Result<(), Violations> {
     let bundle = Bundle::index(objects, payload_images);
     let mut out = Vec::new();
@@ -249,7 +267,15 @@ pub fn check(
                 detail,
             })
         };
-        check_object(&key, o.object, config, &bundle, &mut v);
+        check_object(
+            &key,
+            o.object,
+            config,
+            &bundle,
+            among,
+            Reading::Text,
+            &mut v,
+        );
     }
     out.sort_by(|a, b| a.origin.cmp(&b.origin));
     if out.is_empty() {
@@ -259,24 +285,42 @@ pub fn check(
     }
 }
 
+/// Which reading of an object a rule judges: the bundle's text, or the object as the API server
+/// would store it (the preflight's dry-run answer; see [`stored`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    Text,
+    Stored,
+}
+
 /// What the other rules need to know about the bundle as a whole.
-struct Bundle<'a> {
+#[derive(Debug, Clone)]
+struct Bundle {
     /// (kind, namespace, name) of the roles the bundle defines.
     roles: BTreeSet<(String, Option<String>, String)>,
     service_accounts: BTreeSet<(Option<String>, String)>,
     services: BTreeSet<(Option<String>, String)>,
     admission_policies: BTreeSet<String>,
-    payload_images: &'a BTreeSet<&'a str>,
+    /// The ConfigMaps the bundle defines.
+    configmaps: BTreeSet<String>,
+    /// The Secrets its Services ask service-ca for (their serving certificates).
+    serving_secrets: BTreeSet<String>,
+    /// (group, plural) of the CRDs it defines.
+    resources: BTreeSet<(String, String)>,
+    payload_images: BTreeSet<String>,
 }
 
-impl<'a> Bundle<'a> {
-    fn index(objects: &[BundleObject<'_>], payload_images: &'a BTreeSet<&'a str>) -> Self {
+impl Bundle {
+    fn index(objects: &[BundleObject<'_>], payload_images: &BTreeSet<&str>) -> Self {
         let mut b = Bundle {
             roles: BTreeSet::new(),
             service_accounts: BTreeSet::new(),
             services: BTreeSet::new(),
             admission_policies: BTreeSet::new(),
-            payload_images,
+            configmaps: BTreeSet::new(),
+            serving_secrets: BTreeSet::new(),
+            resources: BTreeSet::new(),
+            payload_images: payload_images.iter().map(|s| s.to_string()).collect(),
         };
         for o in objects {
             let Some(key) = capi_apply::key_of(o.object) else {
@@ -290,7 +334,21 @@ impl<'a> Bundle<'a> {
                     b.service_accounts.insert((key.namespace, key.name));
                 }
                 ("", "Service") => {
+                    if let Some(secret) = references::serving_secret(o.object) {
+                        b.serving_secrets.insert(secret.to_string());
+                    }
                     b.services.insert((key.namespace, key.name));
+                }
+                ("", "ConfigMap") => {
+                    b.configmaps.insert(key.name);
+                }
+                ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+                    let text = |p: &str| o.object.data.pointer(p).and_then(Value::as_str);
+                    if let (Some(group), Some(plural)) =
+                        (text("/spec/group"), text("/spec/names/plural"))
+                    {
+                        b.resources.insert((group.to_string(), plural.to_string()));
+                    }
                 }
                 ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
                     b.admission_policies.insert(key.name);
@@ -308,7 +366,9 @@ fn check_object(
     key: &ObjectKey,
     object: &DynamicObject,
     config: &PolicyConfig,
-    bundle: &Bundle<'_>,
+    bundle: &Bundle,
+    among: &Among<'_>,
+    reading: Reading,
     v: &mut Report<'_>,
 ) {
     if !capi_manifests::customize::kind_allowed(&key.group, &key.kind) {
@@ -325,6 +385,10 @@ fn check_object(
     protected(key, object, config, v);
     aggregation_labels(object, v);
     let data = &object.data;
+    if reading == Reading::Text {
+        stored::as_written(key, data, v);
+        references::labels_and_selectors(key, data, among, v);
+    }
     match (key.group.as_str(), key.kind.as_str()) {
         ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {
             let scope = match key.kind.as_str() {
@@ -344,18 +408,22 @@ fn check_object(
         (
             "admissionregistration.k8s.io",
             "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
-        ) => webhook_configuration(data, config, bundle, v),
+        ) => webhook_configuration(data, config, bundle, among, v),
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
-            admission_policy(data, config, v)
+            admission_policy(data, config, bundle, among, v)
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
             admission_policy_binding(data, bundle, v)
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(data, config, bundle, v),
-        ("", "Service") => service(data, v),
+        ("", "Service") => {
+            service(data, v);
+            references::serving_certificate(object, config, among, v);
+        }
         ("apps", "Deployment") => {
             if let Some(pod) = data.pointer("/spec/template/spec") {
                 workload(key, pod, config, bundle, v);
+                references::pod_references(pod, "spec.template.spec", bundle, among, v);
             }
         }
         _ => {}
@@ -404,7 +472,8 @@ fn aggregation_labels(object: &DynamicObject, v: &mut Report<'_>) {
 fn webhook_configuration(
     data: &Value,
     config: &PolicyConfig,
-    bundle: &Bundle<'_>,
+    bundle: &Bundle,
+    among: &Among<'_>,
     v: &mut Report<'_>,
 ) {
     for (i, hook) in items(data.get("webhooks")) {
@@ -412,12 +481,20 @@ fn webhook_configuration(
         let at = format!("webhooks[{i}] ({name})");
         client_config(hook.get("clientConfig"), &at, config, bundle, v);
         for (j, rule) in items(hook.get("rules")) {
-            admission_groups(rule, &format!("{at}.rules[{j}]"), config, v);
+            let at = format!("{at}.rules[{j}]");
+            admission_groups(rule, &at, config, v);
+            references::admission_resources(rule, &at, bundle, among, v);
         }
     }
 }
 
-fn admission_policy(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+fn admission_policy(
+    data: &Value,
+    config: &PolicyConfig,
+    bundle: &Bundle,
+    among: &Among<'_>,
+    v: &mut Report<'_>,
+) {
     if let Some(param) = data.pointer("/spec/paramKind").filter(|p| !p.is_null()) {
         let api_version = param
             .get("apiVersion")
@@ -445,12 +522,9 @@ fn admission_policy(data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
         );
     }
     for (j, rule) in items(rules) {
-        admission_groups(
-            rule,
-            &format!("spec.matchConstraints.resourceRules[{j}]"),
-            config,
-            v,
-        );
+        let at = format!("spec.matchConstraints.resourceRules[{j}]");
+        admission_groups(rule, &at, config, v);
+        references::admission_resources(rule, &at, bundle, among, v);
     }
 }
 
@@ -467,7 +541,7 @@ fn admission_policy_binding(data: &Value, bundle: &Bundle, v: &mut Report<'_>) {
     }
 }
 
-fn crd(data: &Value, config: &PolicyConfig, bundle: &Bundle<'_>, v: &mut Report<'_>) {
+fn crd(data: &Value, config: &PolicyConfig, bundle: &Bundle, v: &mut Report<'_>) {
     let group = data
         .pointer("/spec/group")
         .and_then(Value::as_str)
@@ -775,7 +849,7 @@ fn client_config(
     cc: Option<&Value>,
     at: &str,
     config: &PolicyConfig,
-    bundle: &Bundle<'_>,
+    bundle: &Bundle,
     v: &mut Report<'_>,
 ) {
     let Some(cc) = cc else { return };
@@ -855,11 +929,14 @@ fn workload(
     bundle: &Bundle,
     v: &mut Report<'_>,
 ) {
-    let account = pod
-        .get("serviceAccountName")
-        .or_else(|| pod.get("serviceAccount"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
+    // As the API server resolves it: an empty serviceAccountName takes the deprecated alias's value.
+    let named = |field: &str| {
+        pod.get(field)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let account = named("serviceAccountName")
+        .or_else(|| named("serviceAccount"))
         .unwrap_or("default");
     let namespace = key.namespace.clone();
     if let Some(why) = config
@@ -947,11 +1024,11 @@ const VOLUME_KINDS: [&str; 5] = [
 fn run_as_root(security_context: Option<&Value>) -> bool {
     security_context
         .and_then(|s| s.get("runAsUser"))
-        .and_then(Value::as_i64)
-        == Some(0)
+        .and_then(Value::as_f64)
+        == Some(0.0)
 }
 
-fn container(c: &Value, at: &str, bundle: &Bundle<'_>, v: &mut Report<'_>) {
+fn container(c: &Value, at: &str, bundle: &Bundle, v: &mut Report<'_>) {
     let image = c.get("image").and_then(Value::as_str).unwrap_or("");
     if !bundle.payload_images.contains(image) {
         v(
@@ -962,7 +1039,8 @@ fn container(c: &Value, at: &str, bundle: &Bundle<'_>, v: &mut Report<'_>) {
         );
     }
     for (j, port) in items(c.get("ports")) {
-        if port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+        // Read as any number: `8080.0` is stored as 8080.
+        if port.get("hostPort").and_then(Value::as_f64).unwrap_or(0.0) != 0.0 {
             v(
                 Rule::WorkloadHostAccess,
                 format!("{at}.ports[{j}].hostPort is set"),

@@ -63,8 +63,11 @@ subjects: [{kind: ServiceAccount, name: w-manager, namespace: openshift-cluster-
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: w-webhook-service, namespace: openshift-cluster-api}
-spec: {ports: [{port: 443}]}
+metadata:
+  name: w-webhook-service
+  namespace: openshift-cluster-api
+  annotations: {service.beta.openshift.io/serving-cert-secret-name: w-cert}
+spec: {ports: [{port: 443}], selector: {cluster.x-k8s.io/provider: infrastructure-w}}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -181,7 +184,12 @@ fn violations_with(yaml: &str, config: &PolicyConfig) -> Vec<Violation> {
         .iter()
         .map(|(origin, object)| BundleObject { origin, object })
         .collect();
-    match check(&bundle, config, &BTreeSet::from([PAYLOAD_IMAGE])) {
+    match check(
+        &bundle,
+        config,
+        &BTreeSet::from([PAYLOAD_IMAGE]),
+        &Among::alone("infrastructure-w"),
+    ) {
         Ok(()) => vec![],
         Err(Violations(v)) => {
             assert!(!v.is_empty(), "Violations is never empty");
@@ -863,3 +871,6 @@ fn the_release_ceiling_is_read_from_the_manifests_and_extended_by_labelled_roles
         Coverage::Outside
     );
 }
+
+#[path = "tests_own.rs"]
+mod own;

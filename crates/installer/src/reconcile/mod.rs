@@ -277,7 +277,7 @@ impl Reconciler {
             // first write; objects of kinds only the new CRDs define, once those are Established.
             let served = self.resolver(false).await?;
             let (now, mut later) = prepared.plan.split_by_served(&served);
-            let adopted = self.preflight(target, now).await?;
+            let adopted = self.preflight(target, now, &prepared.stored).await?;
             writing = true;
             if let Some(stored) = revision {
                 self.save_revisions(target, stored).await?;
@@ -300,7 +300,9 @@ impl Reconciler {
                     });
                 }
                 if phase.phase == Phase::CustomResourceDefinitions && !later.is_empty() {
-                    let adopted = self.preflight(target, std::mem::take(&mut later)).await?;
+                    let adopted = self
+                        .preflight(target, std::mem::take(&mut later), &prepared.stored)
+                        .await?;
                     if !adopted.is_empty() {
                         for key in &adopted {
                             new.mark_adopted(key);

@@ -11,16 +11,19 @@ use kube::runtime::events::EventType;
 
 use super::Reconciler;
 use crate::error::ProviderError;
+use crate::policy::Stored;
 use crate::source::Target;
 
 impl Reconciler {
     /// Checks `objects` (unchanged ones cost no request); every failure is reported at once. Returns
     /// the objects the apply would adopt (they exist without our label): the inventory records them
-    /// before the first write, so that prune releases them instead of deleting them.
+    /// before the first write, so that prune releases them instead of deleting them. `stored` judges
+    /// each object again as the dry-run says the API server would store it.
     pub(super) async fn preflight(
         &self,
         target: &Target,
         objects: Vec<&PlannedObject>,
+        stored: &Stored,
     ) -> Result<Vec<ObjectKey>, ProviderError> {
         // Watch the kinds first, as the apply will: the cache answers for unchanged objects, so a
         // steady-state reconcile checks nothing and sends nothing.
@@ -40,7 +43,9 @@ impl Reconciler {
         let mut errors = Vec::new();
         for (key, result) in self
             .applier
-            .dry_run_each(objects, |key| self.cache.get(key))
+            .dry_run_each(objects, |key| self.cache.get(key), &|planned, object| {
+                stored.judge(&planned.key, object)
+            })
             .await
         {
             match result {
