@@ -317,3 +317,101 @@ fn the_stored_object_is_judged_again() {
         "{message}"
     );
 }
+
+/// Every real bundle of the fixtures — transport ConfigMaps and both generations of profiles — keeps
+/// to its own, alone and beside the others of its generation judged before it in install order (core
+/// first). Only the rules of issue 29 are read here: the profiles are parsed as written (images and
+/// `${VAR}`s unresolved), which the other rules judge after rendering in `tests/policy_fixtures.rs`.
+#[test]
+fn every_real_bundle_keeps_to_its_own_beside_the_others() {
+    let Some(root) = control_plane::shared_fixture("") else {
+        return;
+    };
+    let mut sets: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    // Transport ConfigMaps: (provider label, components).
+    let mut transport = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(root.join("transport-configmaps"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("_04_cm."))
+        .collect();
+    files.sort();
+    for path in files {
+        let value: Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let cm: k8s_openapi::api::core::v1::ConfigMap =
+            serde_json::from_value(value.clone()).unwrap();
+        let source = crate::source::configmap::candidate(&cm).unwrap();
+        let label = source.provider_type.clusterctl_label(&source.name);
+        let payload = crate::source::configmap::payload(&value).unwrap();
+        transport.push((label, payload.components));
+    }
+    sets.push(("transport-configmaps".into(), transport));
+    for (set, dir, file) in [
+        ("profiles", root.join("profiles"), "manifests.yaml"),
+        (
+            "manifests-gen-profiles",
+            root.join("manifests-gen-profiles"),
+            "expected/default/manifests.yaml",
+        ),
+    ] {
+        let mut bundles = Vec::new();
+        let mut providers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        providers.sort();
+        for provider in providers {
+            let label = match provider.as_str() {
+                "core" => "cluster-api".to_string(),
+                other => format!("infrastructure-{other}"),
+            };
+            let text = std::fs::read_to_string(dir.join(&provider).join(file)).unwrap();
+            bundles.push((label, text));
+        }
+        sets.push((set.into(), bundles));
+    }
+    let mine = [
+        Rule::StoredAsWritten,
+        Rule::References,
+        Rule::ProvidersApart,
+    ];
+    let cluster = BTreeMap::new();
+    for (set, mut bundles) in sets {
+        // Install order: core first.
+        bundles.sort_by_key(|(label, _)| label != "cluster-api");
+        assert!(bundles.len() >= 3, "{set}");
+        let mut held: Vec<Holdings> = Vec::new();
+        for (label, components) in &bundles {
+            let objects: Vec<(Origin, DynamicObject)> =
+                capi_manifests::yaml::parse_documents(label, components)
+                    .unwrap()
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, d)| d.value.is_object())
+                    .map(|(i, d)| {
+                        let origin = Origin {
+                            source: format!("{set} {label}"),
+                            document: i,
+                        };
+                        (origin, serde_json::from_value(d.value).unwrap())
+                    })
+                    .collect();
+            let bundle: Vec<BundleObject<'_>> = objects
+                .iter()
+                .map(|(origin, object)| BundleObject { origin, object })
+                .collect();
+            let among = Among::new(label, &held, &cluster);
+            let found: Vec<String> = match check(&bundle, &config(), &BTreeSet::new(), &among) {
+                Ok(()) => vec![],
+                Err(Violations(v)) => v
+                    .into_iter()
+                    .filter(|v| mine.contains(&v.rule))
+                    .map(|v| v.to_string())
+                    .collect(),
+            };
+            assert_eq!(found, Vec::<String>::new(), "{set} {label}");
+            held.push(Holdings::of(label, objects.iter().map(|(_, o)| o)));
+        }
+    }
+}
