@@ -122,6 +122,9 @@ pub struct Installer {
     cluster_api: OptionalKind,
     /// The ClusterRoles that make the provider RBAC ceiling (the release's and the administrator's).
     ceiling: reflector::Store<ClusterRole>,
+    /// The ConfigMaps of the installer's namespace that extend the provider field bound (the
+    /// administrator's; the release's own is compiled in as well).
+    fields: reflector::Store<ConfigMap>,
     /// `APIServer/cluster` (the TLS profile of the providers' servers).
     apiserver: OptionalKind,
     /// Every kind of provider source; a new kind is one more catalog. Shared with the blocking pool,
@@ -197,6 +200,11 @@ impl Installer {
                 spawn_trigger("the provider RBAC ceiling", stream, wake.clone()),
             )
         };
+        let (fields, fields_watch) = watch_configmaps(
+            "the provider field bound",
+            &config.installer_namespace,
+            watcher::Config::default().labels(policy::fields::LABEL),
+        );
         let catalogs = Arc::new(catalogs(&config, &configmaps));
 
         Arc::new(Installer {
@@ -216,6 +224,7 @@ impl Installer {
             infrastructure_providers,
             cluster_api,
             ceiling,
+            fields,
             apiserver,
             catalogs,
             metrics,
@@ -229,6 +238,7 @@ impl Installer {
                 providers_watch,
                 cluster_api_watch,
                 ceiling_watch,
+                fields_watch,
                 apiserver_watch,
             ],
         })
@@ -262,6 +272,7 @@ impl Installer {
                 self.infrastructure_providers.wait_known(),
                 self.cluster_api.wait_known(),
                 self.ceiling.wait_until_ready(),
+                self.fields.wait_until_ready(),
                 self.apiserver.wait_known()
             )
         };
@@ -487,6 +498,22 @@ impl Installer {
             .iter()
             .filter_map(|r| serde_json::to_value(r.as_ref()).ok())
             .collect();
+        let field_data: Vec<serde_json::Value> = self
+            .fields
+            .state()
+            .iter()
+            .filter_map(|c| serde_json::to_value(c.as_ref()).ok())
+            .map(|mut c| {
+                // Items of a list of a built-in kind carry no kind: put it back.
+                c["kind"] = "ConfigMap".into();
+                c
+            })
+            .collect();
+        let (fields, unreadable) = policy::FieldBound::from_configmaps(&field_data);
+        for error in unreadable {
+            // Left out, the extension only makes the bound narrower; the message names the object.
+            tracing::warn!(%error, "provider field data ignored");
+        }
         let inventories = self.reconciler.inventories().all();
         let owners = inventories.iter().map(|(id, _)| id.clone()).collect();
         let apiserver = self.apiserver.objects().unwrap_or_default();
@@ -500,6 +527,7 @@ impl Installer {
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
         let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
             .with_ceiling(&policy::Ceiling::from_roles(&roles))
+            .with_fields(&fields)
             .with_unmanaged(unmanaged.clone())
             .with_live_crds(self.reconciler.live_crds().await);
         let mut planner = round.planner();

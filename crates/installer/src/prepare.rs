@@ -117,7 +117,8 @@ pub struct Rendered {
     pub inputs: Vec<PlanInput>,
     /// Where each of `inputs` came from (same order), for the bundle policy.
     pub origins: Vec<Origin>,
-    /// Fields removed from the input because another controller owns them (logged).
+    /// Fields removed from the input because another controller owns them, and CRD write rules
+    /// narrowed to the bundle's own CRDs ([`policy::own_crds`]) (logged).
     pub(crate) stripped: Vec<String>,
     /// Problems of single objects found while rendering (an image without its key, a namespace not
     /// allowed, not an object): the others are still rendered, so that the plan and the bundle policy
@@ -129,6 +130,10 @@ pub struct Rendered {
     /// The reference's ID of this content as a component of a revision
     /// ([`reference::content_id::component_id`]), for a profile of a known image.
     pub(crate) reference_id: Option<String>,
+    /// Whether the objects are as trusted as the release: a profile read from a release image pinned
+    /// by digest ([`Payload::from_release_image`]). The bundle policy then lets what they grant and
+    /// have extend its bounds ([`PolicyConfig::trusting`]). Stored content read back is not.
+    pub(crate) trusted: bool,
 }
 
 /// A provider's validated plan.
@@ -244,6 +249,7 @@ pub fn render(
         problems: Vec::new(),
         unresolved_images: BTreeSet::new(),
         reference_id: reference_component_id(payload, reference_text, &components, &objects),
+        trusted: payload.from_release_image(),
     };
     for object in objects {
         let structured = Origin {
@@ -304,6 +310,13 @@ pub fn render(
             .inputs
             .push(PlanInput::new(dynamic, origin).take_over(take_over));
         rendered.origins.push(structured);
+    }
+    let mut objects: Vec<&mut DynamicObject> =
+        rendered.inputs.iter_mut().map(|i| &mut i.object).collect();
+    for rule in policy::own_crds::narrow(&mut objects) {
+        rendered.stripped.push(format!(
+            "{rule}: CRD writes narrowed to the bundle's own CRDs"
+        ));
     }
     Ok(rendered)
 }
@@ -380,6 +393,8 @@ impl Rendered {
             problems: Vec::new(),
             unresolved_images: BTreeSet::new(),
             reference_id: None,
+            // Stored in the cluster: whatever its source was, it is judged by the cluster's bounds.
+            trusted: false,
         };
         for (document, value) in objects.into_iter().enumerate() {
             let structured = Origin {
@@ -499,8 +514,15 @@ pub(crate) fn plan_rendered(
         .map(String::as_str)
         .collect();
     let bundle = rendered.bundle();
-    let mut policy = policy::check(&bundle, &ctx.policy, &payload_images, among);
-    let stored = Stored::new(&bundle, &ctx.policy, &payload_images, among.provider);
+    let trusted;
+    let config = if rendered.trusted {
+        trusted = ctx.policy.trusting(&bundle);
+        &trusted
+    } else {
+        &ctx.policy
+    };
+    let mut policy = policy::check(&bundle, config, &payload_images, among);
+    let stored = Stored::new(&bundle, config, &payload_images, among.provider);
     let adoption = policy::adoption::check(rendered.inputs.iter().zip(&rendered.origins));
     if !adoption.is_empty() {
         let mut all = policy.err().map(|v| v.0).unwrap_or_default();
@@ -804,6 +826,69 @@ spec: {{failurePolicy: Fail}}
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a release image reference"), "{err}");
+    }
+
+    /// Trust follows provenance (issue 29): a profile read from a release image pinned by digest
+    /// brings what its provider needs beyond the shipped bounds (a vendor's API group in its role, a
+    /// field no provider had); the same components from a folder that is no release image are
+    /// refused, naming both. The rules that hold for every source still refuse `escalate`.
+    #[test]
+    fn a_release_images_profile_extends_the_bounds_for_itself_only() {
+        let components = format!(
+            r#"apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: capx-manager, namespace: openshift-cluster-api}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: capx-manager-role}}
+rules: [{{apiGroups: [widgets.vendor.example.com], resources: [widgets], verbs: [get, list, watch]}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: capx-controller-manager, namespace: openshift-cluster-api}}
+spec:
+  template:
+    spec:
+      serviceAccountName: capx-manager
+      containers: [{{name: manager, image: {SELF}, stdin: true}}]
+"#
+        );
+        let resolver = KindResolver::builtin();
+        let image = format!("quay.io/capx@sha256:{}", "1".repeat(64));
+        let ctx = ctx(&[("aws-cluster-api-controllers", &image)]);
+        let mut trusted = payload(components.clone());
+        trusted.image = Some(image.clone());
+        assert!(trusted.from_release_image());
+        prepare(&trusted, &target(), &ctx, &resolver).expect("a release image's own needs");
+
+        // Known by tag only: not pinned, so not the release's.
+        let tagged = Payload {
+            image: Some("quay.io/capx:v1".into()),
+            ..payload(components.clone())
+        };
+        assert!(!tagged.from_release_image());
+        {
+            let untrusted = payload(components.clone());
+            assert!(!untrusted.from_release_image());
+            let err = prepare(&untrusted, &target(), &ctx, &resolver)
+                .unwrap_err()
+                .to_string();
+            for expected in [
+                "(ClusterRole capx-manager-role): rule rbac-ceiling: rules[0] grants (\"widgets.vendor.example.com\", widgets, get)",
+                "(Deployment openshift-cluster-api/capx-controller-manager): rule fields-in-real-bundles-only: spec.template.spec.containers[0].stdin",
+            ] {
+                assert!(err.contains(expected), "{expected:?} not in {err}");
+            }
+        }
+
+        let escalating = components.replace("verbs: [get, list, watch]", "verbs: [get, escalate]");
+        let mut trusted = payload(escalating);
+        trusted.image = Some(image);
+        let err = prepare(&trusted, &target(), &ctx, &resolver)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rule rbac-no-escalation-verbs"), "{err}");
     }
 
     /// A revision's stored content is checked and planned as a fresh render is: edited to bind

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use capi_apply::{CrdNames, KindResolver, NameClaims, ObjectKey};
 
 use crate::desired::Wanted;
-use crate::policy::{Among, Ceiling, Holdings};
+use crate::policy::{Among, Ceiling, FieldBound, Holdings};
 use crate::prepare::{self, Prepared, RenderContext, RenderError, Rendered};
 use crate::source::{self, Payload, ProviderSource, Selection, SourceId, Target};
 use crate::unmanaged::{Unmanaged, UnmanagedError};
@@ -109,6 +109,14 @@ impl Round {
     pub(crate) fn with_ceiling(mut self, cluster: &Ceiling) -> Round {
         let ctx = Arc::make_mut(&mut self.ctx);
         ctx.policy.ceiling = std::mem::take(&mut ctx.policy.ceiling).with(cluster);
+        self
+    }
+
+    /// With the provider field bound's extensions the cluster has now (the administrator's
+    /// ConfigMaps): the bundle policy allows their fields and values too, beyond the release's.
+    pub(crate) fn with_fields(mut self, extension: &FieldBound) -> Round {
+        let ctx = Arc::make_mut(&mut self.ctx);
+        ctx.policy.fields = std::mem::take(&mut ctx.policy.fields).with(extension);
         self
     }
 

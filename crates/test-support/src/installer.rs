@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capi_installer_controller::policy::PolicyConfig;
 use capi_installer_controller::policy::ceiling::{Ceiling, Grants};
+use capi_installer_controller::policy::{FieldBound, PolicyConfig};
 use capi_installer_controller::{Installer, InstallerConfig, Metrics, records, user_agent};
 use control_plane::AuditEvent;
 use kube::Client;
@@ -37,9 +37,46 @@ pub async fn installer_writes_over(env: &Env, quiet: Duration) -> Vec<AuditEvent
     writes(&installer_requests_over(env, quiet).await)
 }
 
+/// What the test providers have beyond the real bundles, as an administrator would extend the field
+/// bound for providers that are not among them: the example providers of `examples/providers` (the
+/// ibmcloud stand-in, and the others when the fixtures are missing), an unschedulable synthetic
+/// provider's `nodeSelector` and a ConfigMap in a bundle ([`crate::Tiny`]).
+fn test_fields() -> &'static FieldBound {
+    static FIELDS: std::sync::OnceLock<FieldBound> = std::sync::OnceLock::new();
+    FIELDS.get_or_init(|| {
+        let mut fields = FieldBound::of_objects(&[
+            serde_json::json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "spec": {"template": {"spec": {"nodeSelector": {"test.capi-installer/no-such-node": "true"}}}},
+            }),
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "x", "namespace": "x", "labels": {"x": "x"}},
+                "data": {"x": "x"},
+            }),
+        ]);
+        for provider in ["aws", "core", "gcp", "ibmcloud"] {
+            let cm = crate::payload::example_configmap(provider);
+            let components = capi_manifests::TransportConfigMap::decode(&cm)
+                .expect("example ConfigMap decodes")
+                .content
+                .components;
+            for doc in capi_manifests::yaml::parse_documents(provider, &components)
+                .expect("example components parse")
+            {
+                fields.add_object(&doc.value);
+            }
+        }
+        fields
+    })
+}
+
 /// The release images, the test release version, a Deployment timeout of 2 minutes, and the provider
 /// RBAC ceiling extended by what the synthetic providers ([`crate::Tiny`]) grant on their own group
-/// (as an administrator would extend it for a provider that is not among the real bundles).
+/// (as an administrator would extend it for a provider that is not among the real bundles), and the
+/// field bound by the `nodeSelector` of an unschedulable synthetic provider.
 pub fn config() -> InstallerConfig {
     let mut policy = PolicyConfig::default();
     let tiny = serde_json::json!([{
@@ -51,6 +88,7 @@ pub fn config() -> InstallerConfig {
         cluster: Grants::of_rules(Some(&tiny)),
         ..Default::default()
     });
+    policy.fields = policy.fields.with(test_fields());
     InstallerConfig {
         images: images(),
         release_version: Some(RELEASE_VERSION.into()),

@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use kube::api::DynamicObject;
 use serde_json::Value;
 
 /// The label of the ClusterRoles whose rules make the ceiling; its value is the scope.
@@ -265,6 +266,36 @@ impl Ceiling {
             grants.add_rules(role.get("rules"));
         }
         c
+    }
+
+    /// What the roles among `objects` grant ([`Ceiling::grant`]): the ceiling a bundle brings along.
+    pub fn granted_by<'a>(objects: impl IntoIterator<Item = &'a DynamicObject>) -> Ceiling {
+        let mut c = Ceiling::default();
+        for o in objects {
+            let kind = o.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("");
+            let name = o.metadata.name.as_deref().unwrap_or("");
+            c.grant(kind, name, &o.data);
+        }
+        c
+    }
+
+    /// Adds what one object grants when it is a role: a ClusterRole's rules cluster-wide, a Role's in
+    /// the providers' namespace, and for an aggregated ClusterRole `escalate` on its name (the
+    /// installer needs it to write one; see the module documentation). `body` holds `rules` and
+    /// `aggregationRule`.
+    pub fn grant(&mut self, kind: &str, name: &str, body: &Value) {
+        let grants = match kind {
+            "ClusterRole" => &mut self.cluster,
+            "Role" => &mut self.namespaced,
+            _ => return,
+        };
+        if kind == "ClusterRole" && body.get("aggregationRule").is_some_and(|r| !r.is_null()) {
+            grants.insert(
+                Triple::new("rbac.authorization.k8s.io", "clusterroles", "escalate"),
+                Names::Only([name.to_string()].into()),
+            );
+        }
+        grants.add_rules(body.get("rules"));
     }
 
     /// The ceiling the release ships (the labelled ClusterRoles of the embedded `manifests/`).

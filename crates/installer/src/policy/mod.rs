@@ -31,15 +31,20 @@
 //! | [`Rule::WorkloadVolumes`] | volumes only of the kinds providers use (Secret, ConfigMap, projected, emptyDir, downward API) |
 //! | [`Rule::WorkloadImage`] | container images only images of the release payload (after substitution) |
 //! | [`Rule::Adoption`] | `adopt-existing` never on a built-in object ([`adoption`]) |
+//! | [`Rule::FieldPath`] | per kind, only the field paths real bundles have (the [`fields`] bound; judged on an object no other rule refused) |
+//! | [`Rule::FieldValue`] | per kind, the sensitive fields (security contexts, tolerations, priority class, replicas, Service types, admission targets, ...) only with the values real bundles use |
 //!
 //! A bundle that breaks rules gets one [`Violation`] per problem, each naming the source (ConfigMap),
 //! the document index, the object and the rule.
 
 pub(crate) mod adoption;
 pub mod ceiling;
+pub mod fields;
+pub(crate) mod own_crds;
 pub(crate) mod protected;
 pub(crate) mod references;
 pub(crate) mod stored;
+pub mod schema;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -49,6 +54,7 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 pub use ceiling::Ceiling;
+pub use fields::FieldBound;
 pub use protected::Protected;
 pub use references::Among;
 pub(crate) use references::Holdings;
@@ -87,11 +93,13 @@ pub(crate) enum Rule {
     StoredAsWritten,
     References,
     ProvidersApart,
+    FieldPath,
+    FieldValue,
 }
 
 impl Rule {
     #[cfg(test)]
-    pub(crate) const ALL: [Rule; 21] = [
+    pub(crate) const ALL: [Rule; 23] = [
         Rule::Kind,
         Rule::Protected,
         Rule::RbacWildcard,
@@ -113,6 +121,8 @@ impl Rule {
         Rule::StoredAsWritten,
         Rule::References,
         Rule::ProvidersApart,
+        Rule::FieldPath,
+        Rule::FieldValue,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -138,6 +148,8 @@ impl Rule {
             Rule::StoredAsWritten => "stored-as-written",
             Rule::References => "references-own-objects-only",
             Rule::ProvidersApart => "providers-keep-apart",
+            Rule::FieldPath => "fields-in-real-bundles-only",
+            Rule::FieldValue => "field-values-in-real-bundles-only",
         }
     }
 }
@@ -199,6 +211,9 @@ pub struct PolicyConfig {
     pub(crate) protected: Protected,
     /// What a bundle's roles may grant (the release's, plus what the administrator added).
     pub ceiling: Ceiling,
+    /// The fields and sensitive values a bundle's objects may have (the release's, plus what the
+    /// administrator added).
+    pub fields: FieldBound,
 }
 
 impl Default for PolicyConfig {
@@ -215,7 +230,26 @@ impl PolicyConfig {
             extra_roles: BTreeSet::new(),
             protected,
             ceiling: Ceiling::release(),
+            fields: FieldBound::release(),
         }
+    }
+
+    /// This policy for a bundle as trusted as the release (a profile read from a release image,
+    /// pinned by digest in the images ConfigMap the cluster-version operator writes): what its own
+    /// roles grant extends the ceiling and what its own objects have extends the field bound, so a
+    /// provider release that needs one more rule or field brings it. Every other rule holds as for
+    /// any bundle (no `*`, `escalate`, `bind` or `impersonate`, own references, family groups, ...).
+    pub fn trusting(&self, objects: &[BundleObject<'_>]) -> PolicyConfig {
+        let mut config = self.clone();
+        let mut fields = FieldBound::default();
+        for o in objects {
+            fields.add_rendered(o.object);
+        }
+        config.ceiling = config
+            .ceiling
+            .with(&Ceiling::granted_by(objects.iter().map(|o| o.object)));
+        config.fields = config.fields.with(&fields);
+        config
     }
 
     /// The installer's policy in `namespace`: nothing allowed beyond the defaults, and every object of
@@ -259,6 +293,7 @@ pub fn check(
             // Objects without identity are refused by planning, with their own message.
             continue;
         };
+        let before = out.len();
         let mut v = |rule: Rule, detail: String| {
             out.push(Violation {
                 origin: o.origin.clone(),
@@ -276,6 +311,18 @@ pub fn check(
             Reading::Text,
             &mut v,
         );
+        // An object a rule refused is not judged field by field again: the rule said why.
+        if out.len() == before {
+            let mut v = |rule: Rule, detail: String| {
+                out.push(Violation {
+                    origin: o.origin.clone(),
+                    object: key.clone(),
+                    rule,
+                    detail,
+                })
+            };
+            fields::check(&key.group, &key.kind, o.object, &config.fields, &mut v);
+        }
     }
     out.sort_by(|a, b| a.origin.cmp(&b.origin));
     if out.is_empty() {

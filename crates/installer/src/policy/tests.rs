@@ -172,7 +172,18 @@ fn config() -> PolicyConfig {
         Protected::installer(NS, "capi-installer-inventory", "capi-installer-leader"),
     );
     c.ceiling = test_ceiling();
+    c.fields = test_fields();
     c
+}
+
+/// A field bound in the shape of the release's: what GOOD and the ceiling's roles have.
+fn test_fields() -> FieldBound {
+    let objects: Vec<Value> = [GOOD, CEILING]
+        .iter()
+        .flat_map(|text| capi_manifests::yaml::parse_documents("fields", text).unwrap())
+        .map(|d| d.value)
+        .collect();
+    FieldBound::of_objects(&objects)
 }
 
 /// The one image of the test's release payload.

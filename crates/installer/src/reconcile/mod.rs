@@ -181,7 +181,7 @@ impl Reconciler {
         }?;
         if !prepared.stripped.is_empty() {
             tracing::debug!(source = %target.source.id, fields = ?prepared.stripped,
-                "removed fields that other controllers own (service-ca, clusterrole aggregation)");
+                "removed fields that other controllers own (service-ca, clusterrole aggregation) and narrowed CRD writes");
         }
         Ok(prepared)
     }

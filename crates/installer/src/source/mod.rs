@@ -123,6 +123,18 @@ pub struct Payload {
     pub(crate) version: Option<String>,
 }
 
+impl Payload {
+    /// Whether these components come from a release image: a profile whose folder is the volume of
+    /// an image the release's images ConfigMap (written by the cluster-version operator) pins by
+    /// digest. Such content is as trusted as the release itself; a transport ConfigMap or a folder
+    /// that is no release image is written in the cluster (or by hand) and is not.
+    pub(crate) fn from_release_image(&self) -> bool {
+        self.image
+            .as_deref()
+            .is_some_and(capi_manifests::image::is_digest_reference)
+    }
+}
+
 /// A source that cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
