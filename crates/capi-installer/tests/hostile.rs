@@ -1,4 +1,4 @@
-//! Hostile or broken provider bundles (issues 9 and 17): each in turn replaces the aws transport
+//! Hostile or broken provider bundles (issues 9, 17 and 29): each in turn replaces the aws transport
 //! ConfigMap of a running installer that has core and aws installed. For every one: nothing of it is
 //! written (audit log), core and the previously installed aws keep running, the ClusterOperator names
 //! the ConfigMap and the rule (every violation, one per line) with a specific reason, and putting the
@@ -161,6 +161,49 @@ fn hostile_bundles() -> Vec<Hostile> {
                 "(Service openshift-cluster-api/outside): rule service-cluster-ip-only: spec.type ExternalName",
                 "(ValidatingWebhookConfiguration leaky): rule webhook-namespace-services-only: webhooks[1] (theirs.infrastructure.cluster.x-k8s.io).clientConfig.service openshift-cluster-api/someone-elses is not a Service of this bundle",
                 "(ValidatingAdmissionPolicy echo-secrets): rule admission-family-groups-only: spec.paramKind v1 Secret",
+            ],
+        },
+        Hostile {
+            what: "workload bounds: replicas, priority class, seccomp, AppArmor and SELinux outside what real bundles use (issue 29)",
+            configmap: modified(|o| {
+                if o["kind"] == "Deployment" {
+                    o["spec"]["replicas"] = json!(500);
+                    let pod = &mut o["spec"]["template"]["spec"];
+                    pod["priorityClassName"] = json!("system-node-critical");
+                    pod["securityContext"]["seccompProfile"] = json!({"type": "Unconfined"});
+                    pod["securityContext"]["seLinuxOptions"] = json!({"type": "spc_t"});
+                    pod["containers"][0]["securityContext"]["appArmorProfile"] =
+                        json!({"type": "Unconfined"});
+                }
+            }),
+            reason: "BundlePolicyViolation",
+            drift: false,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule field-values-in-real-bundles-only: spec.replicas is 500: real provider bundles use at most 1",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule field-values-in-real-bundles-only: spec.template.spec.priorityClassName is \"system-node-critical\": real provider bundles use only \"system-cluster-critical\"",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule field-values-in-real-bundles-only: spec.template.spec.securityContext.seccompProfile.type is \"Unconfined\": real provider bundles use only \"RuntimeDefault\"",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule fields-in-real-bundles-only: spec.template.spec.securityContext.seLinuxOptions.type (spec.template.spec.securityContext.seLinuxOptions.type): no real provider bundle has this field",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule fields-in-real-bundles-only: spec.template.spec.containers[0].securityContext.appArmorProfile.type (spec.template.spec.containers[].securityContext.appArmorProfile.type): no real provider bundle has this field",
+            ],
+        },
+        Hostile {
+            what: "fields no real bundle has: the provider's DNS sent elsewhere, a finalizer (issue 29)",
+            configmap: modified(|o| {
+                if o["kind"] == "Deployment" {
+                    o["spec"]["template"]["spec"]["dnsConfig"] =
+                        json!({"nameservers": ["192.0.2.53"]});
+                }
+                if o["kind"] == "ServiceAccount" {
+                    o["metadata"]["finalizers"] = json!(["example.com/keep"]);
+                }
+            }),
+            reason: "BundlePolicyViolation",
+            drift: false,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule fields-in-real-bundles-only: spec.template.spec.dnsConfig.nameservers[0] (spec.template.spec.dnsConfig.nameservers[]): no real provider bundle has this field of a Deployment",
+                "(ServiceAccount openshift-cluster-api/capa-controller-manager): rule fields-in-real-bundles-only: metadata.finalizers[0] (metadata.finalizers[]): no real provider bundle has this field of a ServiceAccount",
             ],
         },
         Hostile {

@@ -1017,3 +1017,108 @@ async fn a_release_upgrade_rolls_the_installers_volumes_then_the_providers() {
     .await;
     deployer.stop(Duration::from_secs(10)).await;
 }
+
+/// Every fork's current profile (issue 29): core and aws for the platform, and azure, vsphere,
+/// openstack and ibmcloud (PowerVS) asked for by `InfrastructureProvider`s, each from a folder under
+/// `--profiles-dir` that is no release image (so judged by the release's shipped bounds alone, not
+/// trusted), installed by the installer as its own ServiceAccount under the shipped RBAC: every
+/// provider Available, every object of every profile applied, OpenStack's cluster-wide CRD writes
+/// narrowed to its own CRDs, and no request of the installer denied (the API server's escalation
+/// check agrees with the ceiling).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_forks_current_profile_installs_under_the_shipped_bounds() {
+    const EXTRA: [&str; 4] = ["azure", "vsphere", "openstack", "ibmcloud"];
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = profiles_as_images(
+        tmp.path(),
+        &["core", "aws", "azure", "vsphere", "openstack", "ibmcloud"],
+    ) else {
+        return;
+    };
+    let env = Env::start(true).await;
+    ensure_namespaces(&env.admin).await;
+    set_platform(&env.admin, "AWS").await;
+    load_infrastructure_provider_crd(&env.admin).await;
+    apply_as_release_payload(&env.admin, &installer_rbac()).await;
+    for name in EXTRA {
+        request_provider(&env.admin, name).await;
+    }
+    let mut config = config();
+    config.images.insert(
+        "openstack-cluster-api-controllers".into(),
+        "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:".to_string() + &"0".repeat(64),
+    );
+    config.profiles = Some(ProfilesConfig {
+        dir,
+        ..Default::default()
+    });
+    let sa = env
+        .service_account_config(INSTALLER_NS, "capi-installer")
+        .await;
+    let _installer = Running::start(installer_client(sa), config);
+    // Six providers in one round on the loaded 2 cores (debug build): a few minutes.
+    eventually(
+        Duration::from_secs(600),
+        "every InfrastructureProvider Available, the ClusterOperator settled",
+        || async {
+            for name in EXTRA {
+                let obj = infrastructure_providers(&env.admin).get(name).await.ok()?;
+                provider_condition(&obj, "Available").filter(|c| c.status == "True")?;
+            }
+            co_status(&env.admin).await.filter(settled)
+        },
+    )
+    .await;
+    for provider in ["core", "aws"].into_iter().chain(EXTRA) {
+        assert_installed(&env.admin, provider).await;
+    }
+    // OpenStack's manager role as applied: CRD writes only on its own CRDs.
+    let crd_names: Vec<String> = profile_objects("openstack")
+        .into_iter()
+        .filter(|id| id.kind == "CustomResourceDefinition")
+        .map(|id| id.name)
+        .collect();
+    let roles = api_for(
+        &env.admin,
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        None,
+    )
+    .await;
+    let mut writes = Vec::new();
+    for id in profile_objects("openstack")
+        .into_iter()
+        .filter(|id| id.kind == "ClusterRole")
+    {
+        let role = roles.get(&id.name).await.unwrap();
+        for rule in role.data["rules"].as_array().into_iter().flatten() {
+            let verbs = rule["verbs"].to_string();
+            if rule["apiGroups"] == json!(["apiextensions.k8s.io"])
+                && (verbs.contains("patch") || verbs.contains("update"))
+            {
+                writes.push(rule.clone());
+            }
+        }
+    }
+    assert!(!writes.is_empty(), "OpenStack keeps its CRD migration");
+    for rule in &writes {
+        let mut names: Vec<String> = rule["resourceNames"]
+            .as_array()
+            .unwrap_or_else(|| panic!("CRD writes without names: {rule}"))
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        let mut own = crd_names.clone();
+        own.sort();
+        assert_eq!(names, own, "{rule}");
+    }
+    let ua = capi_installer_controller::user_agent();
+    let denied: Vec<String> = env
+        .audit()
+        .iter()
+        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
+        .map(describe)
+        .collect();
+    assert!(denied.is_empty(), "denied to the installer: {denied:?}");
+}

@@ -1,19 +1,27 @@
-//! Every real provider bundle of `../shared/fixtures/transport-configmaps` renders, passes the bundle
-//! policy with its default (empty) configuration, and plans: the policy refuses nothing that real
-//! providers ship. And the RBAC ceiling the release ships is exactly what those bundles grant: the
-//! derivation is printed (`-- --nocapture`), with the rules to paste into
-//! `manifests/0000_30_capi-installer_03_ceiling.yaml` when a fixture changes.
+//! Every real provider bundle of `../shared/fixtures` — each transport ConfigMap of
+//! `transport-configmaps` and each fork's current profile of `profiles` — renders, passes the bundle
+//! policy with its default configuration (as a source that is no release image: a ConfigMap or a
+//! folder laid out by hand), and plans: the policy refuses nothing that real providers ship. And the
+//! bounds the release ships are exactly what those bundles have:
+//!
+//! - the RBAC ceiling is what they grant: the derivation is printed (`-- --nocapture`), with the
+//!   rules to paste into `manifests/0000_30_capi-installer_03_ceiling.yaml` when a fixture changes;
+//! - the field bound is what their objects have: `CAPI_WRITE_FIELDS=1 cargo test -p
+//!   capi-installer-controller --test policy_fixtures` writes
+//!   `manifests/0000_30_capi-installer_03_fields.yaml` from the fixtures; without it the test fails
+//!   when the shipped file differs from the derivation, naming each difference.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use capi_apply::KindResolver;
 use capi_installer_controller::policy::ceiling::{self, Coverage, Grants, Names, Scope, Triple};
-use capi_installer_controller::policy::{self, Ceiling, PolicyConfig, Protected};
+use capi_installer_controller::policy::{self, Ceiling, FieldBound, PolicyConfig, Protected};
 use capi_installer_controller::prepare::{self, RenderContext, Rendered};
-use capi_installer_controller::source::{Target, configmap};
+use capi_installer_controller::source::profile::ProfileCatalog;
+use capi_installer_controller::source::{SourceCatalog, Target, configmap};
 use k8s_openapi::api::core::v1::ConfigMap;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const NS: &str = "openshift-cluster-api";
 
@@ -27,8 +35,78 @@ struct Real {
     provider: String,
 }
 
-/// Every transport ConfigMap of the fixtures, rendered; `None` (after saying why) without fixtures.
+/// Every real bundle of the fixtures: the transport ConfigMaps and the forks' current profiles.
 fn real_bundles() -> Option<Vec<Real>> {
+    let mut all = transport_bundles()?;
+    all.extend(profile_bundles()?);
+    Some(all)
+}
+
+/// The release images a bundle of provider `name` runs: its own and core's, by their keys.
+fn images_of(name: &str) -> BTreeMap<String, String> {
+    [
+        "cluster-capi-controllers".to_string(),
+        format!("{name}-cluster-api-controllers"),
+    ]
+    .into_iter()
+    .map(|k| (k, "quay.io/example/image@sha256:0".to_string()))
+    .collect()
+}
+
+/// The profiles of `../shared/fixtures/profiles`, each in a folder of its own as an image carries
+/// it (a folder laid out by hand, no release image: read as a source that is not trusted), rendered.
+fn profile_bundles() -> Option<Vec<Real>> {
+    let dir = control_plane::shared_fixture("profiles")?;
+    let root = tempfile::tempdir().unwrap();
+    let mut providers: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    providers.sort();
+    for p in &providers {
+        let folder = root
+            .path()
+            .join(format!("{p}-img/capi-operator-manifests/default"));
+        std::fs::create_dir_all(&folder).unwrap();
+        for file in ["metadata.yaml", "manifests.yaml"] {
+            std::os::unix::fs::symlink(dir.join(p).join(file), folder.join(file)).unwrap();
+        }
+    }
+    let catalog = ProfileCatalog::read(root.path(), None).unwrap();
+    assert!(catalog.problems.is_empty(), "{:?}", catalog.problems);
+    let mut out = Vec::new();
+    for (source, profile) in catalog.profiles() {
+        let name = source.name.clone();
+        let target = Target {
+            clusterctl_label: source.provider_type.clusterctl_label(&source.name),
+            source: source.clone(),
+        };
+        let images = images_of(&name);
+        let ctx = RenderContext {
+            namespace: NS.into(),
+            images: images.clone(),
+            ..Default::default()
+        };
+        let path = dir.join(&name).join("manifests.yaml");
+        let payload = catalog
+            .load(&source.id)
+            .expect("a profile of the catalog")
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let rendered = prepare::render(&payload, &target, &ctx)
+            .unwrap_or_else(|e| panic!("{}: {e}", profile.metadata.name));
+        out.push(Real {
+            path: dir.join(format!("{}/manifests.yaml", profile.metadata.name)),
+            name: format!("profile {name}"),
+            rendered,
+            images,
+        });
+    }
+    assert_eq!(out.len(), providers.len(), "one bundle per profile");
+    Some(out)
+}
+
+/// Every transport ConfigMap of the fixtures, rendered; `None` (after saying why) without fixtures.
+fn transport_bundles() -> Option<Vec<Real>> {
     let dir = control_plane::shared_fixture("transport-configmaps")?;
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -48,13 +126,7 @@ fn real_bundles() -> Option<Vec<Real>> {
             clusterctl_label: source.provider_type.clusterctl_label(&source.name),
             source,
         };
-        let images: BTreeMap<String, String> = [
-            "cluster-capi-controllers".to_string(),
-            format!("{name}-cluster-api-controllers"),
-        ]
-        .into_iter()
-        .map(|k| (k, "quay.io/example/image@sha256:0".to_string()))
-        .collect();
+        let images = images_of(&name);
         let ctx = RenderContext {
             namespace: NS.into(),
             images: images.clone(),
@@ -137,16 +209,22 @@ type Provenance = BTreeMap<(Scope, Triple), BTreeSet<String>>;
 /// The ceiling the real bundles imply: every rule of their ClusterRoles (cluster-wide) and Roles (in
 /// the namespace), and `escalate` on the names of their aggregated ClusterRoles.
 fn derive(bundles: &[Real]) -> (Ceiling, Provenance) {
-    let mut derived = Ceiling::default();
+    // What the library derives from a bundle (as it does for a release image's), and where each
+    // grant came from, for the printout.
+    let derived = Ceiling::granted_by(
+        bundles
+            .iter()
+            .flat_map(|r| r.rendered.inputs.iter().map(|i| &i.object)),
+    );
     let mut from = Provenance::new();
     for real in bundles {
         for (input, origin) in real.rendered.inputs.iter().zip(&real.rendered.origins) {
             let kind = input.object.types.as_ref().unwrap().kind.as_str();
             let name = input.object.metadata.name.clone().unwrap_or_default();
             let data = &input.object.data;
-            let (scope, grants) = match kind {
-                "ClusterRole" => (Scope::Cluster, &mut derived.cluster),
-                "Role" => (Scope::Namespaced, &mut derived.namespaced),
+            let scope = match kind {
+                "ClusterRole" => Scope::Cluster,
+                "Role" => Scope::Namespaced,
                 _ => continue,
             };
             let mut add = |triple: Triple, names: Names, at: String| {
@@ -156,7 +234,11 @@ fn derive(bundles: &[Real]) -> (Ceiling, Provenance) {
                         "{} document {} {kind} {name} {at}",
                         real.name, origin.document
                     ));
-                grants.insert(triple, names);
+                assert!(
+                    derived.covers(scope, &triple, &wanted(&names)) == Coverage::Inside,
+                    "{triple} of {} is in the derived ceiling",
+                    real.name
+                );
             };
             if data.get("aggregationRule").is_some_and(|r| !r.is_null()) {
                 add(
@@ -174,6 +256,14 @@ fn derive(bundles: &[Real]) -> (Ceiling, Provenance) {
         }
     }
     (derived, from)
+}
+
+/// The names a grant asks for (empty: every name).
+fn wanted(names: &Names) -> BTreeSet<&str> {
+    match names {
+        Names::Any => BTreeSet::new(),
+        Names::Only(n) => n.iter().map(String::as_str).collect(),
+    }
 }
 
 /// Leaves out what another entry of the same set already covers (a resource under a `*` of its group)
@@ -297,4 +387,410 @@ fn the_shipped_ceiling_is_the_union_of_what_real_bundles_grant() {
         shipped.covers(Scope::Cluster, &delete_leases, &BTreeSet::new()),
         Coverage::Outside
     );
+}
+
+/// The field bound's release file: a ConfigMap labelled for the installer, holding the bound derived
+/// from the fixtures.
+const FIELDS_FILE: &str = "manifests/0000_30_capi-installer_03_fields.yaml";
+
+fn fields_manifest(bound: &FieldBound) -> String {
+    let mut text = String::from(
+        "# The provider field bound: per kind, the field paths a provider bundle's objects may have and the\n\
+         # values their sensitive fields may take (deny by default). README, \"Bundle policy\", and\n\
+         # docs/maintainers/bundles.md explain it.\n\
+         #\n\
+         # Generated, never edited by hand: the union of what the real provider bundles of ../shared/fixtures\n\
+         # have (every transport ConfigMap and every fork's current profile), written by\n\
+         #   CAPI_WRITE_FIELDS=1 cargo test -p capi-installer-controller --test policy_fixtures\n\
+         # and checked by the same test without the variable.\n\
+         #\n\
+         # An administrator extends the bound with a ConfigMap of their own in this namespace that carries\n\
+         # the label capi-installer.openshift.io/provider-fields and the same key, e.g.\n\
+         #\n\
+         #   apiVersion: v1\n\
+         #   kind: ConfigMap\n\
+         #   metadata:\n\
+         #     name: provider-fields-extra\n\
+         #     namespace: openshift-cluster-api-operator\n\
+         #     labels: {capi-installer.openshift.io/provider-fields: admin}\n\
+         #   data:\n\
+         #     fields.yaml: |\n\
+         #       Deployment.apps:\n\
+         #         paths: [spec.template.spec.containers[].stdin]\n\
+         #         maxima: {spec.replicas: 2}\n\
+         apiVersion: v1\n\
+         kind: ConfigMap\n\
+         metadata:\n\
+         \x20 name: capi-installer-provider-fields-release\n\
+         \x20 namespace: openshift-cluster-api-operator\n\
+         \x20 labels:\n\
+         \x20   capi-installer.openshift.io/provider-fields: release\n\
+         \x20 annotations:\n\
+         \x20   exclude.release.openshift.io/internal-openshift-hosted: \"true\"\n\
+         \x20   include.release.openshift.io/self-managed-high-availability: \"true\"\n\
+         \x20   include.release.openshift.io/single-node-developer: \"true\"\n\
+         \x20   release.openshift.io/feature-set: CustomNoUpgrade,TechPreviewNoUpgrade\n\
+         data:\n\
+         \x20 fields.yaml: |\n",
+    );
+    for line in bound.to_yaml().lines() {
+        text.push_str("    ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn the_shipped_field_bound_is_what_real_bundles_have() {
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let mut derived = FieldBound::default();
+    for real in &bundles {
+        for input in &real.rendered.inputs {
+            derived.add_rendered(&input.object);
+        }
+    }
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(FIELDS_FILE);
+    let wanted = fields_manifest(&derived);
+    if std::env::var_os("CAPI_WRITE_FIELDS").is_some() {
+        std::fs::write(&file, &wanted).unwrap();
+        println!("wrote {}", file.display());
+    }
+    let shipped = FieldBound::release();
+    let mut differences = Vec::new();
+    for (kind, fields) in &derived.kinds {
+        let theirs = shipped.kinds.get(kind).cloned().unwrap_or_default();
+        for p in fields.paths.difference(&theirs.paths) {
+            differences.push(format!("{kind}: path {p} of a real bundle is not shipped"));
+        }
+        for p in theirs.paths.difference(&fields.paths) {
+            differences.push(format!("{kind}: shipped path {p} is in no real bundle"));
+        }
+        if fields.values != theirs.values || fields.maxima != theirs.maxima {
+            differences.push(format!(
+                "{kind}: values differ: real bundles {:?} {:?}, shipped {:?} {:?}",
+                fields.values, fields.maxima, theirs.values, theirs.maxima
+            ));
+        }
+    }
+    for kind in shipped
+        .kinds
+        .keys()
+        .filter(|k| !derived.kinds.contains_key(*k))
+    {
+        differences.push(format!("{kind}: shipped, in no real bundle"));
+    }
+    assert!(
+        differences.is_empty(),
+        "{FIELDS_FILE} is not what the real bundles have (CAPI_WRITE_FIELDS=1 rewrites it):\n{}",
+        differences.join("\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        wanted,
+        "{FIELDS_FILE} is the generated text (CAPI_WRITE_FIELDS=1 rewrites it)"
+    );
+    // What the issue's attacks need is outside it.
+    let d = &shipped.kinds["Deployment.apps"];
+    assert_eq!(d.maxima["spec.replicas"], 1);
+    assert_eq!(
+        d.values["spec.template.spec.priorityClassName"],
+        [Value::from("system-cluster-critical")]
+    );
+    for path in [
+        "spec.template.spec.hostNetwork",
+        "spec.template.spec.containers[].ports[].hostPort",
+        "spec.template.spec.volumes[].hostPath.path",
+        "spec.template.spec.securityContext.appArmorProfile.type",
+        "spec.template.spec.securityContext.seLinuxOptions.type",
+        "spec.template.spec.containers[].securityContext.capabilities.add[]",
+    ] {
+        assert!(!d.paths.contains(path), "{path} is in the shipped bound");
+    }
+    assert!(
+        !d.values["spec.template.spec.securityContext.seccompProfile.type"]
+            .contains(&Value::from("Unconfined"))
+    );
+}
+
+// --- The bound checked, not the list (issue 29, item 7) ---
+//
+// Every field of the kinds' schemas — as far as the Kubernetes types of `k8s-openapi` describe them
+// (`policy::schema`: every struct field, list and map down to a depth; the content of a CRD's
+// `openAPIV3Schema` and of raw JSON is data, not fields, and not generated) — added to or changed in
+// a real bundle's object must be refused unless the shipped field bound holds that path, and a
+// sensitive path's value must be refused unless the bound holds that value.
+
+/// How many field levels below an object the generated paths go
+/// (`spec.template.spec.containers[].env[].valueFrom.secretKeyRef.name` is 8).
+const DEPTH: usize = 9;
+
+/// The fields of an object's identity: changed, the object is another one.
+const IDENTITY: [&str; 4] = ["apiVersion", "kind", "metadata.name", "metadata.namespace"];
+
+/// Every scalar path of `group`/`kind`'s schema within [`DEPTH`] (list items `[]`, map keys `*`).
+fn scalar_paths(group: &str, kind: &str) -> Vec<String> {
+    let shape = policy::schema::of_kind(group, kind).expect("a kind bundles contain");
+    shape
+        .paths(DEPTH)
+        .into_iter()
+        .filter(|(p, node)| {
+            **node == policy::schema::Node::Scalar && !IDENTITY.contains(&p.as_str())
+        })
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// One step of a collapsed path: a field (or a map's `*`), or a list's item.
+enum Step {
+    Key(String),
+    Item,
+}
+
+fn steps(path: &str) -> Vec<Step> {
+    let mut out = Vec::new();
+    for part in path.split('.') {
+        let mut name = part;
+        let mut lists = 0;
+        while let Some(rest) = name.strip_suffix("[]") {
+            name = rest;
+            lists += 1;
+        }
+        out.push(Step::Key(name.to_string()));
+        out.extend((0..lists).map(|_| Step::Item));
+    }
+    out
+}
+
+/// Sets `value` at the collapsed `path` of `object`: a list's first item (a new one when empty), a
+/// new key for a map's `*`, missing objects created. The path as written (`containers[0].stdin`),
+/// or `None` when the object holds something else on the way (a scalar where the path goes on).
+fn set_path(object: &mut Value, path: &str, value: Value) -> Option<String> {
+    let steps = steps(path);
+    let mut at = String::new();
+    let mut here = object;
+    for (i, step) in steps.iter().enumerate() {
+        let last = i + 1 == steps.len();
+        let fresh = || match steps.get(i + 1) {
+            None => value.clone(),
+            Some(Step::Item) => json!([]),
+            Some(Step::Key(_)) => json!({}),
+        };
+        match step {
+            Step::Item => {
+                let items = here.as_array_mut()?;
+                if items.is_empty() {
+                    items.push(fresh());
+                } else if last {
+                    items[0] = fresh();
+                }
+                at.push_str("[0]");
+                here = &mut items[0];
+            }
+            Step::Key(name) => {
+                let key = if name == "*" {
+                    "generated-key"
+                } else {
+                    name.as_str()
+                };
+                at = if at.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{at}.{key}")
+                };
+                let entry = here
+                    .as_object_mut()?
+                    .entry(key.to_string())
+                    .or_insert(Value::Null);
+                if entry.is_null() || last {
+                    *entry = fresh();
+                }
+                here = entry;
+            }
+        }
+    }
+    Some(at)
+}
+
+/// What the policy says of `real` with object `index` replaced by `changed`: the violations' lines;
+/// `None` when `changed` is no Kubernetes object any more (a typed metadata field of another type:
+/// rendering refuses it before the policy, as the API server would).
+fn judged(real: &mut Real, index: usize, changed: Value) -> Option<Vec<String>> {
+    let changed = serde_json::from_value(changed).ok()?;
+    let original = std::mem::replace(&mut real.rendered.inputs[index].object, changed);
+    let config = PolicyConfig::new(
+        NS,
+        Protected::installer(NS, "capi-installer-inventory", "capi-installer-leader"),
+    );
+    let payload: BTreeSet<&str> = real.images.values().map(String::as_str).collect();
+    let out = match policy::check(&real.rendered.bundle(), &config, &payload) {
+        Ok(()) => Vec::new(),
+        Err(v) => v.0.iter().map(ToString::to_string).collect(),
+    };
+    real.rendered.inputs[index].object = original;
+    Some(out)
+}
+
+/// One generated change and what the bound must say of it.
+fn judge_one(real: &mut Real, index: usize, path: &str, value: Value, bound: &FieldBound) {
+    let object = &real.rendered.inputs[index].object;
+    let key = capi_apply::key_of(object).unwrap();
+    let mut changed = serde_json::to_value(object).unwrap();
+    let Some(at) = set_path(&mut changed, path, value.clone()) else {
+        return;
+    };
+    let kind = policy::fields::kind_key(&key.group, &key.kind);
+    let allowed = bound.kinds.get(&kind).cloned().unwrap_or_default();
+    let Some(lines) = judged(real, index, changed) else {
+        return;
+    };
+    let ours = format!("({key}): rule ");
+    let about_it: Vec<&String> = lines.iter().filter(|l| l.contains(&ours)).collect();
+    let by_fields = |l: &&String| {
+        l.contains("rule fields-in-real-bundles-only")
+            || l.contains("rule field-values-in-real-bundles-only")
+    };
+    let what = format!("{} {key}: {at} = {value}", real.name);
+    if !allowed.paths.contains(path) {
+        assert!(
+            !about_it.is_empty(),
+            "{what}: a path no real bundle has was not refused"
+        );
+        // Refused by the field bound (then by name), or by a rule that names what is wrong.
+        if about_it.iter().all(by_fields) {
+            assert!(
+                about_it
+                    .iter()
+                    .any(|l| l.contains(&format!(": {at} ({path}): no real provider bundle"))),
+                "{what}: {about_it:#?}"
+            );
+        }
+        return;
+    }
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains(&format!(" ({path}): no real provider bundle"))),
+        "{what}: a path real bundles have was refused: {lines:#?}"
+    );
+    let refused_value = match policy::fields::sensitive(&kind, path) {
+        Some(policy::fields::Sense::Values) => {
+            !allowed.values.get(path).is_some_and(|v| v.contains(&value))
+        }
+        Some(policy::fields::Sense::Maximum) => !value
+            .as_i64()
+            .is_some_and(|n| allowed.maxima.get(path).is_some_and(|m| n <= *m)),
+        None => false,
+    };
+    if refused_value {
+        assert!(
+            !about_it.is_empty(),
+            "{what}: a value no real bundle uses was not refused"
+        );
+        if about_it.iter().all(by_fields) {
+            assert!(
+                about_it
+                    .iter()
+                    .any(|l| l.contains(&format!(": {at} is {value}"))),
+                "{what}: {about_it:#?}"
+            );
+        }
+    }
+}
+
+/// Values of every scalar type, the ones attacks use among them.
+fn values() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    prop_oneof![
+        any::<bool>().prop_map(Value::from),
+        (0i64..100_000).prop_map(Value::from),
+        Just(Value::from(0)),
+        Just(Value::from(500)),
+        prop_oneof![
+            Just("Unconfined"),
+            Just("spc_t"),
+            Just("system-node-critical"),
+            Just("RuntimeDefault"),
+            Just("Exists"),
+            Just("ALL"),
+            Just("*"),
+            Just("NodePort"),
+        ]
+        .prop_map(Value::from),
+        "[a-z][a-z0-9-]{0,12}".prop_map(Value::from),
+    ]
+}
+
+#[test]
+fn every_schema_field_outside_the_bound_is_refused_once_per_kind() {
+    // Exhaustive over paths: each kind's every scalar path within DEPTH, set on the first object of
+    // that kind among the real bundles, with a value no real bundle uses there.
+    let Some(mut bundles) = real_bundles() else {
+        return;
+    };
+    let bound = FieldBound::release();
+    let mut done = BTreeSet::new();
+    let mut judged_paths = 0;
+    for b in 0..bundles.len() {
+        for index in 0..bundles[b].rendered.inputs.len() {
+            let key = capi_apply::key_of(&bundles[b].rendered.inputs[index].object).unwrap();
+            if !done.insert((key.group.clone(), key.kind.clone())) {
+                continue;
+            }
+            for path in scalar_paths(&key.group, &key.kind) {
+                judge_one(
+                    &mut bundles[b],
+                    index,
+                    &path,
+                    Value::from("generated-value"),
+                    &bound,
+                );
+                judged_paths += 1;
+            }
+        }
+    }
+    println!("{judged_paths} paths of {} kinds judged", done.len());
+    assert!(
+        done.len() >= 12,
+        "every kind real bundles contain: {done:?}"
+    );
+}
+
+#[test]
+fn a_generated_change_to_any_real_bundle_is_refused_unless_the_bound_holds_it() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let bound = FieldBound::release();
+    let bundles = std::cell::RefCell::new(bundles);
+    let shape: Vec<usize> = bundles
+        .borrow()
+        .iter()
+        .map(|r| r.rendered.inputs.len())
+        .collect();
+    let cases = (0..shape.len())
+        .prop_flat_map(|b| (Just(b), 0..shape[b]))
+        .prop_flat_map(|(b, i)| (Just(b), Just(i), any::<prop::sample::Index>(), values()));
+    let mut runner = TestRunner::new(Config {
+        cases: 128,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&cases, |(b, i, pick, value)| {
+            let mut all = bundles.borrow_mut();
+            let real = &mut all[b];
+            let key = capi_apply::key_of(&real.rendered.inputs[i].object).unwrap();
+            let paths = scalar_paths(&key.group, &key.kind);
+            let path = pick.get(&paths).clone();
+            judge_one(real, i, &path, value, &bound);
+            Ok(())
+        })
+        .unwrap();
 }
