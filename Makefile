@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin images node-prerequisites prerequisites bin
+.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin images node-prerequisites prerequisites bin
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
@@ -21,9 +21,14 @@ bin:
 control-plane-bin: prerequisites
 	@tools/control-plane/build.sh >/dev/null
 
-# The real node's distribution packages (containerd, runc, CNI plugins, iptables), installed when missing.
+# The real node's distribution packages (runc, CNI plugins, iptables, zstd), installed when missing.
 node-prerequisites:
 	@hack/node-prerequisites.sh
+
+# The real node's containerd 2 (containerd, ctr, the runc shim) from the Go module pinned in
+# tools/containerd, once (cached like the control-plane binaries).
+containerd-bin: prerequisites
+	@tools/containerd/build.sh >/dev/null
 
 # The real Cluster API core and AWS managers and the pod sandbox, from the Go modules pinned in
 # tools/capi-managers, once (cached like the control-plane binaries).
@@ -35,25 +40,29 @@ capi-managers-bin: prerequisites
 images: capi-managers-bin
 	@hack/images.sh >/dev/null
 
-# The two Go builds (the control plane and the managers: minutes each, the first time) run in the
-# background beside the Rust checks and builds, so the cores are never idle while one of them links;
-# build.sh's lock makes the later calls wait for them (and fail with their output if they failed).
-# hack/images.sh waits for the managers the same way.
+# The three Go builds (the control plane and the managers: minutes each, the first time; containerd)
+# run in the background beside the Rust checks and builds, so the cores are never idle while one of
+# them links; build.sh's lock makes the later calls wait for them (and fail with their output if they
+# failed). hack/images.sh waits for the managers the same way, the real node for containerd.
 test: prerequisites node-prerequisites
 	@mkdir -p target
 	@tools/capi-managers/build.sh >target/capi-managers-build.log 2>&1 &
 	@tools/control-plane/build.sh >target/control-plane-build.log 2>&1 &
+	@tools/containerd/build.sh >target/containerd-build.log 2>&1 &
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) test --workspace --locked --no-run -q
 	@tools/control-plane/build.sh >/dev/null || { cat target/control-plane-build.log >&2; exit 1; }
 	IMAGES_BUILT=1 hack/images.sh >/dev/null
 	DEMO_ONCE=1 hack/demo.sh
+	@tools/containerd/build.sh >/dev/null || { cat target/containerd-build.log >&2; exit 1; }
 	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" hack/test.sh
 
 # The main job on a real node (hack/demo-node.sh): the release payload applied as the cluster-version
-# operator would, the installer and the real providers running as pods. DEMO_ONCE=1 to exit at the end.
-demo: control-plane-bin node-prerequisites
+# operator would, the installer and the real providers running as pods, core and aws installed from
+# the profiles in their images (image volumes). DEMO_ONCE=1 to exit at the end; DEMO_SOURCE=transport
+# to install from the transport ConfigMaps instead.
+demo: control-plane-bin containerd-bin node-prerequisites
 	hack/demo-node.sh
 
 # The demo on KWOK (a simulated node: no container runs, the providers' webhooks are dropped); quicker.

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # What the real node needs from the machine, from Debian's packages, installed when missing (CI is a
-# fresh machine, as root): containerd and runc run the pods, the CNI plugins give them addresses,
-# iptables carries kube-proxy's Service rules, iproute2 and util-linux make the node's namespaces.
+# fresh machine, as root): runc runs the containers (under containerd 2, built from its Go module by
+# tools/containerd/build.sh), the CNI plugins give them addresses, iptables carries kube-proxy's Service
+# rules, iproute2 and util-linux make the node's namespaces, zstd unpacks the transport ConfigMaps that
+# hack/images.sh makes the managers' profiles of.
 set -euo pipefail
 declare -A wanted=(
-  [/usr/bin/containerd]=containerd
   [/usr/sbin/runc]=runc
+  [/usr/bin/zstd]=zstd
   [/usr/lib/cni/bridge]=containernetworking-plugins
   [/usr/sbin/iptables]=iptables
   [/usr/sbin/ip]=iproute2

@@ -11,7 +11,7 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    #[error("control-plane binaries ({script}): {message}")]
+    #[error("binaries of {script}: {message}")]
     Build { script: PathBuf, message: String },
 
     #[error("generate {what}: {source}")]

@@ -34,6 +34,7 @@
 //! because a client is tied to the tokio runtime it was created on.
 
 mod audit;
+mod containerd;
 mod crds;
 mod error;
 pub mod node;
@@ -238,21 +239,30 @@ impl ControlPlane {
             fs::write(path, content).map_err(io(format!("write {}", path.display())))?;
         }
 
-        if opts.node.is_some() {
-            node::check_prerequisites()?;
-            node::sweep_leftovers();
-        }
+        let containerd_bin = match &opts.node {
+            Some(_) => {
+                node::check_prerequisites()?;
+                node::sweep_leftovers();
+                let built = tokio::task::spawn_blocking(containerd::bin_dir).await;
+                Some(built.map_err(|e| Error::Build {
+                    script: repo_root().join("tools/containerd/build.sh"),
+                    message: e.to_string(),
+                })??)
+            }
+            None => None,
+        };
         let mut processes = Vec::new();
-        let node = match &opts.node {
-            Some(node_opts) => Some(Self::start_node_namespaces(
+        let node = match (&opts.node, &containerd_bin) {
+            (Some(node_opts), Some(containerd_bin)) => Some(Self::start_node_namespaces(
                 &spawner,
                 &dir,
                 node_opts,
+                containerd_bin,
                 &pki,
                 &files,
                 &mut processes,
             )?),
-            None => None,
+            _ => None,
         };
         let [etcd_client, etcd_peer, apiserver_port] = match &node {
             // Inside the node's own network namespace nothing else binds these.
@@ -403,6 +413,7 @@ impl ControlPlane {
         spawner: &Spawner,
         dir: &Path,
         opts: &NodeOptions,
+        containerd_bin: &Path,
         pki: &pki::Pki,
         files: &Files,
         processes: &mut Vec<Process>,
@@ -414,7 +425,7 @@ impl ControlPlane {
         processes.push(holder);
         let namespaces = node::Namespaces::open(holder_pid, dir)?;
         let services = node::Services::start(namespaces.dialer()?, layout)?;
-        let files = node::NodeFiles::write(dir, pki, files)?;
+        let files = node::NodeFiles::write(dir, pki, files, containerd_bin)?;
         let service_ca = service_ca::ServiceCa::generate()?;
         let service_ca_pem = service_ca.ca_pem().to_string();
         fs::write(dir.join("pki/service-ca.crt"), &service_ca_pem)
@@ -440,6 +451,7 @@ impl ControlPlane {
         let node = self.node.as_mut().expect("a node");
         let service_ca = node.service_ca.take();
         let internal = node.files.internal_kubeconfig.clone();
+        let containerd = node.files.containerd.clone();
         let containerd_config = node.files.containerd_config.clone();
         let socket = node.files.containerd_socket.clone();
         let kubelet_args = node.files.kubelet_args();
@@ -454,7 +466,7 @@ impl ControlPlane {
         workloads::start_controllers(self, bin, files, &internal)?;
         self.spawn(
             "containerd",
-            Path::new("/usr/bin/containerd"),
+            &containerd,
             args(&["--config", &containerd_config.display().to_string()]),
         )?;
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -892,22 +904,36 @@ pub fn shared_fixture(relative: &str) -> Option<PathBuf> {
 /// env `CAPI_CONTROL_PLANE_BIN_DIR` when set, else what `tools/control-plane/build.sh` prints (it
 /// builds the binaries on first use, which takes minutes, and is a quick lookup afterwards).
 pub fn bin_dir() -> Result<PathBuf, Error> {
-    if let Some(dir) = std::env::var_os("CAPI_CONTROL_PLANE_BIN_DIR") {
+    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
+    built_bin_dir("CAPI_CONTROL_PLANE_BIN_DIR", build_script(), &BUILT)
+}
+
+/// The folder a `tools/<set>/build.sh` prints (env `env` instead when set), remembered in `built` for
+/// this process.
+pub(crate) fn built_bin_dir(
+    env: &str,
+    script: PathBuf,
+    built: &Mutex<Option<PathBuf>>,
+) -> Result<PathBuf, Error> {
+    if let Some(dir) = std::env::var_os(env) {
         return Ok(PathBuf::from(dir));
     }
-    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(dir) = &*built {
         return Ok(dir.clone());
     }
-    let script = build_script();
     let build_err = |message: String| Error::Build {
         script: script.clone(),
         message,
     };
-    // build.sh is not safe to run twice at once (both would build into the same staging folder), and
-    // test binaries of several crates may start at the same time: serialize across processes.
-    let lock_path = std::env::temp_dir().join("capi-installer-control-plane-build.lock");
+    // Test binaries of several crates may start at the same time and ask at once: serialize across
+    // processes (build.sh's own lock then only ever sees other work trees).
+    let set = script
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let lock_path = std::env::temp_dir().join(format!("capi-installer-{set}-build.lock"));
     let lock = fs::File::create(&lock_path).map_err(io(format!("open {}", lock_path.display())))?;
     // SAFETY: flock on a descriptor we own; released when `lock` is closed.
     if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {

@@ -51,12 +51,11 @@ const PRIVATE_DIRS: &[&str] = &[
     "/var/lib/cni",
     "/var/log/containers",
 ];
-/// What the node needs from the machine (Debian's packages: containerd, runc,
-/// containernetworking-plugins, iptables, iproute2, util-linux); `hack/node-prerequisites.sh` installs them.
+/// What the node needs from the machine (Debian's packages: runc, containernetworking-plugins,
+/// iptables, iproute2, util-linux); `hack/node-prerequisites.sh` installs them. containerd is built
+/// from its Go module ([`crate::containerd`]).
 const PREREQUISITES: &[&str] = &[
-    "/usr/bin/containerd",
-    "/usr/sbin/runc",
-    "/usr/bin/containerd-shim-runc-v2",
+    crate::containerd::RUNC,
     "/usr/lib/cni/bridge",
     "/usr/lib/cni/host-local",
     "/usr/lib/cni/loopback",
@@ -65,6 +64,22 @@ const PREREQUISITES: &[&str] = &[
     "/usr/bin/nsenter",
 ];
 pub(crate) const CNI_BIN_DIR: &str = "/usr/lib/cni";
+/// The kernel settings the kubelet sets when it starts (`setupKernelTunables`: `vm.overcommit_memory=1`,
+/// `kernel.panic=10`, `kernel.panic_on_oops=1`, ...). They are the machine's, not a namespace's, and
+/// `protectKernelDefaults` would only make the kubelet refuse a machine that differs. So in the node's
+/// mount namespace each of them is a copy of the machine's value, a file of the node's
+/// ([`KERNEL_SETTINGS_DIR`]) mounted over the `/proc/sys` entry: the kubelet reads and writes the copy.
+pub const KUBELET_KERNEL_SETTINGS: &[&str] = &[
+    "vm/overcommit_memory",
+    "vm/panic_on_oom",
+    "kernel/panic",
+    "kernel/panic_on_oops",
+    "kernel/keys/root_maxkeys",
+    "kernel/keys/root_maxbytes",
+];
+/// Where, in a control plane's folder, the node's copies of [`KUBELET_KERNEL_SETTINGS`] are (named
+/// with dots: `vm.overcommit_memory`).
+pub const KERNEL_SETTINGS_DIR: &str = "node/kernel";
 
 /// Fails with the list of what is missing, and how to get it.
 pub(crate) fn check_prerequisites() -> Result<(), Error> {
@@ -86,7 +101,7 @@ pub(crate) fn check_prerequisites() -> Result<(), Error> {
     Err(Error::Other {
         context: "start a real node".into(),
         message: format!(
-            "missing {missing}; `hack/node-prerequisites.sh` installs Debian's containerd, runc, \
+            "missing {missing}; `hack/node-prerequisites.sh` installs Debian's runc, \
              containernetworking-plugins, iptables and iproute2"
         ),
     })
@@ -148,10 +163,19 @@ impl Namespaces {
         for d in PRIVATE_DIRS {
             fs::create_dir_all(d).map_err(io(format!("create {d}")))?;
         }
-        let mounts: String = PRIVATE_DIRS
+        let mut mounts: String = PRIVATE_DIRS
             .iter()
             .map(|d| format!("mount -t tmpfs -o mode=0755 tmpfs {d}\n"))
             .collect();
+        let kernel = dir.join(KERNEL_SETTINGS_DIR);
+        fs::create_dir_all(&kernel).map_err(io(format!("create {}", kernel.display())))?;
+        for setting in KUBELET_KERNEL_SETTINGS {
+            let copy = kernel.join(setting.replace('/', "."));
+            mounts.push_str(&format!(
+                "cat /proc/sys/{setting} > '{copy}'\nmount --bind '{copy}' /proc/sys/{setting}\n",
+                copy = copy.display()
+            ));
+        }
         ns.run_inside(&format!(
             "set -e
 ip link set lo up
@@ -373,6 +397,8 @@ fn remove_container_cgroups(dir: &Path) {
 /// The configuration files of containerd, CNI, the kubelet and kube-proxy, in `<dir>/node`.
 pub(crate) struct NodeFiles {
     pub root: PathBuf,
+    /// The containerd binary ([`crate::containerd::bin_dir`]).
+    pub containerd: PathBuf,
     pub containerd_config: PathBuf,
     pub containerd_socket: PathBuf,
     pub kubelet_config: PathBuf,
@@ -387,6 +413,7 @@ impl NodeFiles {
         dir: &Path,
         pki: &crate::pki::Pki,
         files: &crate::Files,
+        containerd_bin: &Path,
     ) -> Result<NodeFiles, Error> {
         let root = dir.join("node");
         let containerd = root.join("containerd");
@@ -401,6 +428,7 @@ impl NodeFiles {
             fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
         }
         let node = NodeFiles {
+            containerd: containerd_bin.join("containerd"),
             containerd_config: containerd.join("config.toml"),
             containerd_socket: containerd.join("containerd.sock"),
             kubelet_config: root.join("kubelet-config.yaml"),
@@ -457,36 +485,15 @@ impl NodeFiles {
         }
         write(
             &node.containerd_config,
-            &format!(
-                r#"version = 2
-root = "{root}"
-state = "{state}"
-[grpc]
-  address = "{socket}"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{sandbox}"
-  # Root lacks CAP_SYS_RESOURCE here: lowering a container's OOM score is all it may do.
-  restrict_oom_score_adj = true
-  disable_apparmor = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{cni_bin}"
-    conf_dir = "{cni_conf}"
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "{hosts}"
-"#,
-                root = p(&containerd.join("root")),
-                state = p(&containerd.join("state")),
-                socket = p(&node.containerd_socket),
-                sandbox = crate::registry::SANDBOX_IMAGE,
-                cni_bin = CNI_BIN_DIR,
-                cni_conf = p(&cni_conf),
-                hosts = p(&hosts),
-            ),
+            &crate::containerd::config(&crate::containerd::Paths {
+                dir: &containerd,
+                socket: &node.containerd_socket,
+                bin: containerd_bin,
+                cni_bin: CNI_BIN_DIR,
+                cni_conf: &cni_conf,
+                hosts: &hosts,
+                sandbox_image: crate::registry::SANDBOX_IMAGE,
+            }),
         )?;
         let gateway = POD_CIDR.replace(".0.0/16", ".0.1");
         write(
