@@ -1,9 +1,11 @@
-//! The real node (issue 16): pods run from the locally built images, the service-ca stand-in issues
-//! serving certificates and injects CA bundles, and nothing of the node outlives it — neither when it
-//! is dropped nor when its test process dies without dropping it.
+//! The real node (issues 16 and 31): pods run from the locally built images on containerd 2, the
+//! service-ca stand-in issues serving certificates and injects CA bundles, nothing of the node
+//! outlives it — neither when it is dropped nor when its test process dies without dropping it — and
+//! the machine's kernel settings are the same after it ran.
 //!
-//! Needs the images of `hack/images.sh` and the distribution's containerd, runc and CNI plugins
-//! (`hack/node-prerequisites.sh`); skips without them outside CI.
+//! Needs the images of `hack/images.sh`, containerd 2 (`tools/containerd/build.sh`) and the
+//! distribution's runc and CNI plugins (`hack/node-prerequisites.sh`); skips without the images
+//! outside CI.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -87,6 +89,24 @@ fn container_cgroups(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// The values of the kernel settings the kubelet sets, under `dir` (`/proc/sys`, or the node's copies,
+/// whose names have dots for slashes).
+fn kernel_settings(dir: &Path, dotted: bool) -> BTreeMap<&'static str, String> {
+    control_plane::node::KUBELET_KERNEL_SETTINGS
+        .iter()
+        .map(|s| {
+            let file = if dotted {
+                s.replace('/', ".")
+            } else {
+                s.to_string()
+            };
+            let value = std::fs::read_to_string(dir.join(&file))
+                .unwrap_or_else(|e| panic!("read {}: {e}", dir.join(&file).display()));
+            (*s, value.trim().to_string())
+        })
+        .collect()
+}
+
 async fn running_pod(client: &kube::Client, name: &str) -> Pod {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let pod: Pod = serde_json::from_value(json!({
@@ -110,12 +130,34 @@ async fn a_pod_runs_and_the_node_leaves_nothing_behind() {
     let Some(images) = control_plane::images_dir() else {
         return;
     };
+    // The machine's, before the node starts.
+    let machine = kernel_settings(Path::new("/proc/sys"), false);
     let cp = ControlPlane::start(node_options(images))
         .await
         .expect("control plane with a real node");
     let client = cp.admin_client().await.unwrap();
 
     let pod = running_pod(&client, "pause").await;
+    // The kubelet set what it sets (vm.overcommit_memory=1, kernel.panic=10, ...) on the node's
+    // copies, not on the machine.
+    let copies = kernel_settings(
+        &cp.dir().join(control_plane::node::KERNEL_SETTINGS_DIR),
+        true,
+    );
+    assert_eq!(
+        (
+            copies["vm/overcommit_memory"].as_str(),
+            copies["kernel/panic"].as_str(),
+            copies["kernel/panic_on_oops"].as_str()
+        ),
+        ("1", "10", "1"),
+        "the kubelet's kernel settings: {copies:?}"
+    );
+    assert_eq!(
+        kernel_settings(Path::new("/proc/sys"), false),
+        machine,
+        "the machine's kernel settings changed while the node ran"
+    );
     let ip = pod.status.unwrap().pod_ip.unwrap();
     assert!(
         ip.starts_with("10.88."),
@@ -153,6 +195,11 @@ async fn a_pod_runs_and_the_node_leaves_nothing_behind() {
     );
     let left: Vec<&PathBuf> = cgroups.iter().filter(|c| c.exists()).collect();
     assert!(left.is_empty(), "cgroups left: {left:?}");
+    assert_eq!(
+        kernel_settings(Path::new("/proc/sys"), false),
+        machine,
+        "the machine's kernel settings changed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
