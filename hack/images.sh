@@ -4,8 +4,19 @@
 #
 #   registry.ci.openshift.org/openshift:capi-installer       this repository: the installer and the
 #                                                            controllers pod (what the Containerfile builds)
-#   <the images ConfigMap's cluster-capi-controllers>        the real Cluster API core manager
-#   <the images ConfigMap's aws-cluster-api-controllers>     the real AWS provider manager
+#   every image of the images ConfigMap (manifests/), each carrying its provider's image-based profile
+#   at /capi-operator-manifests/default/ as the providers' images do (the installer's pod mounts them
+#   as image volumes):
+#     cluster-capi-controllers, aws-cluster-api-controllers  the real Cluster API core and AWS managers,
+#                                                            with the profiles of their versions (made
+#                                                            from the fixtures' transport ConfigMaps of
+#                                                            those versions: hack/profile_from_transport.py)
+#     the other providers' (no manager is built here)        the fixtures' profiles (../shared/fixtures/
+#                                                            profiles), read here, never copied into the
+#                                                            repository
+#     the rest (kube-rbac-proxy, baremetal: no profile here) a stand-in: one file saying so
+#   <aws-cluster-api-controllers>-next                       the same AWS manager, its profile's log level
+#                                                            raised: a next release's image, for upgrades
 #   registry.ci.openshift.org/openshift:pod                  the pod sandbox (containerd's sandbox_image)
 #
 # The Go managers come from tools/capi-managers/build.sh (cached by digest outside the work tree); the
@@ -52,6 +63,23 @@ pause_image="${installer_image%%:*}:pod"
 for v in installer_image core_image aws_image; do
   [[ -n "${!v}" ]] || { log "no $v in manifests/"; exit 1; }
 done
+fixtures="$root/../shared/fixtures"
+for need in "$fixtures/profiles" "$fixtures/transport-configmaps"; do
+  [[ -d "$need" ]] || { log "$need is missing (../shared beside the repository)"; exit 1; }
+done
+# The profiles of the two managers built here, of their versions.
+transport="$fixtures/transport-configmaps"
+mkdir -p "$work/profiles/core" "$work/profiles/aws" "$work/profiles/aws-next"
+python3 hack/profile_from_transport.py "$transport/0000_30_cluster-api_04_cm.core-cluster-api.yaml" \
+  "$core_image" "$work/profiles/core"
+python3 hack/profile_from_transport.py "$transport/0000_30_cluster-api_04_cm.infrastructure-aws.yaml" \
+  "$aws_image" AWS "$work/profiles/aws"
+cp "$work/profiles/aws/metadata.yaml" "$work/profiles/aws-next/"
+sed 's/--v=${CAPA_LOGLEVEL:=0}/--v=2/' "$work/profiles/aws/manifests.yaml" >"$work/profiles/aws-next/manifests.yaml"
+if cmp -s "$work/profiles/aws/manifests.yaml" "$work/profiles/aws-next/manifests.yaml"; then
+  log "the aws profile's log level flag moved"
+  exit 1
+fi
 
 # glibc and the few libraries the Rust binaries link, as distroless/cc has them.
 libs=$(ldd "$work/capi-installer" "$work/capi-controllers" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// && $2 ~ /^\(/ {print $1}' | sort -u)
@@ -63,12 +91,44 @@ passwd='root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home
 group='root:x:0:\nnonroot:x:65532:\n'
 base_layer="{\"comment\": \"glibc and users (as distroless/cc-debian12)\", \"files\": [${lib_files%,}],
   \"text\": [[\"/etc/passwd\", \"$passwd\", 420], [\"/etc/group\", \"$group\", 420]]}"
-# A static Go manager: /manager, run as the non-root user the provider Deployments ask for.
+# A profile folder as a provider image carries it.
+profile_layer() {
+  cat <<EOF
+{"comment": "the provider's image-based profile", "files": [
+   ["/capi-operator-manifests/default/metadata.yaml", "$1/metadata.yaml", 420],
+   ["/capi-operator-manifests/default/manifests.yaml", "$1/manifests.yaml", 420]]}
+EOF
+}
+# A static Go manager: /manager, run as the non-root user the provider Deployments ask for, and its
+# profile.
 manager_image() {
   cat <<EOF
 {"name": "$1", "config": {"User": "65532:65532", "Entrypoint": ["/manager"]},
- "layers": [{"comment": "$3", "files": [["/manager", "$managers/$2", 493]]}]},
+ "layers": [{"comment": "$3", "files": [["/manager", "$managers/$2", 493]]}, $(profile_layer "$4")]},
 EOF
+}
+# Every other image of the images ConfigMap: the fixture profile whose selfImageRef it is, else a
+# stand-in that says what it is (no manager, no profile: the installer skips an image without one).
+other_images() {
+  local key image dir d
+  while read -r key image; do
+    case "$key" in cluster-capi-controllers | aws-cluster-api-controllers) continue ;; esac
+    dir=""
+    for d in "$fixtures"/profiles/*; do
+      if [[ "$(sed -n 's/^selfImageRef: *//p' "$d/metadata.yaml")" == "$image" ]]; then dir="$d"; fi
+    done
+    if [[ -n "$dir" ]]; then
+      cat <<EOF
+{"name": "$image", "config": {"Labels": {"io.capi-installer.profile-only": "no manager of it is built here"}},
+ "layers": [$(profile_layer "$dir")]},
+EOF
+    else
+      cat <<EOF
+{"name": "$image", "config": {"Labels": {"io.capi-installer.stand-in": "no manager or profile of it is built here"}},
+ "layers": [{"comment": "a stand-in", "text": [["/stand-in", "$key: a stand-in; no manager or profile of it is built here\\n", 420]]}]},
+EOF
+    fi
+  done < <(sed -n '/^data:/,$ s/^  \([a-z0-9-]*\): *\([^ ]*\)$/\1 \2/p' manifests/0000_30_capi-installer_02_images-configmap.yaml)
 }
 
 specs="$work/specs.json"
@@ -81,8 +141,10 @@ cat >"$specs" <<EOF
    {"comment": "COPY manifests /manifests", "tree": [["/manifests", "$root/manifests", 420]]},
    {"comment": "COPY capi-installer", "files": [["/usr/bin/capi-installer", "$work/capi-installer", 493]]},
    {"comment": "COPY capi-controllers", "files": [["/usr/bin/capi-controllers", "$work/capi-controllers", 493]]}]},
-$(manager_image "$core_image" cluster-api-manager "the Cluster API core manager")
-$(manager_image "$aws_image" aws-manager "the Cluster API AWS provider manager")
+$(manager_image "$core_image" cluster-api-manager "the Cluster API core manager" "$work/profiles/core")
+$(manager_image "$aws_image" aws-manager "the Cluster API AWS provider manager" "$work/profiles/aws")
+$(manager_image "$aws_image-next" aws-manager "the Cluster API AWS provider manager" "$work/profiles/aws-next")
+$(other_images)
 {"name": "$pause_image", "config": {"Entrypoint": ["/pause"]},
  "layers": [{"comment": "the pod sandbox", "files": [["/pause", "$managers/pause", 493]]}]}
 ]

@@ -67,6 +67,13 @@ impl Layout {
         self.images.keys().cloned().collect()
     }
 
+    /// The manifest digest (`sha256:...`) of the image of full reference `name`: what a release
+    /// pins its image references to (`host/repository@sha256:...`), and what containerd resolves a
+    /// tag to.
+    pub fn digest(&self, name: &str) -> Option<&str> {
+        self.images.get(name).map(|(digest, _)| digest.as_str())
+    }
+
     fn blob_path(&self, digest: &str) -> Option<PathBuf> {
         let hex = digest.strip_prefix("sha256:")?;
         (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
