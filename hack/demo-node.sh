@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# `make demo` on a real node: a control plane and a node (containerd, kubelet, kube-proxy, in namespaces
-# of their own) with the images built here; the release payload applied as the cluster-version operator
-# would (manifests/ and the fixtures' transport ConfigMaps, webhooks included); the installer and the
-# controllers pod running as pods of the project's image; the real Cluster API core and AWS managers they
-# install running beside them, answering their webhooks through their Services. Ctrl-C tears everything
-# down. DEMO_ONCE=1: non-interactive, exits 0 once everything is shown, non-zero on a timeout.
+# `make demo` on a real node: a control plane and a node (containerd 2, kubelet, kube-proxy, in
+# namespaces of their own) with the images built here; the release payload applied as the
+# cluster-version operator would (manifests/, webhooks included, the images ConfigMap's references
+# pinned to the images' digests as the release tooling pins them); the deployer keeping the installer's
+# Deployment with every release image mounted as an image volume, the installer installing core and aws
+# from the profiles in those images, and recording the revision in ClusterAPI/cluster; the controllers
+# pod running; the real Cluster API core and AWS managers running beside them, answering their webhooks
+# through their Services. Ctrl-C tears everything down.
+# DEMO_ONCE=1: non-interactive, exits 0 once everything is shown, non-zero on a timeout.
+# DEMO_SOURCE=transport: the earlier generation instead: the fixtures' transport ConfigMaps in the
+# payload and the deployer told to mount no image (--without-image-volumes).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 DEMO_DIR="${DEMO_DIR:-$root/target/demo-node}"
 DEMO_ONCE="${DEMO_ONCE:-}"
+DEMO_SOURCE="${DEMO_SOURCE:-profiles}"
+case "$DEMO_SOURCE" in profiles | transport) ;; *)
+  echo "demo: DEMO_SOURCE is profiles (the default) or transport, not $DEMO_SOURCE" >&2
+  exit 2
+  ;;
+esac
 TIMEOUT="${DEMO_TIMEOUT:-420}"
 target="${CARGO_TARGET_DIR:-$root/target}"
 bin="$target/debug"
@@ -26,10 +37,12 @@ for need in "$fixtures/transport-configmaps" "$fixtures/machine-api-crds"; do
   [[ -d "$need" ]] || { echo "demo: $need is missing (../shared beside the repository)" >&2; exit 1; }
 done
 hack/node-prerequisites.sh
-say "building (cargo build -p control-plane) and the images (hack/images.sh: the installer, the managers, the sandbox)"
+say "building (cargo build -p control-plane, containerd) and the images (hack/images.sh: the installer, the managers and every provider image with its profile, the sandbox)"
 cargo build --locked -q -p control-plane
 images="$(hack/images.sh)"
 cp_bin="$(tools/control-plane/build.sh)"
+CAPI_CONTAINERD_BIN_DIR="$(tools/containerd/build.sh)"
+export CAPI_CONTAINERD_BIN_DIR
 kubectl="$cp_bin/kubectl"
 export CAPI_CONTROL_PLANE_BIN_DIR="$cp_bin"
 
@@ -88,12 +101,35 @@ EOF
 k -n openshift-machine-api create secret generic worker-user-data \
   --from-literal=userData='{"ignition":{"version":"3.4.0"}}' --dry-run=client -o yaml | apply machine-config-operator -
 
-say "the release payload, in file order, as the cluster-version operator applies it (webhooks included)"
-payload=("$root"/manifests/0000_30_capi-installer_*.yaml
-  "$fixtures"/transport-configmaps/0000_30_cluster-api_04_crd.core-cluster-api.yaml
-  "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.core-cluster-api.yaml
-  "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.infrastructure-aws.yaml
-  "$root"/manifests/0000_31_capi-controllers_*.yaml)
+say "the release payload, in file order, as the cluster-version operator applies it (webhooks included; providers from: $DEMO_SOURCE)"
+payload=("$root"/manifests/0000_30_capi-installer_*.yaml)
+if [[ "$DEMO_SOURCE" == transport ]]; then
+  payload+=("$fixtures"/transport-configmaps/0000_30_cluster-api_04_crd.core-cluster-api.yaml
+    "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.core-cluster-api.yaml
+    "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.infrastructure-aws.yaml)
+fi
+payload+=("$root"/manifests/0000_31_capi-controllers_*.yaml)
+# The release tooling pins every image reference to its digest (image-references): here, the images
+# ConfigMap's values to the digests of the images the node serves.
+digest_of() {
+  python3 -c 'import json, sys
+for m in json.load(open(sys.argv[1] + "/index.json"))["manifests"]:
+    if m["annotations"]["org.opencontainers.image.ref.name"] == sys.argv[2]:
+        print(m["digest"])' "$images" "$1"
+}
+pin_images() {
+  local line key ref digest
+  while IFS= read -r line; do
+    if [[ "$line" =~ ^\ \ ([a-z0-9-]+):\ (registry\.ci\.openshift\.org/openshift):[a-z0-9-]+$ ]]; then
+      key="${BASH_REMATCH[1]}"
+      ref="${line#*: }"
+      digest="$(digest_of "$ref")"
+      [[ -n "$digest" ]] || { echo "demo: the node serves no image $ref" >&2; exit 1; }
+      line="  $key: ${BASH_REMATCH[2]}@$digest"
+    fi
+    printf '%s\n' "$line"
+  done <"$1"
+}
 for f in "${payload[@]}"; do
   if [[ "$(basename "$f")" == 0000_30_capi-installer_01_serviceaccount.yaml ]]; then
     # The cloud-credential operator's Secret for the AWS provider, once the namespace exists.
@@ -106,9 +142,11 @@ for f in "${payload[@]}"; do
     # A manifest of removal: the cluster-version operator deletes what it names (on an upgrade;
     # on this new cluster there is nothing to delete).
     k delete --ignore-not-found --wait=false -f "$f" >/dev/null
-  elif [[ "$(basename "$f")" == 0000_30_capi-installer_04_deployer.yaml ]]; then
-    # This node's containerd (1.6) cannot mount image volumes: the deployer is told to add none, and
-    # the installer reads the transport ConfigMaps (docs/known-gaps.md, "Image-based profiles").
+  elif [[ "$(basename "$f")" == 0000_30_capi-installer_02_images-configmap.yaml ]]; then
+    pin_images "$f" | apply cluster-version-operator -
+  elif [[ "$DEMO_SOURCE" == transport && "$(basename "$f")" == 0000_30_capi-installer_04_deployer.yaml ]]; then
+    # The transport ConfigMaps are the providers' source: the deployer is told to mount no image,
+    # so that the installer does not find core and aws a second time in their images' profiles.
     sed 's|^        - --installer-image=|        - --without-image-volumes\n        - --installer-image=|' "$f" |
       apply cluster-version-operator -
   else

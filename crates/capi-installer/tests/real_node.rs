@@ -1,14 +1,19 @@
-//! End to end on a real node (issue 16): the release payload applied as the cluster-version operator
-//! would (this repository's `manifests/` and the fixtures' transport ConfigMaps, unmodified but for
-//! the deployer's `--without-image-volumes`, webhooks included), the deployer, the installer it
-//! deploys and the controllers pod running as pods of the project's image under the shipped RBAC,
-//! and the real Cluster API core and AWS managers that the installer installs running beside them,
-//! their webhooks reached through their Services with certificates from the service-ca stand-in. One
-//! node for the whole scenario: each step builds on the previous one.
+//! End to end on a real node (issues 16 and 31): the release payload applied as the cluster-version
+//! operator would (this repository's `manifests/`, webhooks included, the images ConfigMap pinned to
+//! the images' digests as the release tooling pins it), the deployer keeping the installer's Deployment
+//! with every release image mounted as an image volume, the installer reading core and aws from the
+//! profiles in those images and recording its revision in `ClusterAPI/cluster`, the controllers pod,
+//! all running as pods of the project's image under the shipped RBAC, and the real Cluster API core and
+//! AWS managers that the installer installs running beside them, their webhooks reached through their
+//! Services with certificates from the service-ca stand-in; then a release upgrade (a new aws image
+//! with a changed profile) rolled through the deployer, the installer and the provider's pods, and back.
+//! One node for the whole scenario: each step builds on the previous one.
 //!
-//! Needs the node's images (`hack/images.sh`, which `make test` runs first) and the distribution's
-//! containerd, runc and CNI plugins (`hack/node-prerequisites.sh`); skips without them outside CI.
+//! Needs the node's images (`hack/images.sh`, which `make test` runs first), containerd 2
+//! (`tools/containerd/build.sh`) and the distribution's runc and CNI plugins
+//! (`hack/node-prerequisites.sh`); skips without the images outside CI.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -40,6 +45,8 @@ async fn the_installed_providers_run_on_a_real_node() {
         return;
     };
     init_logging();
+    let layout = control_plane::registry::Layout::open(&images).expect("the node's images");
+    let release = pinned_release_images(&layout);
     let cp = ControlPlane::start(ControlPlaneOptions {
         node: Some(NodeOptions { images }),
         ..Default::default()
@@ -84,18 +91,29 @@ async fn the_installed_providers_run_on_a_real_node() {
         .await;
     }
 
-    // The release payload in file name order, as the cluster-version operator applies it; the
-    // deployer told to mount no image (this node's containerd 1.6 cannot mount image volumes, and the
-    // shipped images ConfigMap names nine images: docs/known-gaps.md), so that the installer it
-    // deploys installs from the transport ConfigMaps.
+    // `ClusterAPI/cluster`, which the reference's release payload creates (create-only, `spec: {}`):
+    // where the installer records its revisions.
+    let cluster_api = api_for(&admin, "operator.openshift.io/v1alpha1", "ClusterAPI", None).await;
+    cluster_api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "operator.openshift.io/v1alpha1",
+                "kind": "ClusterAPI", "metadata": {"name": "cluster"}, "spec": {}}))
+            .unwrap(),
+        )
+        .await
+        .expect("ClusterAPI/cluster");
+
+    // The release payload in file name order, as the cluster-version operator applies it, the images
+    // ConfigMap's references pinned to digests as the release tooling pins them. No transport
+    // ConfigMap: the providers come from the profiles in their images.
     let started = Instant::now();
-    apply_release_manifests_edited(&admin, "0000_30_capi-installer", without_image_volumes).await;
-    let core_crds = fixture(&format!("transport-configmaps/{CORE_CRDS}")).unwrap();
-    apply_as_release_payload(&admin, &read_documents(&core_crds)).await;
-    for file in [CORE_CM, AWS_CM] {
-        let path = fixture(&format!("transport-configmaps/{file}")).unwrap();
-        apply_as_release_payload(&admin, &read_documents(&path)).await;
-    }
+    apply_release_manifests_edited(&admin, "0000_30_capi-installer", |doc| {
+        if doc["kind"] == "ConfigMap" && doc["metadata"]["name"] == IMAGES_CONFIGMAP {
+            doc["data"] = json!(release);
+        }
+    })
+    .await;
     apply_release_manifests(&admin, "0000_31_capi-controllers").await;
 
     // The installer pods install core and aws; Available only once the real managers are Ready.
@@ -150,15 +168,33 @@ async fn the_installed_providers_run_on_a_real_node() {
         "{:#?}",
         installer.metadata.managed_fields
     );
-    let installer_pod = installer.spec.unwrap().template.spec.unwrap();
-    assert!(
-        installer_pod
-            .volumes
-            .iter()
-            .flatten()
-            .all(|v| v.image.is_none()),
-        "an image volume on a node that cannot mount it: {:?}",
-        installer_pod.volumes
+    // Every release image mounted (by digest), and the installer's pod running with them.
+    assert_eq!(
+        image_mounts(&installer),
+        release.values().cloned().collect::<BTreeSet<_>>(),
+        "the installer's image volumes"
+    );
+    for pod in pods_in(&admin, INSTALLER_NS, "capi-installer").await {
+        let status = pod.status.clone().unwrap_or_default();
+        assert_eq!(status.phase.as_deref(), Some("Running"), "{status:?}");
+    }
+    // Installed from the images' profiles: revision 1 of ClusterAPI/cluster, current, lists core and
+    // aws as the reference lists them (each profile by its image's digest).
+    let revision_1 = current_revision(&cluster_api, 1).await;
+    assert_eq!(
+        revision_1.components,
+        [
+            image_component("cluster-api", &release["cluster-capi-controllers"]),
+            image_component(
+                "cluster-api-provider-aws",
+                &release["aws-cluster-api-controllers"]
+            ),
+        ],
+        "{revision_1:?}"
+    );
+    assert_eq!(
+        condition(&status, "Available").unwrap().message,
+        "Cluster API is installed on AWS: cluster-api v1.11.3, aws v2.10.0"
     );
     // The default substitution a real OpenShift cluster needs: Ignition bootstrap data on AWS.
     let aws = Api::<Deployment>::namespaced(admin.clone(), NS)
@@ -361,39 +397,31 @@ async fn the_installed_providers_run_on_a_real_node() {
         "the installer wrote more than status for a killed pod: {writes:#?}"
     );
 
-    // A new provider version rolls out through a real ReplicaSet; the gate waits for its pods.
-    let components = fixture_components(AWS_CM).replace("--v=${CAPA_LOGLEVEL:=0}", "--v=2");
-    assert!(
-        components.contains("--v=2"),
-        "the aws Deployment's log level flag moved"
+    // A release upgrade: the next release's aws image (the same manager, its profile's log level
+    // raised), by digest in the images ConfigMap. The deployer mounts it beside the image revision 1
+    // still names (the installer's pods roll onto both), the installer installs revision 2 from it,
+    // the AWS manager rolls out through a new ReplicaSet (the gate waits for its pods), and once
+    // revision 2 is current and revision 1 trimmed, the old image is unmounted.
+    let old_aws = release["aws-cluster-api-controllers"].clone();
+    let mut next = release.clone();
+    next.insert(
+        "aws-cluster-api-controllers".into(),
+        pinned(
+            &layout,
+            &format!("{}-next", release_images()["aws-cluster-api-controllers"]),
+        ),
     );
-    let before = replica_sets(&admin, AWS_DEPLOYMENT).await;
-    put_components(&admin, AWS_CM, &components).await;
-    let new_rs = eventually(T, "a new ReplicaSet of the AWS manager", || async {
-        replica_sets(&admin, AWS_DEPLOYMENT)
-            .await
-            .into_iter()
-            .find(|rs| !before.iter().any(|b| b.uid() == rs.uid()))
-    })
-    .await;
-    let progressing = eventually(T, "Progressing=True for the rollout", || async {
-        co_condition(&admin, "Progressing")
-            .await
-            .filter(|c| c.status == "True")
-    })
-    .await;
+    let new_aws = next["aws-cluster-api-controllers"].clone();
+    let rolled = upgrade(&admin, &cluster_api, &next, 2, "--v=2").await;
     assert!(
-        progressing.message.contains("aws") || progressing.message.contains(AWS_DEPLOYMENT),
-        "Progressing does not name the rollout: {progressing:?}"
+        rolled.iter().any(|m| m == &old_aws) && rolled.iter().any(|m| m == &new_aws),
+        "the new aws image mounted beside the one revision 1 keeps: {rolled:?}"
     );
-    wait_condition(&admin, "Progressing", "False", "AsExpected", T).await;
-    let rs = Api::<ReplicaSet>::namespaced(admin.clone(), NS)
-        .get(&new_rs.name_any())
-        .await
-        .unwrap();
+    // And back (a rollback is a release like any other): the first image, revision 3, the first flags.
+    let rolled = upgrade(&admin, &cluster_api, &release, 3, "--v=0").await;
     assert!(
-        rs.status.and_then(|s| s.ready_replicas).unwrap_or(0) >= 1,
-        "the gate passed before the new ReplicaSet's pod was Ready"
+        rolled.iter().any(|m| m == &new_aws),
+        "the image revision 2 keeps stays mounted while it is kept: {rolled:?}"
     );
     drop(cp);
 }
@@ -611,4 +639,171 @@ async fn available_or_why(admin: &Client) -> serde_json::Value {
         pods.join("\n"),
         deployments.join("\n")
     );
+}
+
+/// The images ConfigMap's name (the release's, in the installer's namespace).
+const IMAGES_CONFIGMAP: &str = "capi-installer-images";
+
+/// `reference` (`host/repository:tag`) pinned to the digest of the node's image of that name, as the
+/// release tooling pins the release's images.
+fn pinned(layout: &control_plane::registry::Layout, reference: &str) -> String {
+    let digest = layout
+        .digest(reference)
+        .unwrap_or_else(|| panic!("the node serves no image {reference} (hack/images.sh)"));
+    let (repository, _tag) = reference.rsplit_once(':').expect("a tagged reference");
+    format!("{repository}@{digest}")
+}
+
+/// The release's images ConfigMap (`manifests/`): key → tagged reference.
+fn release_images() -> BTreeMap<String, String> {
+    let manifests = repo_manifests("0000_30_capi-installer");
+    let configmap = manifests
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == IMAGES_CONFIGMAP)
+        .expect("the release's images ConfigMap");
+    serde_json::from_value(configmap["data"].clone()).expect("its data: strings")
+}
+
+/// [`release_images`], every value pinned to its digest.
+fn pinned_release_images(layout: &control_plane::registry::Layout) -> BTreeMap<String, String> {
+    release_images()
+        .into_iter()
+        .map(|(key, reference)| (key, pinned(layout, &reference)))
+        .collect()
+}
+
+/// The image references the installer's Deployment mounts (each read-only, once).
+fn image_mounts(installer: &Deployment) -> BTreeSet<String> {
+    let spec = installer.spec.clone().unwrap().template.spec.unwrap();
+    let volumes: BTreeMap<String, String> = spec
+        .volumes
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| Some((v.name, v.image?.reference?)))
+        .collect();
+    let mounts: Vec<_> = spec.containers[0]
+        .volume_mounts
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| volumes.contains_key(&m.name))
+        .inspect(|m| assert_eq!(m.read_only, Some(true), "{m:?}"))
+        .collect();
+    assert_eq!(
+        mounts.len(),
+        volumes.len(),
+        "every image volume mounted once"
+    );
+    volumes.into_values().collect()
+}
+
+/// `ClusterAPIInstallerRevision`, the fields this test reads.
+#[derive(Debug, serde::Deserialize)]
+struct Revision {
+    name: String,
+    revision: i64,
+    #[serde(default)]
+    components: Vec<serde_json::Value>,
+}
+
+/// A component as the reference lists a profile: its metadata name, its image by digest, the profile.
+fn image_component(name: &str, image: &str) -> serde_json::Value {
+    json!({"name": name, "type": "Image", "image": {"ref": image, "profile": "default"}})
+}
+
+/// Waits until `ClusterAPI/cluster` status names revision `n` as desired and current, and returns it.
+async fn current_revision(api: &Api<kube::api::DynamicObject>, n: i64) -> Revision {
+    eventually(
+        T,
+        &format!("revision {n} current in ClusterAPI cluster"),
+        || async {
+            let status = api.get("cluster").await.ok()?.data["status"].clone();
+            let desired = status["desiredRevision"].as_str()?;
+            if status["currentRevision"].as_str() != Some(desired) {
+                return None;
+            }
+            let revisions: Vec<Revision> =
+                serde_json::from_value(status["revisions"].clone()).ok()?;
+            revisions
+                .into_iter()
+                .find(|r| r.name == desired)
+                .filter(|r| r.revision == n)
+        },
+    )
+    .await
+}
+
+/// The release of `images` applied (its images ConfigMap): waits for the deployer to roll the
+/// installer's pods onto a Deployment that mounts the new aws image (returns what it mounts then),
+/// for the installer to make revision `n` current with that image, for the AWS manager to roll out
+/// through a new ReplicaSet to `flag`, and for the images no kept revision names to be unmounted.
+async fn upgrade(
+    admin: &Client,
+    cluster_api: &Api<kube::api::DynamicObject>,
+    images: &BTreeMap<String, String>,
+    n: i64,
+    flag: &str,
+) -> BTreeSet<String> {
+    let aws = images["aws-cluster-api-controllers"].clone();
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), INSTALLER_NS);
+    let generation = deployments
+        .get("capi-installer")
+        .await
+        .unwrap()
+        .metadata
+        .generation;
+    let before = replica_sets(admin, AWS_DEPLOYMENT).await;
+    apply_as_release_payload(
+        admin,
+        &[json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": IMAGES_CONFIGMAP, "namespace": INSTALLER_NS},
+            "data": images})],
+    )
+    .await;
+    let mounted = eventually(
+        T,
+        "the installer's Deployment mounting the new aws image",
+        || async {
+            let d = deployments.get("capi-installer").await.ok()?;
+            (d.metadata.generation != generation && image_mounts(&d).contains(&aws))
+                .then(|| image_mounts(&d))
+        },
+    )
+    .await;
+    let new_rs = eventually(T, "a new ReplicaSet of the AWS manager", || async {
+        replica_sets(admin, AWS_DEPLOYMENT)
+            .await
+            .into_iter()
+            .find(|rs| !before.iter().any(|b| b.uid() == rs.uid()))
+    })
+    .await;
+    let revision = current_revision(cluster_api, n).await;
+    assert!(
+        revision
+            .components
+            .contains(&image_component("cluster-api-provider-aws", &aws)),
+        "{revision:?}"
+    );
+    wait_condition(admin, "Progressing", "False", "AsExpected", T).await;
+    let rs = Api::<ReplicaSet>::namespaced(admin.clone(), NS)
+        .get(&new_rs.name_any())
+        .await
+        .unwrap();
+    assert!(
+        rs.status.and_then(|s| s.ready_replicas).unwrap_or(0) >= 1,
+        "the gate passed before the new ReplicaSet's pod was Ready"
+    );
+    let args = rs.spec.unwrap().template.unwrap().spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap_or_default();
+    assert!(args.iter().any(|a| a == flag), "{flag} not in {args:?}");
+    // Once the earlier revisions are trimmed, only this release's images stay mounted.
+    let release: BTreeSet<String> = images.values().cloned().collect();
+    eventually(T, "the images of trimmed revisions unmounted", || async {
+        let d = deployments.get("capi-installer").await.ok()?;
+        (image_mounts(&d) == release).then_some(())
+    })
+    .await;
+    mounted
 }
