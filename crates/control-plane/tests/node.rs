@@ -158,6 +158,17 @@ async fn a_pod_runs_and_the_node_leaves_nothing_behind() {
         machine,
         "the machine's kernel settings changed while the node ran"
     );
+    // Not only unchanged because the machine had the kubelet's values already (a node of an earlier
+    // version may have set them): in the node's mount namespace every one of them is a copy.
+    let mountinfo =
+        std::fs::read_to_string(format!("/proc/{}/mountinfo", cp.node_pid().unwrap())).unwrap();
+    for setting in control_plane::node::KUBELET_KERNEL_SETTINGS {
+        let target = format!(" /proc/sys/{setting} ");
+        assert!(
+            mountinfo.lines().any(|l| l.contains(&target)),
+            "/proc/sys/{setting} is the machine's in the node: {mountinfo}"
+        );
+    }
     let ip = pod.status.unwrap().pod_ip.unwrap();
     assert!(
         ip.starts_with("10.88."),
