@@ -101,6 +101,15 @@ EOF
 k -n openshift-machine-api create secret generic worker-user-data \
   --from-literal=userData='{"ignition":{"version":"3.4.0"}}' --dry-run=client -o yaml | apply machine-config-operator -
 
+say "ClusterAPI/cluster, as the reference's release payload creates it (create-only): where the installer records its revisions"
+k apply --server-side --field-manager=cluster-version-operator -f - >/dev/null <<EOF
+apiVersion: operator.openshift.io/v1alpha1
+kind: ClusterAPI
+metadata:
+  name: cluster
+spec: {}
+EOF
+
 say "the release payload, in file order, as the cluster-version operator applies it (webhooks included; providers from: $DEMO_SOURCE)"
 payload=("$root"/manifests/0000_30_capi-installer_*.yaml)
 if [[ "$DEMO_SOURCE" == transport ]]; then
@@ -174,6 +183,17 @@ done
 say "Available in $(elapsed): $(condition Available message)"
 k -n "$installer_ns" get deployments,pods -o wide
 k -n "$ns" get deployments,pods -o wide
+if [[ "$DEMO_SOURCE" == profiles ]]; then
+  say "the installer's image volumes (the deployer's): every release image, by digest"
+  k -n "$installer_ns" get deployment capi-installer \
+    -o jsonpath='{range .spec.template.spec.volumes[?(@.image)]}{"   "}{.name}{"  "}{.image.reference}{"\n"}{end}'
+  say "ClusterAPI/cluster: the revisions the installer recorded (each profile by its image's digest)"
+  until [[ -n "$(k get clusterapi cluster -o jsonpath='{.status.currentRevision}' 2>/dev/null)" ]]; do
+    if (( $(date +%s) - start > TIMEOUT )); then echo "no current revision after ${TIMEOUT}s" >&2; exit 1; fi
+    sleep 2
+  done
+  k get clusterapi cluster -o jsonpath='{"   current: "}{.status.currentRevision}{"\n"}{range .status.revisions[*]}{"   "}{.name} (revision {.revision}, contentID {.contentID}){"\n"}{range .components[*]}{"     "}{.name}: {.image.ref} profile {.image.profile}{"\n"}{end}{end}'
+fi
 
 say "the controllers pod's work, accepted by the real webhooks and reconciled by the real core controller"
 until [[ "$(k -n "$ns" get cluster.cluster.x-k8s.io demo -o jsonpath='{.status.conditions[?(@.type=="InfrastructureReady")].status}' 2>/dev/null)" == True ]]; do

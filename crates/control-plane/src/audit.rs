@@ -97,6 +97,21 @@ impl AuditEvent {
 }
 
 pub(crate) fn read(path: &Path) -> Result<Vec<AuditEvent>, Error> {
+    // A line seen in pieces while the API server writes it (once seen on the loaded machine in the
+    // middle of the file): read again before calling the log broken.
+    let mut attempt = 0;
+    loop {
+        match read_once(path) {
+            Err(Error::AuditLog { .. }) if attempt < 3 => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            result => return result,
+        }
+    }
+}
+
+fn read_once(path: &Path) -> Result<Vec<AuditEvent>, Error> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
