@@ -757,7 +757,6 @@ async fn upgrade(
         .unwrap()
         .metadata
         .generation;
-    let before = replica_sets(admin, AWS_DEPLOYMENT).await;
     apply_as_release_payload(
         admin,
         &[json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -775,11 +774,29 @@ async fn upgrade(
         },
     )
     .await;
-    let new_rs = eventually(T, "a new ReplicaSet of the AWS manager", || async {
+    // A new ReplicaSet for a new pod template; a rollback to an earlier template scales the earlier
+    // ReplicaSet up again instead.
+    let args_of = |rs: &ReplicaSet| {
+        rs.spec
+            .clone()
+            .unwrap()
+            .template
+            .unwrap()
+            .spec
+            .unwrap()
+            .containers[0]
+            .args
+            .clone()
+            .unwrap_or_default()
+    };
+    let new_rs = eventually(T, "the AWS manager's ReplicaSet of the release", || async {
         replica_sets(admin, AWS_DEPLOYMENT)
             .await
             .into_iter()
-            .find(|rs| !before.iter().any(|b| b.uid() == rs.uid()))
+            .find(|rs| {
+                let scaled_up = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) >= 1;
+                scaled_up && args_of(rs).iter().any(|a| a == flag)
+            })
     })
     .await;
     let revision = current_revision(cluster_api, n).await;
@@ -795,13 +812,14 @@ async fn upgrade(
         .await
         .unwrap();
     assert!(
-        rs.status.and_then(|s| s.ready_replicas).unwrap_or(0) >= 1,
+        rs.status
+            .clone()
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0)
+            >= 1,
         "the gate passed before the new ReplicaSet's pod was Ready"
     );
-    let args = rs.spec.unwrap().template.unwrap().spec.unwrap().containers[0]
-        .args
-        .clone()
-        .unwrap_or_default();
+    let args = args_of(&rs);
     assert!(args.iter().any(|a| a == flag), "{flag} not in {args:?}");
     // Once the earlier revisions are trimmed, only this release's images stay mounted.
     let release: BTreeSet<String> = images.values().cloned().collect();
