@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin images node-prerequisites prerequisites bin
+.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin network-policies-bin images node-prerequisites prerequisites bin
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
@@ -35,24 +35,32 @@ containerd-bin: prerequisites
 capi-managers-bin: prerequisites
 	@tools/capi-managers/build.sh >/dev/null
 
+# The real node's NetworkPolicy agent (kube-network-policies, pinned in tools/network-policies), once
+# (cached like the control-plane binaries).
+network-policies-bin: prerequisites
+	@tools/network-policies/build.sh >/dev/null
+
 # The real node's images (the project's, the managers', the sandbox) as an OCI layout in
 # $(CARGO_TARGET_DIR)/images (hack/images.sh).
 images: capi-managers-bin
 	@hack/images.sh >/dev/null
 
-# The three Go builds (the control plane and the managers: minutes each, the first time; containerd)
-# run in the background beside the Rust checks and builds, so the cores are never idle while one of
-# them links; build.sh's lock makes the later calls wait for them (and fail with their output if they
-# failed). hack/images.sh waits for the managers the same way, the real node for containerd.
+# The four Go builds (the control plane and the managers: minutes each, the first time; containerd;
+# the NetworkPolicy agent) run in the background beside the Rust checks and builds, so the cores are
+# never idle while one of them links; build.sh's lock makes the later calls wait for them (and fail
+# with their output if they failed). hack/images.sh waits for the managers the same way, the real node
+# for containerd.
 test: prerequisites node-prerequisites
 	@mkdir -p target
 	@tools/capi-managers/build.sh >target/capi-managers-build.log 2>&1 &
 	@tools/control-plane/build.sh >target/control-plane-build.log 2>&1 &
 	@tools/containerd/build.sh >target/containerd-build.log 2>&1 &
+	@tools/network-policies/build.sh >target/network-policies-build.log 2>&1 &
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) test --workspace --locked --no-run -q
 	@tools/control-plane/build.sh >/dev/null || { cat target/control-plane-build.log >&2; exit 1; }
+	@tools/network-policies/build.sh >/dev/null || { cat target/network-policies-build.log >&2; exit 1; }
 	IMAGES_BUILT=1 hack/images.sh >/dev/null
 	DEMO_ONCE=1 hack/demo.sh
 	@tools/containerd/build.sh >/dev/null || { cat target/containerd-build.log >&2; exit 1; }
@@ -62,7 +70,7 @@ test: prerequisites node-prerequisites
 # operator would, the installer and the real providers running as pods, core and aws installed from
 # the profiles in their images (image volumes). DEMO_ONCE=1 to exit at the end; DEMO_SOURCE=transport
 # to install from the transport ConfigMaps instead.
-demo: control-plane-bin containerd-bin node-prerequisites
+demo: control-plane-bin containerd-bin network-policies-bin node-prerequisites
 	hack/demo-node.sh
 
 # The demo on KWOK (a simulated node: no container runs, the providers' webhooks are dropped); quicker.
