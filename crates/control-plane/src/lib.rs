@@ -37,6 +37,7 @@ mod audit;
 mod containerd;
 mod crds;
 mod error;
+pub mod netpol;
 pub mod node;
 mod pki;
 mod process;
@@ -489,12 +490,27 @@ impl ControlPlane {
             &bin.join("kube-proxy"),
             args(&[&format!("--config={}", proxy_config.display())]),
         )?;
+        self.start_network_policies(&internal).await?;
         let ready = node_ready(
             client,
             REAL_NODE_READY_TIMEOUT,
             self.dir.join("logs/kubelet.log"),
         );
         self.while_running(ready).await
+    }
+
+    /// The NetworkPolicy agent, then the rules that send it the pods' packets ([`netpol`]).
+    async fn start_network_policies(&mut self, kubeconfig: &Path) -> Result<(), Error> {
+        let agent = netpol::bin_dir()?.join("network-policies");
+        self.spawn("network-policies", &agent, netpol::agent_args(kubeconfig))?;
+        let node = self.node.as_ref().expect("a node");
+        let listening = netpol::wait_listening(
+            node.namespaces.init,
+            self.dir.join("logs/network-policies.log"),
+        );
+        self.while_running(listening).await?;
+        let node = self.node.as_ref().expect("a node");
+        node.namespaces.run_inside(&netpol::queue_rules())
     }
 
     fn spawn(&mut self, name: &'static str, binary: &Path, args: Vec<String>) -> Result<(), Error> {
@@ -923,7 +939,7 @@ pub(crate) fn built_bin_dir(
         return Ok(dir.clone());
     }
     let build_err = |message: String| Error::Build {
-        script: script.clone(),
+        script: script.to_path_buf(),
         message,
     };
     // Test binaries of several crates may start at the same time and ask at once: serialize across
@@ -941,7 +957,7 @@ pub(crate) fn built_bin_dir(
             std::io::Error::last_os_error(),
         ));
     }
-    let output = std::process::Command::new(&script)
+    let output = std::process::Command::new(script)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit())
         .output()
