@@ -16,7 +16,7 @@
 //! address as source, as a process of that pod would: what the end-to-end tests prove the policies
 //! with, from pods whose image has no tool to connect with.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -91,18 +91,18 @@ pub(crate) async fn wait_listening(init: i32, log: PathBuf) -> Result<(), Error>
     }
 }
 
-/// A TCP connection to `addr` made from the network namespace of the pod with UID `pod_uid` (running
-/// on this machine's real node), given up after `timeout`. A connection the policies drop times out;
-/// one they let through connects, or is refused when nothing listens.
+/// A TCP connection to `addr` made from the network namespace that holds the pod address `pod_ip`
+/// (a pod of this machine's real node), given up after `timeout`. A connection the policies drop
+/// times out; one they let through connects, or is refused when nothing listens.
 pub fn connect_from_pod(
-    pod_uid: &str,
+    pod_ip: Ipv4Addr,
     addr: SocketAddr,
     timeout: Duration,
 ) -> std::io::Result<TcpStream> {
-    let pid = pod_process(pod_uid).ok_or_else(|| {
+    let pid = holder_of(pod_ip).ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::NotFound,
-            format!("no process of pod {pod_uid} on this machine"),
+            format!("no network namespace on this machine holds {pod_ip}"),
         )
     })?;
     let netns = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
@@ -123,15 +123,31 @@ pub fn connect_from_pod(
     })
 }
 
-/// A process of the pod (its sandbox's, or a container's), found by the pod's cgroup, which the
-/// kubelet names after the pod's UID (`pod<uid>`, cgroupfs driver).
-fn pod_process(pod_uid: &str) -> Option<u32> {
-    let needle = format!("pod{pod_uid}");
+/// A process in the network namespace whose local addresses include `ip` (its routing table lists
+/// it as `/32 host LOCAL`), each namespace read once.
+fn holder_of(ip: Ipv4Addr) -> Option<u32> {
+    let entry = format!("|-- {ip}");
+    let mut seen = std::collections::HashSet::new();
     std::fs::read_dir("/proc")
         .ok()?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-                .is_ok_and(|cgroups| cgroups.contains(&needle))
+            let Ok(ns) = std::fs::read_link(format!("/proc/{pid}/ns/net")) else {
+                return false;
+            };
+            if !seen.insert(ns) {
+                return false;
+            }
+            let trie =
+                std::fs::read_to_string(format!("/proc/{pid}/net/fib_trie")).unwrap_or_default();
+            let mut lines = trie.lines();
+            while let Some(line) = lines.next() {
+                if line.trim_end().ends_with(&entry)
+                    && lines.next().is_some_and(|l| l.contains("/32 host LOCAL"))
+                {
+                    return true;
+                }
+            }
+            false
         })
 }
