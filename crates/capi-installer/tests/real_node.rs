@@ -26,6 +26,8 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use test_support::*;
 
+mod network_policies;
+
 /// Image pulls, the managers' start (they wait for their caches) and leader elections on a shared
 /// 2-core machine (the install took 414 s at load 20, the installer reading seven profiles).
 const T: Duration = Duration::from_secs(600);
@@ -296,6 +298,19 @@ async fn the_installed_providers_run_on_a_real_node() {
         )
         .await
         .expect("the AWS webhook accepts an Ignition-based AWSMachine");
+
+    // The release's NetworkPolicies, enforced by the node's agent since they were applied: the
+    // webhook checks above passed through them; each allowed path works, each denied one is dropped.
+    let running = |ns: &'static str, deployment: &'static str| {
+        let admin = admin.clone();
+        async move { pods_in(&admin, ns, deployment).await.remove(0) }
+    };
+    let targets = network_policies::Targets {
+        installer: running(INSTALLER_NS, "capi-installer").await,
+        deployer: running(INSTALLER_NS, DEPLOYER).await,
+        aws_manager: running(NS, AWS_DEPLOYMENT).await,
+    };
+    network_policies::prove(&admin, cp.service_ca_pem().unwrap(), TEST_NS, &targets).await;
 
     // A steady minute: the installer writes nothing (service-ca's bundles and annotations are not its
     // fields), and the managers are never refused anything under the RBAC the installer applied.

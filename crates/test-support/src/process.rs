@@ -157,6 +157,19 @@ pub async fn https_request(
     path: &str,
     authorization: Option<&str>,
 ) -> Option<(u16, String, Vec<u8>)> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
+    https_request_over(tcp, ca, "localhost", path, authorization).await
+}
+
+/// GET over HTTPS on a connected socket, trusting only `ca`, as `server_name`: (status, body, the
+/// server's certificate). `None` when the TLS handshake fails or no response arrives.
+pub async fn https_request_over(
+    tcp: tokio::net::TcpStream,
+    ca: &str,
+    server_name: &str,
+    path: &str,
+    authorization: Option<&str>,
+) -> Option<(u16, String, Vec<u8>)> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(der(ca).into()).unwrap();
     let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
@@ -167,14 +180,14 @@ pub async fn https_request(
     .with_root_certificates(roots)
     .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let name = rustls::pki_types::ServerName::try_from(server_name.to_string()).ok()?;
     let mut stream = tokio::time::timeout(Duration::from_secs(10), connector.connect(name, tcp))
         .await
         .ok()?
         .ok()?;
     let peer = stream.get_ref().1.peer_certificates()?.first()?.to_vec();
-    let mut request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    let mut request =
+        format!("GET {path} HTTP/1.1\r\nHost: {server_name}\r\nConnection: close\r\n");
     if let Some(value) = authorization {
         request.push_str(&format!("Authorization: {value}\r\n"));
     }
