@@ -310,7 +310,15 @@ async fn the_installed_providers_run_on_a_real_node() {
         deployer: running(INSTALLER_NS, DEPLOYER).await,
         aws_manager: running(NS, AWS_DEPLOYMENT).await,
     };
-    network_policies::prove(&admin, cp.service_ca_pem().unwrap(), TEST_NS, &targets).await;
+    let node_pid = cp.node_pid().unwrap();
+    network_policies::prove(
+        &admin,
+        node_pid,
+        cp.service_ca_pem().unwrap(),
+        TEST_NS,
+        &targets,
+    )
+    .await;
 
     // A steady minute: the installer writes nothing (service-ca's bundles and annotations are not its
     // fields), and the managers are never refused anything under the RBAC the installer applied.

@@ -92,17 +92,19 @@ pub(crate) async fn wait_listening(init: i32, log: PathBuf) -> Result<(), Error>
 }
 
 /// A TCP connection to `addr` made from the network namespace that holds the pod address `pod_ip`
-/// (a pod of this machine's real node), given up after `timeout`. A connection the policies drop
+/// among the pods of the real node whose pid 1 is `node_pid` ([`crate::ControlPlane::node_pid`]:
+/// other nodes on this machine give their pods the same addresses), given up after `timeout`. A connection the policies drop
 /// times out; one they let through connects, or is refused when nothing listens.
 pub fn connect_from_pod(
+    node_pid: i32,
     pod_ip: Ipv4Addr,
     addr: SocketAddr,
     timeout: Duration,
 ) -> std::io::Result<TcpStream> {
-    let pid = holder_of(pod_ip).ok_or_else(|| {
+    let pid = holder_of(node_pid, pod_ip).ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::NotFound,
-            format!("no network namespace on this machine holds {pod_ip}"),
+            format!("no pod of the node (pid {node_pid}) holds {pod_ip}"),
         )
     })?;
     let netns = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
@@ -123,14 +125,30 @@ pub fn connect_from_pod(
     })
 }
 
-/// A process in the network namespace whose local addresses include `ip` (its routing table lists
-/// it as `/32 host LOCAL`), each namespace read once.
-fn holder_of(ip: Ipv4Addr) -> Option<u32> {
+/// A process of the node's pods in the network namespace whose local addresses include `ip` (its
+/// routing table lists it as `/32 host LOCAL`), each namespace read once. A pod's processes have pid
+/// namespaces of their own; their parent (containerd's shim) is in the node's.
+fn holder_of(node_pid: i32, ip: Ipv4Addr) -> Option<u32> {
+    let node = std::fs::read_link(format!("/proc/{node_pid}/ns/pid")).ok()?;
+    let in_node = |pid: u32| {
+        let parent = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("PPid:"))
+                    .and_then(|p| p.trim().parse::<u32>().ok())
+            });
+        parent.is_some_and(|parent| {
+            std::fs::read_link(format!("/proc/{parent}/ns/pid")).is_ok_and(|ns| ns == node)
+        })
+    };
     let entry = format!("|-- {ip}");
     let mut seen = std::collections::HashSet::new();
     std::fs::read_dir("/proc")
         .ok()?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| in_node(*pid))
         .find(|pid| {
             let Ok(ns) = std::fs::read_link(format!("/proc/{pid}/ns/net")) else {
                 return false;

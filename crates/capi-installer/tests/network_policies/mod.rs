@@ -36,7 +36,14 @@ pub struct Targets {
 }
 
 /// `other_ns` is a namespace of the test's, without policies.
-pub async fn prove(admin: &Client, service_ca: &str, other_ns: &str, targets: &Targets) {
+/// `node_pid` is the real node's ([`control_plane::ControlPlane::node_pid`]).
+pub async fn prove(
+    admin: &Client,
+    node_pid: i32,
+    service_ca: &str,
+    other_ns: &str,
+    targets: &Targets,
+) {
     ensure_namespace(admin, MONITORING_NS).await;
     // Cluster monitoring's ServiceAccount, which the release lets read the installer's /metrics.
     let prometheus_token = token(admin, MONITORING_NS, "prometheus-k8s").await;
@@ -52,6 +59,7 @@ pub async fn prove(admin: &Client, service_ca: &str, other_ns: &str, targets: &T
     // port; a provider's pod may leave on 443. Awaited: the agent judges a pod once it has seen it.
     let (status, body) = eventually(T, "monitoring scraping the installer's metrics", || async {
         let tcp = connect(
+            node_pid,
             &monitoring,
             SocketAddr::new(installer, INSTALLER_METRICS),
             DENIED_WITHIN,
@@ -85,14 +93,21 @@ pub async fn prove(admin: &Client, service_ca: &str, other_ns: &str, targets: &T
         ),
     ] {
         eventually(T, what, || async {
-            connect(from, to, DENIED_WITHIN).await.ok()
+            connect(node_pid, from, to, DENIED_WITHIN).await.ok()
         })
         .await;
     }
     // Nothing listens on 443 in the other pod: refused means the packet got there and back.
     let other_ip = pod_ip(&other);
     eventually(T, "a provider's pod leaving on 443", || async {
-        match connect(&provider_ns, SocketAddr::new(other_ip, 443), DENIED_WITHIN).await {
+        match connect(
+            node_pid,
+            &provider_ns,
+            SocketAddr::new(other_ip, 443),
+            DENIED_WITHIN,
+        )
+        .await
+        {
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Some(()),
             Ok(_) => Some(()),
             Err(_) => None,
@@ -141,7 +156,7 @@ pub async fn prove(admin: &Client, service_ca: &str, other_ns: &str, targets: &T
         ),
     ];
     let attempts = denied.iter().map(|(from, ip, port, what)| async move {
-        let result = connect(from, SocketAddr::new(*ip, *port), DENIED_WITHIN).await;
+        let result = connect(node_pid, from, SocketAddr::new(*ip, *port), DENIED_WITHIN).await;
         (what, result)
     });
     for (what, result) in futures::future::join_all(attempts).await {
@@ -186,6 +201,7 @@ fn pod_ip(pod: &Pod) -> IpAddr {
 
 /// A connection from `from`'s network namespace, as a tokio stream.
 async fn connect(
+    node_pid: i32,
     from: &Pod,
     to: SocketAddr,
     timeout: Duration,
@@ -194,7 +210,7 @@ async fn connect(
         panic!("the node's pods have IPv4 addresses");
     };
     let stream = tokio::task::spawn_blocking(move || {
-        control_plane::netpol::connect_from_pod(ip, to, timeout)
+        control_plane::netpol::connect_from_pod(node_pid, ip, to, timeout)
     })
     .await
     .expect("the connecting task")?;
