@@ -35,8 +35,8 @@ pub struct Targets {
     pub aws_manager: Pod,
 }
 
-/// `other_ns` is a namespace of the test's, without policies.
-/// `node_pid` is the real node's ([`control_plane::ControlPlane::node_pid`]).
+/// Each allowed path works and each denied one is dropped. `node_pid` is the real node's
+/// ([`control_plane::ControlPlane::node_pid`]); `other_ns` a namespace of the test's, without policies.
 pub async fn prove(
     admin: &Client,
     node_pid: i32,
