@@ -939,7 +939,7 @@ pub(crate) fn built_bin_dir(
         return Ok(dir.clone());
     }
     let build_err = |message: String| Error::Build {
-        script: script.to_path_buf(),
+        script: script.clone(),
         message,
     };
     // Test binaries of several crates may start at the same time and ask at once: serialize across
@@ -957,7 +957,7 @@ pub(crate) fn built_bin_dir(
             std::io::Error::last_os_error(),
         ));
     }
-    let output = std::process::Command::new(script)
+    let output = std::process::Command::new(&script)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit())
         .output()
