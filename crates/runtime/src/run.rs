@@ -2,7 +2,6 @@
 //! controller while holding it, hand the Lease back on SIGTERM, and exit at once when it is lost.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
@@ -11,7 +10,7 @@ use tokio::sync::{oneshot, watch};
 use crate::Error;
 use crate::args::{HttpArgs, LeaderElectionArgs};
 use crate::http::{self, Readiness};
-use crate::leader::{self, Elector, Timing};
+use crate::leader::{Elector, Timing};
 use crate::metrics::ProcessMetrics;
 
 /// Everything [`run`] needs besides the controller.
