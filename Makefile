@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin network-policies-bin images node-prerequisites prerequisites bin
+.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin network-policies-bin moto images node-prerequisites prerequisites bin
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
@@ -40,6 +40,10 @@ capi-managers-bin: prerequisites
 network-policies-bin: prerequisites
 	@tools/network-policies/build.sh >/dev/null
 
+# The emulated EC2 of the machine tests (moto, from PyPI) in a cached venv (tools/moto/build.sh).
+moto:
+	@tools/moto/build.sh >/dev/null
+
 # The real node's images (the project's, the managers', the sandbox) as an OCI layout in
 # $(CARGO_TARGET_DIR)/images (hack/images.sh).
 images: capi-managers-bin
@@ -56,6 +60,7 @@ test: prerequisites node-prerequisites
 	@tools/control-plane/build.sh >target/control-plane-build.log 2>&1 &
 	@tools/containerd/build.sh >target/containerd-build.log 2>&1 &
 	@tools/network-policies/build.sh >target/network-policies-build.log 2>&1 &
+	@tools/moto/build.sh >target/moto-build.log 2>&1 &
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) test --workspace --locked --no-run -q
@@ -64,7 +69,8 @@ test: prerequisites node-prerequisites
 	IMAGES_BUILT=1 hack/images.sh >/dev/null
 	DEMO_ONCE=1 hack/demo.sh
 	@tools/containerd/build.sh >/dev/null || { cat target/containerd-build.log >&2; exit 1; }
-	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" hack/test.sh
+	@tools/moto/build.sh >/dev/null || { cat target/moto-build.log >&2; exit 1; }
+	CAPI_CONTROL_PLANE_BIN_DIR="$$(tools/control-plane/build.sh)" CAPI_MOTO_BIN_DIR="$$(tools/moto/build.sh)" hack/test.sh
 
 # The main job on a real node (hack/demo-node.sh): the release payload applied as the cluster-version
 # operator would, the installer and the real providers running as pods, core and aws installed from
