@@ -32,7 +32,7 @@ cargo test --workspace --locked --no-run --message-format=json-render-diagnostic
 # processes with liveness probes) and every other binary's waits would be measured against a machine it
 # starves, so it runs alone after the others.
 alone='/stress-[0-9a-f]+$'
-slow='/(real_node|hostile|adoption|install|steady_state|truthful|diff|rbac_restart|providers|revisions|status|process|profiles|inputs)-[0-9a-f]+$'
+slow='/(real_node|machine|hostile|adoption|install|steady_state|truthful|diff|rbac_restart|providers|revisions|status|process|profiles|inputs)-[0-9a-f]+$'
 { grep -E "$slow" "$logs/all" || true; grep -vE "$slow|$alone" "$logs/all" || true; } >"$logs/binaries"
 { grep -E "$alone" "$logs/all" || true; } >"$logs/alone"
 

@@ -8,8 +8,9 @@ node's network namespace, where the emulated EC2 listens. One subcommand a call,
              options, a private subnet per zone, the node, load balancer and control plane security
              groups, the worker instance profile and an RHCOS-like AMI, named and tagged as the
              installer (its Cluster API based generation) names and tags them
-  instances  every instance: id, state, placement, image, type, subnet, security groups, instance
-             profile, tags and the user data (base64, as EC2 returns it)
+  instances  every instance: id, state, placement, image, type, subnet, security groups (with its
+             primary network interface's), instance profile, tags and the user data (base64, as EC2
+             returns it)
 
 Common options: --endpoint URL --region REGION. seed also takes --infra-id and --zones a,b,c.
 """
@@ -174,6 +175,17 @@ def seed(args):
     }
 
 
+def security_groups(instance):
+    """The groups of the instance and of its primary network interface: EC2 reports the latter as the
+    instance's, moto leaves the instance's own list empty when the groups came with the interface (as
+    the AWS provider gives them)."""
+    groups = {g["GroupId"] for g in instance.get("SecurityGroups", [])}
+    for eni in instance.get("NetworkInterfaces", []):
+        if eni.get("Attachment", {}).get("DeviceIndex", 0) == 0:
+            groups.update(g["GroupId"] for g in eni.get("Groups", []))
+    return sorted(groups)
+
+
 def instances(args):
     ec2 = client(args, "ec2")
     out = []
@@ -190,7 +202,7 @@ def instances(args):
                     "image": i["ImageId"],
                     "type": i["InstanceType"],
                     "subnet": i.get("SubnetId"),
-                    "security_groups": sorted(g["GroupId"] for g in i.get("SecurityGroups", [])),
+                    "security_groups": security_groups(i),
                     "instance_profile": i.get("IamInstanceProfile", {}).get("Arn"),
                     "tags": {t["Key"]: t["Value"] for t in i.get("Tags", [])},
                     "user_data": user_data,
