@@ -43,8 +43,8 @@ pub mod fields;
 pub(crate) mod own_crds;
 pub(crate) mod protected;
 pub(crate) mod references;
-pub(crate) mod stored;
 pub mod schema;
+pub(crate) mod stored;
 
 use std::collections::BTreeSet;
 use std::fmt;
