@@ -239,6 +239,11 @@ echo "   $kubectl -n $installer_ns get pods -o wide   # the installer"
 echo "   $kubectl -n $ns get pods -o wide   # the providers and the controllers pod"
 echo "   $kubectl -n $ns logs deploy/capa-controller-manager"
 echo "   node logs: $DEMO_DIR/logs/ (kubelet, containerd, kube-proxy, ...)"
+echo
+say "worker machines: not made by this demo"
+echo "   A MachineSet of these providers scaled to two Running Machines against an emulated EC2 (moto on"
+echo "   the node), each Machine printed with its providerID (aws:///<zone>/<instance id>), then to zero:"
+echo "   cargo test -p capi-installer --test machine -- --nocapture   (docs/maintainers/machines.md)"
 
 if [[ -n "$DEMO_ONCE" ]]; then
   say "done in $(elapsed)"
