@@ -131,7 +131,7 @@ pub struct Rendered {
     /// ([`reference::content_id::component_id`]), for a profile of a known image.
     pub(crate) reference_id: Option<String>,
     /// Whether the objects are as trusted as the release: a profile read from a release image pinned
-    /// by digest ([`Payload::from_release_image`]). The bundle policy then lets what they grant and
+    /// by digest ([`Payload::is_release_image`]). The bundle policy then lets what they grant and
     /// have extend its bounds ([`PolicyConfig::trusting`]). Stored content read back is not.
     pub(crate) trusted: bool,
 }
@@ -249,7 +249,7 @@ pub fn render(
         problems: Vec::new(),
         unresolved_images: BTreeSet::new(),
         reference_id: reference_component_id(payload, reference_text, &components, &objects),
-        trusted: payload.from_release_image(),
+        trusted: payload.is_release_image(),
     };
     for object in objects {
         let structured = Origin {
@@ -859,7 +859,7 @@ spec:
         let ctx = ctx(&[("aws-cluster-api-controllers", &image)]);
         let mut trusted = payload(components.clone());
         trusted.image = Some(image.clone());
-        assert!(trusted.from_release_image());
+        assert!(trusted.is_release_image());
         prepare(&trusted, &target(), &ctx, &resolver).expect("a release image's own needs");
 
         // Known by tag only: not pinned, so not the release's.
@@ -867,10 +867,10 @@ spec:
             image: Some("quay.io/capx:v1".into()),
             ..payload(components.clone())
         };
-        assert!(!tagged.from_release_image());
+        assert!(!tagged.is_release_image());
         {
             let untrusted = payload(components.clone());
-            assert!(!untrusted.from_release_image());
+            assert!(!untrusted.is_release_image());
             let err = prepare(&untrusted, &target(), &ctx, &resolver)
                 .unwrap_err()
                 .to_string();

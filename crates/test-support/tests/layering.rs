@@ -801,9 +801,12 @@ fn graph(n: usize, arrows: &[(usize, usize)]) -> Vec<Vec<usize>> {
     edges
 }
 
+/// One table row: what the graph is, how many modules, its arrows, the circles expected.
+type TarjanCase<'a> = (&'a str, usize, &'a [(usize, usize)], &'a [&'a [usize]]);
+
 #[test]
 fn tarjan_finds_circles_and_only_circles() {
-    let cases: &[(&str, usize, &[(usize, usize)], &[&[usize]])] = &[
+    let cases: &[TarjanCase<'_>] = &[
         ("no arrows", 3, &[], &[]),
         ("a chain", 4, &[(0, 1), (1, 2), (2, 3)], &[]),
         ("a diamond", 4, &[(0, 1), (0, 2), (1, 3), (2, 3)], &[]),

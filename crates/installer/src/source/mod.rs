@@ -128,7 +128,7 @@ impl Payload {
     /// an image the release's images ConfigMap (written by the cluster-version operator) pins by
     /// digest. Such content is as trusted as the release itself; a transport ConfigMap or a folder
     /// that is no release image is written in the cluster (or by hand) and is not.
-    pub(crate) fn from_release_image(&self) -> bool {
+    pub(crate) fn is_release_image(&self) -> bool {
         self.image
             .as_deref()
             .is_some_and(capi_manifests::image::is_digest_reference)
