@@ -366,6 +366,9 @@ async fn retired_managers_hand_over_their_fields_and_the_aggregation_controller_
     for o in plan.objects().filter(|o| o.key.kind != "Namespace") {
         match plain.dry_run(o, None).await {
             Err(ApplyError::Conflict { key, managers }) => refused.push((key.name, managers)),
+            // The take-over of an object another controller (helm) writes is refused since issue
+            // 29: `adopt-existing` reaches only a provider's own CRDs and earlier versions.
+            Err(ApplyError::AdoptionRefused { key, .. }) => assert_eq!(key.name, "foreign"),
             Ok(action) => assert_eq!(action, ApplyAction::Adopted, "{}", o.key),
             Err(e) => panic!("{e}"),
         }
@@ -392,14 +395,17 @@ async fn retired_managers_hand_over_their_fields_and_the_aggregation_controller_
         policy().retire(["old-installer", "old-operator/Installer"]),
     );
     let mark = cp.audit_events().unwrap().len();
-    for o in plan.objects().filter(|o| o.key.kind != "Namespace") {
+    for o in plan
+        .objects()
+        .filter(|o| o.key.kind != "Namespace" && o.key.name != "foreign")
+    {
         let out = retiring
             .apply(o, None)
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", o.key));
         assert_eq!(out.action, ApplyAction::Adopted, "{}", o.key);
     }
-    for (name, uid) in ["updated", "applied", "foreign"].iter().zip(&uids) {
+    for (name, uid) in ["updated", "applied"].iter().zip(&uids) {
         let live = cms.get(name).await.unwrap();
         assert_eq!(&live.metadata.uid, uid, "{name} is the same object");
         assert_eq!(live.data["data"]["owner"], "installer", "{name}");
