@@ -101,15 +101,6 @@ EOF
 k -n openshift-machine-api create secret generic worker-user-data \
   --from-literal=userData='{"ignition":{"version":"3.4.0"}}' --dry-run=client -o yaml | apply machine-config-operator -
 
-say "ClusterAPI/cluster, as the reference's release payload creates it (create-only): where the installer records its revisions"
-k apply --server-side --field-manager=cluster-version-operator -f - >/dev/null <<EOF
-apiVersion: operator.openshift.io/v1alpha1
-kind: ClusterAPI
-metadata:
-  name: cluster
-spec: {}
-EOF
-
 say "the release payload, in file order, as the cluster-version operator applies it (webhooks included; providers from: $DEMO_SOURCE)"
 payload=("$root"/manifests/0000_30_capi-installer_*.yaml)
 if [[ "$DEMO_SOURCE" == transport ]]; then
@@ -151,6 +142,9 @@ for f in "${payload[@]}"; do
     # A manifest of removal: the cluster-version operator deletes what it names (on an upgrade;
     # on this new cluster there is nothing to delete).
     k delete --ignore-not-found --wait=false -f "$f" >/dev/null
+  elif grep -q '^    release.openshift.io/create-only: "true"' "$f"; then
+    # Created when missing, never written again (ClusterAPI/cluster: its status is the installer's).
+    k create -f "$f" >/dev/null 2>&1 || k get -f "$f" >/dev/null
   elif [[ "$(basename "$f")" == 0000_30_capi-installer_02_images-configmap.yaml ]]; then
     pin_images "$f" | apply cluster-version-operator -
   elif [[ "$DEMO_SOURCE" == transport && "$(basename "$f")" == 0000_30_capi-installer_04_deployer.yaml ]]; then

@@ -105,6 +105,20 @@ async fn apply_documents(client: &Client, docs: &[Value], params: &PatchParams) 
             (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), &ns, &resource),
             _ => Api::all_with(client.clone(), &resource),
         };
+        // A create-only manifest is created when missing and never written again.
+        if obj
+            .annotations()
+            .get(RELEASE_CREATE_ONLY)
+            .map(String::as_str)
+            == Some("true")
+            && api
+                .get_opt(&obj.name_any())
+                .await
+                .unwrap_or_else(|e| panic!("reading {} {}: {e}", gvk.kind, obj.name_any()))
+                .is_some()
+        {
+            continue;
+        }
         api.patch(&obj.name_any(), params, &Patch::Apply(doc))
             .await
             .unwrap_or_else(|e| panic!("applying {} {}: {e}", gvk.kind, obj.name_any()));
@@ -139,6 +153,10 @@ pub fn repo_manifests(prefix: &str) -> Vec<Value> {
 pub fn installer_rbac() -> Vec<Value> {
     repo_manifests("0000_30_capi-installer_03_")
 }
+
+/// The cluster-version operator's annotation on a manifest of an object it creates when missing and
+/// never updates (`ClusterAPI/cluster`, whose spec and status are the cluster's).
+pub const RELEASE_CREATE_ONLY: &str = "release.openshift.io/create-only";
 
 /// The cluster-version operator's annotation on a manifest of an object that a release removes: the
 /// object is deleted (on upgrade; an install never creates it), in file order.
