@@ -74,7 +74,7 @@ fn platform_type(name: &str) -> Result<String, String> {
 /// Exit code 1 when a provider of the platform cannot be rendered (or is missing); errors otherwise.
 pub fn main(args: RenderArgs) -> Result<ExitCode> {
     let (sources, ctx) = read(&args)?;
-    let Some(wants) = wants(&args.platform)? else {
+    let Some(wants) = wants(&args.platform, &sources.profiles)? else {
         return Ok(ExitCode::SUCCESS);
     };
     let infra: Vec<&str> = wants
@@ -169,9 +169,10 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
     Ok((Sources { input, profiles }, ctx))
 }
 
-/// The providers `platform` needs; `None` (after saying so) on a platform without Cluster API support.
-fn wants(platform: &str) -> Result<Option<Wants>> {
-    match offline::desired(platform) {
+/// The providers `platform` needs (`profiles` may bring its provider); `None` (after saying so) on a
+/// platform without Cluster API support.
+fn wants(platform: &str, profiles: &ProfileCatalog) -> Result<Option<Wants>> {
+    match offline::desired(platform, profiles) {
         Desired::Install(wants) => Ok(Some(wants)),
         Desired::Unsupported { platform, reason } => {
             // Not an error: this is what the installer does on such a platform.
@@ -180,7 +181,7 @@ fn wants(platform: &str) -> Result<Option<Wants>> {
             ))?;
             let supported: Vec<&str> = Platform::all().map(Platform::type_name).collect();
             eprintln!(
-                "note: platforms with a Cluster API provider: {}",
+                "note: platforms with a Cluster API provider: {}, and any platform a profile under --profiles-dir declares (ocpPlatform)",
                 supported.join(", ")
             );
             Ok(None)

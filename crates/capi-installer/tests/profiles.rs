@@ -498,10 +498,33 @@ async fn core_and_aws_from_profiles_reach_available() {
     );
 }
 
-fn write_images(dir: &Path) -> PathBuf {
+/// The test images (and `extra` ones) as a `--images-json` file in `dir`.
+fn write_images(dir: &Path, extra: &[(&str, &str)]) -> PathBuf {
+    let mut images = images();
+    images.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let path = dir.join("images.json");
-    std::fs::write(&path, serde_json::to_string(&images()).unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_string(&images).unwrap()).unwrap();
     path
+}
+
+/// `render --platform <platform>` of the profiles under `profiles`: its `provider …` lines and its
+/// standard error (it must succeed).
+fn render_plan(platform: &str, profiles: &Path, images_file: &Path) -> (Vec<String>, String) {
+    let (code, stdout, stderr) = render(&[
+        "--platform",
+        platform,
+        "--profiles-dir",
+        profiles.to_str().unwrap(),
+        "--images-json",
+        images_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let providers = stdout
+        .lines()
+        .filter(|l| l.starts_with("provider "))
+        .map(str::to_string)
+        .collect();
+    (providers, stderr)
 }
 
 fn render(args: &[&str]) -> (i32, String, String) {
@@ -519,20 +542,8 @@ fn render_plans_profiles_offline() {
     let Some(dir) = profiles_as_images(&tmp.path().join("images"), &["core", "aws", "gcp"]) else {
         return;
     };
-    let images_file = write_images(tmp.path());
-    let (code, stdout, stderr) = render(&[
-        "--platform",
-        "GCP",
-        "--profiles-dir",
-        dir.to_str().unwrap(),
-        "--images-json",
-        images_file.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    let providers: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with("provider "))
-        .collect();
+    let images_file = write_images(tmp.path(), &[]);
+    let (providers, stderr) = render_plan("GCP", &dir, &images_file);
     assert_eq!(
         providers,
         [
@@ -1121,4 +1132,83 @@ async fn every_forks_current_profile_installs_under_the_shipped_bounds() {
         .map(describe)
         .collect();
     assert!(denied.is_empty(), "denied to the installer: {denied:?}");
+}
+
+/// Issue 31, item 4: a platform the installer's table does not know is supported by the profile that
+/// declares it. The fixtures have no provider of such a platform, so the OpenStack fork's current
+/// profile is declared for Nutanix (its metadata's `ocpPlatform` only; the manifests as shipped):
+/// what is under test is that the platform comes from the profile, not from the code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_platform_only_a_profile_knows_is_installed_from_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = profiles_as_images(tmp.path(), &["core"]) else {
+        return;
+    };
+    let openstack = fixture("profiles/openstack").expect("fixture present");
+    let folder = dir.join("nutanix-img/capi-operator-manifests/default");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink(
+        openstack.join("manifests.yaml"),
+        folder.join("manifests.yaml"),
+    )
+    .unwrap();
+    let metadata = std::fs::read_to_string(openstack.join("metadata.yaml")).unwrap();
+    assert!(metadata.contains("ocpPlatform: OpenStack\n"), "{metadata}");
+    std::fs::write(
+        folder.join("metadata.yaml"),
+        metadata.replace("ocpPlatform: OpenStack\n", "ocpPlatform: Nutanix\n"),
+    )
+    .unwrap();
+
+    let env = Env::start(true).await;
+    ensure_namespaces(&env.admin).await;
+    set_platform(&env.admin, "Nutanix").await;
+    load_infrastructure_provider_crd(&env.admin).await;
+    apply_as_release_payload(&env.admin, &installer_rbac()).await;
+    let openstack_image =
+        "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:".to_string() + &"0".repeat(64);
+    let mut config = config();
+    config.images.insert(
+        "openstack-cluster-api-controllers".into(),
+        openstack_image.clone(),
+    );
+    config.profiles = Some(ProfilesConfig {
+        dir: dir.clone(),
+        ..Default::default()
+    });
+    let sa = env
+        .service_account_config(INSTALLER_NS, "capi-installer")
+        .await;
+    let _installer = Running::start(installer_client(sa), config);
+    let status = eventually(
+        Duration::from_secs(300),
+        "the ClusterOperator settled on Nutanix",
+        || async { co_status(&env.admin).await.filter(settled) },
+    )
+    .await;
+    let available = condition(&status, "Available").unwrap();
+    assert_eq!(
+        available.message,
+        "Cluster API is installed on Nutanix: cluster-api v1.13.4, nutanix v0.14.0",
+        "{available:?}"
+    );
+    for provider in ["core", "openstack"] {
+        assert_installed(&env.admin, provider).await;
+    }
+    // `render` offline sees the same platform from the same folder.
+    let images_file = write_images(
+        tmp.path(),
+        &[("openstack-cluster-api-controllers", &openstack_image)],
+    );
+    let (providers, _) = render_plan("Nutanix", &dir, &images_file);
+    assert_eq!(
+        providers.len(),
+        2,
+        "core and the profile's provider: {providers:?}"
+    );
+    assert!(
+        providers[1]
+            .starts_with("provider nutanix v0.14.0 (profile nutanix-img/default, infrastructure,"),
+        "{providers:?}"
+    );
 }

@@ -316,8 +316,11 @@ impl Installer {
         let status = infra.as_ref().and_then(|i| i.data.get("status"));
         let objects = self.infrastructure_providers.objects().unwrap_or_default();
         let requested: Vec<api::Request> = objects.iter().map(|o| api::read(o)).collect();
-        let requests = desired::requests(desired::platform_provider(status), &requested);
-        let desired = desired::desired(status, &requests.install);
+        let declared: desired::DeclaredPlatforms =
+            self.catalogs.iter().flat_map(|c| c.platforms()).collect();
+        let platform = desired::platform_provider(status, &declared);
+        let requests = desired::requests(platform.as_deref(), &requested);
+        let desired = desired::desired(status, &declared, &requests.install);
         let unmanaged = self.unmanaged();
         self.reconciler.inventories().repair().await;
         let (missing, outcomes, unselected, recording) = match &desired {

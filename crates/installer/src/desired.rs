@@ -53,20 +53,50 @@ pub enum Desired {
     Install(Wants),
 }
 
-/// Decides from the `status` of `Infrastructure/cluster` and the extra infrastructure providers asked
-/// for ([`Requests::install`]): the platform's provider first, then the extra ones in the given order.
-/// On a platform without Cluster API support nothing is installed, extra providers included.
-pub fn desired(infrastructure_status: Option<&Value>, extra: &[String]) -> Desired {
+/// The platforms whose infrastructure provider a source declares (a profile's `ocpPlatform`), by
+/// `Infrastructure` platform type → provider name ([`crate::source::SourceCatalog::platforms`]). As
+/// the reference filters its images' profiles by `ocpPlatform`, a release image that carries a
+/// provider for a platform the table of [`capi_manifests::platform`] does not know makes that platform
+/// supported; the table alone never decides that a platform has no provider.
+pub type DeclaredPlatforms = BTreeMap<String, String>;
+
+/// The platform and its infrastructure provider, or why there is none.
+fn platform_choice(
+    infrastructure_status: Option<&Value>,
+    declared: &DeclaredPlatforms,
+) -> Result<(String, String), Desired> {
     match platform::decide(infrastructure_status) {
-        PlatformDecision::Unset => Desired::WaitingForPlatform,
-        PlatformDecision::Unsupported { platform, reason } => {
-            Desired::Unsupported { platform, reason }
-        }
+        PlatformDecision::Unset => Err(Desired::WaitingForPlatform),
         PlatformDecision::Supported(p) => {
-            let mut infrastructure = vec![p.provider_name()];
+            Ok((p.type_name().to_string(), p.provider_name().to_string()))
+        }
+        // Only a platform the table has no row for: a known platform that is unsupported (Azure
+        // Stack Hub) stays so whatever a profile says.
+        PlatformDecision::Unsupported { platform, reason } => match declared.get(&platform) {
+            Some(provider) if platform::Platform::from_type_name(&platform).is_none() => {
+                Ok((platform, provider.clone()))
+            }
+            _ => Err(Desired::Unsupported { platform, reason }),
+        },
+    }
+}
+
+/// Decides from the `status` of `Infrastructure/cluster`, the platforms the sources declare and the
+/// extra infrastructure providers asked for ([`Requests::install`]): the platform's provider first,
+/// then the extra ones in the given order. On a platform without Cluster API support nothing is
+/// installed, extra providers included.
+pub fn desired(
+    infrastructure_status: Option<&Value>,
+    declared: &DeclaredPlatforms,
+    extra: &[String],
+) -> Desired {
+    match platform_choice(infrastructure_status, declared) {
+        Err(nothing) => nothing,
+        Ok((platform, provider)) => {
+            let mut infrastructure = vec![provider.as_str()];
             infrastructure.extend(extra.iter().map(String::as_str));
             Desired::Install(Wants {
-                platform: p.type_name().to_string(),
+                platform,
                 providers: wanted(&infrastructure),
             })
         }
@@ -74,11 +104,13 @@ pub fn desired(infrastructure_status: Option<&Value>, extra: &[String]) -> Desir
 }
 
 /// The infrastructure provider `Infrastructure/cluster` names, if any.
-pub(crate) fn platform_provider(infrastructure_status: Option<&Value>) -> Option<&'static str> {
-    match platform::decide(infrastructure_status) {
-        PlatformDecision::Supported(p) => Some(p.provider_name()),
-        _ => None,
-    }
+pub(crate) fn platform_provider(
+    infrastructure_status: Option<&Value>,
+    declared: &DeclaredPlatforms,
+) -> Option<String> {
+    platform_choice(infrastructure_status, declared)
+        .ok()
+        .map(|(_, provider)| provider)
 }
 
 /// What one `InfrastructureProvider` object is to the installer, for its status.
@@ -183,9 +215,11 @@ mod tests {
 
     #[test]
     fn core_comes_first_then_each_infrastructure_provider_with_its_companion() {
-        let Desired::Install(wants) =
-            desired(Some(&json!({"platformStatus": {"type": "GCP"}})), &[])
-        else {
+        let Desired::Install(wants) = desired(
+            Some(&json!({"platformStatus": {"type": "GCP"}})),
+            &DeclaredPlatforms::new(),
+            &[],
+        ) else {
             panic!("GCP is supported");
         };
         assert_eq!(wants.platform, "GCP");
@@ -226,10 +260,48 @@ mod tests {
     #[test]
     fn unset_and_unsupported_platforms_want_nothing() {
         let extra = ["gcp".to_string()];
-        assert_eq!(desired(None, &extra), Desired::WaitingForPlatform);
+        let none = DeclaredPlatforms::new();
+        assert_eq!(desired(None, &none, &extra), Desired::WaitingForPlatform);
+        let nutanix = json!({"platformStatus": {"type": "Nutanix"}});
         assert!(matches!(
-            desired(Some(&json!({"platformStatus": {"type": "Nutanix"}})), &extra),
+            desired(Some(&nutanix), &none, &extra),
             Desired::Unsupported { platform, .. } if platform == "Nutanix"
+        ));
+        assert_eq!(platform_provider(Some(&nutanix), &none), None);
+    }
+
+    #[test]
+    fn a_platform_a_profile_declares_is_supported_by_that_profile_s_provider() {
+        let declared = DeclaredPlatforms::from([("Nutanix".into(), "nutanix".into())]);
+        let nutanix = json!({"platformStatus": {"type": "Nutanix"}});
+        let Desired::Install(wants) = desired(Some(&nutanix), &declared, &[]) else {
+            panic!("a profile declares Nutanix");
+        };
+        assert_eq!(wants.platform, "Nutanix");
+        assert_eq!(wants.providers[2].name, "nutanix");
+        assert_eq!(
+            wants.providers[2].clusterctl_label,
+            "infrastructure-nutanix"
+        );
+        assert_eq!(
+            platform_provider(Some(&nutanix), &declared).as_deref(),
+            Some("nutanix")
+        );
+        // The table's platforms keep their provider, and one it knows to be unsupported stays so.
+        let declared = DeclaredPlatforms::from([
+            ("AWS".into(), "other".into()),
+            ("Azure".into(), "azure".into()),
+        ]);
+        let aws = json!({"platformStatus": {"type": "AWS"}});
+        assert_eq!(
+            platform_provider(Some(&aws), &declared).as_deref(),
+            Some("aws")
+        );
+        let stack =
+            json!({"platformStatus": {"type": "Azure", "azure": {"cloudName": "AzureStackCloud"}}});
+        assert!(matches!(
+            desired(Some(&stack), &declared, &[]),
+            Desired::Unsupported { .. }
         ));
     }
 
@@ -270,6 +342,7 @@ mod tests {
 
         let Desired::Install(wants) = desired(
             Some(&json!({"platformStatus": {"type": "AWS"}})),
+            &DeclaredPlatforms::new(),
             &r.install,
         ) else {
             panic!("AWS is supported");

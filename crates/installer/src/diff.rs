@@ -240,8 +240,10 @@ async fn platform(client: &Client) -> Result<Desired, DiffError> {
         .get_opt(INFRASTRUCTURE_NAME)
         .await
         .map_err(read_error("Infrastructure cluster"))?;
+    // Transport ConfigMaps declare no platform: a platform only a profile brings is not seen here.
     Ok(desired::desired(
         infra.as_ref().and_then(|i| i.data.get("status")),
+        &desired::DeclaredPlatforms::new(),
         &[],
     ))
 }

@@ -292,9 +292,14 @@ pub fn context(
     }
 }
 
-/// What `platform` (an `Infrastructure` platform type) asks for.
-pub fn desired(platform: &str) -> Desired {
-    desired::desired(Some(&json!({"platformStatus": {"type": platform}})), &[])
+/// What `platform` (an `Infrastructure` platform type) asks for, with the platforms `profiles`
+/// declare.
+pub fn desired(platform: &str, profiles: &ProfileCatalog) -> Desired {
+    desired::desired(
+        Some(&json!({"platformStatus": {"type": platform}})),
+        &profiles.platforms(),
+        &[],
+    )
 }
 
 /// The round of `wants` on `sources`, as the controller selects (no source owns objects offline); the

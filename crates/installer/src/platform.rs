@@ -3,11 +3,6 @@
 
 pub(crate) use capi_manifests::platform::{Platform, PlatformDecision, decide};
 
-/// The infrastructure provider of a platform type (`AWS` → `aws`), `None` for platforms without one.
-pub(crate) fn provider_name(platform: &str) -> Option<&'static str> {
-    Platform::from_type_name(platform).map(Platform::provider_name)
-}
-
 /// The key of a provider's controller image in the images JSON (ref §2.1); `None` for names that have no
 /// image of their own (the `openshift-cluster-api*` ConfigMaps carry only admission policies).
 pub(crate) fn image_key(provider_name: &str) -> Option<String> {
@@ -22,12 +17,6 @@ pub(crate) fn image_key(provider_name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn provider_names_by_platform_type() {
-        assert_eq!(provider_name("PowerVS"), Some("ibmcloud"));
-        assert_eq!(provider_name("Nutanix"), None);
-    }
 
     #[test]
     fn image_keys_follow_the_release_images_json() {

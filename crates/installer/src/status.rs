@@ -163,11 +163,13 @@ pub async fn read(
     let status = infra.as_ref().and_then(|i| i.data.get("status"));
     let requests = requests(client).await?;
     let requested: Vec<Request> = requests.iter().map(|(r, _)| r.clone()).collect();
-    let extra = desired::requests(desired::platform_provider(status), &requested).install;
-    let desired = desired::desired(status, &extra);
+    let installation = Installation::read(client, namespaces).await?;
+    let declared = installation.declared_platforms(status);
+    let platform = desired::platform_provider(status, &declared);
+    let extra = desired::requests(platform.as_deref(), &requested).install;
+    let desired = desired::desired(status, &declared, &extra);
     let providers = match &desired {
         Desired::Install(wants) => {
-            let installation = Installation::read(client, namespaces).await?;
             let round = Round::new(
                 &wants.providers,
                 &installation.candidates,
@@ -294,6 +296,28 @@ impl Installation {
             inventory,
             stored,
         })
+    }
+
+    /// The platform of `Infrastructure` status as a recorded profile declared it: the profiles live
+    /// on the installer's pod, but an infrastructure profile's provider name is its `ocpPlatform`'s
+    /// ([`capi_manifests::platform::provider_name_of`]), so a recorded profile source of that name
+    /// declared this platform.
+    fn declared_platforms(&self, status: Option<&Value>) -> desired::DeclaredPlatforms {
+        let Some(platform) = status
+            .and_then(|s| s.pointer("/platformStatus/type"))
+            .and_then(Value::as_str)
+        else {
+            return Default::default();
+        };
+        let Ok(name) = capi_manifests::platform::provider_name_of(platform) else {
+            return Default::default();
+        };
+        self.candidates
+            .iter()
+            .filter(|c| matches!(c.id, SourceId::Profile(_)))
+            .filter(|c| c.provider_type == ProviderType::Infrastructure && c.name == name)
+            .map(|c| (platform.to_string(), c.name.clone()))
+            .collect()
     }
 
     /// The sources that own objects: of two sources of one provider, a reconcile keeps that one.

@@ -61,6 +61,21 @@ impl Platform {
     }
 }
 
+/// The name of the infrastructure provider of platform type `name` as a provider image's profile
+/// declares it (`ocpPlatform`): the table's name for the platforms this code knows (`PowerVS` →
+/// `ibmcloud`), else the lower-cased type of any other platform OpenShift knows (`Nutanix` →
+/// `nutanix`), so that a release image can bring a provider for a platform this code has not heard
+/// of. An error (naming the types) for anything else, `None` included.
+pub fn provider_name_of(name: &str) -> Result<String, String> {
+    if let Some(p) = Platform::from_type_name(name) {
+        return Ok(p.provider_name().to_string());
+    }
+    match parse_platform_type(name)? {
+        "None" => Err("platform None has no infrastructure, so no infrastructure provider".into()),
+        known => Ok(known.to_ascii_lowercase()),
+    }
+}
+
 /// Every `Infrastructure` platform type OpenShift knows (`config.openshift.io/v1` `PlatformType`),
 /// spelled as the API spells them: what a platform given by a person is checked against.
 pub(crate) const PLATFORM_TYPES: [&str; 16] = [
@@ -147,6 +162,20 @@ pub fn decide(infrastructure_status: Option<&Value>) -> PlatformDecision {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_profile_names_the_provider_of_any_platform_openshift_knows() {
+        assert_eq!(provider_name_of("PowerVS").as_deref(), Ok("ibmcloud"));
+        assert_eq!(provider_name_of("AWS").as_deref(), Ok("aws"));
+        assert_eq!(provider_name_of("Nutanix").as_deref(), Ok("nutanix"));
+        assert_eq!(
+            provider_name_of("EquinixMetal").as_deref(),
+            Ok("equinixmetal")
+        );
+        let err = provider_name_of("nutanix").unwrap_err();
+        assert!(err.contains("did you mean Nutanix?"), "{err}");
+        assert!(provider_name_of("None").is_err());
+    }
 
     #[test]
     fn platform_types_are_spelled_as_the_api_spells_them() {

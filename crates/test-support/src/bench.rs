@@ -198,7 +198,8 @@ pub fn render_objects(configmaps: &[Value], platform: &str, extra: &[&str]) -> R
         .collect::<Result<_, _>>()?;
     let status = json!({"platformStatus": {"type": platform}});
     let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-    let Desired::Install(wants) = desired::desired(Some(&status), &extra) else {
+    let Desired::Install(wants) = desired::desired(Some(&status), &Default::default(), &extra)
+    else {
         bail!("platform {platform} has no provider");
     };
     let ctx = RenderContext {

@@ -160,6 +160,11 @@ pub trait SourceCatalog: Send + Sync {
     fn image_component(&self, _id: &SourceId) -> Option<ImageComponent> {
         None
     }
+    /// The platforms whose infrastructure provider this kind of source declares, by platform type →
+    /// provider name (a profile's `ocpPlatform`); a transport ConfigMap declares none.
+    fn platforms(&self) -> crate::desired::DeclaredPlatforms {
+        Default::default()
+    }
 }
 
 /// A profile as the reference's revisions list it (`components[]` of a `ClusterAPI` revision).

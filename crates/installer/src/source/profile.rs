@@ -69,7 +69,9 @@ pub struct Profile {
 impl Profile {
     /// The provider this profile carries, as the installer selects providers: core by its name
     /// (`cluster-api`), an infrastructure provider by the name of its platform's provider
-    /// (`ocpPlatform: AWS` → `aws`), the name a transport ConfigMap of the same provider carries.
+    /// (`ocpPlatform: AWS` → `aws`), the name a transport ConfigMap of the same provider carries; on
+    /// a platform the table does not know, the lower-cased platform (`Nutanix` → `nutanix`,
+    /// [`capi_manifests::platform::provider_name_of`]).
     /// The type comes from `attributes.type`; without it, a profile with an `ocpPlatform` is an
     /// infrastructure provider.
     pub(crate) fn provider(&self) -> Result<(String, ProviderType), ProfileProblem> {
@@ -98,13 +100,8 @@ impl Profile {
                             .to_string(),
                     ));
                 };
-                crate::platform::provider_name(platform)
-                    .ok_or_else(|| {
-                        problem(format!(
-                            "ocpPlatform {platform:?} has no Cluster API provider"
-                        ))
-                    })?
-                    .to_string()
+                capi_manifests::platform::provider_name_of(platform)
+                    .map_err(|e| problem(format!("ocpPlatform: {e}")))?
             }
         };
         Ok((name, provider_type))
@@ -380,6 +377,14 @@ impl SourceCatalog for ProfileCatalog {
             image: image.to_string(),
             profile: profile.id.profile.clone(),
         })
+    }
+
+    fn platforms(&self) -> crate::desired::DeclaredPlatforms {
+        self.entries
+            .iter()
+            .filter(|(s, _)| s.provider_type == ProviderType::Infrastructure)
+            .filter_map(|(s, p)| Some((p.metadata.ocp_platform.clone()?, s.name.clone())))
+            .collect()
     }
 }
 
@@ -665,6 +670,11 @@ mod tests {
             profile: "default".into(),
         });
         assert!(catalog.load(&gone).is_none());
+        // The platforms its infrastructure profiles declare, with their providers.
+        assert_eq!(
+            catalog.platforms(),
+            crate::desired::DeclaredPlatforms::from([("AWS".into(), "aws".into())])
+        );
     }
 
     /// A folder named as the volume of a release image holds that image: its profiles know their
@@ -742,9 +752,16 @@ mod tests {
                 "name: x\nattributes: {type: infrastructure}\n",
                 Err("needs ocpPlatform"),
             ),
+            // A platform this code has no table row for: the provider is the profile's to bring.
             (
                 "name: x\nocpPlatform: Nutanix\n",
-                Err("\"Nutanix\" has no Cluster API provider"),
+                Ok(("nutanix", ProviderType::Infrastructure)),
+            ),
+            (
+                "name: x\nocpPlatform: nutanix\n",
+                Err(
+                    "ocpPlatform: \"nutanix\" is not an Infrastructure platform type (did you mean Nutanix?)",
+                ),
             ),
         ];
         for (md, want) in cases {
