@@ -93,18 +93,9 @@ async fn the_installed_providers_run_on_a_real_node() {
         .await;
     }
 
-    // `ClusterAPI/cluster`, which the reference's release payload creates (create-only, `spec: {}`):
-    // where the installer records its revisions.
+    // `ClusterAPI/cluster` comes with the release payload (create-only, `spec: {}`): where the
+    // installer records its revisions.
     let cluster_api = api_for(&admin, "operator.openshift.io/v1alpha1", "ClusterAPI", None).await;
-    cluster_api
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"apiVersion": "operator.openshift.io/v1alpha1",
-                "kind": "ClusterAPI", "metadata": {"name": "cluster"}, "spec": {}}))
-            .unwrap(),
-        )
-        .await
-        .expect("ClusterAPI/cluster");
 
     // The release payload in file name order, as the cluster-version operator applies it, the images
     // ConfigMap's references pinned to digests as the release tooling pins them. No transport
@@ -594,6 +585,44 @@ async fn available_or_why(admin: &Client) -> serde_json::Value {
         Ok(status) => return status,
         Err(conditions) => conditions,
     };
+    panic!(
+        "ClusterOperator cluster-api not Available after {T:?}: {conditions:#}\n{}",
+        why(admin).await
+    );
+}
+
+/// [`eventually`], but a timeout also prints where the installation stands ([`why`]).
+async fn eventually_or_why<V, F, Fut>(admin: &Client, what: &str, mut check: F) -> V
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<V>>,
+{
+    let deadline = Instant::now() + T;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "timed out after {T:?} waiting for {what}\n{}",
+                why(admin).await
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Where the installation stands, for a failure message: the ClusterOperator's conditions,
+/// `ClusterAPI/cluster` status, the pods of both namespaces (the installer's with the tail of its
+/// log), the providers' Deployments and ReplicaSets.
+async fn why(admin: &Client) -> String {
+    let operator = co_status(admin).await.unwrap_or_default();
+    let cluster_api = api_for(admin, "operator.openshift.io/v1alpha1", "ClusterAPI", None)
+        .await
+        .get("cluster")
+        .await
+        .map(|c| c.data["status"].clone())
+        .unwrap_or_default();
     let mut pods = Vec::new();
     for ns in [NS, INSTALLER_NS] {
         let list = Api::<Pod>::namespaced(admin.clone(), ns)
@@ -657,11 +686,33 @@ async fn available_or_why(admin: &Client) -> serde_json::Value {
             )
         })
         .collect();
-    panic!(
-        "ClusterOperator cluster-api not Available after {T:?}: {conditions:#}\npods:\n{}\ndeployments in {NS}:\n{}",
+    let replica_sets: Vec<String> = Api::<ReplicaSet>::namespaced(admin.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .iter()
+        .map(|rs| {
+            let spec = rs.spec.clone().unwrap_or_default();
+            let args = spec
+                .template
+                .and_then(|t| t.spec)
+                .map(|s| s.containers[0].args.clone().unwrap_or_default())
+                .unwrap_or_default();
+            format!(
+                "{}: replicas {:?}, args {args:?}",
+                rs.name_any(),
+                spec.replicas
+            )
+        })
+        .collect();
+    format!(
+        "ClusterOperator conditions: {:#}\nClusterAPI cluster status: {cluster_api:#}\npods:\n{}\ndeployments in {NS}:\n{}\nreplica sets in {NS}:\n{}",
+        operator["conditions"],
         pods.join("\n"),
-        deployments.join("\n")
-    );
+        deployments.join("\n"),
+        replica_sets.join("\n")
+    )
 }
 
 /// The images ConfigMap's name (the release's, in the installer's namespace).
@@ -812,15 +863,19 @@ async fn upgrade(
             .clone()
             .unwrap_or_default()
     };
-    let new_rs = eventually(T, "the AWS manager's ReplicaSet of the release", || async {
-        replica_sets(admin, AWS_DEPLOYMENT)
-            .await
-            .into_iter()
-            .find(|rs| {
-                let scaled_up = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) >= 1;
-                scaled_up && args_of(rs).iter().any(|a| a == flag)
-            })
-    })
+    let new_rs = eventually_or_why(
+        admin,
+        "the AWS manager's ReplicaSet of the release",
+        || async {
+            replica_sets(admin, AWS_DEPLOYMENT)
+                .await
+                .into_iter()
+                .find(|rs| {
+                    let scaled_up = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) >= 1;
+                    scaled_up && args_of(rs).iter().any(|a| a == flag)
+                })
+        },
+    )
     .await;
     let revision = current_revision(cluster_api, n).await;
     assert!(

@@ -119,6 +119,14 @@ pub(crate) enum DeploymentError {
     },
 }
 
+/// The pod template's annotation that carries a digest of the release's images: the installer reads
+/// the images ConfigMap once, at start, so every change of it must replace its pods. The image
+/// volumes alone do not: a rollback to the image a kept revision still names mounts the same set as
+/// the upgrade before it (the release's image and the kept one trade places), and the pods that read
+/// the upgrade's ConfigMap would go on installing it. Set with the image volumes only: without them
+/// the pod stays the template's (a Deployment taken over from an earlier release rolls nothing).
+pub(crate) const RELEASE_IMAGES_ANNOTATION: &str = "capi-installer.openshift.io/release-images";
+
 /// The images the installer's pod mounts: every release image and every image a kept revision
 /// names (`cluster_api_status`: the status of `ClusterAPI/cluster`, `Value::Null` without one);
 /// none when `config.image_volumes` is off.
@@ -173,7 +181,25 @@ pub(crate) fn desired(
             source,
         }
     })?;
+    if !references.is_empty() {
+        deployment["spec"]["template"]["metadata"]["annotations"][RELEASE_IMAGES_ANNOTATION] =
+            Value::String(release_digest(release));
+    }
     Ok(deployment)
+}
+
+/// A digest of the release's images (key and reference of each, in key order), hex, 16 characters:
+/// what tells one release's images from another's in the pod template.
+fn release_digest(release: &Images) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (key, reference) in release {
+        hasher.update(key.as_bytes());
+        hasher.update(b"=");
+        hasher.update(reference.as_bytes());
+        hasher.update(b"\n");
+    }
+    capi_object::lower_hex(&hasher.finalize()[..8])
 }
 
 fn template() -> Result<Value, DeploymentError> {
@@ -507,6 +533,48 @@ mod tests {
                 .map(String::as_str)
                 .collect::<Vec<_>>()[..]
         );
+    }
+
+    /// An upgrade from image a1 to a2 while revision 1 (a1) is kept, then the rollback to a1 while
+    /// revision 2 (a2) is kept: the same images mounted, yet the installer's pods must roll, since
+    /// each read its release's images at start.
+    #[test]
+    fn a_rollback_to_a_kept_image_replaces_the_installer_s_pods() {
+        let kept = |image: &str| {
+            json!({"revisions": [{"name": "r", "revision": 1, "components": [
+                {"name": "cluster-api-provider-aws", "type": "Image", "image": {"ref": image, "profile": "default"}}]}]})
+        };
+        let (a1, a2) = ("quay.io/a@sha256:a1", "quay.io/a@sha256:a2");
+        let upgrade = desired(
+            &config(),
+            &release(&[("aws-cluster-api-controllers", a2)]),
+            &kept(a1),
+        )
+        .unwrap();
+        let rollback = desired(
+            &config(),
+            &release(&[("aws-cluster-api-controllers", a1)]),
+            &kept(a2),
+        )
+        .unwrap();
+        let template = |d: &Value| d["spec"]["template"].clone();
+        assert_eq!(
+            template(&upgrade)["spec"]["volumes"],
+            template(&rollback)["spec"]["volumes"]
+        );
+        assert_ne!(template(&upgrade), template(&rollback));
+        let annotation = |d: &Value| {
+            d["spec"]["template"]["metadata"]["annotations"][RELEASE_IMAGES_ANNOTATION].clone()
+        };
+        assert_ne!(annotation(&upgrade), annotation(&rollback));
+        // The same release and kept revisions: the same pod.
+        let again = desired(
+            &config(),
+            &release(&[("aws-cluster-api-controllers", a1)]),
+            &kept(a2),
+        )
+        .unwrap();
+        assert_eq!(template(&again), template(&rollback));
     }
 
     #[test]
