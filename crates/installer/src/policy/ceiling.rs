@@ -232,7 +232,8 @@ pub(crate) fn triples(rule: &Value) -> Vec<Triple> {
     out
 }
 
-fn strings(v: Option<&Value>) -> Vec<&str> {
+/// The strings of a JSON list (an RBAC rule's `apiGroups`, `resources`, `verbs`); none when absent.
+pub(super) fn strings(v: Option<&Value>) -> Vec<&str> {
     v.and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -60,7 +60,7 @@ pub use references::Among;
 pub(crate) use references::Holdings;
 pub(crate) use stored::Stored;
 
-use ceiling::{Coverage, Scope};
+use ceiling::{Coverage, Scope, strings};
 
 /// The installer's leader-election Lease (also covered by the `capi-installer` name prefix).
 pub const LEADER_LEASE: &str = "capi-installer-leader";
@@ -293,15 +293,13 @@ pub fn check(
             // Objects without identity are refused by planning, with their own message.
             continue;
         };
-        let before = out.len();
-        let mut v = |rule: Rule, detail: String| {
-            out.push(Violation {
-                origin: o.origin.clone(),
-                object: key.clone(),
-                rule,
-                detail,
-            })
+        let violation = |rule: Rule, detail: String| Violation {
+            origin: o.origin.clone(),
+            object: key.clone(),
+            rule,
+            detail,
         };
+        let before = out.len();
         check_object(
             &key,
             o.object,
@@ -309,19 +307,17 @@ pub fn check(
             &bundle,
             among,
             Reading::Text,
-            &mut v,
+            &mut |rule, detail| out.push(violation(rule, detail)),
         );
         // An object a rule refused is not judged field by field again: the rule said why.
         if out.len() == before {
-            let mut v = |rule: Rule, detail: String| {
-                out.push(Violation {
-                    origin: o.origin.clone(),
-                    object: key.clone(),
-                    rule,
-                    detail,
-                })
-            };
-            fields::check(&key.group, &key.kind, o.object, &config.fields, &mut v);
+            fields::check(
+                &key.group,
+                &key.kind,
+                o.object,
+                &config.fields,
+                &mut |rule, detail| out.push(violation(rule, detail)),
+            );
         }
     }
     out.sort_by(|a, b| a.origin.cmp(&b.origin));
@@ -618,10 +614,6 @@ fn items(v: Option<&Value>) -> impl Iterator<Item = (usize, &Value)> {
         .into_iter()
         .flatten()
         .enumerate()
-}
-
-fn strings(v: Option<&Value>) -> Vec<&str> {
-    items(v).filter_map(|(_, s)| s.as_str()).collect()
 }
 
 fn rbac_rules(data: &Value, scope: Scope, config: &PolicyConfig, v: &mut Report<'_>) {

@@ -16,6 +16,8 @@
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
+use super::ceiling::strings;
+
 const GROUP: &str = "apiextensions.k8s.io";
 const RESOURCES: [&str; 2] = [
     "customresourcedefinitions",
@@ -65,14 +67,6 @@ pub(crate) fn narrow(objects: &mut [&mut DynamicObject]) -> Vec<String> {
         *rules = out;
     }
     narrowed
-}
-
-fn strings(v: Option<&Value>) -> Vec<&str> {
-    v.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
 }
 
 /// The rule as a read rule (if it reads) and a write rule on `own`, when it has the narrowable shape.
