@@ -582,12 +582,6 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
     }
     // The policy refused everything before the API server had to: no request of the installer was
     // denied under its RBAC.
-    let ua = capi_installer_controller::user_agent();
-    let denied: Vec<String> = env
-        .audit()
-        .iter()
-        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
-        .map(describe)
-        .collect();
+    let denied = installer_denials(&env.audit());
     assert!(denied.is_empty(), "denied to the installer: {denied:?}");
 }

@@ -409,52 +409,16 @@ where
 {
     let waited = tokio::time::timeout(T, eventually(T + T, what, check)).await;
     waited.unwrap_or_else(|_| {
-        let logs = cp.pod_logs_dir().unwrap();
         let mut shown = String::new();
         for deployment in [AWS_DEPLOYMENT, "capi-controller-manager"] {
-            shown.push_str(&format!(
-                "\n--- {deployment}:\n{}",
-                tail(&container_logs(&logs, NS, deployment), 60)
-            ));
+            let logs = cp.deployment_logs(NS, deployment).unwrap_or_default();
+            shown.push_str(&format!("\n--- {deployment}:\n{}", last_lines(&logs, 60)));
         }
         panic!(
             "timed out after {T:?} waiting for {what}{shown}\n--- moto:\n{}",
-            tail(&ec2.log(), 40)
+            last_lines(&ec2.log(), 40)
         )
     })
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// Every log the kubelet kept of the Deployment's pods (`<ns>_<pod>_<uid>/<container>/<n>.log`).
-fn container_logs(pod_logs: &std::path::Path, ns: &str, deployment: &str) -> String {
-    let mut text = String::new();
-    let prefix = format!("{ns}_{deployment}-");
-    let Ok(pods) = std::fs::read_dir(pod_logs) else {
-        return text;
-    };
-    for pod in pods.filter_map(|e| e.ok()) {
-        if !pod.file_name().to_string_lossy().starts_with(&prefix) {
-            continue;
-        }
-        for container in std::fs::read_dir(pod.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            for log in std::fs::read_dir(container.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                text.push_str(&std::fs::read_to_string(log.path()).unwrap_or_default());
-            }
-        }
-    }
-    text
 }
 
 /// The AWSMachineTemplate of a worker in `zone`, as OpenShift converts its Machine API provider spec

@@ -1124,13 +1124,7 @@ async fn every_forks_current_profile_installs_under_the_shipped_bounds() {
         own.sort();
         assert_eq!(names, own, "{rule}");
     }
-    let ua = capi_installer_controller::user_agent();
-    let denied: Vec<String> = env
-        .audit()
-        .iter()
-        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
-        .map(describe)
-        .collect();
+    let denied = installer_denials(&env.audit());
     assert!(denied.is_empty(), "denied to the installer: {denied:?}");
 }
 

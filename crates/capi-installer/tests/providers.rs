@@ -85,13 +85,7 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     );
     platform_provider_object(&env).await;
     uninstall(&client).await;
-    let ua = capi_installer_controller::user_agent();
-    let denied: Vec<String> = env
-        .audit()
-        .iter()
-        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
-        .map(describe)
-        .collect();
+    let denied = installer_denials(&env.audit());
     assert!(denied.is_empty(), "denied to the installer: {denied:?}");
 }
 

@@ -65,13 +65,7 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
             "status -o {format}: {stdout}{stderr}"
         );
     }
-    let ua = capi_installer_controller::user_agent();
-    let denied: Vec<String> = env
-        .audit()
-        .iter()
-        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
-        .map(describe)
-        .collect();
+    let denied = installer_denials(&env.audit());
     assert!(
         denied.is_empty(),
         "requests denied to the installer's ServiceAccount: {denied:?}"
@@ -105,12 +99,7 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     )
     .await;
     assert!(available.message.contains("aws"), "{available:?}");
-    let denied: Vec<String> = env
-        .audit()
-        .iter()
-        .filter(|e| e.user_agent.as_deref() == Some(ua.as_str()) && e.response_code == Some(403))
-        .map(describe)
-        .collect();
+    let denied = installer_denials(&env.audit());
     assert!(
         denied.is_empty(),
         "requests denied to the installer's ServiceAccount: {denied:?}"

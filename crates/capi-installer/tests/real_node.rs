@@ -14,14 +14,13 @@
 //! (`hack/node-prerequisites.sh`); skips without the images outside CI.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use control_plane::{ControlPlane, ControlPlaneOptions, NodeOptions};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use test_support::*;
@@ -110,7 +109,7 @@ async fn the_installed_providers_run_on_a_real_node() {
     apply_release_manifests(&admin, "0000_31_capi-controllers").await;
 
     // The installer pods install core and aws; Available only once the real managers are Ready.
-    let status = available_or_why(&admin).await;
+    let status = available_or_why(&cp, &admin).await;
     let available_at: k8s_openapi::jiff::Timestamp = condition(&status, "Available")
         .expect("an Available condition")
         .since
@@ -327,13 +326,12 @@ async fn the_installed_providers_run_on_a_real_node() {
             "{account} wrote in steady state: {writes:#?}"
         );
     }
-    let logs = cp.pod_logs_dir().unwrap();
     for (ns, deployment) in [
         (NS, CORE_DEPLOYMENT),
         (NS, AWS_DEPLOYMENT),
         (INSTALLER_NS, DEPLOYER),
     ] {
-        let log = container_logs(&logs, ns, deployment);
+        let log = cp.deployment_logs(ns, deployment).expect("a real node");
         assert!(!log.is_empty(), "no log of {deployment}");
         let forbidden: Vec<&str> = log
             .lines()
@@ -382,7 +380,7 @@ async fn the_installed_providers_run_on_a_real_node() {
         "a lost pod is neither a rollout nor (yet) degraded: {reported:#}"
     );
     cordon(&admin, false).await;
-    let status = available_or_why(&admin).await;
+    let status = available_or_why(&cp, &admin).await;
     let back_at: k8s_openapi::jiff::Timestamp = condition(&status, "Available")
         .unwrap()
         .since
@@ -426,13 +424,13 @@ async fn the_installed_providers_run_on_a_real_node() {
         ),
     );
     let new_aws = next["aws-cluster-api-controllers"].clone();
-    let rolled = upgrade(&admin, &cluster_api, &next, 2, "--v=2").await;
+    let rolled = upgrade(&cp, &admin, &cluster_api, &next, 2, "--v=2").await;
     assert!(
         rolled.iter().any(|m| m == &old_aws) && rolled.iter().any(|m| m == &new_aws),
         "the new aws image mounted beside the one revision 1 keeps: {rolled:?}"
     );
     // And back (a rollback is a release like any other): the first image, revision 3, the first flags.
-    let rolled = upgrade(&admin, &cluster_api, &release, 3, "--v=0").await;
+    let rolled = upgrade(&cp, &admin, &cluster_api, &release, 3, "--v=0").await;
     assert!(
         rolled.iter().any(|m| m == &new_aws),
         "the image revision 2 keeps stays mounted while it is kept: {rolled:?}"
@@ -549,50 +547,27 @@ async fn replica_sets(client: &Client, deployment: &str) -> Vec<ReplicaSet> {
         .collect()
 }
 
-/// Every log the kubelet kept of the Deployment's pods (`<ns>_<pod>_<uid>/<container>/<n>.log`).
-fn container_logs(pod_logs: &Path, ns: &str, deployment: &str) -> String {
-    let mut text = String::new();
-    let Ok(pods) = std::fs::read_dir(pod_logs) else {
-        return text;
-    };
-    for pod in pods.filter_map(|e| e.ok()) {
-        let name = pod.file_name().to_string_lossy().into_owned();
-        if !name.starts_with(&format!("{ns}_{deployment}-")) {
-            continue;
-        }
-        for container in std::fs::read_dir(pod.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            for log in std::fs::read_dir(container.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                text.push_str(&std::fs::read_to_string(log.path()).unwrap_or_default());
-            }
-        }
-    }
-    text
-}
-
 /// Waits for the ClusterOperator to be Available; when it is not within [`T`], fails with its
 /// conditions and what the node's pods are doing (waiting reasons, restarts, the last termination),
 /// which is what tells a slow start from a crash loop.
-async fn available_or_why(admin: &Client) -> serde_json::Value {
+async fn available_or_why(cp: &ControlPlane, admin: &Client) -> serde_json::Value {
     let conditions = match try_wait_available(admin, T).await {
         Ok(status) => return status,
         Err(conditions) => conditions,
     };
     panic!(
         "ClusterOperator cluster-api not Available after {T:?}: {conditions:#}\n{}",
-        why(admin).await
+        why(cp, admin).await
     );
 }
 
 /// [`eventually`], but a timeout also prints where the installation stands ([`why`]).
-async fn eventually_or_why<V, F, Fut>(admin: &Client, what: &str, mut check: F) -> V
+async fn eventually_or_why<V, F, Fut>(
+    cp: &ControlPlane,
+    admin: &Client,
+    what: &str,
+    mut check: F,
+) -> V
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<V>>,
@@ -605,7 +580,7 @@ where
         if Instant::now() > deadline {
             panic!(
                 "timed out after {T:?} waiting for {what}\n{}",
-                why(admin).await
+                why(cp, admin).await
             );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -613,9 +588,9 @@ where
 }
 
 /// Where the installation stands, for a failure message: the ClusterOperator's conditions,
-/// `ClusterAPI/cluster` status, the pods of both namespaces (the installer's with the tail of its
-/// log), the providers' Deployments and ReplicaSets.
-async fn why(admin: &Client) -> String {
+/// `ClusterAPI/cluster` status, the pods of both namespaces, the tail of the installer's and the
+/// deployer's logs, the providers' Deployments and ReplicaSets.
+async fn why(cp: &ControlPlane, admin: &Client) -> String {
     let operator = co_status(admin).await.unwrap_or_default();
     let cluster_api = api_for(admin, "operator.openshift.io/v1alpha1", "ClusterAPI", None)
         .await
@@ -645,29 +620,19 @@ async fn why(admin: &Client) -> String {
                     serde_json::to_string(&c.state).unwrap_or_default(),
                     serde_json::to_string(&c.last_state).unwrap_or_default()
                 ));
-                // The installer's own account of where it is (its log through the kubelet).
-                if ns == INSTALLER_NS {
-                    let tail = LogParams {
-                        container: Some(c.name.clone()),
-                        tail_lines: Some(25),
-                        ..LogParams::default()
-                    };
-                    let pods_api = Api::<Pod>::namespaced(admin.clone(), ns);
-                    let pod_name = pod.metadata.name.clone().unwrap_or_default();
-                    let log = match tokio::time::timeout(
-                        Duration::from_secs(20),
-                        pods_api.logs(&pod_name, &tail),
-                    )
-                    .await
-                    {
-                        Ok(Ok(log)) => log,
-                        Ok(Err(e)) => format!("(no log: {e})"),
-                        Err(_) => "(no log within 20 s)".to_string(),
-                    };
-                    pods.push(format!("  log of {name}:\n{log}"));
-                }
             }
         }
+    }
+    // The installer's and the deployer's own account of where they are (the kubelet's log files:
+    // the API server cannot reach this node's kubelet by its name).
+    for deployment in ["capi-installer", DEPLOYER] {
+        let log = cp
+            .deployment_logs(INSTALLER_NS, deployment)
+            .unwrap_or_default();
+        pods.push(format!(
+            "  log of {INSTALLER_NS}/{deployment}:\n{}",
+            last_lines(&log, 25)
+        ));
     }
     let deployments: Vec<String> = Api::<Deployment>::namespaced(admin.clone(), NS)
         .list(&ListParams::default())
@@ -817,6 +782,7 @@ async fn current_revision(api: &Api<kube::api::DynamicObject>, n: i64) -> Revisi
 /// for the installer to make revision `n` current with that image, for the AWS manager to roll out
 /// through a new ReplicaSet to `flag`, and for the images no kept revision names to be unmounted.
 async fn upgrade(
+    cp: &ControlPlane,
     admin: &Client,
     cluster_api: &Api<kube::api::DynamicObject>,
     images: &BTreeMap<String, String>,
@@ -864,6 +830,7 @@ async fn upgrade(
             .unwrap_or_default()
     };
     let new_rs = eventually_or_why(
+        cp,
         admin,
         "the AWS manager's ReplicaSet of the release",
         || async {

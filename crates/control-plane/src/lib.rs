@@ -614,6 +614,35 @@ impl ControlPlane {
         self.node.as_ref().map(|n| n.files.root.join("pod-logs"))
     }
 
+    /// Every log the real node's kubelet kept of the pods of Deployment `namespace/deployment` (each
+    /// container's, each restart's), concatenated; `None` without a node.
+    pub fn deployment_logs(&self, namespace: &str, deployment: &str) -> Option<String> {
+        let prefix = format!("{namespace}_{deployment}-");
+        let mut text = String::new();
+        let Ok(pods) = std::fs::read_dir(self.pod_logs_dir()?) else {
+            return Some(text);
+        };
+        for pod in pods.flatten() {
+            if !pod.file_name().to_string_lossy().starts_with(&prefix) {
+                continue;
+            }
+            for container in std::fs::read_dir(pod.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                for log in std::fs::read_dir(container.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    text.push_str(&std::fs::read_to_string(log.path()).unwrap_or_default());
+                }
+            }
+        }
+        Some(text)
+    }
+
     /// The folder holding kubeconfig, audit.log, logs/, pids/, pki/ and etcd/.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -223,7 +223,7 @@ impl Ec2 {
                 "tools/moto/ec2.py {args:?}: {}\n{}\nmoto's log:\n{}",
                 output.status,
                 String::from_utf8_lossy(&output.stderr),
-                tail(&self.log())
+                crate::last_lines(&self.log(), 40)
             );
         }
         serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
@@ -283,9 +283,4 @@ fn venv_bin() -> PathBuf {
         .find(|l| !l.trim().is_empty())
         .unwrap_or_else(|| panic!("{} printed no folder", script.display()));
     PathBuf::from(dir.trim())
-}
-
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
 }

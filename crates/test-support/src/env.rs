@@ -77,6 +77,12 @@ pub fn with_user_agent(mut config: kube::Config, user_agent: &str) -> Client {
     Client::try_from(config).expect("client")
 }
 
+/// The last `n` lines of `text`, for a failure message.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 /// Polls `check` until it returns `Some`, or panics with `what` after `timeout`.
 pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
 where

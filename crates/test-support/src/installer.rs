@@ -23,6 +23,15 @@ pub fn installer_writes(events: &[AuditEvent], after: Option<Timestamp>) -> Vec<
     writes(&requests_of(events, &user_agent(), after))
 }
 
+/// The installer's requests (its user agent) that the API server denied (403), described.
+pub fn installer_denials(events: &[AuditEvent]) -> Vec<String> {
+    requests_of(events, &user_agent(), None)
+        .iter()
+        .filter(|e| e.response_code == Some(403))
+        .map(crate::describe)
+        .collect()
+}
+
 /// The installer's requests during `quiet`, counted from the last audit event after a 5 s pause (so a
 /// reconcile in flight ends first). A fixed wait by nature: it watches that nothing happens.
 pub async fn installer_requests_over(env: &Env, quiet: Duration) -> Vec<AuditEvent> {
