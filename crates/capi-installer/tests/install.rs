@@ -110,15 +110,6 @@ async fn assert_admission_after_workloads(env: &Env, objects: &[ObjectKey]) {
     assert!(checked > 0, "the ConfigMap has admission objects");
 }
 
-/// The REST resource (plural) of the kinds the fixtures ship, as the audit log names them.
-fn plural(kind: &str) -> String {
-    let lower = kind.to_lowercase();
-    match lower.strip_suffix('y') {
-        Some(stem) => format!("{stem}ies"),
-        None => format!("{lower}s"),
-    }
-}
-
 /// When the installer first wrote each of `objects` (audit log), in their order.
 fn first_writes(env: &Env, objects: &[&ObjectKey]) -> Vec<MicroTime> {
     let writes = installer_writes(&env.audit(), None);
@@ -127,14 +118,7 @@ fn first_writes(env: &Env, objects: &[&ObjectKey]) -> Vec<MicroTime> {
         .map(|id| {
             writes
                 .iter()
-                .find(|e| {
-                    e.object_ref.as_ref().is_some_and(|o| {
-                        o.name.as_deref() == Some(id.name.as_str())
-                            && o.api_group == id.group
-                            && o.resource == plural(&id.kind)
-                            && o.subresource.is_none()
-                    })
-                })
+                .find(|e| names_object(e, id))
                 .unwrap_or_else(|| panic!("no write of {id} in the audit log"))
                 .stage_timestamp
                 .clone()

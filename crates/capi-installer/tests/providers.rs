@@ -7,6 +7,8 @@
 use std::process::Command;
 use std::time::Duration;
 
+use capi_manifests::ObjectKey;
+use control_plane::AuditEvent;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -87,6 +89,112 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     uninstall(&client).await;
     let denied = installer_denials(&env.audit());
     assert!(denied.is_empty(), "denied to the installer: {denied:?}");
+}
+
+/// Core first, then the infrastructure providers at once (issue 30). While core is refused, aws and
+/// gcp wait for it and the installer sends nothing for their objects; once core is mended, the first
+/// pass that reaches them reconciles both at the same time: a request for a gcp object comes before
+/// the last request for an aws object of that pass (the pass ends with its ClusterOperator write), which
+/// one provider after the other — aws before gcp in install order — can never do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn infrastructure_providers_wait_for_core_then_install_at_once() {
+    let env = Env::start(true).await;
+    let client = env.admin.clone();
+    set_platform(&client, "AWS").await;
+    if load_payload(&client, &[CORE_CM, AWS_CM, GCP_CM])
+        .await
+        .is_none()
+    {
+        return;
+    }
+    load_infrastructure_provider_crd(&client).await;
+    let core = fixture_components(CORE_CM);
+    let stray = "\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: stray, namespace: kube-system}\n";
+    put_components(&client, CORE_CM, &format!("{core}{stray}")).await;
+    request_provider(&client, "gcp").await;
+    let _installer = Running::as_admin(&env, config());
+
+    let waiting = eventually(MINUTE, "aws and gcp waiting for core", || async {
+        let s = co_status(&client).await?;
+        let progressing = condition(&s, "Progressing")?;
+        let message = progressing.message;
+        (message.contains("aws v2.10.0: waiting for ConfigMap cluster-api")
+            && message.contains("gcp v1.11.0: waiting for ConfigMap cluster-api"))
+        .then_some(message)
+    })
+    .await;
+    let aws_objects = fixture_objects(AWS_CM);
+    let gcp_objects = fixture_objects(GCP_CM);
+    let of = |objects: &[ObjectKey], events: &[AuditEvent]| -> Vec<AuditEvent> {
+        events
+            .iter()
+            .filter(|e| objects.iter().any(|k| names_object(e, k)))
+            .cloned()
+            .collect()
+    };
+    let installer = installer_requests(&env.audit());
+    assert!(
+        of(&aws_objects, &installer).is_empty() && of(&gcp_objects, &installer).is_empty(),
+        "nothing of aws or gcp is sent while core is refused ({waiting})"
+    );
+
+    put_components(&client, CORE_CM, &core).await;
+    let s = wait_available(&client, 3 * MINUTE).await;
+    let available = condition(&s, "Available").unwrap();
+    assert!(
+        available.message.contains("aws v") && available.message.contains("gcp v1.11.0"),
+        "{available:?}"
+    );
+    let installer = installer_requests(&env.audit());
+    let (aws, gcp) = (of(&aws_objects, &installer), of(&gcp_objects, &installer));
+    let start = |e: &AuditEvent| {
+        e.request_received_timestamp
+            .clone()
+            .unwrap_or_else(|| e.stage_timestamp.clone())
+            .0
+    };
+    let first = aws
+        .iter()
+        .chain(&gcp)
+        .map(start)
+        .min()
+        .expect("aws and gcp requests");
+    let pass_end = installer
+        .iter()
+        .filter(|e| {
+            e.object_ref
+                .as_ref()
+                .is_some_and(|o| o.resource == "clusteroperators")
+                && e.is_write()
+                && e.stage_timestamp.0 > first
+        })
+        .map(|e| e.stage_timestamp.0)
+        .min()
+        .expect("a ClusterOperator write after the first pass that reached aws and gcp");
+    let in_pass = |events: &[AuditEvent]| -> Vec<AuditEvent> {
+        events
+            .iter()
+            .filter(|e| e.stage_timestamp.0 < pass_end)
+            .cloned()
+            .collect()
+    };
+    let (aws, gcp) = (in_pass(&aws), in_pass(&gcp));
+    let first_gcp = gcp
+        .iter()
+        .map(start)
+        .min()
+        .expect("gcp requests in that pass");
+    let last_aws = aws
+        .iter()
+        .map(|e| e.stage_timestamp.0)
+        .max()
+        .expect("aws requests in that pass");
+    assert!(
+        first_gcp < last_aws,
+        "aws and gcp reconciled at once: gcp's first request at {first_gcp}, aws's last of the pass at {last_aws}\naws: {:#?}\ngcp: {:#?}",
+        aws.iter().map(describe).collect::<Vec<_>>(),
+        gcp.iter().map(describe).collect::<Vec<_>>()
+    );
 }
 
 /// gcp installs and is Available while aws (the platform's) is refused; the ClusterOperator says which.

@@ -4,7 +4,8 @@
 //! CPU (BENCHMARKS.md, `reconcile_cpu`). On a worker thread of the async runtime such a step holds up
 //! every task queued behind it — watch events, the health probes, the metrics endpoint — for as long;
 //! on tokio's blocking pool the workers stay free, and the step's own thread is the only one it
-//! occupies. A reconcile runs its steps one at a time, so at most one such thread works per reconcile.
+//! occupies. Decoding and planning run one provider after the other; compressing and replaying
+//! revisions run in each provider's own reconcile, so up to one such thread per infrastructure provider.
 
 use std::time::Duration;
 

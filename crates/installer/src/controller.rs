@@ -8,9 +8,11 @@
 //!    providers to uninstall (pure);
 //! 2. [`Round::new`]: the available sources that provide them (pure, from watch caches), and what
 //!    rendering needs this pass (see [`crate::round`]);
-//! 3. per provider, in install order: [`order::admit`] (who waits for whom), the round's planner
-//!    ([`Reconciler::prepare`]), [`Reconciler::reconcile`] → [`Outcome`] (see [`crate::reconcile`]);
-//!    then each uninstall ([`Reconciler::uninstall`]);
+//! 3. every provider planned, in install order, by the round's planner ([`Reconciler::prepare`], pure
+//!    but for discovery); then reconciled ([`Reconciler::reconcile`] → [`Outcome`], see
+//!    [`crate::reconcile`]) as [`order::admit`] lets it (who waits for whom): core first, then every
+//!    infrastructure provider's chain at once ([`order::chains`]); then each uninstall
+//!    ([`Reconciler::uninstall`]);
 //! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, each provider's record
 //!    and each `InfrastructureProvider`'s status; written only when they differ from what is stored.
 //!
@@ -46,13 +48,14 @@ use crate::optional_watch::OptionalKind;
 use crate::order::{self, Admit};
 use crate::outcome::{Outcome, ProviderState};
 use crate::policy;
+use crate::prepare::Prepared;
 use crate::reconcile::Reconciler;
 use crate::report::cluster_api::Recording;
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
 use crate::round::Round;
 use crate::source::profile::ProfileCatalog;
-use crate::source::{self, SourceCatalog, SourceError, SourceId, configmap};
+use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configmap};
 use crate::tls;
 use crate::trigger::{spawn_trigger, watch_cluster_api};
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
@@ -533,33 +536,13 @@ impl Installer {
             .with_fields(&fields)
             .with_unmanaged(unmanaged.clone())
             .with_live_crds(self.reconciler.live_crds().await);
-        let mut planner = round.planner();
-        let selection = &round.selection;
-        let mut outcomes: Vec<Outcome> = Vec::new();
-        for target in &selection.targets {
-            let outcome = match order::admit(target, &outcomes, &selection.missing) {
-                Admit::Blocked { behind } => {
-                    let blocked = ProviderState::Blocked { behind };
-                    self.reconciler.not_reconciled(target, Ok(blocked)).await
-                }
-                admit => {
-                    let payload = self.load(&target.source.id).await;
-                    // The version its source declared when the payload was read: the source may have
-                    // changed since the round selected it.
-                    let target = &target.as_read(&payload);
-                    let prepared = self.reconciler.prepare(&mut planner, target, payload).await;
-                    self.reconciler
-                        .reconcile(target, prepared, &round, admit.until())
-                        .await
-                }
-            };
-            outcomes.push(outcome);
-        }
+        let plans = self.plan(&round).await;
+        let mut outcomes = self.reconcile_plans(plans, &round).await;
         let recording = self
             .record_revisions(&outcomes, &round.ctx.substitutions)
             .await;
         // After every selected provider, so that a refused second source of core holds nothing back.
-        for refused in &selection.refused {
+        for refused in &round.selection.refused {
             let error = ProviderError::DuplicateSource {
                 provider: format!(
                     "{} ({})",
@@ -594,6 +577,87 @@ impl Installer {
             })
             .collect();
         (round.selection.missing, outcomes, unselected, recording)
+    }
+
+    /// The pure step of a pass, once for every selected provider, in install order: each plan claims
+    /// CRD names and knows the kinds of the providers planned before it, as if they were applied (as
+    /// `render` and `diff` plan), so that no plan waits for another provider's writes.
+    async fn plan(&self, round: &Round) -> Vec<(Target, Result<Prepared, ProviderError>)> {
+        let mut planner = round.planner_ahead();
+        let mut plans = Vec::with_capacity(round.selection.targets.len());
+        for target in &round.selection.targets {
+            let payload = self.load(&target.source.id).await;
+            // The version its source declared when the payload was read: the source may have changed
+            // since the round selected it.
+            let target = target.as_read(&payload);
+            let prepared = self
+                .reconciler
+                .prepare(&mut planner, &target, payload)
+                .await;
+            plans.push((target, prepared));
+        }
+        plans
+    }
+
+    /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure
+    /// provider's chain (the provider, then its companion) at once, each admitted from core's outcomes
+    /// and its own chain's. The outcomes come back in install order.
+    async fn reconcile_plans(
+        &self,
+        plans: Vec<(Target, Result<Prepared, ProviderError>)>,
+        round: &Round,
+    ) -> Vec<Outcome> {
+        let count = plans.len();
+        let (core, chains) = order::chains(plans, |(target, _)| target);
+        let mut first = Vec::new();
+        for (index, plan) in core {
+            let earlier: Vec<&Outcome> = first.iter().map(|(_, o)| o).collect();
+            let outcome = self.admit_and_reconcile(plan, &earlier, round).await;
+            first.push((index, outcome));
+        }
+        let first_outcomes: Vec<&Outcome> = first.iter().map(|(_, o)| o).collect();
+        let rest = futures::future::join_all(chains.into_iter().map(|chain| {
+            let core = &first_outcomes;
+            async move {
+                let mut done: Vec<(usize, Outcome)> = Vec::with_capacity(chain.len());
+                for (index, plan) in chain {
+                    let earlier: Vec<&Outcome> = core
+                        .iter()
+                        .copied()
+                        .chain(done.iter().map(|(_, o)| o))
+                        .collect();
+                    let outcome = self.admit_and_reconcile(plan, &earlier, round).await;
+                    done.push((index, outcome));
+                }
+                done
+            }
+        }))
+        .await;
+        let mut indexed: Vec<(usize, Outcome)> = first;
+        indexed.extend(rest.into_iter().flatten());
+        indexed.sort_by_key(|(index, _)| *index);
+        debug_assert_eq!(indexed.len(), count);
+        indexed.into_iter().map(|(_, outcome)| outcome).collect()
+    }
+
+    /// One provider of a pass: reconciled as far as [`order::admit`] lets it go after `earlier`.
+    async fn admit_and_reconcile(
+        &self,
+        (target, prepared): (Target, Result<Prepared, ProviderError>),
+        earlier: &[&Outcome],
+        round: &Round,
+    ) -> Outcome {
+        match order::admit(&target, earlier, &round.selection.missing) {
+            Admit::Blocked { behind } => {
+                let blocked = ProviderState::Blocked { behind };
+                self.reconciler.not_reconciled(&target, Ok(blocked)).await
+            }
+            admit => {
+                self.reconciler
+                    .reconcile(&target, prepared, round, admit.until())
+                    .await
+            }
+        }
     }
 
     /// A source's payload, decoded off the async runtime (a transport ConfigMap is up to 1 MiB of

@@ -163,6 +163,10 @@ pub(crate) struct Inventories {
     name: String,
     namespace: String,
     memory: Mutex<Memory>,
+    /// Held from choosing what changed until the write is remembered: providers reconciled at once
+    /// must not send one key's older text after another's newer one (each write carries every staged
+    /// change), nor both create the ConfigMap.
+    writing: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -186,6 +190,7 @@ impl Inventories {
             name: name.to_string(),
             namespace: namespace.to_string(),
             memory: Mutex::default(),
+            writing: tokio::sync::Mutex::default(),
         }
     }
 
@@ -330,6 +335,7 @@ impl Inventories {
     /// for a key it has not stored, from what the watch shows), and removes `removed`: one merge
     /// patch.
     async fn write_changes(&self, removed: Option<&str>) -> Result<(), InventoryError> {
+        let _writing = self.writing.lock().await;
         let live = self.live.get(&self.object_ref());
         let live_data = live
             .as_ref()

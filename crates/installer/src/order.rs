@@ -1,8 +1,10 @@
 //! Who waits for whom: the one ordering rule between the providers of a pass. Pure.
 //!
-//! Providers are reconciled in install order ([`crate::source::select`]: core first, then each
-//! infrastructure provider followed by its companion), and each is admitted by [`admit`] from the
-//! outcomes of those before it:
+//! Every provider of a pass is planned first, in install order ([`crate::source::select`]: core first,
+//! then each infrastructure provider followed by its companion). Then the providers are reconciled in
+//! [`chains`]: core's first; then every other chain — an infrastructure provider and its companion, in
+//! that order — at the same time as the others. Each provider is admitted by [`admit`] from the outcomes
+//! of those it may wait for (core's, and those before it in its chain):
 //! - core serves before any infrastructure provider starts (their controllers need core's CRDs and
 //!   conversion webhooks) — a core provider without a source included;
 //! - an infrastructure provider's companion (`openshift-cluster-api-<infra>`) waits for that provider;
@@ -55,7 +57,7 @@ impl Admit {
 
 /// Whether `target` is reconciled now, after `earlier` (the outcomes of the providers before it in
 /// install order) and with `missing` (the required providers without a source).
-pub(crate) fn admit(target: &Target, earlier: &[Outcome], missing: &[Wanted]) -> Admit {
+pub(crate) fn admit(target: &Target, earlier: &[&Outcome], missing: &[Wanted]) -> Admit {
     let infrastructure = target.source.provider_type == ProviderType::Infrastructure;
     if infrastructure
         && let Some(core) = missing
@@ -86,6 +88,37 @@ pub(crate) fn admit(target: &Target, earlier: &[Outcome], missing: &[Wanted]) ->
             }
         }
     }
+}
+
+/// Providers reconciled one after the other, each with its index in install order.
+pub(crate) type Chain<T> = Vec<(usize, T)>;
+
+/// The providers of a pass as [`admit`] orders them: core's (reconciled first, one after the other),
+/// then one chain per clusterctl label among the others — an infrastructure provider and its companion,
+/// in install order — the chains independent of each other. Each item keeps its index in `targets`,
+/// so that outcomes can be reported in install order.
+pub(crate) fn chains<T>(
+    targets: impl IntoIterator<Item = T>,
+    target: impl Fn(&T) -> &Target,
+) -> (Chain<T>, Vec<Chain<T>>) {
+    let mut core = Vec::new();
+    let mut others: Vec<Chain<T>> = Vec::new();
+    for (index, item) in targets.into_iter().enumerate() {
+        let t = target(&item);
+        if t.source.provider_type == ProviderType::Core {
+            core.push((index, item));
+            continue;
+        }
+        let label = t.clusterctl_label.clone();
+        match others
+            .iter_mut()
+            .find(|chain| target(&chain[0].1).clusterctl_label == label)
+        {
+            Some(chain) => chain.push((index, item)),
+            None => others.push(vec![(index, item)]),
+        }
+    }
+    (core, others)
 }
 
 #[cfg(test)]
@@ -299,7 +332,31 @@ mod tests {
             ),
         ];
         for (case, target, earlier, missing, expected) in cases {
+            let earlier: Vec<&Outcome> = earlier.iter().collect();
             assert_eq!(admit(&target, &earlier, missing), expected, "{case}");
         }
+    }
+
+    #[test]
+    fn chains_put_core_first_and_each_infrastructure_provider_with_its_companion() {
+        let targets = vec![core(), aws(), aws_companion(), gcp()];
+        let (first, rest) = chains(targets, |t| t);
+        let ids = |chain: &[(usize, Target)]| {
+            chain
+                .iter()
+                .map(|(i, t)| (*i, t.source.name.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&first), vec![(0, "cluster-api".to_string())]);
+        assert_eq!(
+            rest.iter().map(|c| ids(c)).collect::<Vec<_>>(),
+            vec![
+                vec![
+                    (1, "aws".to_string()),
+                    (2, "openshift-cluster-api-aws".to_string())
+                ],
+                vec![(3, "gcp".to_string())],
+            ]
+        );
     }
 }

@@ -16,6 +16,22 @@ pub fn requests_of(events: &[AuditEvent], ua: &str, after: Option<Timestamp>) ->
         .collect()
 }
 
+/// Whether `e` is a request for `key` itself (not a subresource of it). The resource is derived from
+/// the kind as the fixtures' kinds pluralize (`Policy` → `policies`, `Service` → `services`).
+pub fn names_object(e: &AuditEvent, key: &capi_manifests::ObjectKey) -> bool {
+    let lower = key.kind.to_lowercase();
+    let plural = match lower.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{lower}s"),
+    };
+    e.object_ref.as_ref().is_some_and(|o| {
+        o.name.as_deref() == Some(key.name.as_str())
+            && o.api_group == key.group
+            && o.resource == plural
+            && o.subresource.is_none()
+    })
+}
+
 /// The writes among `events` (dry-runs are not writes).
 pub fn writes(events: &[AuditEvent]) -> Vec<AuditEvent> {
     events.iter().filter(|e| e.is_write()).cloned().collect()

@@ -23,9 +23,14 @@ pub fn installer_writes(events: &[AuditEvent], after: Option<Timestamp>) -> Vec<
     writes(&requests_of(events, &user_agent(), after))
 }
 
+/// Every request of the installer (its user agent).
+pub fn installer_requests(events: &[AuditEvent]) -> Vec<AuditEvent> {
+    requests_of(events, &user_agent(), None)
+}
+
 /// The installer's requests (its user agent) that the API server denied (403), described.
 pub fn installer_denials(events: &[AuditEvent]) -> Vec<String> {
-    requests_of(events, &user_agent(), None)
+    installer_requests(events)
         .iter()
         .filter(|e| e.response_code == Some(403))
         .map(crate::describe)

@@ -3,7 +3,7 @@
 //! | step | function | requests |
 //! |---|---|---|
 //! | read | the source's payload (from a watch cache, by the caller) and the inventory | 0 (cached) |
-//! | prepare | [`Reconciler::prepare`]: the round's [`Planner::plan`] (render, validate, plan — pure) with the API server's kinds | discovery once, again for a new kind |
+//! | prepare | [`Reconciler::prepare`]: the round's [`Planner::plan`] (render, validate, plan — pure) with the API server's kinds and those of the providers planned before it; every provider of a pass is planned before the first is applied | discovery once, again for a new kind |
 //! | unmanaged | [`Reconciler::take_unmanaged`]: CRDs `ClusterAPI/cluster` leaves to others out of the plan, the live ones checked | a GET per unmanaged CRD of the provider (none without) |
 //! | revision | [`Reconciler::revision_step`]: the source's content or, while a rollback holds, a recorded revision; recorded before the first write, marked once rolled out, rolled back when its Deployments time out | 0–2 writes, only when it changes |
 //! | inventory | memory, else the watched ConfigMap, else rebuilt from labelled live objects | 0 (+ a write when rebuilt) |
@@ -26,9 +26,10 @@
 //! The result is an [`Outcome`], the only input to status. Errors are [`ProviderError`]s, mapped to
 //! status reasons in one place ([`ProviderError::reason`]).
 //!
-//! Phases of one provider run in order. Independent phases of different providers (e.g. every
-//! provider's CRDs together, to shorten a cold install) would be a scheduler over these same step
-//! functions in the controller; nothing here assumes one provider at a time except the history lock.
+//! Phases of one provider run in order. Providers run at once: the controller reconciles every
+//! infrastructure provider's chain concurrently once core's outcome is known ([`crate::order::chains`]);
+//! what they share is either per provider (history, revisions, gates' timers: keyed by source) or
+//! serialized where it is one object (the inventory ConfigMap's writes, [`Inventories`]; discovery).
 
 mod apply;
 mod finish;
@@ -79,7 +80,7 @@ struct Installation {
     refused: bool,
 }
 
-/// Reconciles providers one at a time; holds what every provider's reconcile shares.
+/// Reconciles providers, several at a time; holds what every provider's reconcile shares.
 pub(crate) struct Reconciler {
     client: Client,
     config: InstallerConfig,
