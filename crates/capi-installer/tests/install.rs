@@ -601,3 +601,61 @@ async fn gcp_fresh_install() {
             .is_none()
     );
 }
+
+/// A drift repairs its own object and nothing else (issue 30): once core and aws are installed, a
+/// tampered aws ClusterRole is restored by one write of that ClusterRole, no other provider object is
+/// written (audit log), and no provider is rendered or checked again (the installer's
+/// `provider_plans` count: nothing a pass plans from changed, so the last plans are reused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drift_is_repaired_without_planning_or_writing_anything_else() {
+    require_fixture!("transport-configmaps");
+    let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
+    let installer = Running::as_admin(&env, config());
+    wait_available(&env.admin, Duration::from_secs(300)).await;
+    let plans = || {
+        (
+            installer.metrics.plans("ConfigMap cluster-api"),
+            installer.metrics.plans("ConfigMap aws"),
+        )
+    };
+    let planned = plans();
+    assert!(planned.0 > 0 && planned.1 > 0, "{planned:?}");
+    let since = env.audit().last().unwrap().stage_timestamp.0;
+
+    let aws = fixture_objects(AWS_CM);
+    let role = aws.iter().find(|o| o.kind == "ClusterRole").unwrap();
+    let roles: Api<ClusterRole> = Api::all(env.admin.clone());
+    let rules = roles.get(&role.name).await.unwrap().rules;
+    let tampered = json!({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+    roles
+        .patch(
+            &role.name,
+            &PatchParams::default(),
+            &Patch::Merge(&tampered),
+        )
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(60),
+        "ClusterRole rules restored",
+        || async { (roles.get(&role.name).await.ok()?.rules == rules).then_some(()) },
+    )
+    .await;
+
+    let provider_objects: Vec<ObjectKey> = fixture_objects(CORE_CM)
+        .into_iter()
+        .chain(aws.clone())
+        .collect();
+    let written: Vec<String> = installer_writes(&env.audit(), Some(since))
+        .iter()
+        .filter(|e| provider_objects.iter().any(|k| names_object(e, k)))
+        .map(describe)
+        .collect();
+    assert_eq!(
+        written.len(),
+        1,
+        "one write, of the tampered ClusterRole: {written:#?}"
+    );
+    assert!(written[0].contains(&role.name), "{written:#?}");
+    assert_eq!(plans(), planned, "no provider planned again (core, aws)");
+}

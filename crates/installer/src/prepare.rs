@@ -137,7 +137,7 @@ pub struct Rendered {
 }
 
 /// A provider's validated plan.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Prepared {
     pub plan: Plan,
     /// Fields removed because another controller owns them (logged).
