@@ -48,7 +48,8 @@ pub(crate) mod optional_watch;
 pub(crate) mod order;
 pub(crate) mod outcome;
 pub(crate) mod platform;
-pub mod policy;
+/// The bundle policy, from the pure planning crate (see [`capi_bundle`]).
+pub use capi_bundle::policy;
 pub mod prepare;
 pub(crate) mod reconcile;
 pub mod records;

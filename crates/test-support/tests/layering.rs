@@ -31,16 +31,18 @@ const LAYERS: &[(&str, u8)] = &[
     ("capi-manifests", 1),
     ("capi-apply", 1),
     ("capi-openshift", 1),
+    // Pure planning over the data model: the bundle policy (no client).
+    ("capi-bundle", 2),
     // The controller libraries.
-    ("capi-installer-controller", 2),
-    ("capi-cluster-controllers", 2),
+    ("capi-installer-controller", 3),
+    ("capi-cluster-controllers", 3),
     // The binaries.
-    ("capi-installer", 3),
-    ("capi-controllers", 3),
-    ("manifests-gen", 3),
+    ("capi-installer", 4),
+    ("capi-controllers", 4),
+    ("manifests-gen", 4),
     // Dev-only, above every shipped crate: no shipped crate may depend on them but as a dev-dependency.
-    ("control-plane", 4),
-    ("test-support", 5),
+    ("control-plane", 5),
+    ("test-support", 6),
 ];
 
 #[test]

@@ -515,7 +515,7 @@ fn walk<'a>(
 
 /// The fields of one object against `bound`: one violation per path outside it (the first place it
 /// occurs), one per value outside a sensitive path's values.
-pub(crate) fn check(
+pub fn check(
     group: &str,
     kind: &str,
     object: &DynamicObject,

@@ -21,14 +21,13 @@ use capi_apply::ObjectKey;
 
 /// The annotation by which a Service asks service-ca for a serving certificate in a Secret of that
 /// name (which service-ca creates and rewrites).
-pub(crate) const SERVING_CERT_ANNOTATION: &str =
-    "service.beta.openshift.io/serving-cert-secret-name";
+pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
 
 /// The credentials Secrets real bundles read, each with the one provider (its `cluster.x-k8s.io/provider`
 /// label) whose bundle names it: the Cloud Credential Operator writes them for that provider, from
 /// its CredentialsRequest. Derived from every bundle of `../shared/fixtures` (transport ConfigMaps,
 /// profiles, manifests-gen profiles); no bundle reads another Secret it does not create.
-pub(crate) const CREDENTIALS: [(&str, &str); 5] = [
+pub const CREDENTIALS: [(&str, &str); 5] = [
     ("infrastructure-aws", "capa-manager-bootstrap-credentials"),
     ("infrastructure-azure", "capz-manager-bootstrap-credentials"),
     ("infrastructure-gcp", "capg-manager-bootstrap-credentials"),
@@ -44,25 +43,22 @@ pub(crate) const CREDENTIALS: [(&str, &str); 5] = [
 
 /// What one provider's plan holds that no other may reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Holdings {
+pub struct Holdings {
     /// Its `cluster.x-k8s.io/provider` label.
-    pub(crate) provider: String,
+    pub provider: String,
     /// The Secrets its pods read or its Services ask service-ca for.
-    pub(crate) secrets: BTreeSet<String>,
+    pub secrets: BTreeSet<String>,
     /// Its Services' selectors, by Service name.
-    pub(crate) selectors: Vec<(String, BTreeMap<String, String>)>,
+    pub selectors: Vec<(String, BTreeMap<String, String>)>,
     /// Its pod templates' labels, by Deployment name.
-    pub(crate) pod_labels: Vec<(String, BTreeMap<String, String>)>,
+    pub pod_labels: Vec<(String, BTreeMap<String, String>)>,
     /// (group, plural) of its CRDs.
-    pub(crate) resources: BTreeSet<(String, String)>,
+    pub resources: BTreeSet<(String, String)>,
 }
 
 impl Holdings {
     /// What the objects of `provider`'s plan hold.
-    pub(crate) fn of<'a>(
-        provider: &str,
-        objects: impl IntoIterator<Item = &'a DynamicObject>,
-    ) -> Self {
+    pub fn of<'a>(provider: &str, objects: impl IntoIterator<Item = &'a DynamicObject>) -> Self {
         let mut h = Holdings {
             provider: provider.to_string(),
             ..Default::default()
@@ -109,9 +105,9 @@ impl Holdings {
 /// provider of this installer wrote).
 #[derive(Debug, Clone, Copy)]
 pub struct Among<'a> {
-    pub(crate) provider: &'a str,
-    pub(crate) others: &'a [Holdings],
-    pub(crate) cluster: &'a BTreeMap<(String, String), String>,
+    pub provider: &'a str,
+    pub others: &'a [Holdings],
+    pub cluster: &'a BTreeMap<(String, String), String>,
 }
 
 impl<'a> Among<'a> {
@@ -126,7 +122,7 @@ impl<'a> Among<'a> {
     }
 
     /// `others`: the providers planned before this one in the round (never itself).
-    pub(crate) fn new(
+    pub fn new(
         provider: &'a str,
         others: &'a [Holdings],
         cluster: &'a BTreeMap<(String, String), String>,
@@ -161,7 +157,7 @@ impl<'a> Among<'a> {
 }
 
 /// The Secret a Service asks service-ca for.
-pub(crate) fn serving_secret(object: &DynamicObject) -> Option<&str> {
+pub fn serving_secret(object: &DynamicObject) -> Option<&str> {
     object
         .metadata
         .annotations

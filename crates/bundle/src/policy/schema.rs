@@ -18,7 +18,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 
 /// How deep the probe follows nested fields (a Deployment's deepest real field is 9 levels down:
 /// `spec.template.spec.containers[].env[].valueFrom.secretKeyRef.name` and its siblings).
-pub(crate) const MAX_DEPTH: usize = 14;
+pub const MAX_DEPTH: usize = 14;
 
 /// The shape of one field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Node {
 }
 
 /// `a.b`, or `b` at the top.
-pub(crate) fn join(at: &str, name: &str) -> String {
+pub fn join(at: &str, name: &str) -> String {
     if at.is_empty() {
         name.to_string()
     } else {
@@ -147,7 +147,7 @@ pub fn of_kind(group: &str, kind: &str) -> Option<&'static Node> {
 }
 
 /// The shape of `T`, probed through its `Deserialize`.
-pub(crate) fn probe<T: de::DeserializeOwned>() -> Node {
+pub fn probe<T: de::DeserializeOwned>() -> Node {
     let mut node = Node::Opaque;
     // The placeholders may not satisfy every type (the probe only needs the requests, not a value).
     let _ = T::deserialize(Probe {

@@ -340,12 +340,19 @@ fn every_real_bundle_keeps_to_its_own_beside_the_others() {
     for path in files {
         let value: Value =
             serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let cm: k8s_openapi::api::core::v1::ConfigMap =
-            serde_json::from_value(value.clone()).unwrap();
-        let source = crate::source::configmap::candidate(&cm).unwrap();
-        let label = source.provider_type.clusterctl_label(&source.name);
-        let payload = crate::source::configmap::payload(&value).unwrap();
-        transport.push((label, payload.components));
+        let labels = &value["metadata"]["labels"];
+        let name = labels[capi_manifests::transport::LABEL_NAME]
+            .as_str()
+            .unwrap();
+        let provider_type = labels[capi_manifests::transport::LABEL_TYPE]
+            .as_str()
+            .and_then(capi_manifests::ProviderType::from_label)
+            .unwrap();
+        let decoded = capi_manifests::TransportConfigMap::decode(&value).unwrap();
+        transport.push((
+            provider_type.clusterctl_label(name),
+            decoded.content.components,
+        ));
     }
     sets.push(("transport-configmaps".into(), transport));
     for (set, dir, file) in [

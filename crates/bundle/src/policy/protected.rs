@@ -18,7 +18,7 @@ mod embedded {
 
 /// Name prefixes of the installer's and the controllers pod's objects (their Deployments, Service
 /// Accounts, RBAC, ConfigMaps, Leases, Services...).
-pub(crate) const PROTECTED_NAME_PREFIXES: [&str; 2] = ["capi-installer", "capi-controllers"];
+pub const PROTECTED_NAME_PREFIXES: [&str; 2] = ["capi-installer", "capi-controllers"];
 
 /// Objects that a bundle may never contain and the installer never writes from a bundle.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -67,13 +67,13 @@ impl Protected {
     }
 
     /// Also protects `key` (for example a transport ConfigMap seen at run time).
-    pub(crate) fn with(mut self, key: ObjectKey) -> Self {
+    pub fn with(mut self, key: ObjectKey) -> Self {
         self.keys.insert(key);
         self
     }
 
     /// Why `key` is protected, or `None`.
-    pub(crate) fn reason(&self, key: &ObjectKey) -> Option<String> {
+    pub fn reason(&self, key: &ObjectKey) -> Option<String> {
         if self.keys.contains(key) {
             return Some("it is one of the installer's own objects".into());
         }
@@ -87,7 +87,7 @@ impl Protected {
 
     /// Whether a ServiceAccount in `namespace` named `name` is protected (as a binding subject or a
     /// pod's identity, it would hand the bundle the installer's own permissions).
-    pub(crate) fn service_account(&self, namespace: &str, name: &str) -> Option<String> {
+    pub fn service_account(&self, namespace: &str, name: &str) -> Option<String> {
         self.reason(&ObjectKey::new(
             "",
             "v1",
@@ -103,12 +103,12 @@ impl Protected {
 }
 
 /// The objects of the release manifests (`manifests/*.yaml`), as built into this binary.
-pub(crate) fn release_manifests() -> Vec<ObjectKey> {
+pub fn release_manifests() -> Vec<ObjectKey> {
     parsed_release().into_iter().map(|o| o.id).collect()
 }
 
 /// The objects of the release manifests as JSON (the RBAC ceiling is read from them).
-pub(crate) fn release_objects() -> Vec<serde_json::Value> {
+pub fn release_objects() -> Vec<serde_json::Value> {
     parsed_release().into_iter().map(|o| o.value).collect()
 }
 
@@ -126,6 +126,6 @@ fn parsed_release() -> Vec<capi_manifests::yaml::Object> {
 
 /// The file names of the embedded release manifests.
 #[cfg(test)]
-pub(crate) fn release_manifest_files() -> Vec<&'static str> {
+pub fn release_manifest_files() -> Vec<&'static str> {
     embedded::MANIFESTS.iter().map(|(f, _)| *f).collect()
 }

@@ -37,14 +37,14 @@
 //! A bundle that breaks rules gets one [`Violation`] per problem, each naming the source (ConfigMap),
 //! the document index, the object and the rule.
 
-pub(crate) mod adoption;
+pub mod adoption;
 pub mod ceiling;
 pub mod fields;
-pub(crate) mod own_crds;
-pub(crate) mod protected;
-pub(crate) mod references;
+pub mod own_crds;
+pub mod protected;
+pub mod references;
 pub mod schema;
-pub(crate) mod stored;
+pub mod stored;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -57,8 +57,8 @@ pub use ceiling::Ceiling;
 pub use fields::FieldBound;
 pub use protected::Protected;
 pub use references::Among;
-pub(crate) use references::Holdings;
-pub(crate) use stored::Stored;
+pub use references::Holdings;
+pub use stored::Stored;
 
 use ceiling::{Coverage, Scope, strings};
 
@@ -66,12 +66,12 @@ use ceiling::{Coverage, Scope, strings};
 pub const LEADER_LEASE: &str = "capi-installer-leader";
 
 /// The API groups of the Cluster API provider family: `cluster.x-k8s.io` and its subdomains.
-pub(crate) const FAMILY_GROUP: &str = "cluster.x-k8s.io";
+pub const FAMILY_GROUP: &str = "cluster.x-k8s.io";
 
 /// One rule of the policy. `Display` is the stable name used in status messages and in
 /// `docs/maintainers/bundles.md` (a test compares them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Rule {
+pub enum Rule {
     Kind,
     Protected,
     RbacWildcard,
@@ -99,7 +99,7 @@ pub(crate) enum Rule {
 
 impl Rule {
     #[cfg(test)]
-    pub(crate) const ALL: [Rule; 23] = [
+    pub const ALL: [Rule; 23] = [
         Rule::Kind,
         Rule::Protected,
         Rule::RbacWildcard,
@@ -125,7 +125,7 @@ impl Rule {
         Rule::FieldValue,
     ];
 
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Rule::Kind => "allowed-kinds",
             Rule::Protected => "protected-objects",
@@ -164,7 +164,7 @@ impl fmt::Display for Rule {
 /// 0-based index of its document in the components.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Origin {
-    pub(crate) source: String,
+    pub source: String,
     pub document: usize,
 }
 
@@ -177,18 +177,18 @@ impl fmt::Display for Origin {
 /// One rendered object of a bundle, with where it came from.
 #[derive(Debug, Clone, Copy)]
 pub struct BundleObject<'a> {
-    pub(crate) origin: &'a Origin,
-    pub(crate) object: &'a DynamicObject,
+    pub origin: &'a Origin,
+    pub object: &'a DynamicObject,
 }
 
 /// One problem with a bundle.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{origin} ({object}): rule {rule}: {detail}")]
 pub struct Violation {
-    pub(crate) origin: Origin,
-    pub(crate) object: ObjectKey,
-    pub(crate) rule: Rule,
-    pub(crate) detail: String,
+    pub origin: Origin,
+    pub object: ObjectKey,
+    pub rule: Rule,
+    pub detail: String,
 }
 
 /// Every problem of a bundle (never empty), one per line.
@@ -202,13 +202,13 @@ pub struct Violations(pub Vec<Violation>);
 pub struct PolicyConfig {
     /// The installer's namespace: the only one for namespaced objects, binding subjects and webhook
     /// Services.
-    pub(crate) namespace: String,
+    pub namespace: String,
     /// API groups, beyond `cluster.x-k8s.io` and its subdomains, that CRDs, `*`-resource RBAC rules and
     /// admission rules may use.
     pub extra_groups: BTreeSet<String>,
     /// Roles outside the bundle that a binding may reference: (`ClusterRole` | `Role`, name).
     pub extra_roles: BTreeSet<(String, String)>,
-    pub(crate) protected: Protected,
+    pub protected: Protected,
     /// What a bundle's roles may grant (the release's, plus what the administrator added).
     pub ceiling: Ceiling,
     /// The fields and sensitive values a bundle's objects may have (the release's, plus what the
@@ -264,7 +264,7 @@ impl PolicyConfig {
     }
 
     /// Whether `group` belongs to the provider family (or was allowed explicitly).
-    pub(crate) fn family_group(&self, group: &str) -> bool {
+    pub fn family_group(&self, group: &str) -> bool {
         in_family(group) || self.extra_groups.contains(group)
     }
 }
@@ -331,7 +331,7 @@ pub fn check(
 /// Which reading of an object a rule judges: the bundle's text, or the object as the API server
 /// would store it (the preflight's dry-run answer; see [`stored`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reading {
+pub enum Reading {
     Text,
     Stored,
 }

@@ -31,8 +31,8 @@ pub const CLUSTER: &str = "cluster";
 /// [`CLUSTER`].
 pub const NAMESPACED: &str = "namespaced";
 /// The aggregated ClusterRoles (one per scope) the installer is bound to.
-pub(crate) const CLUSTER_ROLE: &str = "capi-installer-provider-ceiling";
-pub(crate) const NAMESPACED_ROLE: &str = "capi-installer-provider-namespaced-ceiling";
+pub const CLUSTER_ROLE: &str = "capi-installer-provider-ceiling";
+pub const NAMESPACED_ROLE: &str = "capi-installer-provider-namespaced-ceiling";
 
 /// One grant: an API group, a resource (possibly `name/subresource`) and a verb.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -97,7 +97,7 @@ impl Grants {
         g
     }
 
-    pub(crate) fn add_rules(&mut self, rules: Option<&Value>) {
+    pub fn add_rules(&mut self, rules: Option<&Value>) {
         for rule in rules.and_then(Value::as_array).into_iter().flatten() {
             let names = Names::of(rule);
             for triple in triples(rule) {
@@ -115,7 +115,7 @@ impl Grants {
         }
     }
 
-    pub(crate) fn extend(&mut self, other: &Grants) {
+    pub fn extend(&mut self, other: &Grants) {
         for (t, n) in &other.0 {
             self.insert(t.clone(), n.clone());
         }
@@ -158,7 +158,7 @@ impl Grants {
 
     /// The names of the aggregated ClusterRoles these grants allow (`escalate` on `clusterroles` with
     /// `resourceNames`, see the module documentation).
-    pub(crate) fn aggregated_roles(&self) -> BTreeSet<String> {
+    pub fn aggregated_roles(&self) -> BTreeSet<String> {
         match self.0.get(&Triple::new(
             "rbac.authorization.k8s.io",
             "clusterroles",
@@ -220,7 +220,7 @@ pub enum Coverage {
 }
 
 /// Every (group, resource, verb) of one PolicyRule. Rules for non-resource URLs have none.
-pub(crate) fn triples(rule: &Value) -> Vec<Triple> {
+pub fn triples(rule: &Value) -> Vec<Triple> {
     let mut out = Vec::new();
     for g in strings(rule.get("apiGroups")) {
         for r in strings(rule.get("resources")) {
@@ -252,7 +252,7 @@ pub struct Ceiling {
 
 impl Ceiling {
     /// The ceiling of ClusterRoles labelled [`LABEL`] (others are ignored).
-    pub(crate) fn from_roles<'a>(roles: impl IntoIterator<Item = &'a Value>) -> Ceiling {
+    pub fn from_roles<'a>(roles: impl IntoIterator<Item = &'a Value>) -> Ceiling {
         let mut c = Ceiling::default();
         for role in roles {
             let scope = role

@@ -91,7 +91,7 @@ fn find_floats(value: &Value, at: &mut String, crd: bool, out: &mut Vec<(String,
 /// The policy of one bundle, kept to judge its objects again as the API server would store them
 /// (the answers of the preflight's dry-run).
 #[derive(Debug, Clone)]
-pub(crate) struct Stored {
+pub struct Stored {
     config: PolicyConfig,
     bundle: Bundle,
     provider: String,
@@ -99,7 +99,7 @@ pub(crate) struct Stored {
 }
 
 impl Stored {
-    pub(crate) fn new(
+    pub fn new(
         objects: &[BundleObject<'_>],
         config: &PolicyConfig,
         payload_images: &BTreeSet<&str>,
@@ -118,7 +118,7 @@ impl Stored {
 
     /// Every rule on `stored`, the object `key` as the API server would store it. Cross-provider
     /// rules are not judged again: labels, selectors and names are stored as written.
-    pub(crate) fn violations(&self, key: &ObjectKey, stored: &DynamicObject) -> Vec<Violation> {
+    pub fn violations(&self, key: &ObjectKey, stored: &DynamicObject) -> Vec<Violation> {
         let origin = self.origins.get(key).cloned().unwrap_or(Origin {
             source: String::new(),
             document: 0,
@@ -146,7 +146,7 @@ impl Stored {
     }
 
     /// [`Stored::violations`] as the apply engine's judge wants it: one line per violation.
-    pub(crate) fn judge(&self, key: &ObjectKey, stored: &DynamicObject) -> Result<(), String> {
+    pub fn judge(&self, key: &ObjectKey, stored: &DynamicObject) -> Result<(), String> {
         let violations = self.violations(key, stored);
         match violations.is_empty() {
             true => Ok(()),

@@ -14,9 +14,7 @@ use super::{Origin, Rule, Violation};
 
 /// One [`Rule::Adoption`] violation per object of `inputs` (with their origins) that asks to be taken
 /// over and may not be.
-pub(crate) fn check<'a>(
-    inputs: impl IntoIterator<Item = (&'a PlanInput, &'a Origin)>,
-) -> Vec<Violation> {
+pub fn check<'a>(inputs: impl IntoIterator<Item = (&'a PlanInput, &'a Origin)>) -> Vec<Violation> {
     inputs
         .into_iter()
         .filter_map(|(input, origin)| {
@@ -33,7 +31,7 @@ pub(crate) fn check<'a>(
 }
 
 /// Why `object` (asked to be taken over, `take_over`) may not be, or `None`.
-pub(crate) fn refusal(key: &ObjectKey, object: &DynamicObject, take_over: bool) -> Option<String> {
+pub fn refusal(key: &ObjectKey, object: &DynamicObject, take_over: bool) -> Option<String> {
     if !take_over {
         return None;
     }

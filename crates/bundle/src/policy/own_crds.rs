@@ -30,7 +30,7 @@ const READS: [&str; 3] = ["get", "list", "watch"];
 
 /// Narrows every CRD write rule of the roles among `objects` to the CRDs among `objects`; the
 /// description of each rule narrowed (`ClusterRole capo-manager-role rules[3]`).
-pub(crate) fn narrow(objects: &mut [&mut DynamicObject]) -> Vec<String> {
+pub fn narrow(objects: &mut [&mut DynamicObject]) -> Vec<String> {
     let mut own: Vec<String> = objects
         .iter()
         .filter(|o| {
