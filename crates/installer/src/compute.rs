@@ -22,8 +22,6 @@ pub(crate) enum Step {
     Compress,
     /// A recorded revision read back and planned again, for a rollback.
     Replay,
-    /// The digest of a pass's inputs, to tell whether its plans can be reused.
-    Fingerprint,
 }
 
 impl Step {
@@ -33,7 +31,6 @@ impl Step {
             Step::Prepare => "prepare",
             Step::Compress => "compress",
             Step::Replay => "replay",
-            Step::Fingerprint => "fingerprint",
         }
     }
 }

@@ -53,9 +53,9 @@ use crate::reconcile::Reconciler;
 use crate::report::cluster_api::Recording;
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
-use crate::round::{self, Round};
+use crate::round::Round;
 use crate::source::profile::ProfileCatalog;
-use crate::source::{self, Payload, SourceCatalog, SourceError, SourceId, Target, configmap};
+use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configmap};
 use crate::tls;
 use crate::trigger::{spawn_trigger, watch_cluster_api};
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
@@ -111,13 +111,6 @@ impl Next {
     }
 }
 
-/// Plans made from the inputs whose [`round::fingerprint`] is `fingerprint`; kept only when every
-/// provider of the pass had one.
-struct LastPlans {
-    fingerprint: String,
-    plans: Vec<(Target, Prepared)>,
-}
-
 pub struct Installer {
     client: Client,
     config: InstallerConfig,
@@ -144,9 +137,6 @@ pub struct Installer {
     wake: Arc<Notify>,
     /// What was last logged per provider, so that only changes are logged.
     logged: Mutex<Vec<String>>,
-    /// The last pass's plans with the fingerprint of what they were made from ([`round::fingerprint`]):
-    /// a pass with the same inputs (a drift, a status change, a retry) reuses them.
-    last_plans: Mutex<Option<LastPlans>>,
     /// The watches feeding `wake`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -243,7 +233,6 @@ impl Installer {
             metrics,
             wake,
             logged: Mutex::default(),
-            last_plans: Mutex::default(),
             watches: vec![
                 infrastructure_watch,
                 configmaps_watch,
@@ -592,75 +581,22 @@ impl Installer {
 
     /// The pure step of a pass, once for every selected provider, in install order: each plan claims
     /// CRD names and knows the kinds of the providers planned before it, as if they were applied (as
-    /// `render` and `diff` plan), so that no plan waits for another provider's writes. When nothing it
-    /// plans from changed since the last pass (a drift, a status change), the last plans are reused.
+    /// `render` and `diff` plan), so that no plan waits for another provider's writes.
     async fn plan(&self, round: &Round) -> Vec<(Target, Result<Prepared, ProviderError>)> {
-        let mut loaded = Vec::with_capacity(round.selection.targets.len());
+        let mut planner = round.planner_ahead();
+        let mut plans = Vec::with_capacity(round.selection.targets.len());
         for target in &round.selection.targets {
             let payload = self.load(&target.source.id).await;
             // The version its source declared when the payload was read: the source may have changed
             // since the round selected it.
-            loaded.push((target.as_read(&payload), payload));
-        }
-        let fingerprint = self.fingerprint(round, &loaded).await;
-        if let Some(plans) = self.reuse_plans(fingerprint.as_deref()) {
-            tracing::debug!("inputs unchanged since the last pass: its plans reused");
-            return plans;
-        }
-        let mut planner = round.planner_ahead();
-        let mut plans = Vec::with_capacity(loaded.len());
-        for (target, payload) in loaded {
+            let target = target.as_read(&payload);
             let prepared = self
                 .reconciler
                 .prepare(&mut planner, &target, payload)
                 .await;
-            self.metrics.count_plan(&target.source.id.to_string());
             plans.push((target, prepared));
         }
-        *self.last_plans.lock().expect("last plans") = fingerprint.and_then(|fingerprint| {
-            let plans = plans
-                .iter()
-                .map(|(target, prepared)| Some((target.clone(), prepared.as_ref().ok()?.clone())))
-                .collect::<Option<Vec<_>>>()?;
-            Some(LastPlans { fingerprint, plans })
-        });
         plans
-    }
-
-    /// [`round::fingerprint`] off the async runtime; `None` when a payload could not be read (such a
-    /// pass is planned anew, and its plans are not kept).
-    async fn fingerprint(
-        &self,
-        round: &Round,
-        loaded: &[(Target, Result<Payload, SourceError>)],
-    ) -> Option<String> {
-        let payloads: Vec<(Target, Payload)> = loaded
-            .iter()
-            .map(|(target, payload)| Some((target.clone(), payload.as_ref().ok()?.clone())))
-            .collect::<Option<_>>()?;
-        let round = round.clone();
-        let fingerprint = compute::run(&self.metrics, Step::Fingerprint, move || {
-            round::fingerprint(&round, payloads.iter().map(|(t, p)| (t, p)))
-        })
-        .await;
-        Some(fingerprint)
-    }
-
-    /// The last pass's plans when they were made from `fingerprint`.
-    fn reuse_plans(
-        &self,
-        fingerprint: Option<&str>,
-    ) -> Option<Vec<(Target, Result<Prepared, ProviderError>)>> {
-        let last = self.last_plans.lock().expect("last plans");
-        let last = last
-            .as_ref()
-            .filter(|l| Some(l.fingerprint.as_str()) == fingerprint)?;
-        Some(
-            last.plans
-                .iter()
-                .map(|(target, prepared)| (target.clone(), Ok(prepared.clone())))
-                .collect(),
-        )
     }
 
     /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure

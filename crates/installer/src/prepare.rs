@@ -137,7 +137,7 @@ pub struct Rendered {
 }
 
 /// A provider's validated plan.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Prepared {
     pub plan: Plan,
     /// Fields removed because another controller owns them (logged).

@@ -171,34 +171,6 @@ impl Round {
     }
 }
 
-/// A digest of what a pass plans from, written as lowercase hex: the round (selection, rendering
-/// context and bundle policy, the cluster's CRD names and resources, unmanaged CRDs) and each selected
-/// provider's payload as read. Equal fingerprints make equal plans ([`Planner::plan`] is pure), so a
-/// pass with the fingerprint of the last one reuses its plans instead of rendering and checking every
-/// provider again. The encoding is the types' `Debug` output: every part is an ordered collection, and
-/// a part whose order varied would only make two equal inputs differ (a miss), never the reverse.
-pub(crate) fn fingerprint<'a>(
-    round: &Round,
-    payloads: impl IntoIterator<Item = (&'a Target, &'a Payload)>,
-) -> String {
-    use sha2::Digest;
-    use std::fmt::Write;
-
-    struct Hashing(sha2::Sha256);
-    impl Write for Hashing {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            self.0.update(s.as_bytes());
-            Ok(())
-        }
-    }
-    let mut hashing = Hashing(sha2::Sha256::new());
-    write!(hashing, "{round:?}").expect("hashing does not fail");
-    for (target, payload) in payloads {
-        write!(hashing, "\0{target:?}\0{payload:?}").expect("hashing does not fail");
-    }
-    capi_object::lower_hex(&hashing.0.finalize())
-}
-
 /// One provider of [`Round::plan_all`]: its plan, why it has none, or why its payload could not be
 /// read (`Err`).
 pub struct Planned<'r, E> {
@@ -312,88 +284,5 @@ impl Planner {
             kinds.extend(learned);
         }
         kinds
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use capi_apply::CrdNames;
-    use capi_manifests::ProviderType;
-
-    use super::*;
-    use crate::desired::wanted;
-    use crate::source::{ProviderSource, SourceId};
-
-    fn source(name: &str, provider_type: ProviderType) -> ProviderSource {
-        ProviderSource {
-            id: SourceId::ConfigMap(name.into()),
-            name: name.into(),
-            provider_type,
-            version: Some("v1.0.0".into()),
-            created: None,
-        }
-    }
-
-    /// A round as a pass builds it, anew each time: the release's policy, the cluster's CRDs.
-    fn round(crd: &str) -> Round {
-        let wanted = wanted(&["aws"]);
-        let candidates = vec![
-            source("cluster-api", ProviderType::Core),
-            source("aws", ProviderType::Infrastructure),
-        ];
-        Round::new(
-            &wanted,
-            &candidates,
-            &BTreeSet::new(),
-            &RenderContext::default(),
-        )
-        .with_live_crds([(
-            format!("{crd}.cluster.x-k8s.io"),
-            CrdNames::requested(&serde_json::json!({"spec": {
-                "group": "cluster.x-k8s.io",
-                "names": {"plural": crd, "kind": crd.trim_end_matches('s')},
-            }})),
-            Some("cluster-api".to_string()),
-        )])
-    }
-
-    fn payload(components: &str) -> Payload {
-        Payload {
-            origin: "ConfigMap openshift-cluster-api/aws".into(),
-            components: components.into(),
-            self_image_ref: None,
-            image: None,
-            component: None,
-            version: Some("v1.0.0".into()),
-        }
-    }
-
-    #[test]
-    fn a_pass_with_the_same_inputs_has_the_same_fingerprint_and_any_change_another() {
-        let first = round("clusters");
-        let target = first.selection.targets[1].clone();
-        let components = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n";
-        let of =
-            |round: &Round, components: &str| fingerprint(round, [(&target, &payload(components))]);
-        let same = of(&first, components);
-        assert_eq!(
-            same,
-            of(&round("clusters"), components),
-            "built anew, same inputs"
-        );
-        assert_eq!(same.len(), 64);
-        assert_ne!(same, of(&first, &components.replace("name: a", "name: b")));
-        assert_ne!(
-            same,
-            of(&round("machines"), components),
-            "a CRD of the cluster changed"
-        );
-        let mut ctx = (*first.ctx).clone();
-        ctx.substitutions.insert("VAR".into(), "value".into());
-        let substituted = Round {
-            ctx: Arc::new(ctx),
-            ..first.clone()
-        };
-        assert_ne!(same, of(&substituted, components), "a substitution changed");
     }
 }
