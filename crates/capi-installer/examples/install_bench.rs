@@ -41,8 +41,8 @@ use kube::api::{Api, DeleteParams};
 use serde_json::Value;
 
 use test_support::bench::{
-    Kubectl, Requests, at, audit_keys, cores, count, installer_binary, is_kubectl, loadavg, mib,
-    micros_now, operator_ready, proc_status, render_objects, requests_by_resource,
+    Kubectl, Requests, at, audit_keys, cores, count, cpu_time, installer_binary, is_kubectl,
+    loadavg, mib, micros_now, operator_ready, proc_status, render_objects, requests_by_resource,
     requests_by_verb, secs, since, start_installer, stat, with_installer_log,
 };
 use test_support::{AWS_CM, Env, Upgrade, describe, read_documents};
@@ -178,6 +178,10 @@ struct InstallerRun {
     edit_writes: Vec<String>,
     /// The Deployment's deletion until the installer's write that creates it again.
     drift_repaired: Duration,
+    /// The installer's CPU time from just before the deletion until the repair settled (Available
+    /// again, then SETTLE), and its requests in that time.
+    drift_cpu: Duration,
+    drift_requests: Requests,
     /// (VmRSS, VmHWM) in KiB at the end of the sequence.
     memory_end: (u64, u64),
 }
@@ -246,6 +250,7 @@ async fn installer_run(
         .metadata
         .uid
         .unwrap_or_default();
+    let drift_cpu_before = cpu_time(pid)?;
     let drift_at = micros_now();
     deployments
         .delete(&upgrade.deployment, &DeleteParams::default())
@@ -262,6 +267,8 @@ async fn installer_run(
     .map_err(fail)?;
     wait_operator_ready(&env.admin).await.map_err(fail)?;
     tokio::time::sleep(SETTLE).await;
+    let drift_cpu = cpu_time(pid)?.saturating_sub(drift_cpu_before);
+    let drift_end = micros_now();
     let memory_end = proc_status(pid)?;
     let _ = child.kill().await;
 
@@ -366,6 +373,8 @@ async fn installer_run(
         edit_applied: since(edit_written, edit_last),
         edit_writes: edit_writes.into_iter().map(describe).collect(),
         drift_repaired: since(deleted, repaired),
+        drift_cpu,
+        drift_requests: requests_by_verb(events, ours, drift_at, drift_end),
         memory_end,
     })
 }
@@ -485,6 +494,19 @@ fn print_tables(
     println!(
         "| drift → repaired (aws Deployment deleted) | {} | – (nothing watches) |",
         dur(&|r| r.drift_repaired)
+    );
+    println!(
+        "| drift: the installer's CPU from the deletion until settled | {} | – |",
+        stat(
+            installer.iter().map(|r| r.drift_cpu).collect(),
+            |d| format!("{} ms", d.as_millis())
+        )
+    );
+    println!(
+        "| drift: the installer's requests until settled (reads / writes / dry-runs) | {} / {} / {} | – |",
+        stat(col(&|r| r.drift_requests.reads()), count),
+        stat(col(&|r| r.drift_requests.writes()), count),
+        stat(col(&|r| r.drift_requests.dry_runs()), count)
     );
     println!(
         "| VmRSS 3 s after Available | {} | – |",

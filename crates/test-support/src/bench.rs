@@ -72,6 +72,29 @@ pub fn proc_status(pid: u32) -> Result<(u64, u64)> {
     Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
+/// The CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`.
+pub fn cpu_time(pid: u32) -> Result<Duration> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let after = text
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .with_context(|| format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    let ticks = |i: usize| -> Result<u64> {
+        fields
+            .get(i)
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("field {} of /proc/{pid}/stat", i + 2))
+    };
+    // SAFETY: sysconf reads a constant of the system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Ok(Duration::from_secs_f64(
+        (ticks(11)? + ticks(12)?) as f64 / per_second,
+    ))
+}
+
 /// What a footprint benchmark starts with: warnings on stderr (RUST_LOG overrides), and its first two
 /// arguments, RUNS (default 3) and IDLE_SECONDS (default 60); the remaining arguments are the caller's.
 pub fn bench_start() -> Result<(usize, Duration, std::iter::Skip<std::env::Args>)> {
