@@ -54,23 +54,29 @@ fn gkeconfigs(client: &Client) -> Api<DynamicObject> {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
+/// A control plane on AWS with the release's core, aws and gcp ConfigMaps, gcp requested, and the
+/// ConfigMap `broken` refused (a document outside the namespace); its good components come back to mend
+/// it. `None` without the fixtures.
+async fn aws_and_gcp_with_one_broken(broken: &str) -> Option<(Env, String)> {
     let env = Env::start(true).await;
     let client = env.admin.clone();
     set_platform(&client, "AWS").await;
-    if load_payload(&client, &[CORE_CM, AWS_CM, GCP_CM])
-        .await
-        .is_none()
-    {
-        return;
-    }
+    load_payload(&client, &[CORE_CM, AWS_CM, GCP_CM]).await?;
     load_infrastructure_provider_crd(&client).await;
-    // The platform's own provider is broken: a document outside the namespace.
-    let aws = fixture_components(AWS_CM);
+    let good = fixture_components(broken);
     let stray = "\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: stray, namespace: kube-system}\n";
-    put_components(&client, AWS_CM, &format!("{aws}{stray}")).await;
+    put_components(&client, broken, &format!("{good}{stray}")).await;
     request_provider(&client, "gcp").await;
+    Some((env, good))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
+    // The platform's own provider is broken.
+    let Some((env, aws)) = aws_and_gcp_with_one_broken(AWS_CM).await else {
+        return;
+    };
+    let client = env.admin.clone();
     apply_as_release_payload(&client, &installer_rbac()).await;
     let sa = env
         .service_account_config(INSTALLER_NS, "capi-installer")
@@ -98,20 +104,10 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
 /// one provider after the other — aws before gcp in install order — can never do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn infrastructure_providers_wait_for_core_then_install_at_once() {
-    let env = Env::start(true).await;
-    let client = env.admin.clone();
-    set_platform(&client, "AWS").await;
-    if load_payload(&client, &[CORE_CM, AWS_CM, GCP_CM])
-        .await
-        .is_none()
-    {
+    let Some((env, core)) = aws_and_gcp_with_one_broken(CORE_CM).await else {
         return;
-    }
-    load_infrastructure_provider_crd(&client).await;
-    let core = fixture_components(CORE_CM);
-    let stray = "\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: stray, namespace: kube-system}\n";
-    put_components(&client, CORE_CM, &format!("{core}{stray}")).await;
-    request_provider(&client, "gcp").await;
+    };
+    let client = env.admin.clone();
     let _installer = Running::as_admin(&env, config());
 
     let waiting = eventually(MINUTE, "aws and gcp waiting for core", || async {
