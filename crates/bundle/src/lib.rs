@@ -1,12 +1,18 @@
-//! The pure half of the installer's planning: what a provider bundle may contain ([`policy`]), judged
-//! on a provider's rendered objects before anything of it is written, and the names of the installer's
-//! own objects that no bundle may touch ([`names`]). No I/O and no Kubernetes client: the installer
-//! gathers the cluster's inputs (its RBAC ceiling, the field bound's extensions) and passes them in.
+//! The pure half of the installer's planning: which provider a platform needs ([`platform`]), the
+//! run-time substitutions of a provider's components ([`render`]: `${VAR}`s, images, fields owned
+//! elsewhere; [`tls`]: the cluster's TLS profile as substitutions), what a provider bundle may contain
+//! ([`policy`]), judged on a provider's rendered objects before anything of it is written, and the
+//! names of the installer's own objects that no bundle may touch ([`names`]). No I/O and no Kubernetes
+//! client: the installer gathers the cluster's inputs (its RBAC ceiling, the field bound's extensions,
+//! `APIServer/cluster`) and passes them in.
 //!
-//! The first step of moving the planning out of the installer library (issue 30): rendering,
-//! preparing, the sources and the round are to follow, each with its own module here.
+//! Moved out of the installer library step by step (issue 30); preparing, the sources and the round
+//! are to follow.
 
 #![warn(unreachable_pub)]
 
 pub mod names;
+pub mod platform;
 pub mod policy;
+pub mod render;
+pub mod tls;

@@ -1,11 +1,11 @@
 //! Which infrastructure provider a cluster needs, read from `Infrastructure/cluster` (the table is
 //! `capi_manifests::platform`, shared with the controllers pod), and the image key of a provider.
 
-pub(crate) use capi_manifests::platform::{Platform, PlatformDecision, decide};
+pub use capi_manifests::platform::{Platform, PlatformDecision, decide};
 
 /// The key of a provider's controller image in the images JSON (ref §2.1); `None` for names that have no
 /// image of their own (the `openshift-cluster-api*` ConfigMaps carry only admission policies).
-pub(crate) fn image_key(provider_name: &str) -> Option<String> {
+pub fn image_key(provider_name: &str) -> Option<String> {
     match provider_name {
         "cluster-api" => Some("cluster-capi-controllers".into()),
         "metal3" => Some("baremetal-cluster-api-controllers".into()),

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 /// The image placeholder manifests-gen writes for the provider's own controller image.
-pub(crate) const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
+pub const IMAGE_PLACEHOLDER: &str = "to.be/replaced:v99";
 /// Release image references that manifests-gen leaves for the installer to resolve by key.
-pub(crate) const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org/openshift:";
+pub const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org/openshift:";
 
 /// The substitutions the reference installer makes on every cluster (both generations); an
 /// administrator's value for the same variable wins ([`with_defaults`]).
@@ -16,11 +16,10 @@ pub(crate) const RELEASE_IMAGE_PREFIX: &str = "registry.ci.openshift.org/openshi
 /// `EXP_BOOTSTRAP_FORMAT_IGNITION=true`: OpenShift boots its machines from Ignition, but the AWS
 /// provider's `BootstrapFormatIgnition` gate defaults to `false`, and with it off the provider's webhook
 /// refuses every AWSMachine that carries `spec.ignition`.
-pub(crate) const DEFAULT_SUBSTITUTIONS: &[(&str, &str)] =
-    &[("EXP_BOOTSTRAP_FORMAT_IGNITION", "true")];
+pub const DEFAULT_SUBSTITUTIONS: &[(&str, &str)] = &[("EXP_BOOTSTRAP_FORMAT_IGNITION", "true")];
 
 /// [`DEFAULT_SUBSTITUTIONS`] overlaid with `given` (the administrator's `--substitutions`).
-pub(crate) fn with_defaults(given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+pub fn with_defaults(given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut all: BTreeMap<String, String> = DEFAULT_SUBSTITUTIONS
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -33,9 +32,9 @@ pub(crate) fn with_defaults(given: &BTreeMap<String, String>) -> BTreeMap<String
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("line {line}: {reason} in `{expression}`")]
 pub struct SubstitutionError {
-    pub(crate) line: usize,
-    pub(crate) expression: String,
-    pub(crate) reason: String,
+    pub line: usize,
+    pub expression: String,
+    pub reason: String,
 }
 
 /// Replaces `${VAR}`, `${VAR:=default}` and `${VAR:-default}` with values from `variables`, with the
@@ -51,7 +50,7 @@ pub struct SubstitutionError {
 /// [`crate::reference::content_id`]). The result is drone/envsubst's for every expression accepted
 /// here but a default holding another `${...}`, which drone/envsubst expands (see the known gaps). Variables never come from the process environment (ref
 /// §6.15: `HOME` and friends leaked into manifests that way).
-pub(crate) fn substitute(
+pub fn substitute(
     text: &str,
     variables: &BTreeMap<String, String>,
 ) -> Result<String, SubstitutionError> {
@@ -127,11 +126,11 @@ fn truncate(s: &str) -> String {
 }
 
 /// The release's image references: key → image (the images JSON file).
-pub(crate) type Images = BTreeMap<String, String>;
+pub type Images = BTreeMap<String, String>;
 
 /// A container image the installer cannot resolve.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub(crate) enum ImageError {
+pub enum ImageError {
     #[error(
         "{path}: image {image} needs the provider image, but this ConfigMap's provider has no image key"
     )]
@@ -146,7 +145,7 @@ pub(crate) enum ImageError {
 
 impl ImageError {
     /// The image as the manifests wrote it.
-    pub(crate) fn image(&self) -> &str {
+    pub fn image(&self) -> &str {
         match self {
             ImageError::NoProviderImage { image, .. } | ImageError::MissingKey { image, .. } => {
                 image
@@ -160,7 +159,7 @@ impl ImageError {
 /// `provider_image_key`, a `registry.ci.openshift.org/openshift:<key>` reference becomes `images[key]`.
 /// Every occurrence is replaced, unlike the reference's first-occurrence text replacement (ref §6.9), and
 /// a missing key is an error rather than an empty image.
-pub(crate) fn resolve_images(
+pub fn resolve_images(
     object: &mut Value,
     provider_image_key: Option<&str>,
     images: &Images,
@@ -261,7 +260,7 @@ fn walk_containers(
 ///   the field over and break conversion and admission webhooks (ref §6.4);
 /// - `rules` of a ClusterRole with an `aggregationRule`: the clusterrole-aggregation controller fills
 ///   them; applying the manifest's (usually empty) list would undo its work on every reconcile.
-pub(crate) fn strip_fields_owned_elsewhere(object: &mut Value) -> Vec<String> {
+pub fn strip_fields_owned_elsewhere(object: &mut Value) -> Vec<String> {
     let mut removed = Vec::new();
     strip(object, &mut String::new(), &mut removed);
     if object.get("kind").and_then(Value::as_str) == Some("ClusterRole")

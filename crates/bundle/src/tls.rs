@@ -20,29 +20,29 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub(crate) const MIN_VERSION_VARIABLE: &str = "TLS_MIN_VERSION";
-pub(crate) const CIPHER_SUITES_VARIABLE: &str = "TLS_CIPHER_SUITES";
+pub const MIN_VERSION_VARIABLE: &str = "TLS_MIN_VERSION";
+pub const CIPHER_SUITES_VARIABLE: &str = "TLS_CIPHER_SUITES";
 
 use capi_openshift::resources::APISERVER_NAME;
 
 /// A TLS profile: the minimum version (`VersionTLS12`) and the ciphers by OpenSSL name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Profile {
-    pub(crate) min_version: String,
-    pub(crate) ciphers: Vec<String>,
+pub struct Profile {
+    pub min_version: String,
+    pub ciphers: Vec<String>,
 }
 
 /// An `APIServer/cluster` whose TLS profile cannot be used; the message names the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("APIServer {APISERVER_NAME}: {field}: {message}")]
 pub struct TlsError {
-    pub(crate) field: &'static str,
-    pub(crate) message: String,
+    pub field: &'static str,
+    pub message: String,
 }
 
 /// OpenShift's predefined profiles (openshift/api `config/v1` `TLSProfiles`): ciphers by OpenSSL
 /// name, in their order, and the minimum version.
-pub(crate) fn profile_spec(profile_type: &str) -> Option<Profile> {
+pub fn profile_spec(profile_type: &str) -> Option<Profile> {
     const TLS13: [&str; 3] = [
         "TLS_AES_128_GCM_SHA256",
         "TLS_AES_256_GCM_SHA384",
@@ -161,7 +161,7 @@ const VERSIONS: [&str; 4] = [
 
 /// The profile the cluster's providers use, from the `spec` of `APIServer/cluster` (`None`: no such
 /// object).
-pub(crate) fn cluster_profile(spec: Option<&Value>) -> Result<Profile, TlsError> {
+pub fn cluster_profile(spec: Option<&Value>) -> Result<Profile, TlsError> {
     let intermediate = || profile_spec("Intermediate").expect("a predefined profile");
     let Some(spec) = spec else {
         return Ok(intermediate());
@@ -221,7 +221,7 @@ pub(crate) fn cluster_profile(spec: Option<&Value>) -> Result<Profile, TlsError>
 }
 
 /// `TLS_MIN_VERSION` and `TLS_CIPHER_SUITES` of `profile`.
-pub(crate) fn substitutions(profile: &Profile) -> Result<BTreeMap<String, String>, TlsError> {
+pub fn substitutions(profile: &Profile) -> Result<BTreeMap<String, String>, TlsError> {
     let min = match profile.min_version.as_str() {
         // library-go: an empty version is the default, TLS 1.2.
         "" => "VersionTLS12",
@@ -260,7 +260,7 @@ pub fn cluster_substitutions(spec: Option<&Value>) -> Result<BTreeMap<String, St
 /// The substitutions of a render for a cluster whose `APIServer/cluster` is `apiserver` (the whole
 /// object; `None` when there is none), under the administrator's (`given`, which win): the values, and
 /// the variables without one (a profile that cannot be used: both TLS variables, with the error).
-pub(crate) fn with_cluster_profile(
+pub fn with_cluster_profile(
     apiserver: Option<&Value>,
     given: &BTreeMap<String, String>,
 ) -> (BTreeMap<String, String>, BTreeMap<String, String>) {

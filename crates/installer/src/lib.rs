@@ -47,21 +47,21 @@ pub mod offline;
 pub(crate) mod optional_watch;
 pub(crate) mod order;
 pub(crate) mod outcome;
-pub(crate) mod platform;
+pub(crate) use capi_bundle::platform;
 /// The bundle policy, from the pure planning crate (see [`capi_bundle`]).
 pub use capi_bundle::policy;
 pub mod prepare;
 pub(crate) mod reconcile;
 pub mod records;
 pub mod reference;
-pub(crate) mod render;
+pub(crate) use capi_bundle::render;
 pub(crate) mod report;
 pub mod revision;
 pub mod rollback;
 pub mod round;
 pub mod source;
 pub mod status;
-pub mod tls;
+pub use capi_bundle::tls;
 pub(crate) mod trigger;
 pub(crate) mod unmanaged;
 
