@@ -1,4 +1,6 @@
-//! The pure half of the installer's planning: which provider a platform needs ([`platform`]), the
+//! The pure half of the installer's planning: which providers a cluster needs ([`desired`], from
+//! `Infrastructure/cluster` and the `InfrastructureProvider` objects as [`api`] reads them; the CRDs
+//! left to others, [`unmanaged`]), which provider a platform needs ([`platform`]), the
 //! run-time substitutions of a provider's components ([`render`]: `${VAR}`s, images, fields owned
 //! elsewhere; [`tls`]: the cluster's TLS profile as substitutions), what a provider bundle may contain
 //! ([`policy`]), judged on a provider's rendered objects before anything of it is written, and the
@@ -11,8 +13,11 @@
 
 #![warn(unreachable_pub)]
 
+pub mod api;
+pub mod desired;
 pub mod names;
 pub mod platform;
 pub mod policy;
 pub mod render;
 pub mod tls;
+pub mod unmanaged;

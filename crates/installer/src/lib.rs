@@ -35,7 +35,7 @@ mod compute;
 pub mod config;
 pub(crate) mod controller;
 pub mod deployment;
-pub mod desired;
+pub use capi_bundle::desired;
 pub mod diff;
 pub(crate) mod error;
 pub(crate) mod events;
@@ -63,7 +63,7 @@ pub mod source;
 pub mod status;
 pub use capi_bundle::tls;
 pub(crate) mod trigger;
-pub(crate) mod unmanaged;
+pub(crate) use capi_bundle::unmanaged;
 
 pub use config::InstallerConfig;
 pub use controller::Installer;

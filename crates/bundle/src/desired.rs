@@ -22,7 +22,7 @@ pub struct Wanted {
     pub required: bool,
     /// The value of `cluster.x-k8s.io/provider` on every object of this provider: `cluster-api`, or
     /// `infrastructure-<infra>` (also for the `openshift-cluster-api-<infra>` companion).
-    pub(crate) clusterctl_label: String,
+    pub clusterctl_label: String,
 }
 
 impl Wanted {
@@ -104,7 +104,7 @@ pub fn desired(
 }
 
 /// The infrastructure provider `Infrastructure/cluster` names, if any.
-pub(crate) fn platform_provider(
+pub fn platform_provider(
     infrastructure_status: Option<&Value>,
     declared: &DeclaredPlatforms,
 ) -> Option<String> {
@@ -115,7 +115,7 @@ pub(crate) fn platform_provider(
 
 /// What one `InfrastructureProvider` object is to the installer, for its status.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Role {
+pub enum Role {
     /// An extra provider: installed beside the platform's.
     Extra,
     /// It names the platform's own provider, which is always installed; deleting the object does not
@@ -129,29 +129,29 @@ pub(crate) enum Role {
 
 /// A provider to remove: its `InfrastructureProvider` was deleted.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Uninstall {
-    pub(crate) name: String,
+pub struct Uninstall {
+    pub name: String,
     /// The `cluster.x-k8s.io/provider` value of its objects (its companion's too).
-    pub(crate) clusterctl_label: String,
+    pub clusterctl_label: String,
     /// `spec.deleteCustomResourceDefinitions`.
-    pub(crate) delete_crds: bool,
+    pub delete_crds: bool,
 }
 
 /// What the `InfrastructureProvider` objects ask for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Requests {
+pub struct Requests {
     /// Extra providers to install, by name (the platform's own left out: it is installed anyway).
-    pub(crate) install: Vec<String>,
+    pub install: Vec<String>,
     /// Providers to remove, by name.
-    pub(crate) uninstall: Vec<Uninstall>,
+    pub uninstall: Vec<Uninstall>,
     /// Every object by name.
-    pub(crate) roles: BTreeMap<String, Role>,
+    pub roles: BTreeMap<String, Role>,
 }
 
 /// Sorts the objects into providers to install and to remove. `platform` is the platform's provider
 /// (`None` while the platform is unset or unsupported: then nothing is the platform's, and nothing
 /// extra is installed — see [`desired`] — but deletions still uninstall).
-pub(crate) fn requests(platform: Option<&str>, objects: &[Request]) -> Requests {
+pub fn requests(platform: Option<&str>, objects: &[Request]) -> Requests {
     let mut out = Requests::default();
     for r in objects {
         let role = match &r.problem {
@@ -180,7 +180,7 @@ pub(crate) fn requests(platform: Option<&str>, objects: &[Request]) -> Requests 
 /// The (name, type) pairs of ref §2.3 for these infrastructure providers, in install order. The
 /// reference kept them in a Go map and so applied core and infrastructure in random order (ref §6.15);
 /// here core comes first, always, and each companion ConfigMap follows its provider.
-pub(crate) fn wanted(infrastructure: &[&str]) -> Vec<Wanted> {
+pub fn wanted(infrastructure: &[&str]) -> Vec<Wanted> {
     let core = ProviderType::Core.clusterctl_label("cluster-api");
     let mut out = vec![
         pair("cluster-api", ProviderType::Core, true, &core),

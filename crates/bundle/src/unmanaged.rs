@@ -13,10 +13,10 @@ use kube::ResourceExt;
 use kube::api::{ApiResource, DynamicObject};
 use serde_json::Value;
 
-pub(crate) const CLUSTER_API_NAME: &str = "cluster";
+pub const CLUSTER_API_NAME: &str = "cluster";
 const FIELD: &str = "spec.unmanagedCustomResourceDefinitions";
 
-pub(crate) fn cluster_api_resource() -> ApiResource {
+pub fn cluster_api_resource() -> ApiResource {
     ApiResource {
         group: "operator.openshift.io".into(),
         version: "v1alpha1".into(),
@@ -28,20 +28,20 @@ pub(crate) fn cluster_api_resource() -> ApiResource {
 
 /// The names of the unmanaged CRDs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Unmanaged(BTreeSet<String>);
+pub struct Unmanaged(BTreeSet<String>);
 
 /// `ClusterAPI/cluster` cannot be read: which CRDs are unmanaged is unknown, so no provider is
 /// written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("ClusterAPI {CLUSTER_API_NAME}: {field}: {message}")]
-pub(crate) struct UnmanagedError {
-    pub(crate) field: String,
-    pub(crate) message: String,
+pub struct UnmanagedError {
+    pub field: String,
+    pub message: String,
 }
 
 impl Unmanaged {
     /// Reads `ClusterAPI/cluster`; none means nothing is unmanaged.
-    pub(crate) fn read(cluster_api: Option<&DynamicObject>) -> Result<Self, UnmanagedError> {
+    pub fn read(cluster_api: Option<&DynamicObject>) -> Result<Self, UnmanagedError> {
         let Some(list) =
             cluster_api.and_then(|o| o.data.pointer("/spec/unmanagedCustomResourceDefinitions"))
         else {
@@ -67,17 +67,17 @@ impl Unmanaged {
             .map(Unmanaged)
     }
 
-    pub(crate) fn contains(&self, crd: &str) -> bool {
+    pub fn contains(&self, crd: &str) -> bool {
         self.0.contains(crd)
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Takes the unmanaged CRDs out of `plan` (after planning, so that the kinds they define still
     /// resolve for the rest of the plan) and returns them, to be checked against the live CRDs.
-    pub(crate) fn take_from(&self, plan: &mut Plan) -> Vec<PlannedObject> {
+    pub fn take_from(&self, plan: &mut Plan) -> Vec<PlannedObject> {
         let mut taken = Vec::new();
         for phase in plan
             .phases
@@ -97,7 +97,7 @@ impl Unmanaged {
 
 /// Why an unmanaged CRD does not serve what the provider needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum UnmanagedProblem {
+pub enum UnmanagedProblem {
     Missing,
     NotEstablished,
     /// What differs from the provider's own CRD.
@@ -106,9 +106,9 @@ pub(crate) enum UnmanagedProblem {
 
 /// An unmanaged CRD a provider needs, and why it cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) struct UnmanagedCrd {
-    pub(crate) name: String,
-    pub(crate) problem: UnmanagedProblem,
+pub struct UnmanagedCrd {
+    pub name: String,
+    pub problem: UnmanagedProblem,
 }
 
 impl fmt::Display for UnmanagedCrd {
@@ -129,10 +129,7 @@ impl fmt::Display for UnmanagedCrd {
 /// Whether the live unmanaged CRD serves what the provider's own CRD (`desired`) would: the same
 /// group, names and scope, and every version the provider's CRD serves. The schemas are not compared:
 /// the owner of an unmanaged CRD may extend them.
-pub(crate) fn check(
-    desired: &DynamicObject,
-    live: Option<&DynamicObject>,
-) -> Result<(), UnmanagedCrd> {
+pub fn check(desired: &DynamicObject, live: Option<&DynamicObject>) -> Result<(), UnmanagedCrd> {
     let fail = |problem| UnmanagedCrd {
         name: desired.name_any(),
         problem,
