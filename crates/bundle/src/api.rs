@@ -5,8 +5,8 @@
 //! the object and the field) and writes only their `status` and its finalizer. What is read is here
 //! (pure); the finalizer's write is the installer library's.
 
-use kube::ResourceExt;
-use kube::api::{ApiResource, DynamicObject};
+use kube_core::ResourceExt;
+use kube_core::{ApiResource, DynamicObject};
 use serde_json::Value;
 
 pub const GROUP: &str = "installer.cluster-api.openshift.io";

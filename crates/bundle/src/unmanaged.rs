@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use capi_apply::{Phase, Plan, PlannedObject};
-use kube::ResourceExt;
-use kube::api::{ApiResource, DynamicObject};
+use kube_core::ResourceExt;
+use kube_core::{ApiResource, DynamicObject};
 use serde_json::Value;
 
 pub const CLUSTER_API_NAME: &str = "cluster";

@@ -8,7 +8,7 @@
 
 use capi_apply::ownership::built_in;
 use capi_apply::{ObjectKey, PlanInput};
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 
 use super::{Origin, Rule, Violation};
 

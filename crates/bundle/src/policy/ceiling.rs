@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde_json::Value;
 
 /// The label of the ClusterRoles whose rules make the ceiling; its value is the scope.

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -50,7 +50,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use capi_apply::ObjectKey;
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde_json::Value;
 
 pub use ceiling::Ceiling;

@@ -13,7 +13,7 @@
 //! alone, no names, no verb that names cannot narrow such as `create` or `*`); any other rule is
 //! judged as written.
 
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde_json::{Value, json};
 
 use super::ceiling::strings;

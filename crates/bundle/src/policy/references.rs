@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde_json::Value;
 
 use super::{Bundle, PolicyConfig, Report, Rule, items, quoted};

@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use capi_apply::ObjectKey;
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde_json::Value;
 
 use super::references::Among;
