@@ -340,18 +340,13 @@ fn every_real_bundle_keeps_to_its_own_beside_the_others() {
     for path in files {
         let value: Value =
             serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let labels = &value["metadata"]["labels"];
-        let name = labels[capi_manifests::transport::LABEL_NAME]
-            .as_str()
-            .unwrap();
-        let provider_type = labels[capi_manifests::transport::LABEL_TYPE]
-            .as_str()
-            .and_then(capi_manifests::ProviderType::from_label)
-            .unwrap();
-        let decoded = capi_manifests::TransportConfigMap::decode(&value).unwrap();
+        let content = capi_manifests::TransportConfigMap::decode(&value)
+            .unwrap()
+            .content;
+        let provider = &content.provider;
         transport.push((
-            provider_type.clusterctl_label(name),
-            decoded.content.components,
+            provider.provider_type.clusterctl_label(&provider.name),
+            content.components,
         ));
     }
     sets.push(("transport-configmaps".into(), transport));
