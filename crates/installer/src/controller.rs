@@ -607,37 +607,39 @@ impl Installer {
         plans: Vec<(Target, Result<Prepared, ProviderError>)>,
         round: &Round,
     ) -> Vec<Outcome> {
-        let count = plans.len();
         let (core, chains) = order::chains(plans, |(target, _)| target);
-        let mut first = Vec::new();
-        for (index, plan) in core {
-            let earlier: Vec<&Outcome> = first.iter().map(|(_, o)| o).collect();
-            let outcome = self.admit_and_reconcile(plan, &earlier, round).await;
-            first.push((index, outcome));
-        }
-        let first_outcomes: Vec<&Outcome> = first.iter().map(|(_, o)| o).collect();
-        let rest = futures::future::join_all(chains.into_iter().map(|chain| {
-            let core = &first_outcomes;
-            async move {
-                let mut done: Vec<(usize, Outcome)> = Vec::with_capacity(chain.len());
-                for (index, plan) in chain {
-                    let earlier: Vec<&Outcome> = core
-                        .iter()
-                        .copied()
-                        .chain(done.iter().map(|(_, o)| o))
-                        .collect();
-                    let outcome = self.admit_and_reconcile(plan, &earlier, round).await;
-                    done.push((index, outcome));
-                }
-                done
-            }
-        }))
+        let mut indexed = self.reconcile_chain(core, &[], round).await;
+        let core_outcomes: Vec<&Outcome> = indexed.iter().map(|(_, o)| o).collect();
+        let rest = futures::future::join_all(
+            chains
+                .into_iter()
+                .map(|chain| self.reconcile_chain(chain, &core_outcomes, round)),
+        )
         .await;
-        let mut indexed: Vec<(usize, Outcome)> = first;
         indexed.extend(rest.into_iter().flatten());
         indexed.sort_by_key(|(index, _)| *index);
-        debug_assert_eq!(indexed.len(), count);
         indexed.into_iter().map(|(_, outcome)| outcome).collect()
+    }
+
+    /// The providers of one chain one after the other, each admitted after `before` and the chain's
+    /// providers before it; each outcome with its index in install order.
+    async fn reconcile_chain(
+        &self,
+        chain: order::Chain<(Target, Result<Prepared, ProviderError>)>,
+        before: &[&Outcome],
+        round: &Round,
+    ) -> Vec<(usize, Outcome)> {
+        let mut done: Vec<(usize, Outcome)> = Vec::with_capacity(chain.len());
+        for (index, plan) in chain {
+            let earlier: Vec<&Outcome> = before
+                .iter()
+                .copied()
+                .chain(done.iter().map(|(_, o)| o))
+                .collect();
+            let outcome = self.admit_and_reconcile(plan, &earlier, round).await;
+            done.push((index, outcome));
+        }
+        done
     }
 
     /// One provider of a pass: reconciled as far as [`order::admit`] lets it go after `earlier`.
