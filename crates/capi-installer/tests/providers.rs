@@ -11,6 +11,7 @@ use capi_manifests::ObjectKey;
 use control_plane::AuditEvent;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -54,19 +55,25 @@ fn gkeconfigs(client: &Client) -> Api<DynamicObject> {
     )
 }
 
-/// A control plane on AWS with the release's core, aws and gcp ConfigMaps, gcp requested, and the
-/// ConfigMap `broken` refused (a document outside the namespace); its good components come back to mend
-/// it. `None` without the fixtures.
-async fn aws_and_gcp_with_one_broken(broken: &str) -> Option<(Env, String)> {
+/// A control plane on AWS with the release's core, aws and gcp ConfigMaps and gcp requested. `None`
+/// without the fixtures.
+async fn aws_and_gcp() -> Option<Env> {
     let env = Env::start(true).await;
     let client = env.admin.clone();
     set_platform(&client, "AWS").await;
     load_payload(&client, &[CORE_CM, AWS_CM, GCP_CM]).await?;
     load_infrastructure_provider_crd(&client).await;
+    request_provider(&client, "gcp").await;
+    Some(env)
+}
+
+/// [`aws_and_gcp`] with the ConfigMap `broken` refused (a document outside the namespace); its good
+/// components come back to mend it.
+async fn aws_and_gcp_with_one_broken(broken: &str) -> Option<(Env, String)> {
+    let env = aws_and_gcp().await?;
     let good = fixture_components(broken);
     let stray = "\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: stray, namespace: kube-system}\n";
-    put_components(&client, broken, &format!("{good}{stray}")).await;
-    request_provider(&client, "gcp").await;
+    put_components(&env.admin, broken, &format!("{good}{stray}")).await;
     Some((env, good))
 }
 
@@ -190,6 +197,75 @@ async fn infrastructure_providers_wait_for_core_then_install_at_once() {
         "aws and gcp reconciled at once: gcp's first request at {first_gcp}, aws's last of the pass at {last_aws}\naws: {:#?}\ngcp: {:#?}",
         aws.iter().map(describe).collect::<Vec<_>>(),
         gcp.iter().map(describe).collect::<Vec<_>>()
+    );
+}
+
+/// A drift is repaired by a pass of its provider alone (issue 30): with core, aws and gcp installed, a
+/// tampered aws ClusterRole is restored by one write, of that ClusterRole, and nothing else of any
+/// provider is written (audit log); aws is rendered and checked again, core and gcp are not (the
+/// installer's `provider_plans`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drift_is_repaired_by_its_provider_alone() {
+    let Some(env) = aws_and_gcp().await else {
+        return;
+    };
+    let client = env.admin.clone();
+    let installer = Running::as_admin(&env, config());
+    wait_available(&client, 3 * MINUTE).await;
+    // Restarted, the installer plans every provider in its first pass, which writes nothing, then
+    // once more in the pass its watches' first lists wake (they announce every object): two plans of
+    // each, and nothing left to wake it.
+    installer.kill();
+    let installer = Running::as_admin(&env, config());
+    let plans = || {
+        ["ConfigMap cluster-api", "ConfigMap aws", "ConfigMap gcp"]
+            .map(|source| installer.metrics.plans(source))
+    };
+    let before = eventually(MINUTE, "every provider planned twice", || async {
+        let planned = plans();
+        (planned == [2, 2, 2]).then_some(planned)
+    })
+    .await;
+    let since = env.audit().last().unwrap().stage_timestamp.0;
+
+    let aws = fixture_objects(AWS_CM);
+    let role = aws.iter().find(|o| o.kind == "ClusterRole").unwrap();
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let rules = roles.get(&role.name).await.unwrap().rules;
+    let tampered = json!({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+    roles
+        .patch(
+            &role.name,
+            &PatchParams::default(),
+            &Patch::Merge(&tampered),
+        )
+        .await
+        .unwrap();
+    eventually(MINUTE, "the aws ClusterRole's rules restored", || async {
+        (roles.get(&role.name).await.ok()?.rules == rules).then_some(())
+    })
+    .await;
+
+    let provider_objects: Vec<ObjectKey> = [CORE_CM, AWS_CM, GCP_CM]
+        .into_iter()
+        .flat_map(fixture_objects)
+        .collect();
+    let written: Vec<String> = installer_writes(&env.audit(), Some(since))
+        .iter()
+        .filter(|e| provider_objects.iter().any(|k| names_object(e, k)))
+        .map(describe)
+        .collect();
+    assert_eq!(written.len(), 1, "one write: {written:#?}");
+    assert!(written[0].contains(&role.name), "{written:#?}");
+    let after = plans();
+    assert!(
+        after[1] > before[1],
+        "aws planned again: {before:?} → {after:?}"
+    );
+    assert_eq!(
+        (after[0], after[2]),
+        (before[0], before[2]),
+        "core and gcp not planned again: {before:?} → {after:?}"
     );
 }
 

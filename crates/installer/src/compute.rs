@@ -22,6 +22,9 @@ pub(crate) enum Step {
     Compress,
     /// A recorded revision read back and planned again, for a rollback.
     Replay,
+    /// The digest of a pass's round, to tell whether the pass may reconcile only the providers whose
+    /// objects changed.
+    Fingerprint,
 }
 
 impl Step {
@@ -31,6 +34,7 @@ impl Step {
             Step::Prepare => "prepare",
             Step::Compress => "compress",
             Step::Replay => "replay",
+            Step::Fingerprint => "fingerprint",
         }
     }
 }

@@ -12,7 +12,9 @@
 //!    but for discovery); then reconciled ([`Reconciler::reconcile`] → [`Outcome`], see
 //!    [`crate::reconcile`]) as [`order::admit`] lets it (who waits for whom): core first, then every
 //!    infrastructure provider's chain at once ([`order::chains`]); then each uninstall
-//!    ([`Reconciler::uninstall`]);
+//!    ([`Reconciler::uninstall`]). When only some providers' objects changed since a pass that left
+//!    every provider settled, only those providers are planned and reconciled ([`settled`]): a drift
+//!    is repaired without rendering the others;
 //! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, each provider's record
 //!    and each `InfrastructureProvider`'s status; written only when they differ from what is stored.
 //!
@@ -21,6 +23,7 @@
 //! changes. The providers' records of one pass are stored together, in one write, before its status.
 
 mod requests;
+mod settled;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -53,12 +56,13 @@ use crate::reconcile::Reconciler;
 use crate::report::cluster_api::Recording;
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
-use crate::round::Round;
+use crate::round::{self, Planner, Round};
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configmap};
 use crate::tls;
 use crate::trigger::{spawn_trigger, watch_cluster_api};
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
+use settled::{Settled, Woken};
 
 /// What a reconcile asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,10 +138,24 @@ pub struct Installer {
     /// where a source's payload is decoded.
     catalogs: Arc<Vec<Box<dyn SourceCatalog>>>,
     metrics: Arc<Metrics>,
+    /// Woken by the watches of what a provider's reconcile reads beyond the round (the sources'
+    /// payloads, the revisions' rollback requests): a pass of every provider.
     wake: Arc<Notify>,
+    /// Woken by the watches of what the round is made from (the platform, the
+    /// `InfrastructureProvider`s, the inventory's owners, `ClusterAPI`, the TLS profile, the policy's
+    /// extensions): a pass of every provider when the round's fingerprint changed, as when the
+    /// installer's own status writes come back ([`settled`]).
+    wake_round: Arc<Notify>,
     /// What was last logged per provider, so that only changes are logged.
     logged: Mutex<Vec<String>>,
-    /// The watches feeding `wake`; they end with the installer, not with the runtime.
+    /// The managed objects that changed since the last pass, and whether some changes were lost.
+    changed: Mutex<Woken>,
+    /// Woken when `changed` grows.
+    objects_changed: Notify,
+    /// The last pass, when it left every provider settled: a pass woken only by some providers'
+    /// objects reconciles those alone ([`settled`]).
+    settled: Mutex<Option<Settled>>,
+    /// The watches feeding `wake` and `wake_round`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -153,45 +171,50 @@ impl Installer {
     /// Sets up the watches; nothing is written until [`Installer::run`].
     pub fn new(client: Client, config: InstallerConfig, metrics: Arc<Metrics>) -> Arc<Self> {
         let wake = Arc::new(Notify::new());
-        let (infrastructure, infrastructure_watch) = watch_infrastructure(&client, &wake);
+        let wake_round = Arc::new(Notify::new());
+        let (infrastructure, infrastructure_watch) = watch_infrastructure(&client, &wake_round);
 
-        let watch_configmaps = |what, namespace: &str, selector: watcher::Config| {
-            let (store, writer) = reflector::store();
-            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-            let stream = watcher(api, selector).default_backoff().reflect(writer);
-            (store, spawn_trigger(what, stream, wake.clone()))
-        };
+        let watch_configmaps =
+            |what, namespace: &str, selector: watcher::Config, wake: &Arc<Notify>| {
+                let (store, writer) = reflector::store();
+                let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+                let stream = watcher(api, selector).default_backoff().reflect(writer);
+                (store, spawn_trigger(what, stream, wake.clone()))
+            };
         let (configmaps, configmaps_watch) = watch_configmaps(
             "transport ConfigMaps",
             &config.namespace,
             watcher::Config::default().labels(configmap::SELECTOR),
+            &wake,
         );
         // The inventory is watched too: deleted or edited, it is repaired at once.
         let (inventory, inventory_watch) = watch_configmaps(
             "the inventory ConfigMap",
             &config.installer_namespace,
             watcher::Config::default().fields(&format!("metadata.name={INVENTORY_CONFIGMAP}")),
+            &wake_round,
         );
         // The revisions too: `capi-installer rollback` writes its request there.
         let (revisions, revisions_watch) = watch_configmaps(
             "the revisions ConfigMaps",
             &config.installer_namespace,
             watcher::Config::default().labels(revision::LABEL),
+            &wake,
         );
         let (infrastructure_providers, providers_watch) = OptionalKind::start(
             client.clone(),
             &api::resource(),
             watcher::Config::default(),
             "InfrastructureProviders",
-            wake.clone(),
+            wake_round.clone(),
         );
-        let (cluster_api, cluster_api_watch) = watch_cluster_api(&client, &wake);
+        let (cluster_api, cluster_api_watch) = watch_cluster_api(&client, &wake_round);
         let (apiserver, apiserver_watch) = OptionalKind::start(
             client.clone(),
             &capi_openshift::resources::api_resource(&APISERVER),
             watcher::Config::default().fields(&format!("metadata.name={APISERVER_NAME}")),
             "APIServer cluster",
-            wake.clone(),
+            wake_round.clone(),
         );
         let (ceiling, ceiling_watch) = {
             let (store, writer) = reflector::store();
@@ -200,13 +223,14 @@ impl Installer {
             let stream = watcher(api, selector).default_backoff().reflect(writer);
             (
                 store,
-                spawn_trigger("the provider RBAC ceiling", stream, wake.clone()),
+                spawn_trigger("the provider RBAC ceiling", stream, wake_round.clone()),
             )
         };
         let (fields, fields_watch) = watch_configmaps(
             "the provider field bound",
             &config.installer_namespace,
             watcher::Config::default().labels(policy::fields::LABEL),
+            &wake_round,
         );
         let catalogs = Arc::new(catalogs(&config, &configmaps));
 
@@ -232,7 +256,11 @@ impl Installer {
             catalogs,
             metrics,
             wake,
+            wake_round,
             logged: Mutex::default(),
+            changed: Mutex::default(),
+            objects_changed: Notify::new(),
+            settled: Mutex::default(),
             watches: vec![
                 infrastructure_watch,
                 configmaps_watch,
@@ -251,15 +279,24 @@ impl Installer {
     /// is never cut in the middle of a phase).
     pub async fn run(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
         let mut changes = self.reconciler.cache().subscribe();
-        let wake = self.wake.clone();
+        let this = self.clone();
         tokio::spawn(async move {
             loop {
-                match changes.recv().await {
-                    Ok(key) => tracing::trace!(object = %key, "managed object changed"),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                let key = changes.recv().await;
+                {
+                    let mut changed = this.changed.lock().expect("changed objects");
+                    match key {
+                        Ok(key) => {
+                            tracing::trace!(object = %key, "managed object changed");
+                            changed.objects.insert(key);
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            changed.inputs = true
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    }
                 }
-                wake.notify_one();
+                this.objects_changed.notify_one();
             }
         });
 
@@ -289,28 +326,43 @@ impl Installer {
         let mut next = Next::Retry(Duration::ZERO);
         loop {
             let delay = next.delay().unwrap_or(self.config.resync);
-            tokio::select! {
+            // An input's watch or a timer makes a pass of every provider; managed objects alone may
+            // make a pass of their providers.
+            let mut inputs = tokio::select! {
                 _ = &mut shutdown => break,
-                _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(delay) => {}
-            }
+                _ = self.wake.notified() => true,
+                _ = self.wake_round.notified() => false,
+                _ = self.objects_changed.notified() => false,
+                _ = tokio::time::sleep(delay) => true,
+            };
             // Coalesce a burst of events (an apply of 30 objects echoes 30 watch events) into one
             // reconcile: until they pause, not for a fixed time (a cold install waits for a gate several
             // times, and each reconcile started a fixed 200 ms late).
             let burst = tokio::time::Instant::now();
-            while burst.elapsed() < Duration::from_millis(200)
-                && tokio::time::timeout(Duration::from_millis(40), self.wake.notified())
-                    .await
-                    .is_ok()
-            {}
-            next = self.reconcile().await;
+            while burst.elapsed() < Duration::from_millis(200) {
+                let event = async {
+                    tokio::select! {
+                        _ = self.wake.notified() => true,
+                        _ = self.wake_round.notified() => false,
+                        _ = self.objects_changed.notified() => false,
+                    }
+                };
+                match tokio::time::timeout(Duration::from_millis(40), event).await {
+                    Ok(input) => inputs |= input,
+                    Err(_) => break,
+                }
+            }
+            let mut woken = std::mem::take(&mut *self.changed.lock().expect("changed objects"));
+            woken.inputs |= inputs;
+            next = self.reconcile(woken).await;
             release_free_memory();
         }
         tracing::info!("installer stopped");
     }
 
-    /// One pass over the whole cluster.
-    pub(crate) async fn reconcile(&self) -> Next {
+    /// One pass over the whole cluster; over some providers only when `woken` and the last pass allow
+    /// it ([`settled`]).
+    pub(crate) async fn reconcile(&self, woken: Woken) -> Next {
         let started = Instant::now();
         let infra = self.infrastructure.get(&reflector::ObjectRef::new_with(
             INFRASTRUCTURE_NAME,
@@ -327,8 +379,11 @@ impl Installer {
         let unmanaged = self.unmanaged();
         self.reconciler.inventories().repair().await;
         let (missing, outcomes, unselected, recording) = match &desired {
-            Desired::Install(wants) => self.install(wants, &unmanaged).await,
-            _ => (Vec::new(), Vec::new(), Vec::new(), Recording::NotNeeded),
+            Desired::Install(wants) => self.install(wants, &unmanaged, &woken).await,
+            _ => {
+                *self.settled.lock().expect("settled pass") = None;
+                (Vec::new(), Vec::new(), Vec::new(), Recording::NotNeeded)
+            }
         };
         let removals = self.uninstall(&requests, &unmanaged).await;
         // Every provider's record of this pass, in one write, before the status that reports it.
@@ -496,6 +551,7 @@ impl Installer {
         &self,
         wants: &Wants,
         unmanaged: &Result<Unmanaged, UnmanagedError>,
+        woken: &Woken,
     ) -> (Vec<Wanted>, Vec<Outcome>, Vec<Unselected>, Recording) {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
         let roles: Vec<serde_json::Value> = self
@@ -536,8 +592,7 @@ impl Installer {
             .with_fields(&fields)
             .with_unmanaged(unmanaged.clone())
             .with_live_crds(self.reconciler.live_crds().await);
-        let plans = self.plan(&round).await;
-        let mut outcomes = self.reconcile_plans(plans, &round).await;
+        let mut outcomes = self.reconcile_round(&round, woken, &inventories).await;
         let recording = self
             .record_revisions(&outcomes, &round.ctx.substitutions)
             .await;
@@ -579,24 +634,109 @@ impl Installer {
         (round.selection.missing, outcomes, unselected, recording)
     }
 
+    /// Plans and reconciles the round's providers: every one of them, or only those whose objects
+    /// woke the pass when the last pass left them all settled ([`settled`]); keeps what the next pass
+    /// needs to do the same.
+    async fn reconcile_round(
+        &self,
+        round: &Round,
+        woken: &Woken,
+        inventories: &[(SourceId, capi_apply::Inventory)],
+    ) -> Vec<Outcome> {
+        let fingerprint = {
+            let round = round.clone();
+            compute::run(&self.metrics, Step::Fingerprint, move || {
+                round::fingerprint(&round)
+            })
+            .await
+        };
+        let last = self.settled.lock().expect("settled pass").take();
+        let limited = last.and_then(|last| {
+            let only = last.limit(&fingerprint, &round.selection.targets, woken, inventories)?;
+            Some((last, only))
+        });
+        let (planners, outcomes) = match limited {
+            Some((last, only)) => {
+                tracing::debug!(providers = ?only, "only these providers' objects changed");
+                let outcomes = self.reconcile_only(&last, &only, round).await;
+                let planners = last.providers.into_iter().map(|p| p.planner).collect();
+                (planners, outcomes)
+            }
+            None => {
+                tracing::debug!(
+                    inputs = woken.inputs,
+                    objects = woken.objects.len(),
+                    "a pass of every provider"
+                );
+                let (planners, plans) = self.plan(round).await;
+                (planners, self.reconcile_plans(plans, round).await)
+            }
+        };
+        *self.settled.lock().expect("settled pass") = match round.selection.refused.is_empty() {
+            true => Settled::of(fingerprint, planners, &outcomes),
+            false => None,
+        };
+        outcomes
+    }
+
     /// The pure step of a pass, once for every selected provider, in install order: each plan claims
     /// CRD names and knows the kinds of the providers planned before it, as if they were applied (as
-    /// `render` and `diff` plan), so that no plan waits for another provider's writes.
-    async fn plan(&self, round: &Round) -> Vec<(Target, Result<Prepared, ProviderError>)> {
+    /// `render` and `diff` plan), so that no plan waits for another provider's writes. With the plans,
+    /// the planner as it stood before each.
+    async fn plan(
+        &self,
+        round: &Round,
+    ) -> (Vec<Planner>, Vec<(Target, Result<Prepared, ProviderError>)>) {
         let mut planner = round.planner_ahead();
+        let mut planners = Vec::with_capacity(round.selection.targets.len());
         let mut plans = Vec::with_capacity(round.selection.targets.len());
         for target in &round.selection.targets {
-            let payload = self.load(&target.source.id).await;
-            // The version its source declared when the payload was read: the source may have changed
-            // since the round selected it.
-            let target = target.as_read(&payload);
-            let prepared = self
-                .reconciler
-                .prepare(&mut planner, &target, payload)
-                .await;
-            plans.push((target, prepared));
+            planners.push(planner.clone());
+            plans.push(self.plan_one(&mut planner, target).await);
         }
-        plans
+        (planners, plans)
+    }
+
+    /// One provider's plan by `planner`, from its source's payload as read now.
+    async fn plan_one(
+        &self,
+        planner: &mut Planner,
+        target: &Target,
+    ) -> (Target, Result<Prepared, ProviderError>) {
+        let payload = self.load(&target.source.id).await;
+        // The version its source declared when the payload was read: the source may have changed
+        // since the round selected it.
+        let target = target.as_read(&payload);
+        let prepared = self.reconciler.prepare(planner, &target, payload).await;
+        (target, prepared)
+    }
+
+    /// The providers of `only` planned again, each with the planner that stood before it in the last
+    /// pass, and reconciled, one after the other in install order; the others' outcomes are the last
+    /// pass's.
+    async fn reconcile_only(
+        &self,
+        last: &Settled,
+        only: &std::collections::BTreeSet<SourceId>,
+        round: &Round,
+    ) -> Vec<Outcome> {
+        let mut outcomes: Vec<Outcome> = Vec::with_capacity(round.selection.targets.len());
+        for (target, kept) in round.selection.targets.iter().zip(&last.providers) {
+            let outcome = match kept
+                .outcome
+                .settled()
+                .filter(|_| !only.contains(&target.source.id))
+            {
+                Some(outcome) => outcome,
+                None => {
+                    let plan = self.plan_one(&mut kept.planner.clone(), target).await;
+                    let earlier: Vec<&Outcome> = outcomes.iter().collect();
+                    self.admit_and_reconcile(plan, &earlier, round).await
+                }
+            };
+            outcomes.push(outcome);
+        }
+        outcomes
     }
 
     /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure

@@ -28,6 +28,11 @@ struct StepLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ActionLabel {
     action: String,
 }
@@ -43,6 +48,7 @@ pub struct Metrics {
     reconcile_duration: Histogram,
     phase_duration: Family<PhaseLabel, Histogram>,
     step_cpu: Family<StepLabel, Histogram>,
+    plans: Family<SourceLabel, Counter>,
     applied: Family<ActionLabel, Counter>,
     pruned: Counter,
     errors: Family<ReasonLabel, Counter>,
@@ -68,6 +74,7 @@ impl Metrics {
             step_cpu: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.001, 2.0, 15))
             }),
+            plans: Family::default(),
             applied: Family::default(),
             pruned: Counter::default(),
             errors: Family::default(),
@@ -94,6 +101,11 @@ impl Metrics {
                 "step_cpu_seconds",
                 "CPU time of one pure step of a provider's reconcile (decode, prepare, compress, replay), run off the async runtime",
                 m.step_cpu.clone(),
+            )
+            .add(
+                "provider_plans",
+                "Providers rendered, checked and planned, by source (a pass woken only by a provider's own objects plans that provider alone)",
+                m.plans.clone(),
             )
             .add(
                 "objects_applied",
@@ -144,6 +156,23 @@ impl Metrics {
         self.step_cpu
             .get_or_create(&StepLabel { step: step.into() })
             .observe(cpu.as_secs_f64());
+    }
+
+    pub(crate) fn count_plan(&self, source: &str) {
+        self.plans
+            .get_or_create(&SourceLabel {
+                source: source.into(),
+            })
+            .inc();
+    }
+
+    /// For tests: how many times the source named `source` (`ConfigMap aws`) was planned.
+    pub fn plans(&self, source: &str) -> u64 {
+        self.plans
+            .get_or_create(&SourceLabel {
+                source: source.into(),
+            })
+            .get()
     }
 
     pub(crate) fn count_applied(&self, action: ApplyAction) {

@@ -121,6 +121,26 @@ impl Outcome {
         &self.target.source.id
     }
 
+    /// A copy of an outcome that needs nothing more: installed, serving, nothing unavailable. Only such
+    /// an outcome may stand for its provider in a later pass that does not reconcile it (a copy of any
+    /// other would go stale: its gate's timer, its failure's attempts, how long a workload was down).
+    pub(crate) fn settled(&self) -> Option<Outcome> {
+        let settled = matches!(self.state, ProviderState::Installed)
+            && self.serving
+            && self.unavailable.is_empty();
+        settled.then(|| Outcome {
+            target: self.target.clone(),
+            state: ProviderState::Installed,
+            serving: true,
+            unavailable: Vec::new(),
+            rolled_out: self.rolled_out.clone(),
+            related: self.related.clone(),
+            held: self.held,
+            content_id: self.content_id.clone(),
+            dropped_short_names: self.dropped_short_names.clone(),
+        })
+    }
+
     /// `aws v2.10.0`: the version that serves (the one last rolled out while a newer one is not
     /// installed).
     pub(crate) fn describe_serving(&self) -> String {

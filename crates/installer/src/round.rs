@@ -171,6 +171,29 @@ impl Round {
     }
 }
 
+/// A digest of everything a round holds, as lowercase hex: the selection, the rendering context and
+/// bundle policy, the cluster's CRD names and resources, the unmanaged CRDs. Two rounds with one
+/// fingerprint plan a provider's payload alike ([`Planner::plan`] is pure), so a pass whose round has
+/// the last full pass's fingerprint may plan one provider again with that pass's planner
+/// ([`crate::controller`]). The encoding is the types' `Debug` output: every part is an ordered
+/// collection, and a part whose order varied would only make two equal rounds differ (a full pass),
+/// never the reverse.
+pub(crate) fn fingerprint(round: &Round) -> String {
+    use sha2::Digest;
+    use std::fmt::Write;
+
+    struct Hashing(sha2::Sha256);
+    impl Write for Hashing {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.update(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(sha2::Sha256::new());
+    write!(hashing, "{round:?}").expect("hashing does not fail");
+    capi_object::lower_hex(&hashing.0.finalize())
+}
+
 /// One provider of [`Round::plan_all`]: its plan, why it has none, or why its payload could not be
 /// read (`Err`).
 pub struct Planned<'r, E> {
@@ -284,5 +307,76 @@ impl Planner {
             kinds.extend(learned);
         }
         kinds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use capi_apply::CrdNames;
+    use capi_manifests::ProviderType;
+
+    use super::*;
+    use crate::desired::wanted;
+    use crate::source::{ProviderSource, SourceId};
+
+    fn source(name: &str, provider_type: ProviderType) -> ProviderSource {
+        ProviderSource {
+            id: SourceId::ConfigMap(name.into()),
+            name: name.into(),
+            provider_type,
+            version: Some("v1.0.0".into()),
+            created: None,
+        }
+    }
+
+    /// A round as a pass builds it, anew each time: the release's policy, the cluster's CRDs.
+    fn round(crd: &str, aws_version: &str) -> Round {
+        let wanted = wanted(&["aws"]);
+        let mut aws = source("aws", ProviderType::Infrastructure);
+        aws.version = Some(aws_version.into());
+        let candidates = vec![source("cluster-api", ProviderType::Core), aws];
+        Round::new(
+            &wanted,
+            &candidates,
+            &BTreeSet::new(),
+            &RenderContext::default(),
+        )
+        .with_live_crds([(
+            format!("{crd}.cluster.x-k8s.io"),
+            CrdNames::requested(&serde_json::json!({"spec": {
+                "group": "cluster.x-k8s.io",
+                "names": {"plural": crd, "kind": crd.trim_end_matches('s')},
+            }})),
+            Some("cluster-api".to_string()),
+        )])
+    }
+
+    #[test]
+    fn rounds_built_alike_have_one_fingerprint_and_any_change_another() {
+        let first = round("clusters", "v1.0.0");
+        let same = fingerprint(&first);
+        assert_eq!(same.len(), 64);
+        assert_eq!(
+            same,
+            fingerprint(&round("clusters", "v1.0.0")),
+            "built anew"
+        );
+        assert_ne!(
+            same,
+            fingerprint(&round("machines", "v1.0.0")),
+            "a CRD of the cluster changed"
+        );
+        assert_ne!(
+            same,
+            fingerprint(&round("clusters", "v1.1.0")),
+            "a source's version changed"
+        );
+        let mut ctx = (*first.ctx).clone();
+        ctx.substitutions.insert("VAR".into(), "value".into());
+        let substituted = Round {
+            ctx: Arc::new(ctx),
+            ..first.clone()
+        };
+        assert_ne!(same, fingerprint(&substituted), "a substitution changed");
     }
 }

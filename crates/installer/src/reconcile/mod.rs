@@ -167,6 +167,7 @@ impl Reconciler {
         payload: Result<Payload, SourceError>,
     ) -> Result<Prepared, ProviderError> {
         let payload = payload?;
+        self.metrics.count_plan(&target.source.id.to_string());
         let resolver = self.resolver(false).await?;
         let (payload, prepared) = self
             .plan_off_runtime(planner, target, payload, resolver)

@@ -1,0 +1,251 @@
+//! What lets a pass reconcile only the providers whose objects changed (issue 30): a drift of one
+//! provider's object is repaired by planning and reconciling that provider alone, without rendering
+//! or checking the others.
+//!
+//! Planning is a chain — each provider is planned with what the providers before it hold and claim
+//! ([`Planner`]) — so planning one provider again needs the planner as it stood before it. A full pass
+//! whose every provider came out settled ([`Outcome::settled`]) keeps, per provider, that planner and a
+//! copy of its outcome ([`Settled`]): a few kilobytes, not the plans (keeping those cost megabytes,
+//! BENCHMARKS.md). A later pass may then be limited ([`Settled::limit`]) when nothing a provider's
+//! reconcile reads beyond the round woke it ([`Woken::inputs`]: a source, a rollback request, a timer),
+//! its round has the same fingerprint ([`crate::round::fingerprint`]: the platform, the policy,
+//! `ClusterAPI`… are in it), and every changed object is in a provider's inventory; anything else is a
+//! pass of every provider. A pass woken only by the installer's own status writes coming back is thus
+//! limited to no provider at all.
+
+use std::collections::BTreeSet;
+
+use capi_apply::{Inventory, ObjectKey};
+
+use crate::outcome::Outcome;
+use crate::round::Planner;
+use crate::source::{SourceId, Target};
+
+/// What woke the loop since the last pass.
+#[derive(Debug, Default)]
+pub(crate) struct Woken {
+    /// Something a provider's reconcile reads beyond the round changed (a source's payload, a rollback
+    /// request), a timer fired, or changes were lost: every provider is reconciled.
+    pub(crate) inputs: bool,
+    /// Objects the providers applied that changed (a drift, a deletion, a workload's status).
+    pub(crate) objects: BTreeSet<ObjectKey>,
+}
+
+/// One provider of a settled pass.
+pub(crate) struct SettledProvider {
+    /// The planner as it stood before this provider was planned.
+    pub(crate) planner: Planner,
+    /// Its outcome, settled.
+    pub(crate) outcome: Outcome,
+}
+
+/// The last pass, when every provider it reconciled came out settled.
+pub(crate) struct Settled {
+    /// The fingerprint of its round.
+    round: String,
+    /// In install order.
+    pub(crate) providers: Vec<SettledProvider>,
+}
+
+impl Settled {
+    /// From a pass: `planners[i]` is the planner before `outcomes[i]`'s provider was planned. `None`
+    /// unless every outcome is settled.
+    pub(crate) fn of(
+        round: String,
+        planners: Vec<Planner>,
+        outcomes: &[Outcome],
+    ) -> Option<Settled> {
+        if planners.len() != outcomes.len() {
+            return None;
+        }
+        let providers = planners
+            .into_iter()
+            .zip(outcomes)
+            .map(|(planner, outcome)| {
+                Some(SettledProvider {
+                    planner,
+                    outcome: outcome.settled()?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Settled { round, providers })
+    }
+
+    /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it, its
+    /// round (with `fingerprint`, selecting `targets`) is the one this was
+    /// planned from, and each object is in the inventory of one of those providers. `None`: every
+    /// provider.
+    pub(crate) fn limit(
+        &self,
+        fingerprint: &str,
+        targets: &[Target],
+        woken: &Woken,
+        inventories: &[(SourceId, Inventory)],
+    ) -> Option<BTreeSet<SourceId>> {
+        let same_providers = targets.len() == self.providers.len()
+            && targets
+                .iter()
+                .zip(&self.providers)
+                .all(|(t, p)| t.source.id == *p.outcome.id());
+        if woken.inputs || fingerprint != self.round || !same_providers {
+            return None;
+        }
+        woken
+            .objects
+            .iter()
+            .map(|key| {
+                inventories
+                    .iter()
+                    .find(|(id, inventory)| {
+                        inventory.entries.contains_key(key)
+                            && self.providers.iter().any(|p| p.outcome.id() == id)
+                    })
+                    .map(|(id, _)| id.clone())
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use capi_apply::Phase;
+    use capi_manifests::ProviderType;
+
+    use super::*;
+    use crate::outcome::ProviderState;
+    use crate::source::ProviderSource;
+
+    fn target(name: &str, provider_type: ProviderType) -> Target {
+        Target {
+            source: ProviderSource {
+                id: SourceId::ConfigMap(name.into()),
+                name: name.into(),
+                provider_type,
+                version: Some("v1.0.0".into()),
+                created: None,
+            },
+            clusterctl_label: provider_type.clusterctl_label(name),
+        }
+    }
+
+    fn outcome(target: &Target, state: ProviderState) -> Outcome {
+        Outcome {
+            target: target.clone(),
+            state,
+            serving: true,
+            unavailable: Vec::new(),
+            rolled_out: Some("v1.0.0".into()),
+            related: Vec::new(),
+            held: None,
+            content_id: Some("digest".into()),
+            dropped_short_names: Vec::new(),
+        }
+    }
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new("rbac.authorization.k8s.io", "v1", "ClusterRole", None, name)
+    }
+
+    fn inventory(id: &SourceId, keys: &[&str]) -> (SourceId, Inventory) {
+        let entries: BTreeMap<ObjectKey, Phase> =
+            keys.iter().map(|k| (key(k), Phase::Base)).collect();
+        (
+            id.clone(),
+            Inventory {
+                owner: id.to_string(),
+                entries,
+                adopted: BTreeSet::new(),
+                record: None,
+            },
+        )
+    }
+
+    fn planner() -> Planner {
+        crate::round::Round::new(
+            &[],
+            &[],
+            &BTreeSet::new(),
+            &crate::prepare::RenderContext::default(),
+        )
+        .planner_ahead()
+    }
+
+    #[test]
+    fn a_pass_woken_by_one_providers_objects_reconciles_that_provider_alone() {
+        let targets = vec![
+            target("cluster-api", ProviderType::Core),
+            target("aws", ProviderType::Infrastructure),
+        ];
+        let outcomes: Vec<Outcome> = targets
+            .iter()
+            .map(|t| outcome(t, ProviderState::Installed))
+            .collect();
+        let settled = Settled::of("round".into(), vec![planner(), planner()], &outcomes).unwrap();
+        let inventories = vec![
+            inventory(&targets[0].source.id, &["capi-manager"]),
+            inventory(&targets[1].source.id, &["capa-manager"]),
+        ];
+        let woken = |objects: &[&str], inputs| Woken {
+            inputs,
+            objects: objects.iter().map(|k| key(k)).collect(),
+        };
+        let limit = |woken: &Woken, round: &str, targets: &[Target]| {
+            settled.limit(round, targets, woken, &inventories)
+        };
+
+        let aws = woken(&["capa-manager"], false);
+        assert_eq!(
+            limit(&aws, "round", &targets),
+            Some(BTreeSet::from([targets[1].source.id.clone()]))
+        );
+        assert_eq!(
+            limit(
+                &woken(&["capa-manager", "capi-manager"], false),
+                "round",
+                &targets
+            )
+            .map(|l| l.len()),
+            Some(2)
+        );
+        assert_eq!(
+            limit(&woken(&["capa-manager"], true), "round", &targets),
+            None,
+            "an input changed"
+        );
+        assert_eq!(limit(&aws, "another round", &targets), None);
+        assert_eq!(
+            limit(&aws, "round", &targets[..1]),
+            None,
+            "another selection"
+        );
+        assert_eq!(
+            limit(&woken(&["nobody's"], false), "round", &targets),
+            None,
+            "an object of no provider"
+        );
+    }
+
+    #[test]
+    fn only_a_pass_whose_every_provider_is_settled_is_kept() {
+        let targets = [
+            target("cluster-api", ProviderType::Core),
+            target("aws", ProviderType::Infrastructure),
+        ];
+        let progressing = ProviderState::Progressing {
+            phase: Phase::Workloads,
+            pending: Vec::new(),
+        };
+        let outcomes = vec![
+            outcome(&targets[0], ProviderState::Installed),
+            outcome(&targets[1], progressing),
+        ];
+        assert!(Settled::of("round".into(), vec![planner(), planner()], &outcomes).is_none());
+        let mut unserving = outcome(&targets[1], ProviderState::Installed);
+        unserving.serving = false;
+        let outcomes = vec![outcome(&targets[0], ProviderState::Installed), unserving];
+        assert!(Settled::of("round".into(), vec![planner(), planner()], &outcomes).is_none());
+        assert!(Settled::of("round".into(), vec![planner()], &outcomes[..1]).is_some());
+    }
+}
