@@ -13,8 +13,8 @@
 //!    [`crate::reconcile`]) as [`order::admit`] lets it (who waits for whom): core first, then every
 //!    infrastructure provider's chain at once ([`order::chains`]); then each uninstall
 //!    ([`Reconciler::uninstall`]). When only some providers' objects changed since a pass that left
-//!    every provider settled, only those providers are planned and reconciled ([`settled`]): a drift
-//!    is repaired without rendering the others;
+//!    core settled, only those providers and the ones not settled are planned and reconciled
+//!    ([`settled`]): a drift is repaired without rendering the others;
 //! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, each provider's record
 //!    and each `InfrastructureProvider`'s status; written only when they differ from what is stored.
 //!
@@ -152,8 +152,8 @@ pub struct Installer {
     changed: Mutex<Woken>,
     /// Woken when `changed` grows.
     objects_changed: Notify,
-    /// The last pass, when it left every provider settled: a pass woken only by some providers'
-    /// objects reconciles those alone ([`settled`]).
+    /// The last pass, when it left core settled: a pass woken only by some providers' objects
+    /// reconciles those, and the providers not settled, alone ([`settled`]).
     settled: Mutex<Option<Settled>>,
     /// The watches feeding `wake` and `wake_round`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
@@ -333,7 +333,9 @@ impl Installer {
                 _ = self.wake.notified() => true,
                 _ = self.wake_round.notified() => false,
                 _ = self.objects_changed.notified() => false,
-                _ = tokio::time::sleep(delay) => true,
+                // The resync checks everything; a gate's, a retry's or an availability's timer is
+                // for the providers not settled, which a limited pass reconciles too.
+                _ = tokio::time::sleep(delay) => next.delay().is_none(),
             };
             // Coalesce a burst of events (an apply of 30 objects echoes 30 watch events) into one
             // reconcile: until they pause, not for a fixed time (a cold install waits for a gate several
@@ -635,8 +637,8 @@ impl Installer {
     }
 
     /// Plans and reconciles the round's providers: every one of them, or only those whose objects
-    /// woke the pass when the last pass left them all settled ([`settled`]); keeps what the next pass
-    /// needs to do the same.
+    /// woke the pass and those not settled ([`Settled::limit`]); keeps what the next pass needs to do
+    /// the same.
     async fn reconcile_round(
         &self,
         round: &Round,
@@ -713,7 +715,7 @@ impl Installer {
 
     /// The providers of `only` planned again, each with the planner that stood before it in the last
     /// pass, and reconciled, one after the other in install order; the others' outcomes are the last
-    /// pass's.
+    /// pass's, unless core comes out of this pass not settled (they wait for it).
     async fn reconcile_only(
         &self,
         last: &Settled,
@@ -722,10 +724,15 @@ impl Installer {
     ) -> Vec<Outcome> {
         let mut outcomes: Vec<Outcome> = Vec::with_capacity(round.selection.targets.len());
         for (target, kept) in round.selection.targets.iter().zip(&last.providers) {
+            let core_unsettled = outcomes.iter().any(|o| {
+                o.target.source.provider_type == capi_manifests::ProviderType::Core
+                    && o.settled().is_none()
+            });
             let outcome = match kept
                 .outcome
-                .settled()
-                .filter(|_| !only.contains(&target.source.id))
+                .as_ref()
+                .and_then(Outcome::settled)
+                .filter(|_| !only.contains(&target.source.id) && !core_unsettled)
             {
                 Some(outcome) => outcome,
                 None => {

@@ -3,19 +3,24 @@
 //! or checking the others.
 //!
 //! Planning is a chain — each provider is planned with what the providers before it hold and claim
-//! ([`Planner`]) — so planning one provider again needs the planner as it stood before it. A full pass
-//! whose every provider came out settled ([`Outcome::settled`]) keeps, per provider, that planner and a
-//! copy of its outcome ([`Settled`]): a few kilobytes, not the plans (keeping those cost megabytes,
-//! BENCHMARKS.md). A later pass may then be limited ([`Settled::limit`]) when nothing a provider's
-//! reconcile reads beyond the round woke it ([`Woken::inputs`]: a source, a rollback request, a timer),
-//! its round has the same fingerprint ([`crate::round::fingerprint`]: the platform, the policy,
-//! `ClusterAPI`… are in it), and every changed object is in a provider's inventory; anything else is a
-//! pass of every provider. A pass woken only by the installer's own status writes coming back is thus
-//! limited to no provider at all.
+//! ([`Planner`]) — so planning one provider again needs the planner as it stood before it. A pass that
+//! left core settled ([`Outcome::settled`]) keeps, per provider, that planner and, when the provider is
+//! settled, a copy of its outcome ([`Settled`]): a few kilobytes, not the plans (keeping those cost
+//! megabytes, BENCHMARKS.md).
+//!
+//! A later pass may then be limited ([`Settled::limit`]) when nothing a provider's reconcile reads
+//! beyond the round woke it ([`Woken::inputs`]: a source, a rollback request, the resync), its round
+//! has the same fingerprint ([`crate::round::fingerprint`]: the platform, the policy, `ClusterAPI`…
+//! are in it), and every changed object is in a provider's inventory: it reconciles the providers of
+//! the changed objects and those not settled (a gate's or a retry's timer wakes it for them). Anything
+//! else is a pass of every provider. A pass woken only by the installer's own status writes coming
+//! back reconciles no provider at all.
 
 use std::collections::BTreeSet;
 
 use capi_apply::{Inventory, ObjectKey};
+
+use capi_manifests::ProviderType;
 
 use crate::outcome::Outcome;
 use crate::round::Planner;
@@ -31,25 +36,28 @@ pub(crate) struct Woken {
     pub(crate) objects: BTreeSet<ObjectKey>,
 }
 
-/// One provider of a settled pass.
-pub(crate) struct SettledProvider {
+/// One provider of a kept pass.
+pub(crate) struct KeptProvider {
+    pub(crate) target: Target,
     /// The planner as it stood before this provider was planned.
     pub(crate) planner: Planner,
-    /// Its outcome, settled.
-    pub(crate) outcome: Outcome,
+    /// Its outcome when settled; `None`: not settled (rolling out, failed, unavailable, waiting), so
+    /// reconciled again by every pass, as its gate, retry or availability needs.
+    pub(crate) outcome: Option<Outcome>,
 }
 
-/// The last pass, when every provider it reconciled came out settled.
+/// The last pass, when no provider depends on one it left unsettled but its own companion.
 pub(crate) struct Settled {
     /// The fingerprint of its round.
     round: String,
     /// In install order.
-    pub(crate) providers: Vec<SettledProvider>,
+    pub(crate) providers: Vec<KeptProvider>,
 }
 
 impl Settled {
     /// From a pass: `planners[i]` is the planner before `outcomes[i]`'s provider was planned. `None`
-    /// unless every outcome is settled.
+    /// when core is not settled: every other provider waits for it ([`crate::order::admit`]), so each
+    /// must be reconciled again.
     pub(crate) fn of(
         round: String,
         planners: Vec<Planner>,
@@ -58,22 +66,26 @@ impl Settled {
         if planners.len() != outcomes.len() {
             return None;
         }
-        let providers = planners
+        let providers: Vec<KeptProvider> = planners
             .into_iter()
             .zip(outcomes)
-            .map(|(planner, outcome)| {
-                Some(SettledProvider {
-                    planner,
-                    outcome: outcome.settled()?,
-                })
+            .map(|(planner, outcome)| KeptProvider {
+                target: outcome.target.clone(),
+                planner,
+                outcome: outcome.settled(),
             })
-            .collect::<Option<Vec<_>>>()?;
-        Some(Settled { round, providers })
+            .collect();
+        let core_unsettled = providers
+            .iter()
+            .any(|p| p.outcome.is_none() && p.target.source.provider_type == ProviderType::Core);
+        (!core_unsettled).then_some(Settled { round, providers })
     }
 
-    /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it, its
-    /// round (with `fingerprint`, selecting `targets`) is the one this was
-    /// planned from, and each object is in the inventory of one of those providers. `None`: every
+    /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it
+    /// ([`Woken::inputs`]), its round (with `fingerprint`, selecting `targets`) is the one this was
+    /// planned from, and each changed object is in the inventory of one of those providers. Then the
+    /// providers of the changed objects, those not settled, and each one's chain (the providers with
+    /// its `cluster.x-k8s.io/provider` label: a companion waits for its provider). `None`: every
     /// provider.
     pub(crate) fn limit(
         &self,
@@ -86,11 +98,11 @@ impl Settled {
             && targets
                 .iter()
                 .zip(&self.providers)
-                .all(|(t, p)| t.source.id == *p.outcome.id());
+                .all(|(t, p)| t.source.id == p.target.source.id);
         if woken.inputs || fingerprint != self.round || !same_providers {
             return None;
         }
-        woken
+        let changed = woken
             .objects
             .iter()
             .map(|key| {
@@ -98,11 +110,24 @@ impl Settled {
                     .iter()
                     .find(|(id, inventory)| {
                         inventory.entries.contains_key(key)
-                            && self.providers.iter().any(|p| p.outcome.id() == id)
+                            && self.providers.iter().any(|p| p.target.source.id == *id)
                     })
                     .map(|(id, _)| id.clone())
             })
-            .collect()
+            .collect::<Option<BTreeSet<SourceId>>>()?;
+        let labels: BTreeSet<&str> = self
+            .providers
+            .iter()
+            .filter(|p| p.outcome.is_none() || changed.contains(&p.target.source.id))
+            .map(|p| p.target.clusterctl_label.as_str())
+            .collect();
+        Some(
+            self.providers
+                .iter()
+                .filter(|p| labels.contains(p.target.clusterctl_label.as_str()))
+                .map(|p| p.target.source.id.clone())
+                .collect(),
+        )
     }
 }
 
@@ -228,24 +253,44 @@ mod tests {
     }
 
     #[test]
-    fn only_a_pass_whose_every_provider_is_settled_is_kept() {
-        let targets = [
+    fn unsettled_providers_are_reconciled_again_and_an_unsettled_core_keeps_nothing() {
+        let targets = vec![
             target("cluster-api", ProviderType::Core),
             target("aws", ProviderType::Infrastructure),
+            target("gcp", ProviderType::Infrastructure),
         ];
-        let progressing = ProviderState::Progressing {
+        let progressing = || ProviderState::Progressing {
             phase: Phase::Workloads,
             pending: Vec::new(),
         };
+        let planners = || vec![planner(), planner(), planner()];
+        let mut unserving = outcome(&targets[2], ProviderState::Installed);
+        unserving.serving = false;
         let outcomes = vec![
             outcome(&targets[0], ProviderState::Installed),
-            outcome(&targets[1], progressing),
+            outcome(&targets[1], progressing()),
+            unserving,
         ];
-        assert!(Settled::of("round".into(), vec![planner(), planner()], &outcomes).is_none());
-        let mut unserving = outcome(&targets[1], ProviderState::Installed);
-        unserving.serving = false;
-        let outcomes = vec![outcome(&targets[0], ProviderState::Installed), unserving];
-        assert!(Settled::of("round".into(), vec![planner(), planner()], &outcomes).is_none());
-        assert!(Settled::of("round".into(), vec![planner()], &outcomes[..1]).is_some());
+        let settled = Settled::of("round".into(), planners(), &outcomes).unwrap();
+        let inventories = vec![inventory(&targets[0].source.id, &["capi-manager"])];
+        let timer = Woken::default();
+        assert_eq!(
+            settled.limit("round", &targets, &timer, &inventories),
+            Some(BTreeSet::from([
+                targets[1].source.id.clone(),
+                targets[2].source.id.clone()
+            ])),
+            "aws rolling out and gcp unavailable, reconciled again; core not"
+        );
+
+        let outcomes = vec![
+            outcome(&targets[0], progressing()),
+            outcome(&targets[1], ProviderState::Installed),
+            outcome(&targets[2], ProviderState::Installed),
+        ];
+        assert!(
+            Settled::of("round".into(), planners(), &outcomes).is_none(),
+            "aws and gcp wait for core"
+        );
     }
 }
