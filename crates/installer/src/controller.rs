@@ -56,7 +56,7 @@ use crate::reconcile::Reconciler;
 use crate::report::cluster_api::Recording;
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
-use crate::round::{self, Planner, Round};
+use crate::round::{self, Planner, PlannerState, Round};
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configmap};
 use crate::tls;
@@ -357,6 +357,10 @@ impl Installer {
             let mut woken = std::mem::take(&mut *self.changed.lock().expect("changed objects"));
             woken.inputs |= inputs;
             next = self.reconcile(woken).await;
+            {
+                let mut settled = self.settled.lock().expect("settled pass");
+                *settled = settled.as_ref().map(Settled::relocated);
+            }
             release_free_memory();
         }
         tracing::info!("installer stopped");
@@ -684,16 +688,19 @@ impl Installer {
     /// The pure step of a pass, once for every selected provider, in install order: each plan claims
     /// CRD names and knows the kinds of the providers planned before it, as if they were applied (as
     /// `render` and `diff` plan), so that no plan waits for another provider's writes. With the plans,
-    /// the planner as it stood before each.
+    /// what the planner knew before each.
     async fn plan(
         &self,
         round: &Round,
-    ) -> (Vec<Planner>, Vec<(Target, Result<Prepared, ProviderError>)>) {
+    ) -> (
+        Vec<PlannerState>,
+        Vec<(Target, Result<Prepared, ProviderError>)>,
+    ) {
         let mut planner = round.planner_ahead();
         let mut planners = Vec::with_capacity(round.selection.targets.len());
         let mut plans = Vec::with_capacity(round.selection.targets.len());
         for target in &round.selection.targets {
-            planners.push(planner.clone());
+            planners.push(planner.state());
             plans.push(self.plan_one(&mut planner, target).await);
         }
         (planners, plans)
@@ -736,7 +743,8 @@ impl Installer {
             {
                 Some(outcome) => outcome,
                 None => {
-                    let plan = self.plan_one(&mut kept.planner.clone(), target).await;
+                    let mut planner = round.resume(kept.planner.clone());
+                    let plan = self.plan_one(&mut planner, target).await;
                     let earlier: Vec<&Outcome> = outcomes.iter().collect();
                     self.admit_and_reconcile(plan, &earlier, round).await
                 }

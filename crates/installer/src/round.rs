@@ -129,25 +129,32 @@ impl Round {
     /// The planner of a pass against the cluster: the kinds are what the API server serves (the
     /// controller discovers again when a plan names a kind it does not know).
     pub(crate) fn planner(&self) -> Planner {
-        Planner {
-            ctx: self.ctx.clone(),
+        self.resume(PlannerState {
             learned: None,
             names: self.names.clone(),
             holdings: Vec::new(),
             resources: self.resources.clone(),
-        }
+        })
     }
 
     /// The planner of a pass ahead of the cluster (`diff`, `render`): the kinds of the CRDs of each
     /// provider planned are known to the providers after it, as they will be served once it is applied
     /// (core's before any infrastructure provider's).
     pub(crate) fn planner_ahead(&self) -> Planner {
-        Planner {
-            ctx: self.ctx.clone(),
+        self.resume(PlannerState {
             learned: Some(KindResolver::new()),
             names: self.names.clone(),
             holdings: Vec::new(),
             resources: self.resources.clone(),
+        })
+    }
+
+    /// A planner of this round that goes on from `state`: as it stood in a pass whose round had this
+    /// one's [`fingerprint`], so with an equal context.
+    pub(crate) fn resume(&self, state: PlannerState) -> Planner {
+        Planner {
+            ctx: self.ctx.clone(),
+            state,
         }
     }
 
@@ -206,6 +213,14 @@ pub struct Planned<'r, E> {
 #[derive(Clone)]
 pub(crate) struct Planner {
     ctx: Arc<RenderContext>,
+    state: PlannerState,
+}
+
+/// What a [`Planner`] knows of the providers planned so far, without the round's context: kept
+/// between passes ([`Planner::state`], [`Round::resume`]) at the cost of its own size only — the
+/// context, with the bundle policy, is the largest part of a round.
+#[derive(Clone)]
+pub(crate) struct PlannerState {
     /// Ahead of the cluster: the kinds of the CRDs of the providers planned so far.
     learned: Option<KindResolver>,
     /// The CRD names held on the cluster and claimed by the providers planned so far.
@@ -217,6 +232,12 @@ pub(crate) struct Planner {
 }
 
 impl Planner {
+    /// What it knows of the providers planned so far, to go on from in a later pass
+    /// ([`Round::resume`]).
+    pub(crate) fn state(&self) -> PlannerState {
+        self.state.clone()
+    }
+
     /// Renders, checks and plans `target`'s payload (see [`prepare::prepare`]) with the kinds `served`
     /// knows (ahead of the cluster, and those of the providers planned before it), then claims its
     /// CRDs' names ([`Planner::claim_names`]). Pure.
@@ -227,8 +248,8 @@ impl Planner {
         served: &KindResolver,
     ) -> Result<Prepared, RenderError> {
         let others = self.others(target);
-        let among = Among::new(&target.clusterctl_label, &others, &self.resources);
-        let mut prepared = match self.learned {
+        let among = Among::new(&target.clusterctl_label, &others, &self.state.resources);
+        let mut prepared = match self.state.learned {
             None => prepare::prepare_among(payload, target, &self.ctx, served, &among)?,
             Some(_) => {
                 prepare::prepare_among(payload, target, &self.ctx, &self.kinds(served), &among)?
@@ -236,7 +257,7 @@ impl Planner {
         };
         self.claim_names(target, &mut prepared)?;
         self.hold(target, &prepared);
-        if let Some(learned) = &mut self.learned {
+        if let Some(learned) = &mut self.state.learned {
             for crd in prepared
                 .plan
                 .objects()
@@ -259,7 +280,7 @@ impl Planner {
         served: &KindResolver,
     ) -> Result<Prepared, RenderError> {
         let others = self.others(target);
-        let among = Among::new(&target.clusterctl_label, &others, &self.resources);
+        let among = Among::new(&target.clusterctl_label, &others, &self.state.resources);
         let mut prepared = prepare::plan_rendered(rendered, &self.ctx, served, &among)?;
         self.claim_names(target, &mut prepared)?;
         self.hold(target, &prepared);
@@ -269,7 +290,8 @@ impl Planner {
     /// What the providers planned before `target` hold (a provider planned again is not its own
     /// neighbour).
     fn others(&self, target: &Target) -> Vec<Holdings> {
-        self.holdings
+        self.state
+            .holdings
             .iter()
             .filter(|h| h.provider != target.clusterctl_label)
             .cloned()
@@ -278,9 +300,10 @@ impl Planner {
 
     /// Records what `target`'s accepted plan holds, for the providers planned after it.
     fn hold(&mut self, target: &Target, prepared: &Prepared) {
-        self.holdings
+        self.state
+            .holdings
             .retain(|h| h.provider != target.clusterctl_label);
-        self.holdings.push(Holdings::of(
+        self.state.holdings.push(Holdings::of(
             &target.clusterctl_label,
             prepared.plan.objects().map(|o| &o.object),
         ));
@@ -293,6 +316,7 @@ impl Planner {
     /// the provider before its first write, naming both CRDs.
     fn claim_names(&mut self, target: &Target, prepared: &mut Prepared) -> Result<(), RenderError> {
         prepared.dropped_short_names = self
+            .state
             .names
             .claim(&target.clusterctl_label, &mut prepared.plan)
             .map_err(RenderError::NameConflict)?;
@@ -303,7 +327,7 @@ impl Planner {
     /// providers planned so far.
     pub(crate) fn kinds(&self, served: &KindResolver) -> KindResolver {
         let mut kinds = served.clone();
-        if let Some(learned) = &self.learned {
+        if let Some(learned) = &self.state.learned {
             kinds.extend(learned);
         }
         kinds

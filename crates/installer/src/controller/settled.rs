@@ -3,10 +3,10 @@
 //! or checking the others.
 //!
 //! Planning is a chain — each provider is planned with what the providers before it hold and claim
-//! ([`Planner`]) — so planning one provider again needs the planner as it stood before it. A pass that
-//! left core settled ([`Outcome::settled`]) keeps, per provider, that planner and, when the provider is
-//! settled, a copy of its outcome ([`Settled`]): a few kilobytes, not the plans (keeping those cost
-//! megabytes, BENCHMARKS.md).
+//! ([`crate::round::Planner`]) — so planning one provider again needs the planner as it stood before
+//! it. A pass that left core settled ([`Outcome::settled`]) keeps, per provider, what that planner knew
+//! ([`PlannerState`], without the round's context) and, when the provider is settled, a copy of its
+//! outcome ([`Settled`]): not the plans (keeping those cost megabytes, BENCHMARKS.md).
 //!
 //! A later pass may then be limited ([`Settled::limit`]) when nothing a provider's reconcile reads
 //! beyond the round woke it ([`Woken::inputs`]: a source, a rollback request, the resync), its round
@@ -23,7 +23,7 @@ use capi_apply::{Inventory, ObjectKey};
 use capi_manifests::ProviderType;
 
 use crate::outcome::Outcome;
-use crate::round::Planner;
+use crate::round::PlannerState;
 use crate::source::{SourceId, Target};
 
 /// What woke the loop since the last pass.
@@ -39,8 +39,8 @@ pub(crate) struct Woken {
 /// One provider of a kept pass.
 pub(crate) struct KeptProvider {
     pub(crate) target: Target,
-    /// The planner as it stood before this provider was planned.
-    pub(crate) planner: Planner,
+    /// What the planner knew before this provider was planned.
+    pub(crate) planner: PlannerState,
     /// Its outcome when settled; `None`: not settled (rolling out, failed, unavailable, waiting), so
     /// reconciled again by every pass, as its gate, retry or availability needs.
     pub(crate) outcome: Option<Outcome>,
@@ -55,12 +55,12 @@ pub(crate) struct Settled {
 }
 
 impl Settled {
-    /// From a pass: `planners[i]` is the planner before `outcomes[i]`'s provider was planned. `None`
+    /// From a pass: `planners[i]` is what the planner knew before `outcomes[i]`'s provider was planned. `None`
     /// when core is not settled: every other provider waits for it ([`crate::order::admit`]), so each
     /// must be reconciled again.
     pub(crate) fn of(
         round: String,
-        planners: Vec<Planner>,
+        planners: Vec<PlannerState>,
         outcomes: &[Outcome],
     ) -> Option<Settled> {
         if planners.len() != outcomes.len() {
@@ -79,6 +79,24 @@ impl Settled {
             .iter()
             .any(|p| p.outcome.is_none() && p.target.source.provider_type == ProviderType::Core);
         (!core_unsettled).then_some(Settled { round, providers })
+    }
+
+    /// A copy made anew, once the pass that built this freed what it worked with: what is kept between
+    /// passes then lies together instead of scattered among the pass's freed pages, which it would hold
+    /// resident (the allocator returns only whole free pages).
+    pub(crate) fn relocated(&self) -> Settled {
+        Settled {
+            round: self.round.clone(),
+            providers: self
+                .providers
+                .iter()
+                .map(|p| KeptProvider {
+                    target: p.target.clone(),
+                    planner: p.planner.clone(),
+                    outcome: p.outcome.as_ref().and_then(Outcome::settled),
+                })
+                .collect(),
+        }
     }
 
     /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it
@@ -187,7 +205,7 @@ mod tests {
         )
     }
 
-    fn planner() -> Planner {
+    fn planner() -> PlannerState {
         crate::round::Round::new(
             &[],
             &[],
@@ -195,6 +213,7 @@ mod tests {
             &crate::prepare::RenderContext::default(),
         )
         .planner_ahead()
+        .state()
     }
 
     #[test]
