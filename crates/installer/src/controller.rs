@@ -357,10 +357,6 @@ impl Installer {
             let mut woken = std::mem::take(&mut *self.changed.lock().expect("changed objects"));
             woken.inputs |= inputs;
             next = self.reconcile(woken).await;
-            {
-                let mut settled = self.settled.lock().expect("settled pass");
-                *settled = settled.as_ref().map(Settled::relocated);
-            }
             release_free_memory();
         }
         tracing::info!("installer stopped");

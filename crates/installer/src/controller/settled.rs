@@ -81,24 +81,6 @@ impl Settled {
         (!core_unsettled).then_some(Settled { round, providers })
     }
 
-    /// A copy made anew, once the pass that built this freed what it worked with: what is kept between
-    /// passes then lies together instead of scattered among the pass's freed pages, which it would hold
-    /// resident (the allocator returns only whole free pages).
-    pub(crate) fn relocated(&self) -> Settled {
-        Settled {
-            round: self.round.clone(),
-            providers: self
-                .providers
-                .iter()
-                .map(|p| KeptProvider {
-                    target: p.target.clone(),
-                    planner: p.planner.clone(),
-                    outcome: p.outcome.as_ref().and_then(Outcome::settled),
-                })
-                .collect(),
-        }
-    }
-
     /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it
     /// ([`Woken::inputs`]), its round (with `fingerprint`, selecting `targets`) is the one this was
     /// planned from, and each changed object is in the inventory of one of those providers. Then the
