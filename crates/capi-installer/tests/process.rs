@@ -7,6 +7,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use control_plane::{AuditEvent, ControlPlane, ControlPlaneOptions};
@@ -778,13 +779,20 @@ async fn run_reads_the_images_configmap_and_refuses_a_malformed_one() {
 }
 
 /// One control plane (without workloads) for the tests of this file that do not need their own: each
-/// uses its own Lease namespace.
-async fn shared_control_plane() -> &'static ControlPlane {
-    static CP: tokio::sync::OnceCell<ControlPlane> = tokio::sync::OnceCell::const_new();
-    CP.get_or_init(|| async {
+/// uses its own Lease namespace. Shared while a test holds it, stopped — its folder removed — when the
+/// last one lets go (a `static` is never dropped: its folder was left behind in `/tmp` by every run).
+async fn shared_control_plane() -> Arc<ControlPlane> {
+    static SHARED: tokio::sync::Mutex<Weak<ControlPlane>> =
+        tokio::sync::Mutex::const_new(Weak::new());
+    let mut shared = SHARED.lock().await;
+    if let Some(cp) = shared.upgrade() {
+        return cp;
+    }
+    let cp = Arc::new(
         ControlPlane::start(ControlPlaneOptions::default())
             .await
-            .expect("control plane starts")
-    })
-    .await
+            .expect("control plane starts"),
+    );
+    *shared = Arc::downgrade(&cp);
+    cp
 }
