@@ -1,10 +1,12 @@
-//! The loop every controller runs: wait for a change (or a timer), reconcile from the caches, turn
-//! the outcome into the controller's two conditions, write them only when they changed.
+//! What every controller's pass does in the project's one loop ([`capi_runtime::pace`]): reconcile
+//! from the caches, turn the outcome into the controller's two conditions, write them only when they
+//! changed, and say when to look again (its resync, its recheck, or a backoff after a failure).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use capi_runtime::pace::{self, Coalesce, Pass, Woken};
 use tokio::sync::Notify;
 
 use crate::config::ControllerKind;
@@ -33,75 +35,86 @@ const DEGRADED_AFTER_FAILURES: u32 = 3;
 const SYNC_POLL: Duration = Duration::from_millis(500);
 /// Events arrive in bursts (our own write echoes back, several objects change together): wait this
 /// long after a wake-up so that one reconcile sees them all.
-const COALESCE: Duration = Duration::from_millis(100);
+const COALESCE: Coalesce = Coalesce {
+    quiet: Duration::from_millis(100),
+    at_most: Duration::from_millis(100),
+};
 
-/// Runs `controller` until `shutdown` resolves.
+/// Runs `controller` until `shutdown` resolves, in the project's one loop ([`capi_runtime::pace`]).
 pub(crate) async fn run<R: Reconcile>(
     ctx: Arc<Context>,
-    mut controller: R,
+    controller: R,
     shutdown: impl Future<Output = ()>,
 ) {
-    let name = R::KIND.name();
     let wake = Arc::new(Notify::new());
-    let mut failures: u32 = 0;
-    let mut last: Option<State> = None;
-    let mut delay = Duration::ZERO;
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            _ = wake.notified() => {}
-            _ = tokio::time::sleep(delay) => {}
-        }
-        tokio::time::sleep(COALESCE).await;
-        let result = match controller.reconcile(&ctx, &wake).await {
+    let runner = Runner {
+        ctx,
+        controller,
+        wake: wake.clone(),
+        failures: 0,
+        last: None,
+    };
+    pace::run(&[&wake], COALESCE, shutdown, runner).await;
+    tracing::info!(controller = R::KIND.name(), "stopped");
+}
+
+/// A controller with what its passes remember: its failures in a row, the state it reported last.
+struct Runner<R> {
+    ctx: Arc<Context>,
+    controller: R,
+    /// Rung by the watches the controller registers.
+    wake: Arc<Notify>,
+    failures: u32,
+    last: Option<State>,
+}
+
+impl<R: Reconcile> Pass for Runner<R> {
+    async fn pass(&mut self, _: Woken) -> Duration {
+        let ctx = &self.ctx;
+        let name = R::KIND.name();
+        let result = match self.controller.reconcile(ctx, &self.wake).await {
             Ok(o) | Err(Exit::Outcome(o)) => Ok(o),
             Err(Exit::Error(e)) => Err(e),
         };
-        let state = match result {
-            Ok(Outcome::Syncing) => {
-                delay = SYNC_POLL;
-                continue;
-            }
+        let (state, delay) = match result {
+            Ok(Outcome::Syncing) => return SYNC_POLL,
             Ok(Outcome::Report { state, recheck }) => {
                 ctx.metrics.reconciled(name, true);
-                failures = 0;
-                delay = recheck.unwrap_or(ctx.config.resync);
-                state
+                self.failures = 0;
+                (state, recheck.unwrap_or(ctx.config.resync))
             }
             Err(e) => {
                 ctx.metrics.reconciled(name, false);
-                failures += 1;
-                delay = backoff(&ctx, failures);
-                tracing::warn!(controller = name, error = %e, attempt = failures, retry_in = ?delay, "reconcile failed");
-                if !degrades(&e, failures) {
-                    continue;
+                self.failures += 1;
+                let delay = backoff(ctx, self.failures);
+                tracing::warn!(controller = name, error = %e, attempt = self.failures, retry_in = ?delay, "reconcile failed");
+                if !degrades(&e, self.failures) {
+                    return delay;
                 }
-                State::failed(&e)
+                (State::failed(&e), delay)
             }
         };
-        if last.as_ref() != Some(&state) {
+        if self.last.as_ref() != Some(&state) {
             log_state(name, &state);
         }
-        match write_status(&ctx, R::KIND, &state, &wake) {
+        match write_status(ctx, R::KIND, &state, &self.wake) {
             Ok(None) => {}
             Ok(Some(body)) => {
                 if let Err(e) = status::write(&ctx.client, R::KIND.field_manager(), &body).await {
                     tracing::warn!(controller = name, error = %e, "cannot write conditions; retrying");
-                    delay = delay.min(Duration::from_secs(5));
-                    continue;
+                    return delay.min(Duration::from_secs(5));
                 }
                 ctx.metrics.wrote_status(name);
             }
             Err(waiting) => {
-                if last.as_ref() != Some(&state) {
+                if self.last.as_ref() != Some(&state) {
                     tracing::info!(controller = name, "{waiting}");
                 }
             }
         }
-        last = Some(state);
+        self.last = Some(state);
+        delay
     }
-    tracing::info!(controller = name, "stopped");
 }
 
 fn degrades(e: &ControllerError, failures: u32) -> bool {

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use capi_openshift::resources::{APISERVER, APISERVER_NAME};
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
+use capi_runtime::pace::{self, Coalesce, Pass};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
@@ -157,6 +158,37 @@ pub struct Installer {
     settled: Mutex<Option<Settled>>,
     /// The watches feeding `wake` and `wake_round`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Which of the installer's wake-ups (their place in the loop's slice) plans every provider.
+const WOKEN_BY_INPUTS: usize = 0;
+/// Gather a burst of events (an apply of 30 objects echoes 30 watch events) into one pass: until they
+/// pause, not for a fixed time (a cold install waits for a gate several times, and each pass started
+/// a fixed 200 ms late).
+const COALESCE: Coalesce = Coalesce {
+    quiet: Duration::from_millis(40),
+    at_most: Duration::from_millis(200),
+};
+
+/// The installer's passes, and when the last one asked to be woken.
+struct Passes {
+    installer: Arc<Installer>,
+    next: Next,
+}
+
+impl Pass for Passes {
+    async fn pass(&mut self, woken: pace::Woken) -> Duration {
+        // An input's watch or the resync makes a pass of every provider; the round's watches and
+        // managed objects alone may make a pass of their providers; a gate's, a retry's or an
+        // availability's timer is for the providers not settled, which a limited pass reconciles too.
+        let inputs = woken.by(WOKEN_BY_INPUTS) || (woken.timer() && self.next.delay().is_none());
+        let installer = &self.installer;
+        let mut changed = std::mem::take(&mut *installer.changed.lock().expect("changed objects"));
+        changed.inputs |= inputs;
+        self.next = installer.reconcile(changed).await;
+        release_free_memory();
+        self.next.delay().unwrap_or(installer.config.resync)
+    }
 }
 
 impl Drop for Installer {
@@ -323,42 +355,12 @@ impl Installer {
             }
             _ = synced => {}
         }
-        let mut next = Next::Retry(Duration::ZERO);
-        loop {
-            let delay = next.delay().unwrap_or(self.config.resync);
-            // An input's watch or a timer makes a pass of every provider; managed objects alone may
-            // make a pass of their providers.
-            let mut inputs = tokio::select! {
-                _ = &mut shutdown => break,
-                _ = self.wake.notified() => true,
-                _ = self.wake_round.notified() => false,
-                _ = self.objects_changed.notified() => false,
-                // The resync checks everything; a gate's, a retry's or an availability's timer is
-                // for the providers not settled, which a limited pass reconciles too.
-                _ = tokio::time::sleep(delay) => next.delay().is_none(),
-            };
-            // Coalesce a burst of events (an apply of 30 objects echoes 30 watch events) into one
-            // reconcile: until they pause, not for a fixed time (a cold install waits for a gate several
-            // times, and each reconcile started a fixed 200 ms late).
-            let burst = tokio::time::Instant::now();
-            while burst.elapsed() < Duration::from_millis(200) {
-                let event = async {
-                    tokio::select! {
-                        _ = self.wake.notified() => true,
-                        _ = self.wake_round.notified() => false,
-                        _ = self.objects_changed.notified() => false,
-                    }
-                };
-                match tokio::time::timeout(Duration::from_millis(40), event).await {
-                    Ok(input) => inputs |= input,
-                    Err(_) => break,
-                }
-            }
-            let mut woken = std::mem::take(&mut *self.changed.lock().expect("changed objects"));
-            woken.inputs |= inputs;
-            next = self.reconcile(woken).await;
-            release_free_memory();
-        }
+        let passes = Passes {
+            installer: self.clone(),
+            next: Next::Retry(Duration::ZERO),
+        };
+        let wakes = [&*self.wake, &*self.wake_round, &self.objects_changed];
+        pace::run(&wakes, COALESCE, shutdown, passes).await;
         tracing::info!("installer stopped");
     }
 

@@ -30,6 +30,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use capi_runtime::pace::{Coalesce, Pass, Woken};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
@@ -43,6 +44,7 @@ use capi_manifests::image::ImagesError;
 use capi_manifests::image_volume::{self, MOUNT_ROOT, VolumeError};
 
 use crate::names::DEPLOYMENT;
+use crate::optional_watch::OptionalKind;
 use crate::render::Images;
 use crate::source::images::{self, IMAGES_CONFIGMAP};
 use crate::unmanaged;
@@ -251,19 +253,53 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
             return;
         }
     }
-    let api: Api<Deployment> = Api::namespaced(client, namespace);
-    let release_manager = BTreeSet::from([RELEASE_MANAGER.to_string()]);
-    // What was applied last, and the Deployment (UID, generation) right after.
-    let mut last: Option<(Value, Applied)> = None;
-    // The resourceVersion of the object last taken over: until the watch brings the write, the
-    // cache still shows that one with the cluster-version operator's fields.
-    let mut taken_from: Option<String> = None;
-    loop {
+    let deployer = Deployer {
+        api: Api::namespaced(client, namespace),
+        config: &config,
+        configmaps,
+        deployments,
+        cluster_api,
+        release_manager: BTreeSet::from([RELEASE_MANAGER.to_string()]),
+        last: None,
+        taken_from: None,
+    };
+    capi_runtime::pace::run(&[&wake], Coalesce::NONE, shutdown, deployer).await;
+    watches.iter().for_each(|w| w.abort());
+}
+
+/// What the deployer's passes read from and remember.
+struct Deployer<'a> {
+    api: Api<Deployment>,
+    config: &'a DeployerConfig,
+    configmaps: reflector::Store<ConfigMap>,
+    deployments: reflector::Store<Deployment>,
+    cluster_api: OptionalKind,
+    release_manager: BTreeSet<String>,
+    /// What was applied last, and the Deployment (UID, generation) right after.
+    last: Option<(Value, Applied)>,
+    /// The resourceVersion of the object last taken over: until the watch brings the write, the
+    /// cache still shows that one with the cluster-version operator's fields.
+    taken_from: Option<String>,
+}
+
+impl Pass for Deployer<'_> {
+    async fn pass(&mut self, _: Woken) -> Duration {
+        let Deployer {
+            api,
+            config,
+            configmaps,
+            deployments,
+            cluster_api,
+            release_manager,
+            last,
+            taken_from,
+        } = self;
+        let namespace = config.namespace.as_str();
         let mut next = RESYNC;
         let live = deployments.get(&ObjectRef::new(DEPLOYMENT).within(namespace));
         let inherited = live.as_ref().is_some_and(|d| {
-            capi_apply::takeover::retired_present(d.managed_fields(), &release_manager)
-                && d.metadata.resource_version != taken_from
+            capi_apply::takeover::retired_present(d.managed_fields(), release_manager)
+                && d.metadata.resource_version != *taken_from
         });
         let status = cluster_api
             .objects()
@@ -279,7 +315,7 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
                 namespace: namespace.to_string(),
             })
             .and_then(|cm| Ok(images::from_configmap(namespace, &cm)?))
-            .and_then(|release| Ok((desired(&config, &release, &status)?, release)));
+            .and_then(|release| Ok((desired(config, &release, &status)?, release)));
         if let (Some((_, at)), Some(d)) = (last.as_mut(), live.as_deref()) {
             at.seen |= d.metadata.uid == at.uid;
         }
@@ -298,7 +334,7 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
             Ok((wanted, release)) => {
                 let taken = match live.as_deref().filter(|_| inherited) {
                     Some(live) => {
-                        let taken = take_over(&api, live, &release_manager, namespace).await;
+                        let taken = take_over(api, live, release_manager, namespace).await;
                         if taken.is_ok() {
                             taken_from.clone_from(&live.metadata.resource_version);
                         }
@@ -322,25 +358,20 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
                 };
                 match applied {
                     Ok(applied) => {
-                        let mounted = mounted_images(&config, &release, &status);
+                        let mounted = mounted_images(config, &release, &status);
                         tracing::info!(deployment = %format!("{namespace}/{DEPLOYMENT}"), generation = ?applied.metadata.generation, images = ?mounted, "installer Deployment applied");
-                        last = Some((wanted, Applied::of(&applied)));
+                        *last = Some((wanted, Applied::of(&applied)));
                     }
                     Err(e) => {
                         tracing::error!(error = %e, retry_in = ?RETRY, "installer Deployment not applied");
-                        last = None;
+                        *last = None;
                         next = RETRY;
                     }
                 }
             }
         }
-        tokio::select! {
-            () = wake.notified() => {}
-            () = tokio::time::sleep(next) => {}
-            () = &mut shutdown => break,
-        }
+        next
     }
-    watches.iter().for_each(|w| w.abort());
 }
 
 /// The Deployment as the deployer's last apply left it.

@@ -15,6 +15,7 @@
 //! | [`responsiveness`] | how late the async runtime runs a ready task, sampled into the process's series |
 //! | [`tls`] | the serving certificate from files, re-read when rotated; self-signed where none is given |
 //! | [`process`] | logging, the kube client with the binary's user agent, the shutdown signal |
+//! | [`pace`] | the one loop of every controller: wake-ups gathered into one pass, the pass's own timer, shutdown between passes |
 //! | [`run`] | campaign → run the controller while holding the lease → release on SIGTERM, exit 1 on loss |
 //!
 //! A binary's `run` command:
@@ -74,6 +75,8 @@ pub(crate) mod http;
 pub mod leader;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "pace")]
+pub mod pace;
 #[cfg(feature = "process")]
 pub mod process;
 #[cfg(feature = "process")]
