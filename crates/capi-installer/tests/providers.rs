@@ -267,6 +267,13 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
         (before[0], before[2]),
         "core and gcp not planned again: {before:?} → {after:?}"
     );
+    // What a pass reports on, it knows from its watches: the repair read nothing.
+    let reads: Vec<String> = installer_requests(&env.audit())
+        .iter()
+        .filter(|e| e.stage_timestamp.0 > since && e.verb == "get")
+        .map(describe)
+        .collect();
+    assert!(reads.is_empty(), "the installer read: {reads:#?}");
 }
 
 /// gcp installs and is Available while aws (the platform's) is refused; the ClusterOperator says which.

@@ -138,6 +138,7 @@ pub(crate) async fn write(
 ) -> Result<(), ControllerError> {
     cluster_operator::apply_status(client, field_manager, body)
         .await
+        .map(drop)
         .map_err(|e| {
             ControllerError::api(
                 "apply status of",

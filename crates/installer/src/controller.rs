@@ -29,7 +29,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capi_openshift::resources::{APISERVER, APISERVER_NAME};
+use capi_openshift::resources::{
+    APISERVER, APISERVER_NAME, CLUSTER_OPERATOR, CLUSTER_OPERATOR_NAME,
+};
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use capi_runtime::pace::{self, Coalesce, Pass};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -55,6 +57,7 @@ use crate::policy;
 use crate::prepare::Prepared;
 use crate::reconcile::Reconciler;
 use crate::report::cluster_api::Recording;
+use crate::report::operator::KnownOperator;
 use crate::report::{self, Observed, Unselected};
 use crate::revision;
 use crate::round::{self, Planner, PlannerState, Round};
@@ -128,6 +131,8 @@ pub struct Installer {
     infrastructure_providers: OptionalKind,
     /// `ClusterAPI/cluster` (unmanaged CRDs).
     cluster_api: OptionalKind,
+    /// `ClusterOperator/cluster-api`, which the pass reports on, as known without a request.
+    cluster_operator: KnownOperator,
     /// The ClusterRoles that make the provider RBAC ceiling (the release's and the administrator's).
     ceiling: reflector::Store<ClusterRole>,
     /// The ConfigMaps of the installer's namespace that extend the provider field bound (the
@@ -158,6 +163,21 @@ pub struct Installer {
     settled: Mutex<Option<Settled>>,
     /// The watches feeding `wake` and `wake_round`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// What installing the wanted providers came to, for the pass's report.
+#[derive(Default)]
+struct Installed {
+    /// Providers required and without a source.
+    missing: Vec<Wanted>,
+    /// The selected providers' outcomes, then those of the sources refused as second ones.
+    outcomes: Vec<Outcome>,
+    /// Providers installed before and selected no longer.
+    unselected: Vec<Unselected>,
+    /// How many of `outcomes` are the selected providers'.
+    selected: usize,
+    /// The `${VAR}` values the providers were rendered with (a revision records them).
+    substitutions: std::collections::BTreeMap<String, String>,
 }
 
 /// Which of the installer's wake-ups (their place in the loop's slice) plans every provider.
@@ -241,6 +261,14 @@ impl Installer {
             wake_round.clone(),
         );
         let (cluster_api, cluster_api_watch) = watch_cluster_api(&client, &wake_round);
+        let (cluster_operator, cluster_operator_watch) = OptionalKind::start(
+            client.clone(),
+            &capi_openshift::resources::api_resource(&CLUSTER_OPERATOR),
+            watcher::Config::default().fields(&format!("metadata.name={CLUSTER_OPERATOR_NAME}")),
+            "ClusterOperator cluster-api",
+            // Rung by no one: what the installer reports on decides nothing.
+            Arc::new(Notify::new()),
+        );
         let (apiserver, apiserver_watch) = OptionalKind::start(
             client.clone(),
             &capi_openshift::resources::api_resource(&APISERVER),
@@ -282,6 +310,7 @@ impl Installer {
             revisions,
             infrastructure_providers,
             cluster_api,
+            cluster_operator: KnownOperator::new(cluster_operator),
             ceiling,
             fields,
             apiserver,
@@ -300,6 +329,7 @@ impl Installer {
                 revisions_watch,
                 providers_watch,
                 cluster_api_watch,
+                cluster_operator_watch,
                 ceiling_watch,
                 fields_watch,
                 apiserver_watch,
@@ -343,6 +373,7 @@ impl Installer {
                 self.revisions.wait_until_ready(),
                 self.infrastructure_providers.wait_known(),
                 self.cluster_api.wait_known(),
+                self.cluster_operator.wait_known(),
                 self.ceiling.wait_until_ready(),
                 self.fields.wait_until_ready(),
                 self.apiserver.wait_known()
@@ -382,18 +413,27 @@ impl Installer {
         let desired = desired::desired(status, &declared, &requests.install);
         let unmanaged = self.unmanaged();
         self.reconciler.inventories().repair().await;
-        let (missing, outcomes, unselected, recording) = match &desired {
+        let installed = match &desired {
             Desired::Install(wants) => self.install(wants, &unmanaged, &woken).await,
             _ => {
                 *self.settled.lock().expect("settled pass") = None;
-                (Vec::new(), Vec::new(), Vec::new(), Recording::NotNeeded)
+                Installed::default()
             }
         };
+        let Installed {
+            missing,
+            outcomes,
+            unselected,
+            selected,
+            substitutions,
+        } = installed;
         let removals = self.uninstall(&requests, &unmanaged).await;
         // Every provider's record of this pass, in one write, before the status that reports it.
         if let Err(e) = self.reconciler.inventories().flush().await {
             tracing::warn!(error = %e, "cannot record the providers' state");
         }
+        self.finalize(&objects, &requested, &requests, &removals)
+            .await;
         // A provider being uninstalled is reported as such, not as left behind.
         let unselected: Vec<Unselected> = unselected
             .into_iter()
@@ -406,6 +446,15 @@ impl Installer {
             .collect();
         self.log_changes(&desired, &missing, &outcomes);
         self.observe(&desired, &missing, &outcomes, started);
+        // Then every status, here and nowhere else: the revision in `ClusterAPI/cluster` (of the
+        // selected providers), the `InfrastructureProvider`s, the ClusterOperator.
+        let recording = match &desired {
+            Desired::Install(_) => {
+                self.record_revisions(&outcomes[..selected], &substitutions)
+                    .await
+            }
+            _ => Recording::NotNeeded,
+        };
         let extra: BTreeSet<String> = requests
             .install
             .iter()
@@ -420,8 +469,6 @@ impl Installer {
             removals: &removals,
             recording: &recording,
         };
-        self.finalize(&objects, &requested, &requests, &removals)
-            .await;
         self.report_providers(&observed, &objects, &requested, &requests)
             .await;
         let next = match self.report_operator(&observed).await {
@@ -458,7 +505,15 @@ impl Installer {
             .release_version
             .as_deref()
             .filter(|_| at_release);
-        report::operator::write(&self.client, &conditions, &controllers, version, &related).await
+        report::operator::write(
+            &self.client,
+            &self.cluster_operator,
+            &conditions,
+            &controllers,
+            version,
+            &related,
+        )
+        .await
     }
 
     /// This pass's providers as a revision in `ClusterAPI/cluster` status, in the reference's fields
@@ -556,7 +611,7 @@ impl Installer {
         wants: &Wants,
         unmanaged: &Result<Unmanaged, UnmanagedError>,
         woken: &Woken,
-    ) -> (Vec<Wanted>, Vec<Outcome>, Vec<Unselected>, Recording) {
+    ) -> Installed {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
         let roles: Vec<serde_json::Value> = self
             .ceiling
@@ -597,9 +652,7 @@ impl Installer {
             .with_unmanaged(unmanaged.clone())
             .with_live_crds(self.reconciler.live_crds().await);
         let mut outcomes = self.reconcile_round(&round, woken, &inventories).await;
-        let recording = self
-            .record_revisions(&outcomes, &round.ctx.substitutions)
-            .await;
+        let selected = outcomes.len();
         // After every selected provider, so that a refused second source of core holds nothing back.
         for refused in &round.selection.refused {
             let error = ProviderError::DuplicateSource {
@@ -635,7 +688,13 @@ impl Installer {
                 }
             })
             .collect();
-        (round.selection.missing, outcomes, unselected, recording)
+        Installed {
+            missing: round.selection.missing,
+            outcomes,
+            unselected,
+            selected,
+            substitutions: round.ctx.substitutions.clone(),
+        }
     }
 
     /// Plans and reconciles the round's providers: every one of them, or only those whose objects

@@ -32,17 +32,17 @@ pub fn with_status(status: Value) -> Value {
 }
 
 /// Applies `body` (from [`with_status`]) to the status subresource as `field_manager`, forced: the
-/// fields sent are that manager's alone; if someone else took them over, they come back.
+/// fields sent are that manager's alone; if someone else took them over, they come back. Returns the
+/// object as written.
 pub async fn apply_status(
     client: &Client,
     field_manager: &str,
     body: &Value,
-) -> Result<(), kube::Error> {
+) -> Result<DynamicObject, kube::Error> {
     let params = PatchParams::apply(field_manager).force();
     api(client)
         .patch_status(CLUSTER_OPERATOR_NAME, &params, &Patch::Apply(body))
-        .await?;
-    Ok(())
+        .await
 }
 
 /// The ClusterOperator as the object Events are about.

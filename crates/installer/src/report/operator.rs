@@ -1,15 +1,77 @@
 //! The `status` of `ClusterOperator/cluster-api`: built from the conditions (pure), compared with the
-//! live status ignoring timestamps, and written with server-side apply only when it differs.
+//! live status ignoring timestamps, and written with server-side apply only when it differs. The live
+//! status is what the installer knows without a request ([`KnownOperator`]): a pass reads nothing.
+
+use std::sync::{Arc, Mutex};
 
 use capi_openshift::controller_status::{self, ControllerResult};
 use capi_openshift::time::now_rfc3339;
 use capi_openshift::{CLUSTER_OPERATOR_NAME, cluster_operator, conditions};
 use kube::Client;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::Condition;
 use crate::names::FIELD_MANAGER;
+use crate::optional_watch::OptionalKind;
+
+/// `ClusterOperator/cluster-api` as the installer knows it without asking: its watch's copy, or what
+/// its own last write returned while the watch has not brought that write yet. Without the second, a
+/// pass right after a write would compare with the status before it and write the same again.
+pub(crate) struct KnownOperator {
+    watch: OptionalKind,
+    written: Mutex<Option<Arc<DynamicObject>>>,
+}
+
+impl KnownOperator {
+    /// Over a watch of the one object (its changes wake nothing: the status is what the installer
+    /// writes, not what it decides from).
+    pub(crate) fn new(watch: OptionalKind) -> KnownOperator {
+        KnownOperator {
+            watch,
+            written: Mutex::default(),
+        }
+    }
+
+    /// The object; `None` when it does not exist (or its kind is not served).
+    fn current(&self) -> Option<Arc<DynamicObject>> {
+        let watched = self.watch.objects().unwrap_or_default().into_iter().next();
+        let written = self
+            .written
+            .lock()
+            .expect("written ClusterOperator")
+            .clone();
+        newer(watched, written)
+    }
+
+    /// Resolves once the watch has listed (or found the kind not served).
+    pub(crate) async fn wait_known(&self) {
+        self.watch.wait_known().await
+    }
+
+    fn wrote(&self, object: DynamicObject) {
+        *self.written.lock().expect("written ClusterOperator") = Some(Arc::new(object));
+    }
+}
+
+/// The newer of the watch's copy and the last write's answer, by resourceVersion (the API server's
+/// etcd revision, an integer that grows with every write; one that does not read as an integer is
+/// not trusted to be newer than the watch). Without the watch's copy the object is taken as gone:
+/// deleted after the write, or created by it and not yet watched (created again, which changes
+/// nothing).
+fn newer(
+    watched: Option<Arc<DynamicObject>>,
+    written: Option<Arc<DynamicObject>>,
+) -> Option<Arc<DynamicObject>> {
+    let revision = |o: &DynamicObject| o.metadata.resource_version.as_deref()?.parse::<u64>().ok();
+    match (watched, written) {
+        (Some(watched), Some(written)) => match (revision(&watched), revision(&written)) {
+            (Some(w), Some(x)) if x > w => Some(written),
+            _ => Some(watched),
+        },
+        (watched, _) => watched,
+    }
+}
 
 /// Builds the `status`, keeping `lastTransitionTime` of every condition whose status did not change
 /// and of every per-controller condition (`controllers`, the reference's) whose status, reason and
@@ -69,20 +131,23 @@ pub(crate) fn differs(a: Option<&Value>, b: &Value) -> bool {
 /// (whose `Available` may be kept from the live status, so they are built here).
 pub(crate) async fn write(
     client: &Client,
+    known: &KnownOperator,
     conditions: &[Condition],
     controllers: &[(&str, ControllerResult)],
     version: Option<&str>,
     related: &[Value],
 ) -> Result<(), kube::Error> {
-    let api = cluster_operator::api(client);
-    let current = api.get_opt(CLUSTER_OPERATOR_NAME).await?;
+    let mut current = known.current();
     if current.is_none() {
         let mut object = cluster_operator::manifest();
         object["spec"] = json!({});
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        api.patch(CLUSTER_OPERATOR_NAME, &params, &Patch::Apply(&object))
+        let created = cluster_operator::api(client)
+            .patch(CLUSTER_OPERATOR_NAME, &params, &Patch::Apply(&object))
             .await?;
         tracing::info!("created ClusterOperator {CLUSTER_OPERATOR_NAME}");
+        // Its status is empty, or another writer's if it was there after all (the apply returns it).
+        current = Some(Arc::new(created));
     }
     let current_status = current.as_ref().and_then(|c| c.data.get("status"));
     let own: Vec<capi_openshift::Condition<&str>> = conditions
@@ -104,12 +169,52 @@ pub(crate) async fn write(
     if !differs(current_status, &desired) {
         return Ok(());
     }
-    cluster_operator::apply_status(
+    let written = cluster_operator::apply_status(
         client,
         FIELD_MANAGER,
         &cluster_operator::with_status(desired),
     )
     .await?;
+    known.wrote(written);
     tracing::debug!("ClusterOperator status written");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(revision: &str) -> Option<Arc<DynamicObject>> {
+        let mut o = DynamicObject::new(
+            CLUSTER_OPERATOR_NAME,
+            &capi_openshift::resources::api_resource(&capi_openshift::CLUSTER_OPERATOR),
+        );
+        o.metadata.resource_version = Some(revision.into());
+        Some(Arc::new(o))
+    }
+
+    fn revision(o: Option<Arc<DynamicObject>>) -> Option<String> {
+        o.and_then(|o| o.metadata.resource_version.clone())
+    }
+
+    #[test]
+    fn the_newer_of_the_watch_and_the_last_write_is_known() {
+        // The watch has not brought the write yet: the write is what is known.
+        assert_eq!(revision(newer(at("90"), at("100"))).as_deref(), Some("100"));
+        // The watch brought the write, or a later change by someone else.
+        assert_eq!(
+            revision(newer(at("100"), at("100"))).as_deref(),
+            Some("100")
+        );
+        assert_eq!(
+            revision(newer(at("120"), at("100"))).as_deref(),
+            Some("120")
+        );
+        // Not comparable: the watch is believed.
+        assert_eq!(revision(newer(at("x1"), at("100"))).as_deref(), Some("x1"));
+        assert_eq!(revision(newer(at("90"), at("y"))).as_deref(), Some("90"));
+        // Gone from the watch: gone (created again by the next write).
+        assert_eq!(revision(newer(None, at("100"))), None);
+        assert_eq!(revision(newer(at("90"), None)).as_deref(), Some("90"));
+    }
 }
