@@ -66,7 +66,7 @@ use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configma
 use crate::tls;
 use crate::trigger::{spawn_trigger, watch_cluster_api};
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
-use settled::{Settled, Woken};
+use settled::{Changes, Settled};
 
 /// What a reconcile asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +155,7 @@ pub struct Installer {
     /// What was last logged per provider, so that only changes are logged.
     logged: Mutex<Vec<String>>,
     /// The managed objects that changed since the last pass, and whether some changes were lost.
-    changed: Mutex<Woken>,
+    changed: Mutex<Changes>,
     /// Woken when `changed` grows.
     objects_changed: Notify,
     /// The last pass, when it left core settled: a pass woken only by some providers' objects
@@ -395,9 +395,9 @@ impl Installer {
         tracing::info!("installer stopped");
     }
 
-    /// One pass over the whole cluster; over some providers only when `woken` and the last pass allow
+    /// One pass over the whole cluster; over some providers only when `changes` and the last pass allow
     /// it ([`settled`]).
-    pub(crate) async fn reconcile(&self, woken: Woken) -> Next {
+    pub(crate) async fn reconcile(&self, changes: Changes) -> Next {
         let started = Instant::now();
         let infra = self.infrastructure.get(&reflector::ObjectRef::new_with(
             INFRASTRUCTURE_NAME,
@@ -414,7 +414,7 @@ impl Installer {
         let unmanaged = self.unmanaged();
         self.reconciler.inventories().repair().await;
         let installed = match &desired {
-            Desired::Install(wants) => self.install(wants, &unmanaged, &woken).await,
+            Desired::Install(wants) => self.install(wants, &unmanaged, &changes).await,
             _ => {
                 *self.settled.lock().expect("settled pass") = None;
                 Installed::default()
@@ -610,7 +610,7 @@ impl Installer {
         &self,
         wants: &Wants,
         unmanaged: &Result<Unmanaged, UnmanagedError>,
-        woken: &Woken,
+        changes: &Changes,
     ) -> Installed {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
         let roles: Vec<serde_json::Value> = self
@@ -651,7 +651,7 @@ impl Installer {
             .with_fields(&fields)
             .with_unmanaged(unmanaged.clone())
             .with_live_crds(self.reconciler.live_crds().await);
-        let mut outcomes = self.reconcile_round(&round, woken, &inventories).await;
+        let mut outcomes = self.reconcile_round(&round, changes, &inventories).await;
         let selected = outcomes.len();
         // After every selected provider, so that a refused second source of core holds nothing back.
         for refused in &round.selection.refused {
@@ -703,7 +703,7 @@ impl Installer {
     async fn reconcile_round(
         &self,
         round: &Round,
-        woken: &Woken,
+        changes: &Changes,
         inventories: &[(SourceId, capi_apply::Inventory)],
     ) -> Vec<Outcome> {
         let fingerprint = {
@@ -715,7 +715,7 @@ impl Installer {
         };
         let last = self.settled.lock().expect("settled pass").take();
         let limited = last.and_then(|last| {
-            let only = last.limit(&fingerprint, &round.selection.targets, woken, inventories)?;
+            let only = last.limit(&fingerprint, &round.selection.targets, changes, inventories)?;
             Some((last, only))
         });
         let (planners, outcomes) = match limited {
@@ -727,8 +727,8 @@ impl Installer {
             }
             None => {
                 tracing::debug!(
-                    inputs = woken.inputs,
-                    objects = woken.objects.len(),
+                    inputs = changes.inputs,
+                    objects = changes.objects.len(),
                     "a pass of every provider"
                 );
                 let (planners, plans) = self.plan(round).await;

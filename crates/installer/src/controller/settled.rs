@@ -9,7 +9,7 @@
 //! outcome ([`Settled`]): not the plans (keeping those cost megabytes, BENCHMARKS.md).
 //!
 //! A later pass may then be limited ([`Settled::limit`]) when nothing a provider's reconcile reads
-//! beyond the round woke it ([`Woken::inputs`]: a source, a rollback request, the resync), its round
+//! beyond the round woke it ([`Changes::inputs`]: a source, a rollback request, the resync), its round
 //! has the same fingerprint ([`crate::round::fingerprint`]: the platform, the policy, `ClusterAPI`…
 //! are in it), and every changed object is in a provider's inventory: it reconciles the providers of
 //! the changed objects and those not settled (a gate's or a retry's timer wakes it for them). Anything
@@ -26,9 +26,9 @@ use crate::outcome::Outcome;
 use crate::round::PlannerState;
 use crate::source::{SourceId, Target};
 
-/// What woke the loop since the last pass.
+/// What changed since the last pass, as the loop was told (for what woke it, see [`capi_runtime::pace::Woken`]).
 #[derive(Debug, Default)]
-pub(crate) struct Woken {
+pub(crate) struct Changes {
     /// Something a provider's reconcile reads beyond the round changed (a source's payload, a rollback
     /// request), a timer fired, or changes were lost: every provider is reconciled.
     pub(crate) inputs: bool,
@@ -82,7 +82,7 @@ impl Settled {
     }
 
     /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it
-    /// ([`Woken::inputs`]), its round (with `fingerprint`, selecting `targets`) is the one this was
+    /// ([`Changes::inputs`]), its round (with `fingerprint`, selecting `targets`) is the one this was
     /// planned from, and each changed object is in the inventory of one of those providers. Then the
     /// providers of the changed objects, those not settled, and each one's chain (the providers with
     /// its `cluster.x-k8s.io/provider` label: a companion waits for its provider). `None`: every
@@ -91,7 +91,7 @@ impl Settled {
         &self,
         fingerprint: &str,
         targets: &[Target],
-        woken: &Woken,
+        changes: &Changes,
         inventories: &[(SourceId, Inventory)],
     ) -> Option<BTreeSet<SourceId>> {
         let same_providers = targets.len() == self.providers.len()
@@ -99,10 +99,10 @@ impl Settled {
                 .iter()
                 .zip(&self.providers)
                 .all(|(t, p)| t.source.id == p.target.source.id);
-        if woken.inputs || fingerprint != self.round || !same_providers {
+        if changes.inputs || fingerprint != self.round || !same_providers {
             return None;
         }
-        let changed = woken
+        let changed = changes
             .objects
             .iter()
             .map(|key| {
@@ -213,22 +213,22 @@ mod tests {
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
         ];
-        let woken = |objects: &[&str], inputs| Woken {
+        let changes = |objects: &[&str], inputs| Changes {
             inputs,
             objects: objects.iter().map(|k| key(k)).collect(),
         };
-        let limit = |woken: &Woken, round: &str, targets: &[Target]| {
-            settled.limit(round, targets, woken, &inventories)
+        let limit = |changes: &Changes, round: &str, targets: &[Target]| {
+            settled.limit(round, targets, changes, &inventories)
         };
 
-        let aws = woken(&["capa-manager"], false);
+        let aws = changes(&["capa-manager"], false);
         assert_eq!(
             limit(&aws, "round", &targets),
             Some(BTreeSet::from([targets[1].source.id.clone()]))
         );
         assert_eq!(
             limit(
-                &woken(&["capa-manager", "capi-manager"], false),
+                &changes(&["capa-manager", "capi-manager"], false),
                 "round",
                 &targets
             )
@@ -236,7 +236,7 @@ mod tests {
             Some(2)
         );
         assert_eq!(
-            limit(&woken(&["capa-manager"], true), "round", &targets),
+            limit(&changes(&["capa-manager"], true), "round", &targets),
             None,
             "an input changed"
         );
@@ -247,7 +247,7 @@ mod tests {
             "another selection"
         );
         assert_eq!(
-            limit(&woken(&["nobody's"], false), "round", &targets),
+            limit(&changes(&["nobody's"], false), "round", &targets),
             None,
             "an object of no provider"
         );
@@ -274,7 +274,7 @@ mod tests {
         ];
         let settled = Settled::of("round".into(), planners(), &outcomes).unwrap();
         let inventories = vec![inventory(&targets[0].source.id, &["capi-manager"])];
-        let timer = Woken::default();
+        let timer = Changes::default();
         assert_eq!(
             settled.limit("round", &targets, &timer, &inventories),
             Some(BTreeSet::from([
