@@ -52,7 +52,7 @@ use crate::metrics::Metrics;
 use crate::names::INVENTORY_CONFIGMAP;
 use crate::optional_watch::OptionalKind;
 use crate::order::{self, Admit};
-use crate::outcome::{Outcome, ProviderState};
+use crate::outcome::{Outcome, ProviderState, Removal};
 use crate::policy;
 use crate::prepare::Prepared;
 use crate::reconcile::Reconciler;
@@ -163,6 +163,17 @@ pub struct Installer {
     settled: Mutex<Option<Settled>>,
     /// The watches feeding `wake` and `wake_round`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// What the cluster asks for in a pass ([`Installer::gather`]).
+struct Asked {
+    /// The `InfrastructureProvider` objects, and each as read.
+    objects: Vec<Arc<DynamicObject>>,
+    requested: Vec<api::Request>,
+    /// What they ask for: providers to install besides the platform's, providers to remove.
+    requests: desired::Requests,
+    desired: Desired,
+    unmanaged: Result<Unmanaged, UnmanagedError>,
 }
 
 /// What installing the wanted providers came to, for the pass's report.
@@ -395,10 +406,40 @@ impl Installer {
         tracing::info!("installer stopped");
     }
 
-    /// One pass over the whole cluster; over some providers only when `changes` and the last pass allow
-    /// it ([`settled`]).
+    /// One pass: what the cluster asks for → the wanted providers planned and reconciled (every one,
+    /// or only those the changes and the last pass allow: [`settled`]) → the providers asked away
+    /// removed → every provider's record → every status, from the outcomes alone.
     pub(crate) async fn reconcile(&self, changes: Changes) -> Next {
         let started = Instant::now();
+        let asked = self.gather();
+        self.reconciler.inventories().repair().await;
+        let installed = match &asked.desired {
+            Desired::Install(wants) => self.install(wants, &asked.unmanaged, &changes).await,
+            _ => {
+                *self.settled.lock().expect("settled pass") = None;
+                Installed::default()
+            }
+        };
+        let removals = self.uninstall(&asked.requests, &asked.unmanaged).await;
+        // Every provider's record of this pass, in one write, before the status that reports it.
+        if let Err(e) = self.reconciler.inventories().flush().await {
+            tracing::warn!(error = %e, "cannot record the providers' state");
+        }
+        self.finalize(&asked.objects, &asked.requested, &asked.requests, &removals)
+            .await;
+        self.log_changes(&asked.desired, &installed.missing, &installed.outcomes);
+        self.observe(
+            &asked.desired,
+            &installed.missing,
+            &installed.outcomes,
+            started,
+        );
+        self.report(&asked, installed, &removals).await
+    }
+
+    /// What the cluster asks for, from the watches' caches: the platform, the
+    /// `InfrastructureProvider`s, the unmanaged CRDs.
+    fn gather(&self) -> Asked {
         let infra = self.infrastructure.get(&reflector::ObjectRef::new_with(
             INFRASTRUCTURE_NAME,
             capi_openshift::resources::api_resource(&INFRASTRUCTURE),
@@ -411,31 +452,23 @@ impl Installer {
         let platform = desired::platform_provider(status, &declared);
         let requests = desired::requests(platform.as_deref(), &requested);
         let desired = desired::desired(status, &declared, &requests.install);
-        let unmanaged = self.unmanaged();
-        self.reconciler.inventories().repair().await;
-        let installed = match &desired {
-            Desired::Install(wants) => self.install(wants, &unmanaged, &changes).await,
-            _ => {
-                *self.settled.lock().expect("settled pass") = None;
-                Installed::default()
-            }
-        };
-        let Installed {
-            missing,
-            outcomes,
-            unselected,
-            selected,
-            substitutions,
-        } = installed;
-        let removals = self.uninstall(&requests, &unmanaged).await;
-        // Every provider's record of this pass, in one write, before the status that reports it.
-        if let Err(e) = self.reconciler.inventories().flush().await {
-            tracing::warn!(error = %e, "cannot record the providers' state");
+        Asked {
+            objects,
+            requested,
+            requests,
+            desired,
+            unmanaged: self.unmanaged(),
         }
-        self.finalize(&objects, &requested, &requests, &removals)
-            .await;
+    }
+
+    /// Every status of the pass, here and nowhere else, each written only when it changed: the
+    /// revision in `ClusterAPI/cluster` (of the selected providers), the `InfrastructureProvider`s,
+    /// the ClusterOperator. Returns when to look again.
+    async fn report(&self, asked: &Asked, installed: Installed, removals: &[Removal]) -> Next {
+        let requests = &asked.requests;
         // A provider being uninstalled is reported as such, not as left behind.
-        let unselected: Vec<Unselected> = unselected
+        let unselected: Vec<Unselected> = installed
+            .unselected
             .into_iter()
             .filter(|u| {
                 !requests
@@ -444,13 +477,10 @@ impl Installer {
                     .any(|r| u.label.as_deref() == Some(r.clusterctl_label.as_str()))
             })
             .collect();
-        self.log_changes(&desired, &missing, &outcomes);
-        self.observe(&desired, &missing, &outcomes, started);
-        // Then every status, here and nowhere else: the revision in `ClusterAPI/cluster` (of the
-        // selected providers), the `InfrastructureProvider`s, the ClusterOperator.
-        let recording = match &desired {
+        let outcomes = &installed.outcomes;
+        let recording = match &asked.desired {
             Desired::Install(_) => {
-                self.record_revisions(&outcomes[..selected], &substitutions)
+                self.record_revisions(&outcomes[..installed.selected], &installed.substitutions)
                     .await
             }
             _ => Recording::NotNeeded,
@@ -461,15 +491,15 @@ impl Installer {
             .map(|n| capi_manifests::ProviderType::Infrastructure.clusterctl_label(n))
             .collect();
         let observed = Observed {
-            desired: &desired,
-            missing: &missing,
-            outcomes: &outcomes,
+            desired: &asked.desired,
+            missing: &installed.missing,
+            outcomes,
             unselected: &unselected,
             extra: &extra,
-            removals: &removals,
+            removals,
             recording: &recording,
         };
-        self.report_providers(&observed, &objects, &requested, &requests)
+        self.report_providers(&observed, &asked.objects, &asked.requested, requests)
             .await;
         let next = match self.report_operator(&observed).await {
             Ok(()) => outcomes.iter().map(Next::of).fold(Next::Idle, Next::min),
