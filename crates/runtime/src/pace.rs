@@ -16,6 +16,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+/// How many wake-ups a loop may have: [`Woken`] tells them apart by one bit each.
+pub const MAX_WAKES: usize = u64::BITS as usize;
+
 /// What a pass is for: the wake-ups that rang since the last pass (by their index in the slice given
 /// to [`run`]), and whether the pass's own timer was due.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,7 +30,7 @@ pub struct Woken {
 impl Woken {
     /// Whether wake-up `index` (its place in [`run`]'s slice) rang.
     pub fn by(&self, index: usize) -> bool {
-        index < 64 && self.rang & (1 << index) != 0
+        index < MAX_WAKES && self.rang & (1 << index) != 0
     }
 
     /// Whether the delay the last pass asked for ran out (the first pass counts as due).
@@ -36,7 +39,7 @@ impl Woken {
     }
 
     fn rung(&mut self, index: usize) {
-        self.rang |= 1 << index.min(63);
+        self.rang |= 1 << index;
     }
 }
 
@@ -64,14 +67,20 @@ pub trait Pass: Send {
     fn pass(&mut self, woken: Woken) -> impl Future<Output = Duration> + Send;
 }
 
-/// Runs `pass` at once, then whenever one of `wakes` is notified or the delay the last pass returned
-/// runs out, until `shutdown` resolves. A pass under way when it does is finished first.
+/// Runs `pass` at once, then whenever one of `wakes` (at most [`MAX_WAKES`]) is notified or the delay
+/// the last pass returned runs out, until `shutdown` resolves. A pass under way when it does is
+/// finished first.
 pub async fn run<P: Pass>(
     wakes: &[&Notify],
     coalesce: Coalesce,
     shutdown: impl Future<Output = ()>,
     mut pass: P,
 ) {
+    assert!(
+        wakes.len() <= MAX_WAKES,
+        "{} wake-ups: a pass tells at most {MAX_WAKES} apart",
+        wakes.len()
+    );
     let mut shutdown = std::pin::pin!(shutdown);
     let mut woken = Woken {
         rang: 0,
@@ -248,6 +257,15 @@ mod tests {
             1,
             "the first pass ran to its end"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(expected = "65 wake-ups")]
+    async fn more_wake_ups_than_a_pass_tells_apart_are_refused() {
+        let notifies: Vec<Notify> = (0..=MAX_WAKES).map(|_| Notify::new()).collect();
+        let wakes: Vec<&Notify> = notifies.iter().collect();
+        let (recorder, done) = recorder(1, Duration::ZERO);
+        run(&wakes, Coalesce::NONE, done.notified(), recorder).await;
     }
 
     impl Woken {
