@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use capi_apply::{ObjectKey, Phase, PlannedPhase, Readiness, readiness};
-use kube::ResourceExt;
 use kube::api::DynamicObject;
 
 use super::Reconciler;
@@ -31,7 +30,7 @@ impl Reconciler {
         };
         let pending = pending(phase, |key| {
             let cached = self.cache.get(key);
-            newest(cached.as_deref(), fresh.get(key)).cloned()
+            to_judge(cached.as_deref(), fresh.get(key)).cloned()
         });
         let id = &target.source.id;
         let mut history = self.history.lock().expect("history");
@@ -72,19 +71,25 @@ pub(crate) fn pending(
         .collect()
 }
 
-/// The newer of the cached object and the one a write just returned (the cache may lag behind the
-/// write; trusting it could pass a gate on the previous generation of a Deployment).
-fn newest<'a>(
+/// What a gate judges: the cached object while it is the same object at the same or a later
+/// generation than a write's answer, otherwise the write's answer (the cache may lag behind the write;
+/// trusting it could pass a gate on the previous generation of a Deployment). Generations only grow
+/// for one object (one uid), while resourceVersions are opaque and can go back after an etcd restore,
+/// so only the first is compared. A cached copy from before a write that kept the generation speaks
+/// for the same spec, so its readiness still holds.
+fn to_judge<'a>(
     cached: Option<&'a DynamicObject>,
     fresh: Option<&'a DynamicObject>,
 ) -> Option<&'a DynamicObject> {
-    let version = |o: &DynamicObject| {
-        o.resource_version()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
     match (cached, fresh) {
-        (Some(c), Some(f)) => Some(if version(f) > version(c) { f } else { c }),
+        (Some(c), Some(f)) => {
+            let same_object = c.metadata.uid.is_some() && c.metadata.uid == f.metadata.uid;
+            let caught_up = matches!(
+                (c.metadata.generation, f.metadata.generation),
+                (Some(c), Some(f)) if c >= f
+            );
+            Some(if same_object && caught_up { c } else { f })
+        }
         (c, f) => c.or(f),
     }
 }
@@ -93,13 +98,14 @@ fn newest<'a>(
 mod tests {
     use super::*;
     use capi_apply::KindResolver;
+    use kube::ResourceExt;
 
     fn obj(yaml: &str) -> DynamicObject {
         serde_saphyr::from_str(yaml).unwrap()
     }
 
     #[test]
-    fn pending_lists_what_is_not_current_and_newest_wins() {
+    fn pending_lists_what_is_not_current() {
         let deployment = |rv: &str, available: &str| {
             obj(&format!(
                 "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: ns, generation: 1, resourceVersion: \"{rv}\"}}\nspec: {{replicas: 1}}\nstatus: {{observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1, readyReplicas: 1, conditions: [{{type: Available, status: \"{available}\"}}]}}\n"
@@ -121,10 +127,36 @@ mod tests {
         let unavailable = deployment("6", "False");
         assert_eq!(pending(phase, |_| Some(unavailable.clone())).len(), 1);
 
-        let stale_cache = deployment("5", "True");
-        let written = deployment("7", "False");
-        let newer = newest(Some(&stale_cache), Some(&written)).unwrap();
-        assert_eq!(newer.resource_version().as_deref(), Some("7"));
-        assert!(newest(None, None).is_none());
+        assert!(to_judge(None, None).is_none());
+    }
+
+    #[test]
+    fn a_gate_judges_the_cache_only_once_it_caught_up_with_the_write() {
+        let at = |uid: &str, generation: i64, rv: &str| {
+            obj(&format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: ns, uid: {uid}, generation: {generation}, resourceVersion: \"{rv}\"}}\n"
+            ))
+        };
+        let judged = |cached: &DynamicObject, fresh: &DynamicObject| {
+            to_judge(Some(cached), Some(fresh))
+                .unwrap()
+                .resource_version()
+                .unwrap()
+        };
+        // The write bumped the generation and the cache has not seen it: the write's answer.
+        assert_eq!(judged(&at("u", 1, "5"), &at("u", 2, "7")), "7");
+        // The cache caught up (a later status at the same generation), whatever the resourceVersions
+        // say (opaque; they go back after an etcd restore).
+        assert_eq!(judged(&at("u", 2, "3"), &at("u", 2, "7")), "3");
+        assert_eq!(judged(&at("u", 3, "9"), &at("u", 2, "7")), "9");
+        // Another object of that name (deleted and created again): the write's answer.
+        assert_eq!(judged(&at("v", 4, "9"), &at("u", 2, "7")), "7");
+        assert_eq!(
+            to_judge(None, Some(&at("u", 2, "7")))
+                .unwrap()
+                .resource_version()
+                .unwrap(),
+            "7"
+        );
     }
 }

@@ -16,11 +16,24 @@ use crate::names::FIELD_MANAGER;
 use crate::optional_watch::OptionalKind;
 
 /// `ClusterOperator/cluster-api` as the installer knows it without asking: its watch's copy, or what
-/// its own last write returned while the watch has not brought that write yet. Without the second, a
+/// its own last write returned while the watch has not moved since that write. Without the second, a
 /// pass right after a write would compare with the status before it and write the same again.
 pub(crate) struct KnownOperator {
     watch: OptionalKind,
-    written: Mutex<Option<Arc<DynamicObject>>>,
+    written: Mutex<Option<Written>>,
+}
+
+/// The installer's last write, and the watch's copy (by resourceVersion) it was written over.
+#[derive(Clone)]
+struct Written {
+    over: Option<String>,
+    object: Arc<DynamicObject>,
+}
+
+/// What a pass knows: the object, and the watch's copy it stands over.
+struct Known {
+    over: Option<String>,
+    current: Option<Arc<DynamicObject>>,
 }
 
 impl KnownOperator {
@@ -34,14 +47,14 @@ impl KnownOperator {
     }
 
     /// The object; `None` when it does not exist (or its kind is not served).
-    fn current(&self) -> Option<Arc<DynamicObject>> {
+    fn current(&self) -> Known {
         let watched = self.watch.objects().unwrap_or_default().into_iter().next();
         let written = self
             .written
             .lock()
             .expect("written ClusterOperator")
             .clone();
-        newer(watched, written)
+        known(watched, written)
     }
 
     /// Resolves once the watch has listed (or found the kind not served).
@@ -49,27 +62,31 @@ impl KnownOperator {
         self.watch.wait_known().await
     }
 
-    fn wrote(&self, object: DynamicObject) {
-        *self.written.lock().expect("written ClusterOperator") = Some(Arc::new(object));
+    fn wrote(&self, over: Option<String>, object: DynamicObject) {
+        *self.written.lock().expect("written ClusterOperator") = Some(Written {
+            over,
+            object: Arc::new(object),
+        });
     }
 }
 
-/// The newer of the watch's copy and the last write's answer, by resourceVersion (the API server's
-/// etcd revision, an integer that grows with every write; one that does not read as an integer is
-/// not trusted to be newer than the watch). Without the watch's copy the object is taken as gone:
-/// deleted after the write, or created by it and not yet watched (created again, which changes
-/// nothing).
-fn newer(
-    watched: Option<Arc<DynamicObject>>,
-    written: Option<Arc<DynamicObject>>,
-) -> Option<Arc<DynamicObject>> {
-    let revision = |o: &DynamicObject| o.metadata.resource_version.as_deref()?.parse::<u64>().ok();
-    match (watched, written) {
-        (Some(watched), Some(written)) => match (revision(&watched), revision(&written)) {
-            (Some(w), Some(x)) if x > w => Some(written),
-            _ => Some(watched),
+/// The last write's answer while the watch still shows the copy it was written over; the watch's
+/// copy as soon as it moved (to the write, to someone else's change, or to a deletion). Only
+/// resourceVersions' equality is used, never their order (they are opaque): a watch that moved to a
+/// change made before the write makes one more write of the same status, never one less.
+fn known(watched: Option<Arc<DynamicObject>>, written: Option<Written>) -> Known {
+    let over = watched
+        .as_ref()
+        .and_then(|o| o.metadata.resource_version.clone());
+    match written {
+        Some(w) if w.over == over => Known {
+            over,
+            current: Some(w.object),
         },
-        (watched, _) => watched,
+        _ => Known {
+            over,
+            current: watched,
+        },
     }
 }
 
@@ -137,7 +154,7 @@ pub(crate) async fn write(
     version: Option<&str>,
     related: &[Value],
 ) -> Result<(), kube::Error> {
-    let mut current = known.current();
+    let Known { over, mut current } = known.current();
     if current.is_none() {
         let mut object = cluster_operator::manifest();
         object["spec"] = json!({});
@@ -147,6 +164,7 @@ pub(crate) async fn write(
             .await?;
         tracing::info!("created ClusterOperator {CLUSTER_OPERATOR_NAME}");
         // Its status is empty, or another writer's if it was there after all (the apply returns it).
+        known.wrote(over.clone(), created.clone());
         current = Some(Arc::new(created));
     }
     let current_status = current.as_ref().and_then(|c| c.data.get("status"));
@@ -175,7 +193,7 @@ pub(crate) async fn write(
         &cluster_operator::with_status(desired),
     )
     .await?;
-    known.wrote(written);
+    known.wrote(over, written);
     tracing::debug!("ClusterOperator status written");
     Ok(())
 }
@@ -193,28 +211,50 @@ mod tests {
         Some(Arc::new(o))
     }
 
-    fn revision(o: Option<Arc<DynamicObject>>) -> Option<String> {
-        o.and_then(|o| o.metadata.resource_version.clone())
+    fn written(over: Option<&str>, revision: &str) -> Option<Written> {
+        Some(Written {
+            over: over.map(str::to_string),
+            object: at(revision)?,
+        })
+    }
+
+    fn revision(k: Known) -> (Option<String>, Option<String>) {
+        let current = k.current.and_then(|o| o.metadata.resource_version.clone());
+        (k.over, current)
+    }
+
+    fn pair(over: Option<&str>, current: Option<&str>) -> (Option<String>, Option<String>) {
+        (over.map(str::to_string), current.map(str::to_string))
     }
 
     #[test]
-    fn the_newer_of_the_watch_and_the_last_write_is_known() {
-        // The watch has not brought the write yet: the write is what is known.
-        assert_eq!(revision(newer(at("90"), at("100"))).as_deref(), Some("100"));
-        // The watch brought the write, or a later change by someone else.
+    fn the_last_write_is_known_until_the_watch_moves() {
+        // The watch still shows the copy the write went over: the write is what is known.
         assert_eq!(
-            revision(newer(at("100"), at("100"))).as_deref(),
-            Some("100")
+            revision(known(at("90"), written(Some("90"), "100"))),
+            pair(Some("90"), Some("100"))
         );
+        // Created by the installer, not watched yet: known, not created again.
         assert_eq!(
-            revision(newer(at("120"), at("100"))).as_deref(),
-            Some("120")
+            revision(known(None, written(None, "100"))),
+            pair(None, Some("100"))
         );
-        // Not comparable: the watch is believed.
-        assert_eq!(revision(newer(at("x1"), at("100"))).as_deref(), Some("x1"));
-        assert_eq!(revision(newer(at("90"), at("y"))).as_deref(), Some("90"));
-        // Gone from the watch: gone (created again by the next write).
-        assert_eq!(revision(newer(None, at("100"))), None);
-        assert_eq!(revision(newer(at("90"), None)).as_deref(), Some("90"));
+        // The watch moved: to the write, to someone else's change (even one made before the write:
+        // one more write, never one less), to a deletion.
+        for watched in ["100", "120", "95"] {
+            assert_eq!(
+                revision(known(at(watched), written(Some("90"), "100"))),
+                pair(Some(watched), Some(watched))
+            );
+        }
+        assert_eq!(
+            revision(known(None, written(Some("90"), "100"))),
+            pair(None, None)
+        );
+        // Nothing written yet.
+        assert_eq!(
+            revision(known(at("90"), None)),
+            pair(Some("90"), Some("90"))
+        );
     }
 }
