@@ -2,8 +2,11 @@
 //! ConfigMap of a running installer that has core and aws installed. For every one: nothing of it is
 //! written (audit log), core and the previously installed aws keep running, the ClusterOperator names
 //! the ConfigMap and the rule (every violation, one per line) with a specific reason, and putting the
-//! good ConfigMap back converges again. One control plane and one installer for all cases: they run one
-//! after another and each ends where it started. The installer runs as its own ServiceAccount under the
+//! good ConfigMap back converges again. The cases are dealt to three tests, each with its own control
+//! plane and installer: within a test they run one after another and each ends where it started; the
+//! tests run side by side, because a case is mostly waiting (a refusal must persist for spaced attempts
+//! before it degrades the operator), and one after another the 14 took 13 minutes. The installer runs
+//! as its own ServiceAccount under the
 //! shipped RBAC (no `escalate` or `bind`, the provider RBAC ceiling): what the policy refuses here, the
 //! API server would refuse too, but the policy must say so first, by name.
 
@@ -406,8 +409,34 @@ const DEGRADED_AFTER: Duration = Duration::from_secs(120);
 /// A few reconciles of core + aws on a loaded machine: the time the installer needs to notice a change.
 const RECONCILES: Duration = Duration::from_secs(180);
 
+/// The tests the cases are dealt to (one per `share` below).
+const SHARES: usize = 3;
+
+/// Every `SHARES`-th case, from the `share`-th on.
+fn share(share: usize) -> Vec<Hostile> {
+    hostile_bundles()
+        .into_iter()
+        .skip(share)
+        .step_by(SHARES)
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again() {
+async fn the_first_share_of_hostile_bundles_is_refused_whole_and_the_good_one_converges_again() {
+    each_is_refused_whole_and_the_good_one_converges_again(share(0)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_second_share_of_hostile_bundles_is_refused_whole_and_the_good_one_converges_again() {
+    each_is_refused_whole_and_the_good_one_converges_again(share(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_third_share_of_hostile_bundles_is_refused_whole_and_the_good_one_converges_again() {
+    each_is_refused_whole_and_the_good_one_converges_again(share(2)).await;
+}
+
+async fn each_is_refused_whole_and_the_good_one_converges_again(bundles: Vec<Hostile>) {
     require_fixture!("transport-configmaps");
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
     apply_as_release_payload(&env.admin, &installer_rbac()).await;
@@ -434,7 +463,7 @@ async fn each_hostile_bundle_is_refused_whole_and_the_good_one_converges_again()
         .metadata
         .resource_version;
 
-    for hostile in hostile_bundles() {
+    for hostile in bundles {
         let mark = env.audit().len();
         put_configmap(&env.admin, &hostile.configmap).await;
         // A failure that persists degrades the operator, with the reason and every violation: at the
