@@ -1,15 +1,17 @@
 //! The pure half of the installer's planning: which providers a cluster needs ([`desired`], from
 //! `Infrastructure/cluster` and the `InfrastructureProvider` objects as [`api`] reads them; the CRDs
-//! left to others, [`unmanaged`]), which provider a platform needs ([`platform`]), the
-//! run-time substitutions of a provider's components ([`render`]: `${VAR}`s, images, fields owned
-//! elsewhere; [`tls`]: the cluster's TLS profile as substitutions), what a provider bundle may contain
-//! ([`policy`]), judged on a provider's rendered objects before anything of it is written, and the
-//! names of the installer's own objects that no bundle may touch ([`names`]). No I/O and no Kubernetes
-//! client: the installer gathers the cluster's inputs (its RBAC ceiling, the field bound's extensions,
-//! `APIServer/cluster`) and passes them in.
+//! left to others, [`unmanaged`]), which sources provide them ([`source`]: the sources' identities,
+//! payloads and selection; the source kinds that read them are the installer's), which provider a
+//! platform needs ([`platform`]), one pass's inputs and its planner ([`round`]), and each provider's
+//! plan ([`prepare`]): the run-time substitutions of its components ([`render`]: `${VAR}`s, images,
+//! fields owned elsewhere; [`tls`]: the cluster's TLS profile as substitutions), what a provider bundle
+//! may contain ([`policy`]), judged on the rendered objects before anything of it is written, and the
+//! apply plan. Also the names of the installer's own objects that no bundle may touch ([`names`]) and
+//! the reference's names and content IDs ([`reference`]). No I/O and no Kubernetes client: the
+//! installer gathers the cluster's inputs (the sources' payloads, its RBAC ceiling, the field bound's
+//! extensions, `APIServer/cluster`) and passes them in.
 //!
-//! Moved out of the installer library step by step (issue 30); preparing, the sources and the round
-//! are to follow.
+//! Moved out of the installer library step by step (issue 30).
 
 #![warn(unreachable_pub)]
 
@@ -18,6 +20,10 @@ pub mod desired;
 pub mod names;
 pub mod platform;
 pub mod policy;
+pub mod prepare;
+pub mod reference;
 pub mod render;
+pub mod round;
+pub mod source;
 pub mod tls;
 pub mod unmanaged;

@@ -4,9 +4,9 @@
 //!
 //! | step | module | I/O |
 //! |---|---|---|
-//! | what the cluster needs | [`desired`] (+ [`platform`]) | none |
-//! | which sources provide it | [`source`] (kinds: [`source::configmap`]) | watch caches |
-//! | render and validate | [`prepare`] (+ [`render`]) | none |
+//! | what the cluster needs | [`desired`] (+ [`capi_bundle::platform`]) | none |
+//! | which sources provide it | [`source`] (kinds: [`source::configmap`], [`source::profile`]) | watch caches, files |
+//! | render, validate and plan | [`round`], [`prepare`] (from [`capi_bundle`]) | none |
 //! | apply, gate, prune | [`reconcile`] → [`outcome::Outcome`] | API server |
 //! | errors → reasons | [`error`] | none |
 //! | conditions, versions, records | [`report`], [`inventory`] | writes only on change |
@@ -47,18 +47,17 @@ pub mod offline;
 pub(crate) mod optional_watch;
 pub(crate) mod order;
 pub(crate) mod outcome;
-pub(crate) use capi_bundle::platform;
 /// The bundle policy, from the pure planning crate (see [`capi_bundle`]).
 pub use capi_bundle::policy;
-pub mod prepare;
+pub use capi_bundle::prepare;
 pub(crate) mod reconcile;
 pub mod records;
-pub mod reference;
+pub use capi_bundle::reference;
 pub(crate) use capi_bundle::render;
 pub(crate) mod report;
 pub mod revision;
 pub mod rollback;
-pub mod round;
+pub use capi_bundle::round;
 pub mod source;
 pub mod status;
 pub use capi_bundle::tls;

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use capi_openshift::controller_status::ControllerResult;
 use serde_json::{Value, json};
 
+use crate::reference::revision_name;
 use crate::source::ImageComponent;
 
 /// The release of a process started without one (the reference's default).
@@ -28,8 +29,6 @@ pub(crate) const UNKNOWN_RELEASE: &str = "0.0.1-snapshot";
 
 /// At most this many revisions (the CRD's `maxItems`).
 pub(crate) const MAX_REVISIONS: usize = 16;
-/// The longest revision name (the CRD's `maxLength`).
-const MAX_NAME: usize = 255;
 
 /// One provider's part of a cluster-wide revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,15 +119,6 @@ pub(crate) fn content_id(desired: &Desired) -> String {
         desired.components.iter().map(|c| c.content_id.as_str()),
         &desired.substitutions,
     )
-}
-
-/// `<release>-<first 8 of the content ID>-<n>`, the release cut so that the whole fits 255
-/// characters.
-pub(crate) fn revision_name(release: &str, content_id: &str, n: i64) -> String {
-    let suffix = format!("-{}-{n}", &content_id[..content_id.len().min(8)]);
-    let room = MAX_NAME.saturating_sub(suffix.len());
-    let release: String = release.chars().take(room).collect();
-    format!("{release}{suffix}")
 }
 
 /// The next `status` of `ClusterAPI/cluster` (`previous`: its status now, `Value::Null` when

@@ -8,17 +8,17 @@
 //! infrastructure provider by the provider of its `ocpPlatform`, so that selection, duplicates and
 //! status treat a profile and a transport ConfigMap of the same provider as the same provider.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use capi_manifests::profile::{
-    ATTRIBUTE_TYPE, MANIFESTS_FILE, METADATA_FILE, MetadataError, PROFILES_DIR, ProfileMetadata,
+    ATTRIBUTE_TYPE, MANIFESTS_FILE, METADATA_FILE, PROFILES_DIR, ProfileMetadata,
 };
 
 use capi_manifests::{Budget, ProviderType};
 
 use super::{
-    ImageComponent, Payload, ProviderSource, SourceCatalog, SourceError, SourceId, images,
+    ImageComponent, Payload, ProfileProblem, ProfileRef, ProviderSource, SourceCatalog,
+    SourceError, SourceId, images,
 };
 use crate::render::Images;
 
@@ -27,30 +27,6 @@ use crate::render::Images;
 /// 0.7 MB).
 pub(crate) const MAX_MANIFESTS_BYTES: u64 = Budget::DEFAULT_MAX_BYTES as u64;
 const MAX_METADATA_BYTES: u64 = 64 << 10;
-
-/// Where a profile lives: `DIR/<image>/capi-operator-manifests/<profile>`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProfileRef {
-    /// The image's folder under `--profiles-dir` (a DNS label, as the reference's volume names).
-    pub(crate) image: String,
-    pub(crate) profile: String,
-}
-
-impl ProfileRef {
-    /// `DIR/<image>/capi-operator-manifests/<profile>`.
-    pub(crate) fn dir(&self, root: &Path) -> PathBuf {
-        root.join(&self.image)
-            .join(PROFILES_DIR)
-            .join(&self.profile)
-    }
-}
-
-impl fmt::Display for ProfileRef {
-    /// `profile aws-cluster-api-controllers/default`: how status messages and Events name it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "profile {}/{}", self.image, self.profile)
-    }
-}
 
 /// A profile read from disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,17 +82,6 @@ impl Profile {
         };
         Ok((name, provider_type))
     }
-}
-
-/// A profile, or a folder that should hold one, that cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ProfileProblem {
-    #[error("{path}: {message}")]
-    Unreadable { path: PathBuf, message: String },
-    #[error("{0}")]
-    Metadata(#[from] MetadataError),
-    #[error("{id}: {message}")]
-    Unusable { id: ProfileRef, message: String },
 }
 
 /// Everything found under `--profiles-dir`.

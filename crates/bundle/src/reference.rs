@@ -10,7 +10,20 @@ pub const FIELD_MANAGERS: [&str; 2] = [
     "capi-operator.openshift.io/InstallerController",
 ];
 
-pub(crate) mod content_id;
+pub mod content_id;
+
+/// The longest revision name (the `ClusterAPI` CRD's `maxLength`).
+const MAX_REVISION_NAME: usize = 255;
+
+/// The name the reference gives a revision in `ClusterAPI/cluster` status:
+/// `<release>-<first 8 of the content ID>-<n>`, the release cut so that the whole fits 255
+/// characters.
+pub fn revision_name(release: &str, content_id: &str, n: i64) -> String {
+    let suffix = format!("-{}-{n}", &content_id[..content_id.len().min(8)]);
+    let room = MAX_REVISION_NAME.saturating_sub(suffix.len());
+    let release: String = release.chars().take(room).collect();
+    format!("{release}{suffix}")
+}
 
 /// The label the reference's current generation sets on every object of a component (a profile),
 /// to the profile's metadata name (`cluster-api-provider-aws`); part of what its content ID hashes.

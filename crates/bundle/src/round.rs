@@ -33,14 +33,14 @@ pub struct Round {
     /// second sources of a provider.
     pub selection: Selection,
     /// Every source selected, refused ones included (their objects are not "unselected").
-    pub(crate) selected: BTreeSet<SourceId>,
+    pub selected: BTreeSet<SourceId>,
     /// What rendering needs, with every transport ConfigMap among the candidates protected: no bundle
     /// may write one (by name, whatever labels the bundle's object carries). Shared with the planning
     /// steps that run off the async runtime.
-    pub(crate) ctx: Arc<RenderContext>,
+    pub ctx: Arc<RenderContext>,
     /// Which CRDs are unmanaged (`ClusterAPI/cluster`); an unreadable one fails every provider of the
     /// pass, as no CRD may be written then. Only the controller reads it (none elsewhere).
-    pub(crate) unmanaged: Result<Unmanaged, UnmanagedError>,
+    pub unmanaged: Result<Unmanaged, UnmanagedError>,
     /// The names the cluster's CRDs hold (their accepted names): they had them first. Each provider's
     /// plan claims its CRDs' names after them and after the providers before it ([`Planner::plan`]).
     pub(crate) names: NameClaims,
@@ -83,7 +83,7 @@ impl Round {
 
     /// With the CRDs on the cluster: each as (name, its accepted names, the `cluster.x-k8s.io/provider`
     /// label of the provider that installed it, if this installer did).
-    pub(crate) fn with_live_crds(
+    pub fn with_live_crds(
         mut self,
         crds: impl IntoIterator<Item = (String, CrdNames, Option<String>)>,
     ) -> Round {
@@ -106,7 +106,7 @@ impl Round {
 
     /// With the provider RBAC ceiling the cluster has now (the administrator's ClusterRoles): the
     /// bundle policy allows what they grant too, beyond the release's.
-    pub(crate) fn with_ceiling(mut self, cluster: &Ceiling) -> Round {
+    pub fn with_ceiling(mut self, cluster: &Ceiling) -> Round {
         let ctx = Arc::make_mut(&mut self.ctx);
         ctx.policy.ceiling = std::mem::take(&mut ctx.policy.ceiling).with(cluster);
         self
@@ -114,21 +114,21 @@ impl Round {
 
     /// With the provider field bound's extensions the cluster has now (the administrator's
     /// ConfigMaps): the bundle policy allows their fields and values too, beyond the release's.
-    pub(crate) fn with_fields(mut self, extension: &FieldBound) -> Round {
+    pub fn with_fields(mut self, extension: &FieldBound) -> Round {
         let ctx = Arc::make_mut(&mut self.ctx);
         ctx.policy.fields = std::mem::take(&mut ctx.policy.fields).with(extension);
         self
     }
 
     /// With the unmanaged CRDs of this pass.
-    pub(crate) fn with_unmanaged(mut self, unmanaged: Result<Unmanaged, UnmanagedError>) -> Round {
+    pub fn with_unmanaged(mut self, unmanaged: Result<Unmanaged, UnmanagedError>) -> Round {
         self.unmanaged = unmanaged;
         self
     }
 
     /// The planner of a pass against the cluster: the kinds are what the API server serves (the
     /// controller discovers again when a plan names a kind it does not know).
-    pub(crate) fn planner(&self) -> Planner {
+    pub fn planner(&self) -> Planner {
         self.resume(PlannerState {
             learned: None,
             names: self.names.clone(),
@@ -140,7 +140,7 @@ impl Round {
     /// The planner of a pass ahead of the cluster (`diff`, `render`): the kinds of the CRDs of each
     /// provider planned are known to the providers after it, as they will be served once it is applied
     /// (core's before any infrastructure provider's).
-    pub(crate) fn planner_ahead(&self) -> Planner {
+    pub fn planner_ahead(&self) -> Planner {
         self.resume(PlannerState {
             learned: Some(KindResolver::new()),
             names: self.names.clone(),
@@ -151,7 +151,7 @@ impl Round {
 
     /// A planner of this round that goes on from `state`: as it stood in a pass whose round had this
     /// one's [`fingerprint`], so with an equal context.
-    pub(crate) fn resume(&self, state: PlannerState) -> Planner {
+    pub fn resume(&self, state: PlannerState) -> Planner {
         Planner {
             ctx: self.ctx.clone(),
             state,
@@ -182,10 +182,10 @@ impl Round {
 /// bundle policy, the cluster's CRD names and resources, the unmanaged CRDs. Two rounds with one
 /// fingerprint plan a provider's payload alike ([`Planner::plan`] is pure), so a pass whose round has
 /// the last full pass's fingerprint may plan one provider again with that pass's planner
-/// ([`crate::controller`]). The encoding is the types' `Debug` output: every part is an ordered
+/// (the installer's `controller`). The encoding is the types' `Debug` output: every part is an ordered
 /// collection, and a part whose order varied would only make two equal rounds differ (a full pass),
 /// never the reverse.
-pub(crate) fn fingerprint(round: &Round) -> String {
+pub fn fingerprint(round: &Round) -> String {
     use sha2::Digest;
     use std::fmt::Write;
 
@@ -211,7 +211,7 @@ pub struct Planned<'r, E> {
 /// Plans the providers of a round one after the other, in install order. Owns what it needs (the
 /// round's context, shared), so that a plan can be made on the blocking pool (`crate::compute`).
 #[derive(Clone)]
-pub(crate) struct Planner {
+pub struct Planner {
     ctx: Arc<RenderContext>,
     state: PlannerState,
 }
@@ -220,7 +220,7 @@ pub(crate) struct Planner {
 /// between passes ([`Planner::state`], [`Round::resume`]) at the cost of its own size only — the
 /// context, with the bundle policy, is the largest part of a round.
 #[derive(Clone)]
-pub(crate) struct PlannerState {
+pub struct PlannerState {
     /// Ahead of the cluster: the kinds of the CRDs of the providers planned so far.
     learned: Option<KindResolver>,
     /// The CRD names held on the cluster and claimed by the providers planned so far.
@@ -234,14 +234,14 @@ pub(crate) struct PlannerState {
 impl Planner {
     /// What it knows of the providers planned so far, to go on from in a later pass
     /// ([`Round::resume`]).
-    pub(crate) fn state(&self) -> PlannerState {
+    pub fn state(&self) -> PlannerState {
         self.state.clone()
     }
 
     /// Renders, checks and plans `target`'s payload (see [`prepare::prepare`]) with the kinds `served`
     /// knows (ahead of the cluster, and those of the providers planned before it), then claims its
     /// CRDs' names ([`Planner::claim_names`]). Pure.
-    pub(crate) fn plan(
+    pub fn plan(
         &mut self,
         target: &Target,
         payload: &Payload,
@@ -273,7 +273,7 @@ impl Planner {
 
     /// Objects rendered earlier (a revision's stored content) through the same checks, plan and name
     /// claims as a fresh render: stored content is as untrusted as any ConfigMap of the namespace.
-    pub(crate) fn replan(
+    pub fn replan(
         &mut self,
         target: &Target,
         rendered: Rendered,
@@ -325,7 +325,7 @@ impl Planner {
 
     /// The kinds a plan may use now: those `served` knows and, ahead of the cluster, those of the
     /// providers planned so far.
-    pub(crate) fn kinds(&self, served: &KindResolver) -> KindResolver {
+    pub fn kinds(&self, served: &KindResolver) -> KindResolver {
         let mut kinds = served.clone();
         if let Some(learned) = &self.state.learned {
             kinds.extend(learned);

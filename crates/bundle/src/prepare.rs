@@ -11,7 +11,7 @@ use capi_apply::{DroppedShortName, KindResolver, NameConflicts, Plan, PlanInput}
 use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
 use capi_manifests::profile;
 use capi_object::kinds::is_cluster_scoped;
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde_json::{Value, json};
 
 use crate::platform;
@@ -85,7 +85,7 @@ impl RenderError {
     /// output that gives every problem a line; a status message keeps the joined [`Display`] form.
     ///
     /// [`Display`]: std::fmt::Display
-    pub(crate) fn problems(&self) -> Vec<String> {
+    pub fn problems(&self) -> Vec<String> {
         match self {
             RenderError::Several(all) => all.iter().flat_map(RenderError::problems).collect(),
             RenderError::Policy(v) => v.0.iter().map(|v| format!("bundle policy: {v}")).collect(),
@@ -99,7 +99,7 @@ impl RenderError {
 
     /// Whether discovering the API server's kinds again could help: a kind served by a CRD created
     /// since the last discovery.
-    pub(crate) fn unknown_kind(&self) -> bool {
+    pub fn unknown_kind(&self) -> bool {
         match self {
             RenderError::Plan(errors) => errors
                 .0
@@ -141,27 +141,27 @@ pub struct Rendered {
 pub struct Prepared {
     pub plan: Plan,
     /// Fields removed because another controller owns them (logged).
-    pub(crate) stripped: Vec<String>,
+    pub stripped: Vec<String>,
     /// sha256 of the rendered objects: what identifies this version of the provider for this cluster
     /// (a new payload, image or substitution changes it).
-    pub(crate) digest: String,
+    pub digest: String,
     /// The reference's ID of the content as a component of a revision, when it has one
     /// ([`Rendered::reference_id`]).
-    pub(crate) reference_id: Option<String>,
+    pub reference_id: Option<String>,
     /// Short names taken out of the plan's CRDs because other CRDs of their group hold them (see
     /// [`crate::round::Planner`]): reported, since `kubectl get <short name>` finds the other kind.
-    pub(crate) dropped_short_names: Vec<DroppedShortName>,
+    pub dropped_short_names: Vec<DroppedShortName>,
     /// The bundle policy of this version, to judge its objects again as the API server would store
     /// them (the preflight's dry-run answers).
-    pub(crate) stored: Stored,
+    pub stored: Stored,
 }
 
 impl Prepared {
-    /// This provider's part of a cluster-wide revision's content ID ([`crate::report::cluster_api`]):
+    /// This provider's part of a cluster-wide revision's content ID (the installer's `report::cluster_api`):
     /// the reference's component ID where there is one, so that the reference can rebuild the
     /// revision; otherwise the digest (a revision with such a part is one the reference cannot
     /// rebuild in any case: it lists no component for it).
-    pub(crate) fn revision_part(&self) -> &str {
+    pub fn revision_part(&self) -> &str {
         self.reference_id.as_deref().unwrap_or(&self.digest)
     }
 
@@ -170,7 +170,7 @@ impl Prepared {
     /// `namespace` only, as the reference scoped them (ref §2.8): listed without a namespace,
     /// must-gather would collect every Cluster, Machine and AWSCluster of every namespace of a
     /// management cluster.
-    pub(crate) fn related_objects(&self, namespace: &str) -> Vec<Value> {
+    pub fn related_objects(&self, namespace: &str) -> Vec<Value> {
         let mut out = Vec::new();
         for o in self.plan.objects() {
             if !o.namespaced {
@@ -385,7 +385,7 @@ fn take_over(object: &mut Value) -> Result<bool, String> {
 impl Rendered {
     /// Objects rendered earlier (a revision's stored content), as if rendered now; `origin` names
     /// where they were stored (`revision 2 of ConfigMap aws`).
-    pub(crate) fn stored(origin: &str, objects: Vec<Value>) -> Result<Rendered, RenderError> {
+    pub fn stored(origin: &str, objects: Vec<Value>) -> Result<Rendered, RenderError> {
         let mut rendered = Rendered {
             inputs: Vec::with_capacity(objects.len()),
             origins: Vec::with_capacity(objects.len()),
@@ -580,7 +580,7 @@ fn digest(inputs: &[PlanInput]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::profile::ProfileRef;
+    use crate::source::ProfileRef;
     use crate::source::{ProviderSource, SourceId};
     use capi_manifests::ProviderType;
 

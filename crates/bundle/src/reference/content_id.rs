@@ -55,7 +55,7 @@ pub(crate) fn component_id<'a>(
 }
 
 /// A revision's ID: its components' IDs in install order, then its substitutions.
-pub(crate) fn revision_id<'a>(
+pub fn revision_id<'a>(
     components: impl IntoIterator<Item = &'a str>,
     substitutions: &BTreeMap<String, String>,
 ) -> String {
@@ -372,7 +372,7 @@ data:
         image: &str,
         substitutions: &BTreeMap<String, String>,
     ) -> String {
-        use crate::source::profile::ProfileRef;
+        use crate::source::ProfileRef;
         use crate::source::{Payload, ProviderSource, SourceId, Target};
         let metadata = capi_manifests::profile::ProfileMetadata::parse("metadata.yaml", metadata)
             .expect("metadata");
@@ -425,7 +425,7 @@ data:
             "31b5788d393c96ab64f04463af2c8fbda3cb308a4173c87a4699604575c2243b"
         );
         assert_eq!(
-            crate::report::cluster_api::revision_name("4.22.0", &id, 1),
+            crate::reference::revision_name("4.22.0", &id, 1),
             "4.22.0-31b5788d-1"
         );
         // No substitutions: Go's `null`.
@@ -493,7 +493,7 @@ data:
             "b2a4ad10a3b321afbf97bb35442cdc998a337ead3c328d9e1ec60fde39884b21"
         );
         assert_eq!(
-            crate::report::cluster_api::revision_name("4.22.0-0.nightly-2026-12-01-000000", &id, 1),
+            crate::reference::revision_name("4.22.0-0.nightly-2026-12-01-000000", &id, 1),
             "4.22.0-0.nightly-2026-12-01-000000-b2a4ad10-1"
         );
     }
