@@ -269,7 +269,7 @@ impl Installer {
             &api::resource(),
             watcher::Config::default(),
             "InfrastructureProviders",
-            wake_round.clone(),
+            Some(wake_round.clone()),
         );
         let (cluster_api, cluster_api_watch) = watch_cluster_api(&client, &wake_round);
         let (cluster_operator, cluster_operator_watch) = OptionalKind::start(
@@ -277,15 +277,15 @@ impl Installer {
             &capi_openshift::resources::api_resource(&CLUSTER_OPERATOR),
             watcher::Config::default().fields(&format!("metadata.name={CLUSTER_OPERATOR_NAME}")),
             "ClusterOperator cluster-api",
-            // Rung by no one: what the installer reports on decides nothing.
-            Arc::new(Notify::new()),
+            // Wakes no pass: what the installer reports on decides nothing.
+            None,
         );
         let (apiserver, apiserver_watch) = OptionalKind::start(
             client.clone(),
             &capi_openshift::resources::api_resource(&APISERVER),
             watcher::Config::default().fields(&format!("metadata.name={APISERVER_NAME}")),
             "APIServer cluster",
-            wake_round.clone(),
+            Some(wake_round.clone()),
         );
         let (ceiling, ceiling_watch) = {
             let (store, writer) = reflector::store();

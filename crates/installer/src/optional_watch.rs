@@ -44,14 +44,15 @@ pub(crate) struct OptionalKind {
 }
 
 impl OptionalKind {
-    /// Starts the watch; every change (and every change of what is known) wakes `wake`. The task ends
-    /// when the returned handle is aborted.
+    /// Starts the watch; every change (and every change of what is known) wakes `wake`, when given
+    /// (a kind read but decided on by no one is given none). The task ends when the returned handle is
+    /// aborted.
     pub(crate) fn start(
         client: Client,
         resource: &ApiResource,
         config: watcher::Config,
         what: &'static str,
-        wake: Arc<Notify>,
+        wake: Option<Arc<Notify>>,
     ) -> (OptionalKind, tokio::task::JoinHandle<()>) {
         let writer = reflector::store::Writer::new(resource.clone());
         let store = writer.as_reader();
@@ -77,7 +78,8 @@ impl OptionalKind {
                     Err(e) if not_served(&e) => {
                         if tell.send_if_modified(|k| {
                             std::mem::replace(k, Known::NotServed) != Known::NotServed
-                        }) {
+                        }) && let Some(wake) = &wake
+                        {
                             wake.notify_one();
                         }
                         let crd = crd.get_or_insert_with(|| CrdChanges::start(&client, &crd_name));
@@ -112,7 +114,7 @@ impl OptionalKind {
                     Some(now) => tell.send_if_modified(|k| std::mem::replace(k, now) != now),
                     None => true,
                 };
-                if changed {
+                if changed && let Some(wake) = &wake {
                     wake.notify_one();
                 }
             }

@@ -33,7 +33,7 @@ pub(crate) fn watch_cluster_api(
         watcher::Config::default()
             .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
         "ClusterAPI cluster",
-        wake.clone(),
+        Some(wake.clone()),
     )
 }
 
