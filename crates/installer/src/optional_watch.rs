@@ -10,6 +10,7 @@
 //! minute, BENCHMARKS.md).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -41,6 +42,8 @@ enum Known {
 pub(crate) struct OptionalKind {
     store: reflector::Store<DynamicObject>,
     known: watch::Receiver<Known>,
+    /// How many changes the watch has taken in ([`OptionalKind::position`]).
+    changes: Arc<AtomicU64>,
 }
 
 impl OptionalKind {
@@ -60,6 +63,8 @@ impl OptionalKind {
         // No stream backoff: the loop below decides when a failed watch is polled (and so retried).
         let stream = watcher(api, config).reflect(writer);
         let (tell, known) = watch::channel(Known::Nothing);
+        let changes = Arc::new(AtomicU64::new(0));
+        let changed_to = changes.clone();
         let crd_name = format!("{}.{}", resource.plural, resource.group);
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
@@ -78,9 +83,11 @@ impl OptionalKind {
                     Err(e) if not_served(&e) => {
                         if tell.send_if_modified(|k| {
                             std::mem::replace(k, Known::NotServed) != Known::NotServed
-                        }) && let Some(wake) = &wake
-                        {
-                            wake.notify_one();
+                        }) {
+                            changed_to.fetch_add(1, Ordering::Release);
+                            if let Some(wake) = &wake {
+                                wake.notify_one();
+                            }
                         }
                         let crd = crd.get_or_insert_with(|| CrdChanges::start(&client, &crd_name));
                         let delay = retry.next(NOT_SERVED_RECHECK);
@@ -114,12 +121,22 @@ impl OptionalKind {
                     Some(now) => tell.send_if_modified(|k| std::mem::replace(k, now) != now),
                     None => true,
                 };
-                if changed && let Some(wake) = &wake {
-                    wake.notify_one();
+                if changed {
+                    changed_to.fetch_add(1, Ordering::Release);
+                    if let Some(wake) = &wake {
+                        wake.notify_one();
+                    }
                 }
             }
         });
-        (OptionalKind { store, known }, task)
+        (
+            OptionalKind {
+                store,
+                known,
+                changes,
+            },
+            task,
+        )
     }
 
     /// The objects; `None` until the first list answered.
@@ -129,6 +146,14 @@ impl OptionalKind {
             Known::NotServed => Some(Vec::new()),
             Known::Listed => Some(self.store.state()),
         }
+    }
+
+    /// Where the watch stands: a count of the changes it has taken in (events, relists, the kind
+    /// found not served). Two equal positions mean the objects did not change between them; read it
+    /// before [`OptionalKind::objects`], so that a change in between shows as a move. Unlike a
+    /// resourceVersion it cannot come back to an earlier value (a deletion after a creation moves it).
+    pub(crate) fn position(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
     /// Resolves once something is known.

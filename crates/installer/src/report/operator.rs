@@ -16,23 +16,25 @@ use crate::names::FIELD_MANAGER;
 use crate::optional_watch::OptionalKind;
 
 /// `ClusterOperator/cluster-api` as the installer knows it without asking: its watch's copy, or what
-/// its own last write returned while the watch has not moved since that write. Without the second, a
-/// pass right after a write would compare with the status before it and write the same again.
+/// its own last write returned while the watch has taken in no change since that write. Without the
+/// second, a pass right after a write would compare with the status before it and write the same
+/// again.
 pub(crate) struct KnownOperator {
     watch: OptionalKind,
     written: Mutex<Option<Written>>,
 }
 
-/// The installer's last write, and the watch's copy (by resourceVersion) it was written over.
+/// The installer's last write, and the watch's position ([`OptionalKind::position`]) it was written
+/// over.
 #[derive(Clone)]
 struct Written {
-    over: Option<String>,
+    over: u64,
     object: Arc<DynamicObject>,
 }
 
-/// What a pass knows: the object, and the watch's copy it stands over.
+/// What a pass knows: the object, and the watch's position it stands over.
 struct Known {
-    over: Option<String>,
+    over: u64,
     current: Option<Arc<DynamicObject>>,
 }
 
@@ -48,13 +50,15 @@ impl KnownOperator {
 
     /// The object; `None` when it does not exist (or its kind is not served).
     fn current(&self) -> Known {
+        // The position first: a change that lands before the objects are read shows as a move.
+        let at = self.watch.position();
         let watched = self.watch.objects().unwrap_or_default().into_iter().next();
         let written = self
             .written
             .lock()
             .expect("written ClusterOperator")
             .clone();
-        known(watched, written)
+        known(at, watched, written)
     }
 
     /// Resolves once the watch has listed (or found the kind not served).
@@ -62,7 +66,7 @@ impl KnownOperator {
         self.watch.wait_known().await
     }
 
-    fn wrote(&self, over: Option<String>, object: DynamicObject) {
+    fn wrote(&self, over: u64, object: DynamicObject) {
         *self.written.lock().expect("written ClusterOperator") = Some(Written {
             over,
             object: Arc::new(object),
@@ -70,21 +74,19 @@ impl KnownOperator {
     }
 }
 
-/// The last write's answer while the watch still shows the copy it was written over; the watch's
-/// copy as soon as it moved (to the write, to someone else's change, or to a deletion). Only
-/// resourceVersions' equality is used, never their order (they are opaque): a watch that moved to a
+/// The last write's answer while the watch stands where it stood when that write was made (`at`);
+/// the watch's copy as soon as it moved (to the write, to someone else's change, or to a deletion,
+/// also of an object the write created). Neither resourceVersions nor their order are used (they are
+/// opaque, go back after an etcd restore, and a deleted object has none): a watch that moved to a
 /// change made before the write makes one more write of the same status, never one less.
-fn known(watched: Option<Arc<DynamicObject>>, written: Option<Written>) -> Known {
-    let over = watched
-        .as_ref()
-        .and_then(|o| o.metadata.resource_version.clone());
+fn known(at: u64, watched: Option<Arc<DynamicObject>>, written: Option<Written>) -> Known {
     match written {
-        Some(w) if w.over == over => Known {
-            over,
+        Some(w) if w.over == at => Known {
+            over: at,
             current: Some(w.object),
         },
         _ => Known {
-            over,
+            over: at,
             current: watched,
         },
     }
@@ -164,7 +166,7 @@ pub(crate) async fn write(
             .await?;
         tracing::info!("created ClusterOperator {CLUSTER_OPERATOR_NAME}");
         // Its status is empty, or another writer's if it was there after all (the apply returns it).
-        known.wrote(over.clone(), created.clone());
+        known.wrote(over, created.clone());
         current = Some(Arc::new(created));
     }
     let current_status = current.as_ref().and_then(|c| c.data.get("status"));
@@ -211,50 +213,43 @@ mod tests {
         Some(Arc::new(o))
     }
 
-    fn written(over: Option<&str>, revision: &str) -> Option<Written> {
+    fn written(over: u64, revision: &str) -> Option<Written> {
         Some(Written {
-            over: over.map(str::to_string),
+            over,
             object: at(revision)?,
         })
     }
 
-    fn revision(k: Known) -> (Option<String>, Option<String>) {
-        let current = k.current.and_then(|o| o.metadata.resource_version.clone());
-        (k.over, current)
-    }
-
-    fn pair(over: Option<&str>, current: Option<&str>) -> (Option<String>, Option<String>) {
-        (over.map(str::to_string), current.map(str::to_string))
+    /// The resourceVersion of what is known (`None`: gone).
+    fn revision(k: Known) -> Option<String> {
+        k.current.and_then(|o| o.metadata.resource_version.clone())
     }
 
     #[test]
     fn the_last_write_is_known_until_the_watch_moves() {
-        // The watch still shows the copy the write went over: the write is what is known.
+        // The watch has taken in nothing since the write: the write is what is known.
         assert_eq!(
-            revision(known(at("90"), written(Some("90"), "100"))),
-            pair(Some("90"), Some("100"))
+            revision(known(4, at("90"), written(4, "100"))).as_deref(),
+            Some("100")
         );
         // Created by the installer, not watched yet: known, not created again.
         assert_eq!(
-            revision(known(None, written(None, "100"))),
-            pair(None, Some("100"))
+            revision(known(4, None, written(4, "100"))).as_deref(),
+            Some("100")
         );
-        // The watch moved: to the write, to someone else's change (even one made before the write:
-        // one more write, never one less), to a deletion.
+        // The watch moved: to the write, to someone else's change (even one made before the write,
+        // by a lower resourceVersion: one more write, never one less).
         for watched in ["100", "120", "95"] {
             assert_eq!(
-                revision(known(at(watched), written(Some("90"), "100"))),
-                pair(Some(watched), Some(watched))
+                revision(known(5, at(watched), written(4, "100"))).as_deref(),
+                Some(watched)
             );
         }
-        assert_eq!(
-            revision(known(None, written(Some("90"), "100"))),
-            pair(None, None)
-        );
+        // To a deletion, also of the object the write created after the watch had shown it: gone,
+        // so created again, though the watch shows nothing, as it did when the write was made.
+        assert_eq!(revision(known(5, None, written(4, "100"))), None);
+        assert_eq!(revision(known(6, None, written(4, "100"))), None);
         // Nothing written yet.
-        assert_eq!(
-            revision(known(at("90"), None)),
-            pair(Some("90"), Some("90"))
-        );
+        assert_eq!(revision(known(4, at("90"), None)).as_deref(), Some("90"));
     }
 }
