@@ -56,9 +56,8 @@ use crate::outcome::{Outcome, ProviderState, Removal};
 use crate::policy;
 use crate::prepare::Prepared;
 use crate::reconcile::Reconciler;
-use crate::report::cluster_api::Recording;
+use crate::report;
 use crate::report::operator::KnownOperator;
-use crate::report::{self, Observed, Unselected};
 use crate::revision;
 use crate::round::{self, Planner, PlannerState, Round};
 use crate::source::profile::ProfileCatalog;
@@ -66,6 +65,8 @@ use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configma
 use crate::tls;
 use crate::trigger::{spawn_trigger, watch_cluster_api};
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
+use capi_status::cluster_api::{self, Recording};
+use capi_status::conditions::{self, Observed, Unselected};
 use settled::{Changes, Settled};
 
 /// What a reconcile asks of the loop.
@@ -516,16 +517,16 @@ impl Installer {
 
     /// The ClusterOperator's status, written when it changed.
     async fn report_operator(&self, observed: &Observed<'_>) -> Result<(), kube::Error> {
-        let conditions = report::conditions(observed);
-        let controllers = report::controllers(observed);
+        let conditions = conditions::conditions(observed);
+        let controllers = conditions::controllers(observed);
         let (related, at_release) = match observed.desired {
             Desired::Install(_) => (
-                report::related(
+                conditions::related(
                     &self.config.installer_namespace,
                     &self.config.namespace,
                     observed.outcomes,
                 ),
-                report::at_release(observed.missing, observed.outcomes),
+                conditions::at_release(observed.missing, observed.outcomes),
             ),
             Desired::Unsupported { .. } => (Vec::new(), true),
             Desired::WaitingForPlatform => (Vec::new(), false),
@@ -547,7 +548,7 @@ impl Installer {
     }
 
     /// This pass's providers as a revision in `ClusterAPI/cluster` status, in the reference's fields
-    /// ([`report::cluster_api`]), written (server-side apply on the status subresource) only when it
+    /// ([`cluster_api`]), written (server-side apply on the status subresource) only when it
     /// changes; nothing without the object, or while a provider did not get as far as a plan (what it
     /// wants is not known). How it went is the reference's revision controller's conditions.
     async fn record_revisions(
@@ -567,10 +568,10 @@ impl Installer {
         if !unplanned.is_empty() {
             return Recording::Unplanned(unplanned);
         }
-        let components: Vec<report::cluster_api::Component> = outcomes
+        let components: Vec<cluster_api::Component> = outcomes
             .iter()
             .filter_map(|o| {
-                Some(report::cluster_api::Component {
+                Some(cluster_api::Component {
                     name: o.target.source.name.clone(),
                     content_id: o.content_id.clone()?,
                     image: self.component_image(&o.target.source.id),
@@ -580,7 +581,7 @@ impl Installer {
         let complete = outcomes
             .iter()
             .all(|o| matches!(o.state, ProviderState::Installed));
-        let desired = report::cluster_api::Desired {
+        let desired = cluster_api::Desired {
             components,
             substitutions: substitutions.clone(),
         };
@@ -589,17 +590,16 @@ impl Installer {
             .config
             .release_version
             .as_deref()
-            .unwrap_or(report::cluster_api::UNKNOWN_RELEASE);
+            .unwrap_or(cluster_api::UNKNOWN_RELEASE);
         let generation = object.metadata.generation.unwrap_or(1);
-        let status = match report::cluster_api::next_status(
-            &previous, release, &desired, complete, generation,
-        ) {
-            Ok(status) => status,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot record the revision in ClusterAPI cluster");
-                return Recording::Refused(e);
-            }
-        };
+        let status =
+            match cluster_api::next_status(&previous, release, &desired, complete, generation) {
+                Ok(status) => status,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot record the revision in ClusterAPI cluster");
+                    return Recording::Refused(e);
+                }
+            };
         if status == previous {
             return Recording::Recorded;
         }

@@ -8,8 +8,8 @@
 //! | which sources provide it | [`source`] (kinds: [`source::configmap`], [`source::profile`]) | watch caches, files |
 //! | render, validate and plan | [`round`], [`prepare`] (from [`capi_bundle`]) | none |
 //! | apply, gate, prune | [`reconcile`] → [`outcome::Outcome`] | API server |
-//! | errors → reasons | [`error`] | none |
-//! | conditions, versions, records | [`report`], [`inventory`] | writes only on change |
+//! | errors → reasons, outcomes → statuses, the revision log | [`capi_status`] (as [`error`], [`outcome`], [`revision`]) | none |
+//! | statuses, records written | [`report`], [`inventory`], [`revision::store`] | writes only on change |
 //! | the loop | [`controller`] | watches |
 //! | `capi-installer render`, `status`, `rollback` | [`offline`], [`status`], [`rollback`] | files; API server (reads; one PATCH) |
 //! | records carried over from an earlier release's namespace, before the loop | [`records`] | API server |
@@ -37,7 +37,7 @@ pub(crate) mod controller;
 pub mod deployment;
 pub use capi_bundle::desired;
 pub mod diff;
-pub(crate) mod error;
+pub(crate) use capi_status::error;
 pub(crate) mod events;
 pub(crate) mod history;
 pub mod inventory;
@@ -46,10 +46,10 @@ pub(crate) mod names;
 pub mod offline;
 pub(crate) mod optional_watch;
 pub(crate) mod order;
-pub(crate) mod outcome;
 /// The bundle policy, from the pure planning crate (see [`capi_bundle`]).
 pub use capi_bundle::policy;
 pub use capi_bundle::prepare;
+pub(crate) use capi_status::outcome;
 pub(crate) mod reconcile;
 pub mod records;
 pub use capi_bundle::reference;

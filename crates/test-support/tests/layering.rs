@@ -33,16 +33,18 @@ const LAYERS: &[(&str, u8)] = &[
     ("capi-openshift", 1),
     // Pure planning over the data model: the bundle policy (no client).
     ("capi-bundle", 2),
+    // Pure status from the planning's outcomes (no client).
+    ("capi-status", 3),
     // The controller libraries.
-    ("capi-installer-controller", 3),
-    ("capi-cluster-controllers", 3),
+    ("capi-installer-controller", 4),
+    ("capi-cluster-controllers", 4),
     // The binaries.
-    ("capi-installer", 4),
-    ("capi-controllers", 4),
-    ("manifests-gen", 4),
+    ("capi-installer", 5),
+    ("capi-controllers", 5),
+    ("manifests-gen", 5),
     // Dev-only, above every shipped crate: no shipped crate may depend on them but as a dev-dependency.
-    ("control-plane", 5),
-    ("test-support", 6),
+    ("control-plane", 6),
+    ("test-support", 7),
 ];
 
 #[test]

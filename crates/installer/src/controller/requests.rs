@@ -10,9 +10,10 @@ use super::Installer;
 use crate::api::{self, Request};
 use crate::desired::{Desired, Requests, Role};
 use crate::outcome::Removal;
-use crate::report::Observed;
-use crate::report::provider::{self, ProviderView};
+use crate::report;
 use crate::unmanaged::{Unmanaged, UnmanagedError};
+use capi_status::conditions::Observed;
+use capi_status::provider::{self, ProviderView};
 
 impl Installer {
     /// One pass of every uninstall. Without a readable `ClusterAPI/cluster` nothing is removed: which
@@ -87,7 +88,7 @@ impl Installer {
             let view = self.view(observed, r, role, removal);
             let current = obj.data.get("status");
             let status = provider::status(&view, current, &now);
-            if let Err(e) = provider::write(&self.client, &r.name, current, &status).await {
+            if let Err(e) = report::provider::write(&self.client, &r.name, current, &status).await {
                 tracing::warn!(provider = %r.name, error = %e, "cannot write InfrastructureProvider status; retrying");
             }
         }

@@ -1,17 +1,18 @@
-//! The `status` of `ClusterOperator/cluster-api`: built from the conditions (pure), compared with the
-//! live status ignoring timestamps, and written with server-side apply only when it differs. The live
+//! Writes the `status` of `ClusterOperator/cluster-api` ([`capi_status::operator`]: built from the
+//! conditions and compared with the live status) with server-side apply, only when it differs. The live
 //! status is what the installer knows without a request ([`KnownOperator`]): a pass reads nothing.
 
 use std::sync::{Arc, Mutex};
 
-use capi_openshift::controller_status::{self, ControllerResult};
+use capi_openshift::controller_status::ControllerResult;
 use capi_openshift::time::now_rfc3339;
-use capi_openshift::{CLUSTER_OPERATOR_NAME, cluster_operator, conditions};
+use capi_openshift::{CLUSTER_OPERATOR_NAME, cluster_operator};
+use capi_status::conditions::Condition;
+use capi_status::operator;
 use kube::Client;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::Condition;
 use crate::names::FIELD_MANAGER;
 use crate::optional_watch::OptionalKind;
 
@@ -92,62 +93,8 @@ fn known(at: u64, watched: Option<Arc<DynamicObject>>, written: Option<Written>)
     }
 }
 
-/// Builds the `status`, keeping `lastTransitionTime` of every condition whose status did not change
-/// and of every per-controller condition (`controllers`, the reference's) whose status, reason and
-/// message did not change, as the reference keeps them, so that an unchanged world produces an
-/// identical status (and no write).
-pub(crate) fn cluster_operator_status<R: AsRef<str>>(
-    conditions: &[capi_openshift::Condition<R>],
-    controllers: &[capi_openshift::Condition],
-    current: Option<&Value>,
-    now: &str,
-    version: Option<&str>,
-    related_objects: &[Value],
-) -> Value {
-    let mut rendered = conditions::render(conditions, current, now);
-    rendered.extend(conditions::render_moving_on_any_change(
-        controllers,
-        current,
-        now,
-    ));
-    let mut status = json!({ "conditions": rendered, "relatedObjects": related_objects });
-    // OpenShift reports an operator's version once it has rolled out: the caller passes it only when
-    // every provider is installed at this release; until then the version of the previous report stays.
-    match version {
-        Some(v) => status["versions"] = json!([{ "name": "operator", "version": v }]),
-        None => {
-            if let Some(previous) = current.and_then(|s| s.get("versions")) {
-                status["versions"] = previous.clone();
-            }
-        }
-    }
-    status
-}
-
-/// Whether the live status differs from the desired one in what the installer owns — its conditions
-/// (ignoring `lastTransitionTime`), `versions` and `relatedObjects` (linkerd's rule: writing only
-/// timestamps is noise, and the installer promises zero writes in steady state). Conditions of other
-/// types, written by other components with their own field manager, are not compared: server-side
-/// apply keeps them, and comparing them would make the installer write forever.
-pub(crate) fn differs(a: Option<&Value>, b: &Value) -> bool {
-    let other = |v: &Value, key: &str| match v.get(key) {
-        Some(x) if !x.is_null() && *x != json!([]) => Some(x.clone()),
-        _ => None,
-    };
-    match a {
-        None => true,
-        Some(a) => {
-            !conditions::unchanged(Some(a), conditions::live(Some(b)))
-                || ["versions", "relatedObjects"]
-                    .iter()
-                    .any(|key| other(a, key) != other(b, key))
-        }
-    }
-}
-
-/// Writes the status (creating the ClusterOperator when missing) when it differs from the live one:
-/// the installer's `conditions`, then the reference's per-controller pair of each of `controllers`
-/// (whose `Available` may be kept from the live status, so they are built here).
+/// Writes the status (creating the ClusterOperator when missing) when it differs from the live one
+/// ([`operator::desired`]).
 pub(crate) async fn write(
     client: &Client,
     known: &KnownOperator,
@@ -170,23 +117,15 @@ pub(crate) async fn write(
         current = Some(Arc::new(created));
     }
     let current_status = current.as_ref().and_then(|c| c.data.get("status"));
-    let own: Vec<capi_openshift::Condition<&str>> = conditions
-        .iter()
-        .map(|c| capi_openshift::Condition::new(&c.type_, c.status, c.reason.as_str(), &c.message))
-        .collect();
-    let controllers: Vec<capi_openshift::Condition> = controllers
-        .iter()
-        .flat_map(|(name, result)| controller_status::conditions(name, result, current_status))
-        .collect();
-    let desired = cluster_operator_status(
-        &own,
-        &controllers,
+    let desired = operator::desired(
+        conditions,
+        controllers,
         current_status,
         &now_rfc3339(),
         version,
         related,
     );
-    if !differs(current_status, &desired) {
+    if !operator::differs(current_status, &desired) {
         return Ok(());
     }
     let written = cluster_operator::apply_status(

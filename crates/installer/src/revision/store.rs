@@ -81,7 +81,7 @@ impl Revisions {
     }
 
     /// Writes `stored` when it differs from what this process last wrote (the content that does not
-    /// fit the ConfigMap is dropped first, see [`super::select_contents`]).
+    /// fit the ConfigMap is dropped first, see [`capi_status::revision::select_contents`]).
     pub(crate) async fn save(&self, id: &SourceId, stored: &mut Stored) -> Result<(), kube::Error> {
         let (data, binary) = stored.encode(self.kept);
         let same = |m: &Stored| m.log == stored.log && m.contents == stored.contents;

@@ -8,25 +8,25 @@ use capi_apply::{DroppedShortName, ObjectKey, Phase};
 use serde_json::Value;
 
 use crate::error::{Pending, ProviderError};
-use crate::source::{SourceId, Target};
+use capi_bundle::source::{SourceId, Target};
 
 /// A workload of the version that serves (rolled out before) that is not Available now: its pods were
 /// lost, are not Ready again yet, or crash. Not a rollout to wait for: it is reported, and the
 /// operator is Degraded once it lasts longer than tolerated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Unavailable {
-    pub(crate) key: ObjectKey,
+pub struct Unavailable {
+    pub key: ObjectKey,
     /// What its status says (see [`capi_apply::Availability`]).
-    pub(crate) status: String,
+    pub status: String,
     /// How long it has been unavailable (by its own `Available` condition when it has one).
-    pub(crate) lasted: Duration,
+    pub lasted: Duration,
     /// How long it may be unavailable before the operator is Degraded (`--deployment-timeout`).
-    pub(crate) tolerated: Duration,
+    pub tolerated: Duration,
 }
 
 impl Unavailable {
     /// It has lasted long enough to degrade the operator.
-    pub(crate) fn persistent(&self) -> bool {
+    pub fn persistent(&self) -> bool {
         self.lasted >= self.tolerated
     }
 }
@@ -39,7 +39,7 @@ impl fmt::Display for Unavailable {
 
 /// Where one provider stands after a reconcile.
 #[derive(Debug)]
-pub(crate) enum ProviderState {
+pub enum ProviderState {
     /// Every object of the current version is applied, and the version was fully rolled out (every
     /// gate passed, now or before; whether its workloads serve now is [`Outcome::unavailable`]).
     Installed,
@@ -51,7 +51,8 @@ pub(crate) enum ProviderState {
     /// The last attempt failed.
     Failed {
         error: ProviderError,
-        /// Attempts counted towards `Degraded` (spaced, see [`crate::history`]), this one included.
+        /// Attempts counted towards `Degraded` (spaced: the installer counts one only some seconds
+        /// after the last), this one included.
         attempts: u32,
         /// Since the first failure of this series.
         failing_for: Duration,
@@ -60,7 +61,7 @@ pub(crate) enum ProviderState {
 
 impl ProviderState {
     /// `Installed`, `Progressing`, `Blocked` or `Failed`: the state's name, for logs and records.
-    pub(crate) fn name(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             ProviderState::Installed => "Installed",
             ProviderState::Progressing { .. } => "Progressing",
@@ -90,41 +91,41 @@ impl ProviderState {
 
 /// One provider's result.
 #[derive(Debug)]
-pub(crate) struct Outcome {
-    pub(crate) target: Target,
-    pub(crate) state: ProviderState,
+pub struct Outcome {
+    pub target: Target,
+    pub state: ProviderState,
     /// Whether the provider serves: a version of it was fully rolled out at least once (every Deployment
     /// Available at its current generation; recorded durably) and its workloads are Available now
     /// (`unavailable` is empty). A bad new version applies nothing, so the old one keeps serving.
-    pub(crate) serving: bool,
+    pub serving: bool,
     /// The workloads of the version that serves that are not Available now (empty before a first
     /// rollout: those are waited for, see [`ProviderState::Progressing`]).
-    pub(crate) unavailable: Vec<Unavailable>,
+    pub unavailable: Vec<Unavailable>,
     /// The version label of the last version fully rolled out, when there was one.
-    pub(crate) rolled_out: Option<String>,
+    pub rolled_out: Option<String>,
     /// `relatedObjects` entries of its plan: cluster-scoped objects and the CRDs' instance kinds.
-    pub(crate) related: Vec<Value>,
+    pub related: Vec<Value>,
     /// The revision applied instead of the source's content because it was rolled back to by hand
     /// (`capi-installer rollback`): not at the release's content.
-    pub(crate) held: Option<u32>,
+    pub held: Option<u32>,
     /// The content this pass wanted (rendered and planned), when it got that far, as a part of
-    /// `ClusterAPI/cluster`'s revisions ([`crate::report::cluster_api`]): the reference's component
+    /// `ClusterAPI/cluster`'s revisions ([`crate::cluster_api`]): the reference's component
     /// ID for a profile of a known image, otherwise the content's digest.
-    pub(crate) content_id: Option<String>,
+    pub content_id: Option<String>,
     /// Short names taken out of its CRDs because other CRDs of their group hold them (an upstream
     /// clash between providers, e.g. Azure's and GCP's `amct`): installed without them.
-    pub(crate) dropped_short_names: Vec<DroppedShortName>,
+    pub dropped_short_names: Vec<DroppedShortName>,
 }
 
 impl Outcome {
-    pub(crate) fn id(&self) -> &SourceId {
+    pub fn id(&self) -> &SourceId {
         &self.target.source.id
     }
 
     /// A copy of an outcome that needs nothing more: installed, serving, nothing unavailable. Only such
     /// an outcome may stand for its provider in a later pass that does not reconcile it (a copy of any
     /// other would go stale: its gate's timer, its failure's attempts, how long a workload was down).
-    pub(crate) fn settled(&self) -> Option<Outcome> {
+    pub fn settled(&self) -> Option<Outcome> {
         let settled = matches!(self.state, ProviderState::Installed)
             && self.serving
             && self.unavailable.is_empty();
@@ -175,7 +176,7 @@ impl Outcome {
     }
 
     /// `ConfigMap aws: <error> (attempt 3)`, for a failed provider.
-    pub(crate) fn failure_message(&self) -> Option<String> {
+    pub fn failure_message(&self) -> Option<String> {
         match &self.state {
             ProviderState::Failed {
                 error, attempts, ..
@@ -187,17 +188,17 @@ impl Outcome {
 
 /// How an uninstall stands after one pass.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Removal {
+pub struct Removal {
     /// The provider.
-    pub(crate) name: String,
+    pub name: String,
     /// Objects deleted in this pass.
-    pub(crate) deleted: usize,
+    pub deleted: usize,
     /// CRDs left in place, with why (instances left, not asked for, unmanaged).
-    pub(crate) kept: Vec<(String, String)>,
+    pub kept: Vec<(String, String)>,
     /// What could not be deleted, and why (retried).
-    pub(crate) failed: Vec<String>,
+    pub failed: Vec<String>,
     /// Nothing is left to do: the finalizer may go.
-    pub(crate) done: bool,
+    pub done: bool,
 }
 
 impl Removal {
@@ -209,7 +210,7 @@ impl Removal {
             .collect()
     }
 
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut parts = vec![format!("uninstalling {}", self.name)];
         if !self.kept.is_empty() {
             parts.push(format!(

@@ -6,16 +6,16 @@ use std::time::Duration;
 
 use capi_apply::{ApplyError, InventoryError, ObjectKey, Phase, Readiness};
 
-use crate::prepare::RenderError;
 use crate::revision::RevisionError;
-use crate::source::{SourceError, SourceId};
-use crate::unmanaged::{UnmanagedCrd, UnmanagedError};
+use capi_bundle::prepare::RenderError;
+use capi_bundle::source::{SourceError, SourceId};
+use capi_bundle::unmanaged::{UnmanagedCrd, UnmanagedError};
 
 /// An object a readiness gate waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Pending {
-    pub(crate) key: ObjectKey,
-    pub(crate) readiness: Readiness,
+pub struct Pending {
+    pub key: ObjectKey,
+    pub readiness: Readiness,
 }
 
 impl fmt::Display for Pending {
@@ -27,7 +27,7 @@ impl fmt::Display for Pending {
 /// Every reason the installer writes on the ClusterOperator's conditions. The reason table of
 /// `docs/admin/status.md` lists exactly these (a unit test checks it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Reason {
+pub enum Reason {
     AsExpected,
     WaitingForPlatform,
     PlatformNotSupported,
@@ -35,7 +35,7 @@ pub(crate) enum Reason {
     Installing,
     /// The source or its components cannot be decoded, parsed, rendered or validated.
     InvalidProviderManifests,
-    /// The rendered bundle breaks the bundle policy (see [`crate::policy`]).
+    /// The rendered bundle breaks the bundle policy (see [`capi_bundle::policy`]).
     BundlePolicyViolation,
     /// A CRD change would strand stored data (found before anything was written).
     UnsafeCustomResourceDefinitionChange,
@@ -90,7 +90,7 @@ pub(crate) enum Reason {
 impl Reason {
     /// Every reason (the reason table's test compares them with the documentation).
     #[cfg(test)]
-    pub(crate) const ALL: &[Reason] = &[
+    pub const ALL: &[Reason] = &[
         Reason::AsExpected,
         Reason::WaitingForPlatform,
         Reason::PlatformNotSupported,
@@ -121,7 +121,7 @@ impl Reason {
         Reason::PlatformProvider,
     ];
 
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Reason::AsExpected => "AsExpected",
             Reason::WaitingForPlatform => "WaitingForPlatform",
@@ -172,7 +172,7 @@ impl fmt::Display for Reason {
 /// One provider's failure. Messages name the object (and document) concerned; the source is added by
 /// whoever reports it.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ProviderError {
+pub enum ProviderError {
     #[error("{0}")]
     Source(#[from] SourceError),
     #[error("{0}")]
@@ -239,7 +239,7 @@ pub(crate) enum ProviderError {
 fn reference_hint(errors: &[ApplyError]) -> String {
     let by_reference = errors.iter().any(|e| {
         matches!(e, ApplyError::Conflict { managers, .. }
-            if managers.iter().any(|m| crate::reference::FIELD_MANAGERS.contains(&m.as_str())))
+            if managers.iter().any(|m| capi_bundle::reference::FIELD_MANAGERS.contains(&m.as_str())))
     });
     match by_reference {
         true => " (applied by OpenShift's cluster-capi-operator: once it is stopped, --take-over-reference takes its objects over in place; see docs/admin/switching.md)".into(),
@@ -257,7 +257,7 @@ fn join<T: fmt::Display>(items: &[T]) -> String {
 
 impl ProviderError {
     /// The one place that maps an error to a status reason (and a metric label).
-    pub(crate) fn reason(&self) -> Reason {
+    pub fn reason(&self) -> Reason {
         match self {
             ProviderError::Render(RenderError::Policy(_)) => Reason::BundlePolicyViolation,
             ProviderError::Render(RenderError::NameConflict(_)) => {
@@ -313,7 +313,7 @@ impl ProviderError {
 
     /// A failure that retrying cannot mend, only a change of the input: a rollback holds until the
     /// source's content changes. It degrades at once and is not retried on a timer.
-    pub(crate) fn waits_for_change(&self) -> bool {
+    pub fn waits_for_change(&self) -> bool {
         matches!(self, ProviderError::RolledBack { .. })
     }
 }
@@ -403,7 +403,7 @@ mod tests {
                 Reason::UnsafeCustomResourceDefinitionChange,
             ),
             (
-                ProviderError::Render(RenderError::Policy(crate::policy::Violations(vec![]))),
+                ProviderError::Render(RenderError::Policy(capi_bundle::policy::Violations(vec![]))),
                 Reason::BundlePolicyViolation,
             ),
             (
@@ -443,7 +443,7 @@ mod tests {
             (
                 ProviderError::Unmanaged(UnmanagedCrd {
                     name: "a.b.c".into(),
-                    problem: crate::unmanaged::UnmanagedProblem::Missing,
+                    problem: capi_bundle::unmanaged::UnmanagedProblem::Missing,
                 }),
                 Reason::UnmanagedCustomResourceDefinition,
             ),

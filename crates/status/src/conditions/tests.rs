@@ -3,15 +3,15 @@ use std::time::Duration;
 use capi_apply::{ObjectKey, Phase, Readiness};
 use capi_manifests::ProviderType;
 
-use super::cluster_api::{Recording, StatusError};
-use super::operator::{cluster_operator_status, differs};
 use super::*;
-use crate::desired::{Wants, wanted};
+use crate::cluster_api::{Recording, StatusError};
 use crate::error::Pending;
 use crate::error::ProviderError;
+use crate::operator::{cluster_operator_status, differs};
 use crate::outcome::{Removal, Unavailable};
-use crate::prepare::RenderError;
-use crate::source::{ProviderSource, SourceId, Target};
+use capi_bundle::desired::{Wants, wanted};
+use capi_bundle::prepare::RenderError;
+use capi_bundle::source::{ProviderSource, SourceId, Target};
 use capi_openshift::controller_status::ControllerResult;
 
 fn outcome(name: &str, state: ProviderState) -> Outcome {
@@ -645,9 +645,9 @@ fn an_uninstall_keeps_the_operator_progressing() {
 
 mod infrastructure_provider {
     use super::*;
-    use crate::api::Request;
-    use crate::desired::Role;
-    use crate::report::provider::{ProviderView, status};
+    use crate::provider::{ProviderView, status};
+    use capi_bundle::api::Request;
+    use capi_bundle::desired::Role;
 
     fn request(name: &str) -> Request {
         Request {
@@ -769,10 +769,10 @@ mod infrastructure_provider {
         // Unchanged: the transition times stay, and nothing differs.
         let again = status(&v, Some(&s), "2026-11-30T19:00:00Z");
         assert_eq!(again, s);
-        assert!(!crate::report::provider::differs(Some(&s), &again));
+        assert!(!crate::provider::differs(Some(&s), &again));
         let mut moved = again.clone();
         moved["revision"] = serde_json::json!(5);
-        assert!(crate::report::provider::differs(Some(&s), &moved));
+        assert!(crate::provider::differs(Some(&s), &moved));
     }
 }
 

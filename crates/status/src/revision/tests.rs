@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::source::ProfileRef;
+use capi_bundle::source::ProfileRef;
 
 const T0: &str = "2026-11-30T18:00:00Z";
 const T1: &str = "2026-11-30T18:05:00Z";

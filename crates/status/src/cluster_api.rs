@@ -6,12 +6,12 @@
 //! This installer keeps revisions per provider (`capi-installer-revisions-*`); the reference keeps
 //! one cluster-wide list of snapshots. A cluster-wide revision here is the list of every selected
 //! provider's content, in install order, with the substitutions of the pass, identified by the
-//! reference's content ID ([`crate::reference::content_id`]): a new one is added when that ID
+//! reference's content ID ([`capi_bundle::reference::content_id`]): a new one is added when that ID
 //! changes, and it becomes `currentRevision` once every provider serves its content. For the same
 //! profiles, images and substitutions the ID, and so the name, is the one the reference's revision
 //! controller gives, so that after switching back the reference finds its own revision and rebuilds
 //! it instead of adding another. Components are listed for the profiles whose image reference is known (their folder is the
-//! volume of a release image, [`crate::source::images`]) and is a digest (the API refuses anything
+//! volume of a release image, [`capi_bundle::source::images`]) and is a digest (the API refuses anything
 //! else): `{name, type: Image, image: {ref, profile}}` in install order, `name` the profile's metadata
 //! name as the reference names its components; transport ConfigMaps are
 //! no image and are not listed.
@@ -21,37 +21,37 @@ use std::collections::BTreeMap;
 use capi_openshift::controller_status::ControllerResult;
 use serde_json::{Value, json};
 
-use crate::reference::revision_name;
-use crate::source::ImageComponent;
+use capi_bundle::reference::revision_name;
+use capi_bundle::source::ImageComponent;
 
 /// The release of a process started without one (the reference's default).
-pub(crate) const UNKNOWN_RELEASE: &str = "0.0.1-snapshot";
+pub const UNKNOWN_RELEASE: &str = "0.0.1-snapshot";
 
 /// At most this many revisions (the CRD's `maxItems`).
 pub(crate) const MAX_REVISIONS: usize = 16;
 
 /// One provider's part of a cluster-wide revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Component {
+pub struct Component {
     /// The provider's name (`cluster-api`, `aws`): letters, digits and `-`.
-    pub(crate) name: String,
+    pub name: String,
     /// Its part of the content ID (`Prepared::revision_part`): the reference's component ID for a
     /// profile of a known image, otherwise its content's digest.
-    pub(crate) content_id: String,
+    pub content_id: String,
     /// A profile of an image known by digest: what the revision lists for it.
-    pub(crate) image: Option<ImageComponent>,
+    pub image: Option<ImageComponent>,
 }
 
 /// What this pass wants installed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Desired {
+pub struct Desired {
     /// In install order.
-    pub(crate) components: Vec<Component>,
-    pub(crate) substitutions: BTreeMap<String, String>,
+    pub components: Vec<Component>,
+    pub substitutions: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum StatusError {
+pub enum StatusError {
     #[error(
         "ClusterAPI cluster: status.revisions would hold more than {MAX_REVISIONS} revisions; remove old ones once the newest is current"
     )]
@@ -63,7 +63,7 @@ pub(crate) enum StatusError {
 /// How a pass's revision went into `ClusterAPI/cluster` status: what the reference's revision
 /// controller's conditions say ([`Recording::result`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Recording {
+pub enum Recording {
     /// Nothing is installed on this platform (or the platform is not known yet): nothing to record.
     NotNeeded,
     /// `ClusterAPI/cluster` does not exist (or its kind is not served).
@@ -83,7 +83,7 @@ impl Recording {
     /// The reference's revision controller in the same situation: waiting for its object, an error
     /// it retries (it cannot render, or cannot write), one it does not (more than
     /// [`MAX_REVISIONS`], which needs an administrator), or done.
-    pub(crate) fn result(&self) -> ControllerResult {
+    pub fn result(&self) -> ControllerResult {
         match self {
             Recording::NotNeeded | Recording::Recorded => ControllerResult::Success,
             Recording::NoObject => ControllerResult::WaitingOnExternal("ClusterAPI cluster".into()),
@@ -114,8 +114,8 @@ impl Recording {
 
 /// The content ID of `desired`: the reference's, over the components' parts in install order,
 /// then the substitutions (a change of either is a new revision).
-pub(crate) fn content_id(desired: &Desired) -> String {
-    crate::reference::content_id::revision_id(
+pub fn content_id(desired: &Desired) -> String {
+    capi_bundle::reference::content_id::revision_id(
         desired.components.iter().map(|c| c.content_id.as_str()),
         &desired.substitutions,
     )
@@ -125,7 +125,7 @@ pub(crate) fn content_id(desired: &Desired) -> String {
 /// unset), for `desired` of release `release`, observed at `generation`; `complete`: every
 /// provider of `desired` serves its content. Fields of the status this installer does not write are
 /// kept.
-pub(crate) fn next_status(
+pub fn next_status(
     previous: &Value,
     release: &str,
     desired: &Desired,
