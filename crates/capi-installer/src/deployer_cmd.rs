@@ -1,10 +1,10 @@
 //! `capi-installer deployer`: keeps the installer's Deployment, with an image volume per provider
-//! image of the release and of the revisions still kept ([`capi_installer_controller::deployment`]).
+//! image of the release and of the revisions still kept ([`capi_deployer`]).
 
 use std::sync::Arc;
 
 use anyhow::Result;
-use capi_installer_controller::deployment::{self, DeployerConfig};
+use capi_deployer::DeployerConfig;
 use capi_installer_controller::user_agent;
 use capi_runtime::args::{HttpArgs, KubeArgs, LeaderElectionArgs, LogArgs};
 use prometheus_client::registry::Registry;
@@ -69,7 +69,7 @@ pub async fn main(args: DeployerArgs) -> Result<()> {
     let runtime = capi_runtime::Runtime {
         config: kube_config,
         namespace: config.namespace.clone(),
-        lease_name: deployment::LEADER_LEASE.into(),
+        lease_name: capi_deployer::LEADER_LEASE.into(),
         leader: args.leader,
         http: args.http,
         registry: Arc::new(registry),
@@ -77,7 +77,7 @@ pub async fn main(args: DeployerArgs) -> Result<()> {
         shutdown,
     };
     capi_runtime::run(runtime, |shutdown| async move {
-        deployment::run(client, config, shutdown.requested()).await;
+        capi_deployer::run(client, config, shutdown.requested()).await;
         Ok::<(), std::convert::Infallible>(())
     })
     .await?;

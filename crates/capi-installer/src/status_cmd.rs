@@ -64,7 +64,7 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
         ProcessRef {
             namespace: &namespaces.installer.installer_namespace,
             name: "capi-installer-deployer",
-            lease: capi_installer_controller::deployment::LEADER_LEASE,
+            lease: capi_deployer::LEADER_LEASE,
         },
         ProcessRef {
             namespace: &namespaces.namespace,

@@ -45,7 +45,7 @@ fn deployer(kubeconfig: &Path, dir: &Path, name: &str, extra: &[&str]) -> Replic
 /// Deployment `capi-installer` as an earlier release shipped it: the installer's template, in the
 /// release payload with the payload's annotations, applied by the cluster-version operator.
 fn earlier_release_manifest() -> Value {
-    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("../installer/src/deployment.yaml");
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deployer/src/deployment.yaml");
     let mut deployment = read_documents(&template).remove(0);
     let annotations = repo_manifests("0000_30_capi-installer_04_deployer")
         .into_iter()

@@ -58,7 +58,7 @@ fn manifests() -> Vec<(String, Value)> {
 
 /// Where the installer's Deployment is defined: not a release manifest, the template the deployer
 /// compiles in and applies.
-const INSTALLER_DEPLOYMENT: &str = "crates/installer/src/deployment.yaml";
+const INSTALLER_DEPLOYMENT: &str = "crates/deployer/src/deployment.yaml";
 
 /// What runs in the cluster: the release manifests ([`manifests`]) and the installer's Deployment,
 /// which the deployer applies from [`INSTALLER_DEPLOYMENT`].

@@ -8,8 +8,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use capi_apply::Inventory;
+use capi_deployer::DeployerConfig;
 use capi_installer_controller::config::ProfilesConfig;
-use capi_installer_controller::deployment::{self, DeployerConfig};
 use capi_installer_controller::inventory::ProviderRecord;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -827,7 +827,7 @@ async fn a_release_upgrade_rolls_the_installers_volumes_then_the_providers() {
     // The deployer, as the release's Deployment runs it.
     let deployer_client = installer_client(env.cp.admin_config());
     let deployer = InProcess::spawn(|stop| {
-        deployment::run(
+        capi_deployer::run(
             deployer_client,
             DeployerConfig {
                 namespace: INSTALLER_NS.into(),

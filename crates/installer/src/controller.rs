@@ -50,7 +50,6 @@ use crate::history::History;
 use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
 use crate::names::INVENTORY_CONFIGMAP;
-use crate::optional_watch::OptionalKind;
 use crate::order::{self, Admit};
 use crate::outcome::{Outcome, ProviderState, Removal};
 use crate::policy;
@@ -63,8 +62,9 @@ use crate::round::{self, Planner, PlannerState, Round};
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configmap};
 use crate::tls;
-use crate::trigger::{spawn_trigger, watch_cluster_api};
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
+use capi_runtime::optional_watch::OptionalKind;
+use capi_runtime::trigger::spawn_trigger;
 use capi_status::cluster_api::{self, Recording};
 use capi_status::conditions::{self, Observed, Unselected};
 use settled::{Changes, Settled};
@@ -272,7 +272,14 @@ impl Installer {
             "InfrastructureProviders",
             Some(wake_round.clone()),
         );
-        let (cluster_api, cluster_api_watch) = watch_cluster_api(&client, &wake_round);
+        let (cluster_api, cluster_api_watch) = OptionalKind::start(
+            client.clone(),
+            &unmanaged::cluster_api_resource(),
+            watcher::Config::default()
+                .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
+            "ClusterAPI cluster",
+            Some(wake_round.clone()),
+        );
         let (cluster_operator, cluster_operator_watch) = OptionalKind::start(
             client.clone(),
             &capi_openshift::resources::api_resource(&CLUSTER_OPERATOR),

@@ -34,7 +34,6 @@ pub mod api;
 mod compute;
 pub mod config;
 pub(crate) mod controller;
-pub mod deployment;
 pub use capi_bundle::desired;
 pub mod diff;
 pub(crate) use capi_status::error;
@@ -44,7 +43,6 @@ pub mod inventory;
 pub(crate) mod metrics;
 pub(crate) mod names;
 pub mod offline;
-pub(crate) mod optional_watch;
 pub(crate) mod order;
 /// The bundle policy, from the pure planning crate (see [`capi_bundle`]).
 pub use capi_bundle::policy;
@@ -61,7 +59,6 @@ pub use capi_bundle::round;
 pub mod source;
 pub mod status;
 pub use capi_bundle::tls;
-pub(crate) mod trigger;
 pub(crate) use capi_bundle::unmanaged;
 
 pub use config::InstallerConfig;

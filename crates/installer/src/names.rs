@@ -6,9 +6,9 @@ pub(crate) const FIELD_MANAGER: &str = "capi-installer";
 /// installer applies (see the README on ownership). Which provider an object belongs to is the separate
 /// `cluster.x-k8s.io/provider` label.
 pub(crate) const OWNERSHIP_LABEL_VALUE: &str = "capi-installer";
-/// The inventory ConfigMap (see [`crate::inventory`]) and the installer's Deployment (applied by
-/// [`crate::deployment`]): the bundle policy protects them, so they are defined beside it.
-pub(crate) use capi_bundle::names::{DEPLOYMENT, INVENTORY_CONFIGMAP};
+/// The inventory ConfigMap (see [`crate::inventory`]): the bundle policy protects it, so it is defined
+/// beside it.
+pub(crate) use capi_bundle::names::INVENTORY_CONFIGMAP;
 
 /// What "ours" means for the installer's apply engine: the ownership label, the managers whose
 /// objects may be adopted, those it replaces for good (`retired`: the reference's, with

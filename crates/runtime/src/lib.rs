@@ -16,6 +16,7 @@
 //! | [`tls`] | the serving certificate from files, re-read when rotated; self-signed where none is given |
 //! | [`process`] | logging, the kube client with the binary's user agent, the shutdown signal |
 //! | [`pace`] | the one loop of every controller: wake-ups gathered into one pass, the pass's own timer, shutdown between passes |
+//! | [`trigger`], [`optional_watch`] | what wakes the loop: watches whose every change notifies it; a watch of a kind that may not be served (feature `watch`) |
 //! | [`run`] | campaign → run the controller while holding the lease → release on SIGTERM, exit 1 on loss |
 //!
 //! A binary's `run` command:
@@ -75,6 +76,8 @@ pub(crate) mod http;
 pub mod leader;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "watch")]
+pub mod optional_watch;
 #[cfg(feature = "pace")]
 pub mod pace;
 #[cfg(feature = "process")]
@@ -85,6 +88,8 @@ pub(crate) mod responsiveness;
 mod run;
 #[cfg(feature = "process")]
 pub(crate) mod tls;
+#[cfg(feature = "watch")]
+pub mod trigger;
 
 pub use duration::parse_duration_arg;
 #[cfg(feature = "process")]

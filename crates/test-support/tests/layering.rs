@@ -37,6 +37,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("capi-status", 3),
     // The controller libraries.
     ("capi-installer-controller", 4),
+    ("capi-deployer", 4),
     ("capi-cluster-controllers", 4),
     // The binaries.
     ("capi-installer", 5),

@@ -14,7 +14,7 @@ use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::names::FIELD_MANAGER;
-use crate::optional_watch::OptionalKind;
+use capi_runtime::optional_watch::OptionalKind;
 
 /// `ClusterOperator/cluster-api` as the installer knows it without asking: its watch's copy, or what
 /// its own last write returned while the watch has taken in no change since that write. Without the

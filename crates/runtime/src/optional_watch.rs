@@ -1,7 +1,7 @@
-//! A watch of a kind that may not be served: its CRD belongs to someone else and may come later
-//! (`ClusterAPI` is feature-gated in OpenShift; `InfrastructureProvider` ships with the installer but
-//! is applied by the release payload). Until the first list has answered, nothing is known, and the
-//! installer decides nothing; a kind that is not served (404) is known to have no objects.
+//! A watch of a kind that may not be served: its CRD belongs to someone else and may come later (a
+//! feature-gated kind, or one the release payload applies beside the controller). Until the first list
+//! has answered, nothing is known, and the loop decides nothing; a kind that is not served (404) is
+//! known to have no objects.
 //!
 //! A kind that is not served is not listed again on a timer: the watch waits for its CRD to change
 //! (a watch of that one CRD's metadata, started at the first 404), with a long fallback delay in case
@@ -39,7 +39,7 @@ enum Known {
 
 /// A reflector store of one kind, and whether it can be believed.
 #[derive(Clone)]
-pub(crate) struct OptionalKind {
+pub struct OptionalKind {
     store: reflector::Store<DynamicObject>,
     known: watch::Receiver<Known>,
     /// How many changes the watch has taken in ([`OptionalKind::position`]).
@@ -50,7 +50,7 @@ impl OptionalKind {
     /// Starts the watch; every change (and every change of what is known) wakes `wake`, when given
     /// (a kind read but decided on by no one is given none). The task ends when the returned handle is
     /// aborted.
-    pub(crate) fn start(
+    pub fn start(
         client: Client,
         resource: &ApiResource,
         config: watcher::Config,
@@ -140,7 +140,7 @@ impl OptionalKind {
     }
 
     /// The objects; `None` until the first list answered.
-    pub(crate) fn objects(&self) -> Option<Vec<Arc<DynamicObject>>> {
+    pub fn objects(&self) -> Option<Vec<Arc<DynamicObject>>> {
         match *self.known.borrow() {
             Known::Nothing => None,
             Known::NotServed => Some(Vec::new()),
@@ -152,12 +152,12 @@ impl OptionalKind {
     /// found not served). Two equal positions mean the objects did not change between them; read it
     /// before [`OptionalKind::objects`], so that a change in between shows as a move. Unlike a
     /// resourceVersion it cannot come back to an earlier value (a deletion after a creation moves it).
-    pub(crate) fn position(&self) -> u64 {
+    pub fn position(&self) -> u64 {
         self.changes.load(Ordering::Acquire)
     }
 
     /// Resolves once something is known.
-    pub(crate) async fn wait_known(&self) {
+    pub async fn wait_known(&self) {
         let mut known = self.known.clone();
         let _ = known.wait_for(|k| *k != Known::Nothing).await;
     }

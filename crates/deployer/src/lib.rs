@@ -25,12 +25,16 @@
 //! Untrusted input: a ConfigMap value that is not an image reference, or a missing ConfigMap,
 //! writes nothing (the Deployment keeps its volumes) and is logged naming the ConfigMap and key.
 
+#![warn(unreachable_pub)]
+
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use capi_runtime::optional_watch::OptionalKind;
 use capi_runtime::pace::{Coalesce, Pass, Woken};
+use capi_runtime::trigger::spawn_trigger;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
@@ -43,11 +47,10 @@ use tokio::sync::Notify;
 use capi_manifests::image::ImagesError;
 use capi_manifests::image_volume::{self, MOUNT_ROOT, VolumeError};
 
-use crate::names::DEPLOYMENT;
-use crate::optional_watch::OptionalKind;
-use crate::render::Images;
-use crate::source::images::{self, IMAGES_CONFIGMAP};
-use crate::unmanaged;
+use capi_bundle::images::{self, IMAGES_CONFIGMAP};
+use capi_bundle::names::DEPLOYMENT;
+use capi_bundle::render::Images;
+use capi_bundle::unmanaged;
 
 /// The container of the installer's Deployment, into which the images are mounted.
 pub(crate) const CONTAINER: &str = "capi-installer";
@@ -63,7 +66,7 @@ const RELEASE_MANAGER: &str = "cluster-version-operator";
 /// it, or it would remove the image volumes).
 const TEMPLATE: &str = include_str!("deployment.yaml");
 /// Where [`TEMPLATE`] comes from, for errors.
-const TEMPLATE_FILE: &str = "crates/installer/src/deployment.yaml";
+const TEMPLATE_FILE: &str = "crates/deployer/src/deployment.yaml";
 
 /// Reconcile this often even when no event arrives.
 const RESYNC: Duration = Duration::from_secs(600);
@@ -238,7 +241,14 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
         "the installer's Deployment",
         &wake,
     );
-    let (cluster_api, cluster_api_watch) = crate::trigger::watch_cluster_api(&client, &wake);
+    let (cluster_api, cluster_api_watch) = OptionalKind::start(
+        client.clone(),
+        &unmanaged::cluster_api_resource(),
+        watcher::Config::default()
+            .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
+        "ClusterAPI cluster",
+        Some(wake.clone()),
+    );
     let watches = [configmap_watch, deployment_watch, cluster_api_watch];
     let mut shutdown = std::pin::pin!(shutdown);
     let ready = async {
@@ -454,10 +464,7 @@ where
     )
     .default_backoff()
     .reflect(writer);
-    (
-        store,
-        crate::trigger::spawn_trigger(what, stream, wake.clone()),
-    )
+    (store, spawn_trigger(what, stream, wake.clone()))
 }
 
 #[cfg(test)]
