@@ -15,7 +15,7 @@ pub struct RollbackArgs {
     #[command(flatten)]
     kube: capi_runtime::args::KubeArgs,
     #[command(flatten)]
-    namespace: crate::namespace_args::InstallerNamespaceArg,
+    namespace: crate::args::namespace::InstallerNamespaceArg,
     /// The provider, by name (`cluster-api`, `aws`, ...), as `capi-installer status` lists it.
     #[arg(long, value_name = "NAME")]
     provider: String,

@@ -14,7 +14,7 @@ pub struct DeployerArgs {
     #[command(flatten)]
     kube: KubeArgs,
     #[command(flatten)]
-    namespace: crate::namespace_args::InstallerNamespaceArg,
+    namespace: crate::args::namespace::InstallerNamespaceArg,
     /// The installer's image, set in the Deployment (the release tooling rewrites it in the
     /// deployer's manifest).
     #[arg(long, value_name = "IMAGE")]

@@ -64,7 +64,7 @@ pub struct RenderArgs {
     #[arg(short, long, value_enum, default_value = "text", value_name = "FORMAT")]
     output: Output,
     #[command(flatten)]
-    policy: crate::policy_args::PolicyArgs,
+    policy: crate::args::policy::PolicyArgs,
 }
 
 fn platform_type(name: &str) -> Result<String, String> {

@@ -3,6 +3,8 @@
 //! ready, its last error (from the provider's record, kept with its inventory), and the
 //! ClusterOperator's conditions. Read-only.
 
+mod providers;
+
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -23,7 +25,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use crate::namespace_args::NamespaceArgs;
+use crate::args::namespace::NamespaceArgs;
 use crate::table::{Table, table};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -83,8 +85,8 @@ pub async fn main(args: StatusArgs) -> Result<ExitCode> {
     .await?;
     let co = status.cluster_operator.as_ref();
     let providers = status.providers.as_ref().map(providers_table);
-    let requests = crate::status_providers::requests_table(&status.requests);
-    let revisions = crate::status_providers::revisions_table(&status.revisions);
+    let requests = providers::requests_table(&status.requests);
+    let revisions = providers::revisions_table(&status.revisions);
     let controllers = controllers_table(co);
     let processes = processes_table(&status.processes);
     let out = match args.output {

@@ -39,11 +39,11 @@ pub struct DiffArgs {
     #[arg(long, value_name = "PATH")]
     substitutions: Option<PathBuf>,
     #[command(flatten)]
-    namespaces: crate::namespace_args::NamespaceArgs,
+    namespaces: crate::args::namespace::NamespaceArgs,
     #[command(flatten)]
-    adopt: crate::adopt_args::AdoptArgs,
+    adopt: crate::args::adopt::AdoptArgs,
     #[command(flatten)]
-    policy: crate::policy_args::PolicyArgs,
+    policy: crate::args::policy::PolicyArgs,
     /// `text` for people; `json` or `yaml` for CI.
     #[arg(short, long, value_enum, default_value = "text", value_name = "FORMAT")]
     output: Output,
