@@ -4,10 +4,10 @@
 
 mod common;
 
-use capi_manifests::compare::diff_transport;
 use capi_manifests::transport::{Encoding, TransportConfigMap};
 use common::*;
 use serde_json::Value;
+use test_support::compare::diff_transport;
 
 fn load_configmap(path: &std::path::Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

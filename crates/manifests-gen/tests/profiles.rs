@@ -15,10 +15,10 @@ use std::process::Output;
 use capi_installer_controller::prepare::{RenderContext, render};
 use capi_installer_controller::source::profile::ProfileCatalog;
 use capi_installer_controller::source::{SourceCatalog, Target};
-use capi_manifests::compare::diff_objects;
 use capi_manifests::yaml::parse_documents;
 use common::*;
 use serde_json::Value;
+use test_support::compare::diff_objects;
 
 const FORKS: [&str; 3] = ["aws", "core", "gcp"];
 

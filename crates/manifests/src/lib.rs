@@ -11,7 +11,6 @@
 #![warn(unreachable_pub)]
 
 pub mod budget;
-pub mod compare;
 pub mod customize;
 mod error;
 pub mod generator;

@@ -14,11 +14,13 @@
 //! | [`stress`] | a busy machine on purpose: spinning threads, a CPU quota on the API server, a proxy that delays or stalls |
 //! | [`ec2`] | an emulated EC2 (moto) on a real node's network, the AWS account OpenShift's installer leaves, its instances |
 //! | [`bench`] | what the benchmarks (examples) need besides: the release binary, a process's memory |
+//! | [`compare`] | semantic comparison of object sets and transport ConfigMaps (not glob-exported) |
 //!
 //! Everything panics on failure (it is test setup) except [`bench`], whose callers report errors.
 
 pub mod audit;
 pub mod bench;
+pub mod compare;
 pub mod ec2;
 pub mod env;
 pub mod installer;

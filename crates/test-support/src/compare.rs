@@ -1,5 +1,6 @@
-//! Semantic comparison of object sets and of transport ConfigMaps, for tests of this and other
-//! crates.
+//! Semantic comparison of object sets and of transport ConfigMaps, for the tests of `capi-manifests`
+//! and `manifests-gen` (their output against the reference generator's fixtures). Test-only, so it
+//! lives here rather than in a shipped crate.
 //!
 //! Objects are matched by [`ObjectKey`]; order of objects and of map keys does not matter.
 //! Normalization before comparing (fixtures README, and what the reference's Go serialization
@@ -17,9 +18,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::error::Error;
-use crate::transport::TransportConfigMap;
-use capi_object::{ObjectKey, strip_nulls};
+use capi_manifests::{Error, ObjectKey, TransportConfigMap};
+use capi_object::strip_nulls;
 
 /// One differing field.
 #[derive(Debug, Clone, PartialEq)]
@@ -290,12 +290,12 @@ pub fn diff_transport(expected: &Value, actual: &Value) -> Result<TransportDiff,
     let e = TransportConfigMap::decode(expected)?.content;
     let a = TransportConfigMap::decode(actual)?.content;
     let md = |side: &str, text: &str| -> Result<Value, Error> {
-        crate::yaml::parse_documents(&format!("{side} data.metadata"), text)
+        capi_manifests::yaml::parse_documents(&format!("{side} data.metadata"), text)
             .map(|d| d.into_iter().next().map_or(Value::Null, |d| d.value))
     };
     let objs = |side: &str, text: &str| -> Result<Vec<Value>, Error> {
         Ok(
-            crate::yaml::parse_documents(&format!("{side} components"), text)?
+            capi_manifests::yaml::parse_documents(&format!("{side} components"), text)?
                 .into_iter()
                 .map(|d| d.value)
                 .collect(),
