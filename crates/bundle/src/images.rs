@@ -20,7 +20,7 @@ use crate::render::Images;
 /// The ConfigMap of the release's images, in the installer's namespace (the reference's name).
 pub const IMAGES_CONFIGMAP: &str = "capi-installer-images";
 
-pub use capi_manifests::image_volume::{MOUNT_ROOT, volume_name};
+pub use capi_manifests::image_volume::volume_name;
 
 /// `ConfigMap <namespace>/capi-installer-images`, as errors name it.
 pub fn configmap_origin(namespace: &str) -> String {

@@ -276,6 +276,59 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
     assert!(reads.is_empty(), "the installer read: {reads:#?}");
 }
 
+/// Each provider keeps its own backoff (issue 30): while aws rolls out (its gate looks again every
+/// 5 s), a refused gcp is planned again as its own failures space it (5, 10, 20, 40 s), not at every
+/// look of aws's gate. Small providers: aws's Deployment is never scheduled, gcp carries a document
+/// outside the providers' namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_provider_is_retried_by_its_own_backoff_while_another_rolls_out() {
+    let env = Env::start(true).await;
+    let client = env.admin.clone();
+    ensure_namespaces(&client).await;
+    set_platform(&client, "AWS").await;
+    load_infrastructure_provider_crd(&client).await;
+    request_provider(&client, "gcp").await;
+    Tiny::new("cluster-api", "capt").put(&client).await;
+    let mut aws = Tiny::new("aws", "capat");
+    aws.unschedulable = true;
+    aws.put(&client).await;
+    let mut gcp = Tiny::new("gcp", "capgt");
+    gcp.extra.push(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: stray, namespace: kube-system}"
+            .into(),
+    );
+    gcp.put(&client).await;
+    let installer = Running::as_admin(&env, config());
+    let plans = || ["ConfigMap aws", "ConfigMap gcp"].map(|s| installer.metrics.plans(s));
+
+    let before = eventually(MINUTE, "aws rolling out and gcp refused", || async {
+        let s = co_status(&client).await?;
+        let progressing = condition(&s, "Progressing")?.message;
+        let refused = condition(&s, "Degraded")
+            .is_some_and(|d| d.message.contains("ConfigMap gcp"))
+            || progressing.contains("ConfigMap gcp");
+        (deployment_exists(&client, &aws.deployment()).await && refused).then(plans)
+    })
+    .await;
+    // Ten more looks of aws's gate are about 50 s, well within its Deployment timeout (2 min).
+    let after = eventually(2 * MINUTE, "aws planned ten more times", || async {
+        let planned = plans();
+        (planned[0] >= before[0] + 10).then_some(planned)
+    })
+    .await;
+    let (aws_plans, gcp_plans) = (after[0] - before[0], after[1] - before[1]);
+    assert!(
+        (1..=5).contains(&gcp_plans),
+        "gcp retried by its own backoff: planned {gcp_plans} times while aws was planned {aws_plans} times"
+    );
+    let s = co_status(&client).await.unwrap();
+    let degraded = condition(&s, "Degraded").unwrap();
+    assert!(
+        degraded.status == "True" && degraded.message.contains("ConfigMap gcp"),
+        "gcp's refusal persists and degrades: {degraded:?}"
+    );
+}
+
 /// gcp installs and is Available while aws (the platform's) is refused; the ClusterOperator says which.
 async fn broken_platform_provider(client: &Client) {
     let gcp = eventually(

@@ -67,7 +67,7 @@ use capi_runtime::optional_watch::OptionalKind;
 use capi_runtime::trigger::spawn_trigger;
 use capi_status::cluster_api::{self, Recording};
 use capi_status::conditions::{self, Observed, Unselected};
-use settled::{Changes, Settled};
+use settled::{Changes, Settled, ToKeep};
 
 /// What a reconcile asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +95,19 @@ impl Next {
             (Some(a), Some(b)) if b < a => other,
             _ => self,
         }
+    }
+
+    /// The next of a pass whose providers are next due at `due`.
+    fn until(due: Option<Instant>) -> Next {
+        match due {
+            Some(due) => Next::Poll(due.saturating_duration_since(Instant::now())),
+            None => Next::Idle,
+        }
+    }
+
+    /// When a provider with this outcome is due again, counted from `now`.
+    fn due(outcome: &Outcome, now: Instant) -> Option<Instant> {
+        Next::of(outcome).delay().map(|d| now + d)
     }
 
     fn of(outcome: &Outcome) -> Next {
@@ -190,6 +203,11 @@ struct Installed {
     selected: usize,
     /// The `${VAR}` values the providers were rendered with (a revision records them).
     substitutions: std::collections::BTreeMap<String, String>,
+    /// The soonest instant a selected provider's own timer asks for it again.
+    due: Option<Instant>,
+    /// What the next pass needs, with the selected providers' outcomes, to be limited to some
+    /// ([`Settled`]); `None` when it may not be.
+    keep: Option<ToKeep>,
 }
 
 /// Which of the installer's wake-ups (their place in the loop's slice) plans every provider.
@@ -442,7 +460,17 @@ impl Installer {
             &installed.outcomes,
             started,
         );
-        self.report(&asked, installed, &removals).await
+        let next = self.report(&asked, &installed, &removals).await;
+        let Installed {
+            mut outcomes,
+            selected,
+            keep,
+            ..
+        } = installed;
+        outcomes.truncate(selected);
+        *self.settled.lock().expect("settled pass") =
+            keep.and_then(|k| Settled::of(k.round, k.planners, outcomes, k.dues));
+        next
     }
 
     /// What the cluster asks for, from the watches' caches: the platform, the
@@ -472,20 +500,23 @@ impl Installer {
     /// Every status of the pass, here and nowhere else, each written only when it changed: the
     /// revision in `ClusterAPI/cluster` (of the selected providers), the `InfrastructureProvider`s,
     /// the ClusterOperator. Returns when to look again.
-    async fn report(&self, asked: &Asked, installed: Installed, removals: &[Removal]) -> Next {
+    async fn report(&self, asked: &Asked, installed: &Installed, removals: &[Removal]) -> Next {
         let requests = &asked.requests;
         // A provider being uninstalled is reported as such, not as left behind.
         let unselected: Vec<Unselected> = installed
             .unselected
-            .into_iter()
+            .iter()
             .filter(|u| {
                 !requests
                     .uninstall
                     .iter()
                     .any(|r| u.label.as_deref() == Some(r.clusterctl_label.as_str()))
             })
+            .cloned()
             .collect();
         let outcomes = &installed.outcomes;
+        // The selected providers by their own timers; a refused second source by its outcome.
+        let due = Next::until(installed.due);
         let recording = match &asked.desired {
             Desired::Install(_) => {
                 self.record_revisions(&outcomes[..installed.selected], &installed.substitutions)
@@ -510,7 +541,10 @@ impl Installer {
         self.report_providers(&observed, &asked.objects, &asked.requested, requests)
             .await;
         let next = match self.report_operator(&observed).await {
-            Ok(()) => outcomes.iter().map(Next::of).fold(Next::Idle, Next::min),
+            Ok(()) => outcomes[installed.selected..]
+                .iter()
+                .map(Next::of)
+                .fold(due, Next::min),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot write ClusterOperator status; retrying");
                 return Next::Retry(Duration::from_secs(5));
@@ -688,7 +722,8 @@ impl Installer {
             .with_fields(&fields)
             .with_unmanaged(unmanaged.clone())
             .with_live_crds(self.reconciler.live_crds().await);
-        let mut outcomes = self.reconcile_round(&round, changes, &inventories).await;
+        let (mut outcomes, keep) = self.reconcile_round(&round, changes, &inventories).await;
+        let due = keep.dues.iter().flatten().min().copied();
         let selected = outcomes.len();
         // After every selected provider, so that a refused second source of core holds nothing back.
         for refused in &round.selection.refused {
@@ -731,18 +766,20 @@ impl Installer {
             unselected,
             selected,
             substitutions: round.ctx.substitutions.clone(),
+            due,
+            keep: round.selection.refused.is_empty().then_some(keep),
         }
     }
 
     /// Plans and reconciles the round's providers: every one of them, or only those whose objects
-    /// woke the pass and those not settled ([`Settled::limit`]); keeps what the next pass needs to do
-    /// the same.
+    /// woke the pass and those due ([`Settled::limit`]). With the outcomes, what the next pass needs
+    /// to do the same.
     async fn reconcile_round(
         &self,
         round: &Round,
         changes: &Changes,
         inventories: &[(SourceId, capi_apply::Inventory)],
-    ) -> Vec<Outcome> {
+    ) -> (Vec<Outcome>, ToKeep) {
         let fingerprint = {
             let round = round.clone();
             compute::run(&self.metrics, Step::Fingerprint, move || {
@@ -751,16 +788,21 @@ impl Installer {
             .await
         };
         let last = self.settled.lock().expect("settled pass").take();
+        let now = Instant::now();
         let limited = last.and_then(|last| {
-            let only = last.limit(&fingerprint, &round.selection.targets, changes, inventories)?;
+            let only = last.limit(
+                &fingerprint,
+                &round.selection.targets,
+                changes,
+                inventories,
+                now,
+            )?;
             Some((last, only))
         });
-        let (planners, outcomes) = match limited {
+        let (planners, outcomes, dues) = match limited {
             Some((last, only)) => {
-                tracing::debug!(providers = ?only, "only these providers' objects changed");
-                let outcomes = self.reconcile_only(&last, &only, round).await;
-                let planners = last.providers.into_iter().map(|p| p.planner).collect();
-                (planners, outcomes)
+                tracing::debug!(providers = ?only, "only these providers' objects changed or are due");
+                self.reconcile_only(last, &only, round).await
             }
             None => {
                 tracing::debug!(
@@ -769,14 +811,18 @@ impl Installer {
                     "a pass of every provider"
                 );
                 let (planners, plans) = self.plan(round).await;
-                (planners, self.reconcile_plans(plans, round).await)
+                let outcomes = self.reconcile_plans(plans, round).await;
+                let now = Instant::now();
+                let dues = outcomes.iter().map(|o| Next::due(o, now)).collect();
+                (planners, outcomes, dues)
             }
         };
-        *self.settled.lock().expect("settled pass") = match round.selection.refused.is_empty() {
-            true => Settled::of(fingerprint, planners, &outcomes),
-            false => None,
+        let keep = ToKeep {
+            round: fingerprint,
+            planners,
+            dues,
         };
-        outcomes
+        (outcomes, keep)
     }
 
     /// The pure step of a pass, once for every selected provider, in install order: each plan claims
@@ -815,37 +861,38 @@ impl Installer {
     }
 
     /// The providers of `only` planned again, each with the planner that stood before it in the last
-    /// pass, and reconciled, one after the other in install order; the others' outcomes are the last
-    /// pass's, unless core comes out of this pass not settled (they wait for it).
+    /// pass, and reconciled, one after the other in install order; the others' outcomes and due
+    /// instants are the last pass's, unless core comes out of this pass not settled (they wait for
+    /// it). With what the planner knew before each, and when each is due.
     async fn reconcile_only(
         &self,
-        last: &Settled,
+        last: Settled,
         only: &std::collections::BTreeSet<SourceId>,
         round: &Round,
-    ) -> Vec<Outcome> {
-        let mut outcomes: Vec<Outcome> = Vec::with_capacity(round.selection.targets.len());
-        for (target, kept) in round.selection.targets.iter().zip(&last.providers) {
-            let core_unsettled = outcomes.iter().any(|o| {
+    ) -> (Vec<PlannerState>, Vec<Outcome>, Vec<Option<Instant>>) {
+        let count = round.selection.targets.len();
+        let mut planners = Vec::with_capacity(count);
+        let (mut outcomes, mut dues) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        for (target, kept) in round.selection.targets.iter().zip(last.providers) {
+            let core_unsettled = outcomes.iter().any(|o: &Outcome| {
                 o.target.source.provider_type == capi_manifests::ProviderType::Core
                     && o.settled().is_none()
             });
-            let outcome = match kept
-                .outcome
-                .as_ref()
-                .and_then(Outcome::settled)
-                .filter(|_| !only.contains(&target.source.id) && !core_unsettled)
-            {
-                Some(outcome) => outcome,
-                None => {
-                    let mut planner = round.resume(kept.planner.clone());
-                    let plan = self.plan_one(&mut planner, target).await;
-                    let earlier: Vec<&Outcome> = outcomes.iter().collect();
-                    self.admit_and_reconcile(plan, &earlier, round).await
-                }
-            };
+            if !only.contains(&target.source.id) && !core_unsettled {
+                planners.push(kept.planner);
+                outcomes.push(kept.outcome);
+                dues.push(kept.due);
+                continue;
+            }
+            planners.push(kept.planner.clone());
+            let mut planner = round.resume(kept.planner);
+            let plan = self.plan_one(&mut planner, target).await;
+            let earlier: Vec<&Outcome> = outcomes.iter().collect();
+            let outcome = self.admit_and_reconcile(plan, &earlier, round).await;
+            dues.push(Next::due(&outcome, Instant::now()));
             outcomes.push(outcome);
         }
-        outcomes
+        (planners, outcomes, dues)
     }
 
     /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure

@@ -17,6 +17,7 @@
 //! back reconciles no provider at all.
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use capi_apply::{Inventory, ObjectKey};
 
@@ -36,14 +37,32 @@ pub(crate) struct Changes {
     pub(crate) objects: BTreeSet<ObjectKey>,
 }
 
+/// A timer may wake the loop a little before the instant it was set for; a provider due within this
+/// is reconciled by the pass it wakes.
+const DUE_SLACK: Duration = Duration::from_millis(50);
+
 /// One provider of a kept pass.
 pub(crate) struct KeptProvider {
     pub(crate) target: Target,
     /// What the planner knew before this provider was planned.
     pub(crate) planner: PlannerState,
-    /// Its outcome when settled; `None`: not settled (rolling out, failed, unavailable, waiting), so
-    /// reconciled again by every pass, as its gate, retry or availability needs.
-    pub(crate) outcome: Option<Outcome>,
+    /// Its last outcome: what a pass that does not reconcile it reports. A settled one is its
+    /// [`Outcome::settled`] copy; another stands for it only until it is due.
+    pub(crate) outcome: Outcome,
+    /// When its own timer asks for it again (a gate's look, a retry, a workload's unavailability
+    /// turning persistent); `None`: only a change does (settled, blocked behind its chain, or held
+    /// by a rollback until its source changes).
+    pub(crate) due: Option<Instant>,
+}
+
+/// What a pass keeps besides its outcomes, to make a [`Settled`] of them once it has reported them.
+pub(crate) struct ToKeep {
+    /// The fingerprint of its round.
+    pub(crate) round: String,
+    /// What the planner knew before each provider, in install order.
+    pub(crate) planners: Vec<PlannerState>,
+    /// When each is due again.
+    pub(crate) dues: Vec<Option<Instant>>,
 }
 
 /// The last pass, when no provider depends on one it left unsettled but its own companion.
@@ -55,36 +74,42 @@ pub(crate) struct Settled {
 }
 
 impl Settled {
-    /// From a pass: `planners[i]` is what the planner knew before `outcomes[i]`'s provider was planned. `None`
-    /// when core is not settled: every other provider waits for it ([`crate::order::admit`]), so each
-    /// must be reconciled again.
+    /// From a pass: `planners[i]` is what the planner knew before `outcomes[i]`'s provider was planned,
+    /// `dues[i]` when that provider is due again. `None` when core is not settled: every other provider
+    /// waits for it ([`crate::order::admit`]), so each must be reconciled again.
     pub(crate) fn of(
         round: String,
         planners: Vec<PlannerState>,
-        outcomes: &[Outcome],
+        outcomes: Vec<Outcome>,
+        dues: Vec<Option<Instant>>,
     ) -> Option<Settled> {
-        if planners.len() != outcomes.len() {
+        if planners.len() != outcomes.len() || dues.len() != outcomes.len() {
+            return None;
+        }
+        let core_unsettled = outcomes
+            .iter()
+            .any(|o| o.target.source.provider_type == ProviderType::Core && o.settled().is_none());
+        if core_unsettled {
             return None;
         }
         let providers: Vec<KeptProvider> = planners
             .into_iter()
             .zip(outcomes)
-            .map(|(planner, outcome)| KeptProvider {
+            .zip(dues)
+            .map(|((planner, outcome), due)| KeptProvider {
                 target: outcome.target.clone(),
                 planner,
-                outcome: outcome.settled(),
+                outcome: outcome.settled().unwrap_or(outcome),
+                due,
             })
             .collect();
-        let core_unsettled = providers
-            .iter()
-            .any(|p| p.outcome.is_none() && p.target.source.provider_type == ProviderType::Core);
-        (!core_unsettled).then_some(Settled { round, providers })
+        Some(Settled { round, providers })
     }
 
     /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it
     /// ([`Changes::inputs`]), its round (with `fingerprint`, selecting `targets`) is the one this was
     /// planned from, and each changed object is in the inventory of one of those providers. Then the
-    /// providers of the changed objects, those not settled, and each one's chain (the providers with
+    /// providers of the changed objects, those due by `now`, and each one's chain (the providers with
     /// its `cluster.x-k8s.io/provider` label: a companion waits for its provider). `None`: every
     /// provider.
     pub(crate) fn limit(
@@ -93,6 +118,7 @@ impl Settled {
         targets: &[Target],
         changes: &Changes,
         inventories: &[(SourceId, Inventory)],
+        now: Instant,
     ) -> Option<BTreeSet<SourceId>> {
         let same_providers = targets.len() == self.providers.len()
             && targets
@@ -118,7 +144,10 @@ impl Settled {
         let labels: BTreeSet<&str> = self
             .providers
             .iter()
-            .filter(|p| p.outcome.is_none() || changed.contains(&p.target.source.id))
+            .filter(|p| {
+                p.due.is_some_and(|due| due <= now + DUE_SLACK)
+                    || changed.contains(&p.target.source.id)
+            })
             .map(|p| p.target.clusterctl_label.as_str())
             .collect();
         Some(
@@ -208,7 +237,14 @@ mod tests {
             .iter()
             .map(|t| outcome(t, ProviderState::Installed))
             .collect();
-        let settled = Settled::of("round".into(), vec![planner(), planner()], &outcomes).unwrap();
+        let now = Instant::now();
+        let settled = Settled::of(
+            "round".into(),
+            vec![planner(), planner()],
+            outcomes,
+            vec![None, None],
+        )
+        .unwrap();
         let inventories = vec![
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
@@ -218,7 +254,7 @@ mod tests {
             objects: objects.iter().map(|k| key(k)).collect(),
         };
         let limit = |changes: &Changes, round: &str, targets: &[Target]| {
-            settled.limit(round, targets, changes, &inventories)
+            settled.limit(round, targets, changes, &inventories, now)
         };
 
         let aws = changes(&["capa-manager"], false);
@@ -254,7 +290,7 @@ mod tests {
     }
 
     #[test]
-    fn unsettled_providers_are_reconciled_again_and_an_unsettled_core_keeps_nothing() {
+    fn unsettled_providers_are_reconciled_when_due_and_an_unsettled_core_keeps_nothing() {
         let targets = vec![
             target("cluster-api", ProviderType::Core),
             target("aws", ProviderType::Infrastructure),
@@ -272,16 +308,47 @@ mod tests {
             outcome(&targets[1], progressing()),
             unserving,
         ];
-        let settled = Settled::of("round".into(), planners(), &outcomes).unwrap();
-        let inventories = vec![inventory(&targets[0].source.id, &["capi-manager"])];
+        // aws's gate looks again in 5 s; gcp, failing, is retried by its own backoff in 40 s.
+        let t0 = Instant::now();
+        let dues = vec![
+            None,
+            Some(t0 + Duration::from_secs(5)),
+            Some(t0 + Duration::from_secs(40)),
+        ];
+        let settled = Settled::of("round".into(), planners(), outcomes, dues).unwrap();
+        let inventories = vec![
+            inventory(&targets[0].source.id, &["capi-manager"]),
+            inventory(&targets[1].source.id, &["capa-manager"]),
+            inventory(&targets[2].source.id, &["capg-manager"]),
+        ];
         let timer = Changes::default();
+        let at = |secs: u64| {
+            settled.limit(
+                "round",
+                &targets,
+                &timer,
+                &inventories,
+                t0 + Duration::from_secs(secs),
+            )
+        };
+        let ids = |i: &[usize]| -> Option<BTreeSet<SourceId>> {
+            Some(i.iter().map(|&i| targets[i].source.id.clone()).collect())
+        };
+        assert_eq!(at(1), ids(&[]), "nothing due yet");
+        assert_eq!(at(5), ids(&[1]), "aws's gate; gcp not due");
+        assert_eq!(at(40), ids(&[1, 2]), "both due; core never");
+        let gcp_changed = Changes {
+            inputs: false,
+            objects: BTreeSet::from([key("capg-manager")]),
+        };
         assert_eq!(
-            settled.limit("round", &targets, &timer, &inventories),
-            Some(BTreeSet::from([
-                targets[1].source.id.clone(),
-                targets[2].source.id.clone()
-            ])),
-            "aws rolling out and gcp unavailable, reconciled again; core not"
+            settled.limit("round", &targets, &gcp_changed, &inventories, t0),
+            ids(&[2]),
+            "a change of gcp's objects reconciles it before it is due"
+        );
+        assert!(
+            !settled.providers[2].outcome.serving,
+            "an unsettled outcome is kept as it was, to stand for gcp until it is due"
         );
 
         let outcomes = vec![
@@ -290,7 +357,7 @@ mod tests {
             outcome(&targets[2], ProviderState::Installed),
         ];
         assert!(
-            Settled::of("round".into(), planners(), &outcomes).is_none(),
+            Settled::of("round".into(), planners(), outcomes, vec![None; 3]).is_none(),
             "aws and gcp wait for core"
         );
     }
