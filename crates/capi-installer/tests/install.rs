@@ -600,4 +600,24 @@ async fn gcp_fresh_install() {
             .unwrap()
             .is_none()
     );
+
+    // The ClusterOperator deleted (by hand, or by a cluster-version operator that lost its manifest):
+    // its deletion wakes a pass, which creates it again with the whole status, long before the resync
+    // (10 minutes).
+    let operators = cluster_operators(&env.admin);
+    let name = capi_openshift::CLUSTER_OPERATOR_NAME;
+    let uid = |o: &kube::api::DynamicObject| o.metadata.uid.clone();
+    let before = operators.get(name).await.unwrap();
+    operators.delete(name, &Default::default()).await.unwrap();
+    let minute = Duration::from_secs(60);
+    eventually(
+        minute,
+        "the ClusterOperator created again, Available",
+        || async {
+            let again = operators.get_opt(name).await.ok()??;
+            let status = again.data.get("status")?;
+            (uid(&again) != uid(&before) && is(status, "Available", "True")).then_some(())
+        },
+    )
+    .await;
 }

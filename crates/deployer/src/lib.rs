@@ -32,7 +32,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use capi_runtime::optional_watch::OptionalKind;
+use capi_runtime::optional_watch::{OptionalKind, Wake};
 use capi_runtime::pace::{Coalesce, Pass, Woken};
 use capi_runtime::trigger::spawn_trigger;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -247,7 +247,7 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
         watcher::Config::default()
             .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
         "ClusterAPI cluster",
-        Some(wake.clone()),
+        Wake::OnChange(wake.clone()),
     );
     let watches = [configmap_watch, deployment_watch, cluster_api_watch];
     let mut shutdown = std::pin::pin!(shutdown);

@@ -63,7 +63,7 @@ use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configmap};
 use crate::tls;
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
-use capi_runtime::optional_watch::OptionalKind;
+use capi_runtime::optional_watch::{OptionalKind, Wake};
 use capi_runtime::trigger::spawn_trigger;
 use capi_status::cluster_api::{self, Recording};
 use capi_status::conditions::{self, Observed, Unselected};
@@ -288,7 +288,7 @@ impl Installer {
             &api::resource(),
             watcher::Config::default(),
             "InfrastructureProviders",
-            Some(wake_round.clone()),
+            Wake::OnChange(wake_round.clone()),
         );
         let (cluster_api, cluster_api_watch) = OptionalKind::start(
             client.clone(),
@@ -296,22 +296,23 @@ impl Installer {
             watcher::Config::default()
                 .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
             "ClusterAPI cluster",
-            Some(wake_round.clone()),
+            Wake::OnChange(wake_round.clone()),
         );
         let (cluster_operator, cluster_operator_watch) = OptionalKind::start(
             client.clone(),
             &capi_openshift::resources::api_resource(&CLUSTER_OPERATOR),
             watcher::Config::default().fields(&format!("metadata.name={CLUSTER_OPERATOR_NAME}")),
             "ClusterOperator cluster-api",
-            // Wakes no pass: what the installer reports on decides nothing.
-            None,
+            // What the installer reports on decides nothing, and its updates are the installer's own
+            // writes coming back: only its deletion wakes a pass, which creates it again.
+            Wake::OnDeletion(wake_round.clone()),
         );
         let (apiserver, apiserver_watch) = OptionalKind::start(
             client.clone(),
             &capi_openshift::resources::api_resource(&APISERVER),
             watcher::Config::default().fields(&format!("metadata.name={APISERVER_NAME}")),
             "APIServer cluster",
-            Some(wake_round.clone()),
+            Wake::OnChange(wake_round.clone()),
         );
         let (ceiling, ceiling_watch) = {
             let (store, writer) = reflector::store();

@@ -29,6 +29,28 @@ const MAX_RETRY: Duration = Duration::from_secs(30);
 /// CRD's own watch failing, or a CRD whose versions do not include the watched one).
 const NOT_SERVED_RECHECK: Duration = Duration::from_secs(300);
 
+/// Which changes of the watched objects wake the loop.
+#[derive(Clone)]
+pub enum Wake {
+    /// None: a kind read but decided on by no one.
+    Never,
+    /// Every change, and every change of what is known.
+    OnChange(Arc<Notify>),
+    /// A deletion, and every change of what is known: an object the loop writes itself, whose
+    /// updates are its own writes coming back, but which it must put back when it goes.
+    OnDeletion(Arc<Notify>),
+}
+
+impl Wake {
+    fn notify(&self, deletion: bool) {
+        match self {
+            Wake::OnChange(n) => n.notify_one(),
+            Wake::OnDeletion(n) if deletion => n.notify_one(),
+            _ => {}
+        }
+    }
+}
+
 /// What is known of the kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Known {
@@ -47,15 +69,14 @@ pub struct OptionalKind {
 }
 
 impl OptionalKind {
-    /// Starts the watch; every change (and every change of what is known) wakes `wake`, when given
-    /// (a kind read but decided on by no one is given none). The task ends when the returned handle is
-    /// aborted.
+    /// Starts the watch; its changes wake the loop as `wake` says. The task ends when the returned
+    /// handle is aborted.
     pub fn start(
         client: Client,
         resource: &ApiResource,
         config: watcher::Config,
         what: &'static str,
-        wake: Option<Arc<Notify>>,
+        wake: Wake,
     ) -> (OptionalKind, tokio::task::JoinHandle<()>) {
         let writer = reflector::store::Writer::new(resource.clone());
         let store = writer.as_reader();
@@ -71,23 +92,24 @@ impl OptionalKind {
             let mut retry = Retry::default();
             let mut crd: Option<CrdChanges> = None;
             while let Some(event) = stream.next().await {
-                let now = match event {
+                let (now, deletion) = match event {
                     Ok(watcher::Event::InitDone) => {
                         retry = Retry::default();
                         // Listed: what the CRD does is news through the watch itself now.
                         crd = None;
-                        Some(Known::Listed)
+                        // A relist may have dropped an object deleted meanwhile.
+                        (Some(Known::Listed), true)
                     }
-                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => None,
+                    Ok(watcher::Event::Apply(_)) => (None, false),
+                    Ok(watcher::Event::Delete(_)) => (None, true),
                     Ok(_) => continue,
                     Err(e) if not_served(&e) => {
                         if tell.send_if_modified(|k| {
                             std::mem::replace(k, Known::NotServed) != Known::NotServed
                         }) {
                             changed_to.fetch_add(1, Ordering::Release);
-                            if let Some(wake) = &wake {
-                                wake.notify_one();
-                            }
+                            // Not served: every object is gone.
+                            wake.notify(true);
                         }
                         let crd = crd.get_or_insert_with(|| CrdChanges::start(&client, &crd_name));
                         let delay = retry.next(NOT_SERVED_RECHECK);
@@ -123,9 +145,7 @@ impl OptionalKind {
                 };
                 if changed {
                     changed_to.fetch_add(1, Ordering::Release);
-                    if let Some(wake) = &wake {
-                        wake.notify_one();
-                    }
+                    wake.notify(deletion);
                 }
             }
         });

@@ -40,8 +40,8 @@ struct Known {
 }
 
 impl KnownOperator {
-    /// Over a watch of the one object (its changes wake nothing: the status is what the installer
-    /// writes, not what it decides from).
+    /// Over a watch of the one object (only its deletion wakes a pass, which creates it again: the
+    /// status is what the installer writes, not what it decides from).
     pub(crate) fn new(watch: OptionalKind) -> KnownOperator {
         KnownOperator {
             watch,
