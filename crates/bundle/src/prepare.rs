@@ -137,7 +137,7 @@ pub struct Rendered {
 }
 
 /// A provider's validated plan.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Prepared {
     pub plan: Plan,
     /// Fields removed because another controller owns them (logged).

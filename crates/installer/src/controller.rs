@@ -210,6 +210,31 @@ struct Installed {
     keep: Option<ToKeep>,
 }
 
+/// What a pass of the round's providers comes to, in install order: what the planner knew before
+/// each provider, its outcome, when it is due again, and its plan to keep.
+#[derive(Default)]
+struct Reconciled {
+    planners: Vec<PlannerState>,
+    outcomes: Vec<Outcome>,
+    dues: Vec<Option<Instant>>,
+    plans: Vec<Option<(Target, Prepared)>>,
+}
+
+impl Reconciled {
+    fn push(
+        &mut self,
+        planner: PlannerState,
+        outcome: Outcome,
+        due: Option<Instant>,
+        plan: Option<(Target, Prepared)>,
+    ) {
+        self.planners.push(planner);
+        self.outcomes.push(outcome);
+        self.dues.push(due);
+        self.plans.push(plan);
+    }
+}
+
 /// Which of the installer's wake-ups (their place in the loop's slice) plans every provider.
 const WOKEN_BY_INPUTS: usize = 0;
 /// Gather a burst of events (an apply of 30 objects echoes 30 watch events) into one pass: until they
@@ -469,8 +494,7 @@ impl Installer {
             ..
         } = installed;
         outcomes.truncate(selected);
-        *self.settled.lock().expect("settled pass") =
-            keep.and_then(|k| Settled::of(k.round, k.planners, outcomes, k.dues));
+        *self.settled.lock().expect("settled pass") = keep.and_then(|k| Settled::of(k, outcomes));
         next
     }
 
@@ -800,7 +824,7 @@ impl Installer {
             )?;
             Some((last, only))
         });
-        let (planners, outcomes, dues) = match limited {
+        let reconciled = match limited {
             Some((last, only)) => {
                 tracing::debug!(providers = ?only, "only these providers' objects changed or are due");
                 self.reconcile_only(last, &only, round).await
@@ -815,13 +839,28 @@ impl Installer {
                 let outcomes = self.reconcile_plans(plans, round).await;
                 let now = Instant::now();
                 let dues = outcomes.iter().map(|o| Next::due(o, now)).collect();
-                (planners, outcomes, dues)
+                // None kept: a pass of every provider keeps no plan (all of them would be alive
+                // between passes, megabytes).
+                let plans = outcomes.iter().map(|_| None).collect();
+                Reconciled {
+                    planners,
+                    outcomes,
+                    dues,
+                    plans,
+                }
             }
         };
+        let Reconciled {
+            planners,
+            outcomes,
+            dues,
+            plans,
+        } = reconciled;
         let keep = ToKeep {
             round: fingerprint,
             planners,
             dues,
+            plans,
         };
         (outcomes, keep)
     }
@@ -862,38 +901,42 @@ impl Installer {
     }
 
     /// The providers of `only` planned again, each with the planner that stood before it in the last
-    /// pass, and reconciled, one after the other in install order; the others' outcomes and due
-    /// instants are the last pass's, unless core comes out of this pass not settled (they wait for
-    /// it). With what the planner knew before each, and when each is due.
+    /// pass (or the plan kept from the last limited pass of its rollout), and reconciled, one after
+    /// the other in install order; the others' outcomes, due instants and kept plans are the last
+    /// pass's, unless core comes out of this pass not settled (they wait for it). With what the
+    /// planner knew before each, when each is due, and each plan to keep.
     async fn reconcile_only(
         &self,
         last: Settled,
-        only: &std::collections::BTreeSet<SourceId>,
+        only: &BTreeSet<SourceId>,
         round: &Round,
-    ) -> (Vec<PlannerState>, Vec<Outcome>, Vec<Option<Instant>>) {
-        let count = round.selection.targets.len();
-        let mut planners = Vec::with_capacity(count);
-        let (mut outcomes, mut dues) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    ) -> Reconciled {
+        let mut limited = Reconciled::default();
         for (target, kept) in round.selection.targets.iter().zip(last.providers) {
-            let core_unsettled = outcomes.iter().any(|o: &Outcome| {
+            let core_unsettled = limited.outcomes.iter().any(|o: &Outcome| {
                 o.target.source.provider_type == capi_manifests::ProviderType::Core
                     && o.settled().is_none()
             });
             if !only.contains(&target.source.id) && !core_unsettled {
-                planners.push(kept.planner);
-                outcomes.push(kept.outcome);
-                dues.push(kept.due);
+                limited.push(kept.planner, kept.outcome, kept.due, kept.plan);
                 continue;
             }
-            planners.push(kept.planner.clone());
-            let mut planner = round.resume(kept.planner);
-            let plan = self.plan_one(&mut planner, target).await;
-            let earlier: Vec<&Outcome> = outcomes.iter().collect();
-            let outcome = self.admit_and_reconcile(plan, &earlier, round).await;
-            dues.push(Next::due(&outcome, Instant::now()));
-            outcomes.push(outcome);
+            let (target, prepared) = match kept.plan {
+                Some((target, prepared)) => (target, Ok(prepared)),
+                None => {
+                    let mut planner = round.resume(kept.planner.clone());
+                    self.plan_one(&mut planner, target).await
+                }
+            };
+            let plan = prepared.as_ref().ok().map(|p| (target.clone(), p.clone()));
+            let earlier: Vec<&Outcome> = limited.outcomes.iter().collect();
+            let outcome = self
+                .admit_and_reconcile((target, prepared), &earlier, round)
+                .await;
+            let due = Next::due(&outcome, Instant::now());
+            limited.push(kept.planner, outcome, due, plan);
         }
-        (planners, outcomes, dues)
+        limited
     }
 
     /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure

@@ -175,6 +175,20 @@ impl Metrics {
             .get()
     }
 
+    /// For tests: how many passes ran, whatever their result.
+    pub fn passes(&self) -> u64 {
+        ["success", "error"]
+            .into_iter()
+            .map(|result| {
+                self.reconciles
+                    .get_or_create(&ResultLabel {
+                        result: result.into(),
+                    })
+                    .get()
+            })
+            .sum()
+    }
+
     pub(crate) fn count_applied(&self, action: ApplyAction) {
         self.applied
             .get_or_create(&ActionLabel {

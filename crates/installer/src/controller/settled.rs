@@ -24,6 +24,7 @@ use capi_apply::{Inventory, ObjectKey};
 use capi_manifests::ProviderType;
 
 use crate::outcome::Outcome;
+use crate::prepare::Prepared;
 use crate::round::PlannerState;
 use crate::source::{SourceId, Target};
 
@@ -53,6 +54,11 @@ pub(crate) struct KeptProvider {
     /// turning persistent); `None`: only a change does (settled, blocked behind its chain, or held
     /// by a rollback until its source changes).
     pub(crate) due: Option<Instant>,
+    /// While it is not settled, the plan a limited pass made of it (with its target as read), for the
+    /// next limited passes of its rollout: what it was planned from cannot have changed in between
+    /// (a source or the round changing makes a pass of every provider, which keeps no plan), so it is
+    /// not rendered and checked again at each look. Dropped once it settles: kept plans cost megabytes.
+    pub(crate) plan: Option<(Target, Prepared)>,
 }
 
 /// What a pass keeps besides its outcomes, to make a [`Settled`] of them once it has reported them.
@@ -63,6 +69,8 @@ pub(crate) struct ToKeep {
     pub(crate) planners: Vec<PlannerState>,
     /// When each is due again.
     pub(crate) dues: Vec<Option<Instant>>,
+    /// The plan a limited pass made of each (see [`KeptProvider::plan`]).
+    pub(crate) plans: Vec<Option<(Target, Prepared)>>,
 }
 
 /// The last pass, when no provider depends on one it left unsettled but its own companion.
@@ -74,16 +82,19 @@ pub(crate) struct Settled {
 }
 
 impl Settled {
-    /// From a pass: `planners[i]` is what the planner knew before `outcomes[i]`'s provider was planned,
-    /// `dues[i]` when that provider is due again. `None` when core is not settled: every other provider
-    /// waits for it ([`crate::order::admit`]), so each must be reconciled again.
-    pub(crate) fn of(
-        round: String,
-        planners: Vec<PlannerState>,
-        outcomes: Vec<Outcome>,
-        dues: Vec<Option<Instant>>,
-    ) -> Option<Settled> {
-        if planners.len() != outcomes.len() || dues.len() != outcomes.len() {
+    /// From a pass (`kept`) and its outcomes: `planners[i]` is what the planner knew before
+    /// `outcomes[i]`'s provider was planned, `dues[i]` when that provider is due again, `plans[i]` its
+    /// plan, if the pass kept it. `None` when core is not settled: every other provider waits for it
+    /// ([`crate::order::admit`]), so each must be reconciled again.
+    pub(crate) fn of(kept: ToKeep, outcomes: Vec<Outcome>) -> Option<Settled> {
+        let ToKeep {
+            round,
+            planners,
+            dues,
+            plans,
+        } = kept;
+        let n = outcomes.len();
+        if planners.len() != n || dues.len() != n || plans.len() != n {
             return None;
         }
         let core_unsettled = outcomes
@@ -96,11 +107,16 @@ impl Settled {
             .into_iter()
             .zip(outcomes)
             .zip(dues)
-            .map(|((planner, outcome), due)| KeptProvider {
-                target: outcome.target.clone(),
-                planner,
-                outcome: outcome.settled().unwrap_or(outcome),
-                due,
+            .zip(plans)
+            .map(|(((planner, outcome), due), plan)| {
+                let settled = outcome.settled();
+                KeptProvider {
+                    target: outcome.target.clone(),
+                    planner,
+                    plan: plan.filter(|_| settled.is_none()),
+                    outcome: settled.unwrap_or(outcome),
+                    due,
+                }
             })
             .collect();
         Some(Settled { round, providers })
@@ -227,6 +243,16 @@ mod tests {
         .state()
     }
 
+    /// What a pass of `n` providers keeps, their dues aside: no plan.
+    fn kept(n: usize, dues: Vec<Option<Instant>>) -> ToKeep {
+        ToKeep {
+            round: "round".into(),
+            planners: (0..n).map(|_| planner()).collect(),
+            dues,
+            plans: (0..n).map(|_| None).collect(),
+        }
+    }
+
     #[test]
     fn a_pass_woken_by_one_providers_objects_reconciles_that_provider_alone() {
         let targets = vec![
@@ -238,13 +264,7 @@ mod tests {
             .map(|t| outcome(t, ProviderState::Installed))
             .collect();
         let now = Instant::now();
-        let settled = Settled::of(
-            "round".into(),
-            vec![planner(), planner()],
-            outcomes,
-            vec![None, None],
-        )
-        .unwrap();
+        let settled = Settled::of(kept(2, vec![None, None]), outcomes).unwrap();
         let inventories = vec![
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
@@ -300,7 +320,6 @@ mod tests {
             phase: Phase::Workloads,
             pending: Vec::new(),
         };
-        let planners = || vec![planner(), planner(), planner()];
         let mut unserving = outcome(&targets[2], ProviderState::Installed);
         unserving.serving = false;
         let outcomes = vec![
@@ -315,7 +334,7 @@ mod tests {
             Some(t0 + Duration::from_secs(5)),
             Some(t0 + Duration::from_secs(40)),
         ];
-        let settled = Settled::of("round".into(), planners(), outcomes, dues).unwrap();
+        let settled = Settled::of(kept(3, dues), outcomes).unwrap();
         let inventories = vec![
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
@@ -357,7 +376,7 @@ mod tests {
             outcome(&targets[2], ProviderState::Installed),
         ];
         assert!(
-            Settled::of("round".into(), planners(), outcomes, vec![None; 3]).is_none(),
+            Settled::of(kept(3, vec![None; 3]), outcomes).is_none(),
             "aws and gcp wait for core"
         );
     }
