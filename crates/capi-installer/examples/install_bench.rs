@@ -243,7 +243,8 @@ async fn installer_run(
     wait_operator_ready(&env.admin).await.map_err(fail)?;
     let edit_end = micros_now();
 
-    // Drift → repaired.
+    // Drift → repaired, once the edit's last passes are over (they are the edit's, not the drift's).
+    test_support::bench::wait_quiet(pid, Duration::from_secs(30)).await?;
     let old_uid = deployments
         .get(&upgrade.deployment)
         .await?

@@ -72,6 +72,22 @@ pub fn proc_status(pid: u32) -> Result<(u64, u64)> {
     Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
+/// Waits until process `pid` has used no CPU for one second (at most `limit`): what it was still doing
+/// (the passes that follow a rollout, records written after it) is not counted in the next measure.
+pub async fn wait_quiet(pid: u32, limit: Duration) -> Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    let mut last = cpu_time(pid)?;
+    while std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = cpu_time(pid)?;
+        if now == last {
+            return Ok(());
+        }
+        last = now;
+    }
+    anyhow::bail!("process {pid} still busy after {limit:?}")
+}
+
 /// The CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`.
 pub fn cpu_time(pid: u32) -> Result<Duration> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
