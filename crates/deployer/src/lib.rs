@@ -241,11 +241,10 @@ pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<O
         "the installer's Deployment",
         &wake,
     );
-    let (cluster_api, cluster_api_watch) = OptionalKind::start(
+    let (cluster_api, cluster_api_watch) = OptionalKind::start_named(
         client.clone(),
         &unmanaged::cluster_api_resource(),
-        watcher::Config::default()
-            .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
+        unmanaged::CLUSTER_API_NAME,
         "ClusterAPI cluster",
         Wake::OnChange(wake.clone()),
     );

@@ -315,27 +315,26 @@ impl Installer {
             "InfrastructureProviders",
             Wake::OnChange(wake_round.clone()),
         );
-        let (cluster_api, cluster_api_watch) = OptionalKind::start(
+        let (cluster_api, cluster_api_watch) = OptionalKind::start_named(
             client.clone(),
             &unmanaged::cluster_api_resource(),
-            watcher::Config::default()
-                .fields(&format!("metadata.name={}", unmanaged::CLUSTER_API_NAME)),
+            unmanaged::CLUSTER_API_NAME,
             "ClusterAPI cluster",
             Wake::OnChange(wake_round.clone()),
         );
-        let (cluster_operator, cluster_operator_watch) = OptionalKind::start(
+        let (cluster_operator, cluster_operator_watch) = OptionalKind::start_named(
             client.clone(),
             &capi_openshift::resources::api_resource(&CLUSTER_OPERATOR),
-            watcher::Config::default().fields(&format!("metadata.name={CLUSTER_OPERATOR_NAME}")),
+            CLUSTER_OPERATOR_NAME,
             "ClusterOperator cluster-api",
             // What the installer reports on decides nothing, and its updates are the installer's own
             // writes coming back: only its deletion wakes a pass, which creates it again.
             Wake::OnDeletion(wake_round.clone()),
         );
-        let (apiserver, apiserver_watch) = OptionalKind::start(
+        let (apiserver, apiserver_watch) = OptionalKind::start_named(
             client.clone(),
             &capi_openshift::resources::api_resource(&APISERVER),
-            watcher::Config::default().fields(&format!("metadata.name={APISERVER_NAME}")),
+            APISERVER_NAME,
             "APIServer cluster",
             Wake::OnChange(wake_round.clone()),
         );

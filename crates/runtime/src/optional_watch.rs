@@ -159,6 +159,18 @@ impl OptionalKind {
         )
     }
 
+    /// [`OptionalKind::start`] for the one object named `name`.
+    pub fn start_named(
+        client: Client,
+        resource: &ApiResource,
+        name: &str,
+        what: &'static str,
+        wake: Wake,
+    ) -> (OptionalKind, tokio::task::JoinHandle<()>) {
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        OptionalKind::start(client, resource, config, what, wake)
+    }
+
     /// The objects; `None` until the first list answered.
     pub fn objects(&self) -> Option<Vec<Arc<DynamicObject>>> {
         match *self.known.borrow() {
