@@ -210,31 +210,6 @@ struct Installed {
     keep: Option<ToKeep>,
 }
 
-/// What a pass of the round's providers comes to, in install order: what the planner knew before
-/// each provider, its outcome, when it is due again, and its plan to keep.
-#[derive(Default)]
-struct Reconciled {
-    planners: Vec<PlannerState>,
-    outcomes: Vec<Outcome>,
-    dues: Vec<Option<Instant>>,
-    plans: Vec<Option<(Target, Prepared)>>,
-}
-
-impl Reconciled {
-    fn push(
-        &mut self,
-        planner: PlannerState,
-        outcome: Outcome,
-        due: Option<Instant>,
-        plan: Option<(Target, Prepared)>,
-    ) {
-        self.planners.push(planner);
-        self.outcomes.push(outcome);
-        self.dues.push(due);
-        self.plans.push(plan);
-    }
-}
-
 /// Which of the installer's wake-ups (their place in the loop's slice) plans every provider.
 const WOKEN_BY_INPUTS: usize = 0;
 /// Gather a burst of events (an apply of 30 objects echoes 30 watch events) into one pass: until they
@@ -747,7 +722,7 @@ impl Installer {
             .with_unmanaged(unmanaged.clone())
             .with_live_crds(self.reconciler.live_crds().await);
         let (mut outcomes, keep) = self.reconcile_round(&round, changes, &inventories).await;
-        let due = keep.dues.iter().flatten().min().copied();
+        let due = keep.next_due();
         let selected = outcomes.len();
         // After every selected provider, so that a refused second source of core holds nothing back.
         for refused in &round.selection.refused {
@@ -823,10 +798,10 @@ impl Installer {
             )?;
             Some((last, only))
         });
-        let reconciled = match limited {
+        match limited {
             Some((last, only)) => {
                 tracing::debug!(providers = ?only, "only these providers' objects changed or are due");
-                self.reconcile_only(last, &only, round).await
+                self.reconcile_only(last, &only, round, fingerprint).await
             }
             None => {
                 tracing::debug!(
@@ -837,31 +812,15 @@ impl Installer {
                 let (planners, plans) = self.plan(round).await;
                 let outcomes = self.reconcile_plans(plans, round).await;
                 let now = Instant::now();
-                let dues = outcomes.iter().map(|o| Next::due(o, now)).collect();
-                // None kept: a pass of every provider keeps no plan (all of them would be alive
-                // between passes, megabytes).
-                let plans = outcomes.iter().map(|_| None).collect();
-                Reconciled {
-                    planners,
-                    outcomes,
-                    dues,
-                    plans,
+                let mut keep = ToKeep::new(fingerprint);
+                for (planner, outcome) in planners.into_iter().zip(&outcomes) {
+                    // No plan kept: a pass of every provider would keep all of them alive between
+                    // passes, megabytes.
+                    keep.push(planner, Next::due(outcome, now), None);
                 }
+                (outcomes, keep)
             }
-        };
-        let Reconciled {
-            planners,
-            outcomes,
-            dues,
-            plans,
-        } = reconciled;
-        let keep = ToKeep {
-            round: fingerprint,
-            planners,
-            dues,
-            plans,
-        };
-        (outcomes, keep)
+        }
     }
 
     /// The pure step of a pass, once for every selected provider, in install order: each plan claims
@@ -909,15 +868,18 @@ impl Installer {
         last: Settled,
         only: &BTreeSet<SourceId>,
         round: &Round,
-    ) -> Reconciled {
-        let mut limited = Reconciled::default();
+        fingerprint: String,
+    ) -> (Vec<Outcome>, ToKeep) {
+        let mut outcomes: Vec<Outcome> = Vec::with_capacity(last.providers.len());
+        let mut keep = ToKeep::new(fingerprint);
         for (target, kept) in round.selection.targets.iter().zip(last.providers) {
-            let core_unsettled = limited.outcomes.iter().any(|o: &Outcome| {
+            let core_unsettled = outcomes.iter().any(|o| {
                 o.target.source.provider_type == capi_manifests::ProviderType::Core
-                    && o.settled().is_none()
+                    && !o.is_settled()
             });
             if !only.contains(&target.source.id) && !core_unsettled {
-                limited.push(kept.planner, kept.outcome, kept.due, kept.plan);
+                outcomes.push(kept.outcome);
+                keep.push(kept.planner, kept.due, kept.plan);
                 continue;
             }
             let (target, prepared) = match kept.plan {
@@ -928,14 +890,14 @@ impl Installer {
                 }
             };
             let plan = prepared.as_ref().ok().map(|p| (target.clone(), p.clone()));
-            let earlier: Vec<&Outcome> = limited.outcomes.iter().collect();
+            let earlier: Vec<&Outcome> = outcomes.iter().collect();
             let outcome = self
                 .admit_and_reconcile((target, prepared), &earlier, round)
                 .await;
-            let due = Next::due(&outcome, Instant::now());
-            limited.push(kept.planner, outcome, due, plan);
+            keep.push(kept.planner, Next::due(&outcome, Instant::now()), plan);
+            outcomes.push(outcome);
         }
-        limited
+        (outcomes, keep)
     }
 
     /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure

@@ -122,14 +122,18 @@ impl Outcome {
         &self.target.source.id
     }
 
+    /// Whether the outcome needs nothing more: installed, serving, nothing unavailable.
+    pub fn is_settled(&self) -> bool {
+        matches!(self.state, ProviderState::Installed)
+            && self.serving
+            && self.unavailable.is_empty()
+    }
+
     /// A copy of an outcome that needs nothing more: installed, serving, nothing unavailable. Only such
     /// an outcome may stand for its provider in a later pass that does not reconcile it (a copy of any
     /// other would go stale: its gate's timer, its failure's attempts, how long a workload was down).
     pub fn settled(&self) -> Option<Outcome> {
-        let settled = matches!(self.state, ProviderState::Installed)
-            && self.serving
-            && self.unavailable.is_empty();
-        settled.then(|| Outcome {
+        self.is_settled().then(|| Outcome {
             target: self.target.clone(),
             state: ProviderState::Installed,
             serving: true,

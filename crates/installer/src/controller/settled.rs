@@ -73,6 +73,35 @@ pub(crate) struct ToKeep {
     pub(crate) plans: Vec<Option<(Target, Prepared)>>,
 }
 
+impl ToKeep {
+    /// Nothing kept yet, for a pass of the round with fingerprint `round`.
+    pub(crate) fn new(round: String) -> ToKeep {
+        ToKeep {
+            round,
+            planners: Vec::new(),
+            dues: Vec::new(),
+            plans: Vec::new(),
+        }
+    }
+
+    /// The next provider, in install order.
+    pub(crate) fn push(
+        &mut self,
+        planner: PlannerState,
+        due: Option<Instant>,
+        plan: Option<(Target, Prepared)>,
+    ) {
+        self.planners.push(planner);
+        self.dues.push(due);
+        self.plans.push(plan);
+    }
+
+    /// The soonest instant a provider is due.
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        self.dues.iter().flatten().min().copied()
+    }
+}
+
 /// The last pass, when no provider depends on one it left unsettled but its own companion.
 pub(crate) struct Settled {
     /// The fingerprint of its round.
@@ -99,7 +128,7 @@ impl Settled {
         }
         let core_unsettled = outcomes
             .iter()
-            .any(|o| o.target.source.provider_type == ProviderType::Core && o.settled().is_none());
+            .any(|o| o.target.source.provider_type == ProviderType::Core && !o.is_settled());
         if core_unsettled {
             return None;
         }
@@ -243,14 +272,13 @@ mod tests {
         .state()
     }
 
-    /// What a pass of `n` providers keeps, their dues aside: no plan.
-    fn kept(n: usize, dues: Vec<Option<Instant>>) -> ToKeep {
-        ToKeep {
-            round: "round".into(),
-            planners: (0..n).map(|_| planner()).collect(),
-            dues,
-            plans: (0..n).map(|_| None).collect(),
+    /// What a pass of providers due at `dues` keeps: no plan.
+    fn kept(dues: Vec<Option<Instant>>) -> ToKeep {
+        let mut keep = ToKeep::new("round".into());
+        for due in dues {
+            keep.push(planner(), due, None);
         }
+        keep
     }
 
     #[test]
@@ -264,7 +292,7 @@ mod tests {
             .map(|t| outcome(t, ProviderState::Installed))
             .collect();
         let now = Instant::now();
-        let settled = Settled::of(kept(2, vec![None, None]), outcomes).unwrap();
+        let settled = Settled::of(kept(vec![None, None]), outcomes).unwrap();
         let inventories = vec![
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
@@ -334,7 +362,7 @@ mod tests {
             Some(t0 + Duration::from_secs(5)),
             Some(t0 + Duration::from_secs(40)),
         ];
-        let settled = Settled::of(kept(3, dues), outcomes).unwrap();
+        let settled = Settled::of(kept(dues), outcomes).unwrap();
         let inventories = vec![
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
@@ -376,7 +404,7 @@ mod tests {
             outcome(&targets[2], ProviderState::Installed),
         ];
         assert!(
-            Settled::of(kept(3, vec![None; 3]), outcomes).is_none(),
+            Settled::of(kept(vec![None; 3]), outcomes).is_none(),
             "aws and gcp wait for core"
         );
     }
