@@ -40,6 +40,17 @@ pub struct Wants {
     pub providers: Vec<Wanted>,
 }
 
+impl Wants {
+    /// The names of the required infrastructure providers (the platform's), for people.
+    pub fn required_infrastructure(&self) -> Vec<&str> {
+        self.providers
+            .iter()
+            .filter(|w| w.required && w.provider_type == ProviderType::Infrastructure)
+            .map(|w| w.name.as_str())
+            .collect()
+    }
+}
+
 /// What the installer should do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Desired {

@@ -14,7 +14,6 @@ use capi_installer_controller::offline::{self, Input, Sources, describe_source};
 use capi_installer_controller::prepare::RenderContext;
 use capi_installer_controller::source::Target;
 use capi_installer_controller::source::profile::ProfileCatalog;
-use capi_manifests::ProviderType;
 use capi_manifests::platform::Platform;
 use capi_manifests::transport::{LABEL_NAME, LABEL_TYPE};
 use capi_runtime::report::exit;
@@ -77,12 +76,7 @@ pub fn main(args: RenderArgs) -> Result<ExitCode> {
     let Some(wants) = wants(&args.platform, &sources.profiles)? else {
         return Ok(ExitCode::SUCCESS);
     };
-    let infra: Vec<&str> = wants
-        .providers
-        .iter()
-        .filter(|w| w.required && w.provider_type == ProviderType::Infrastructure)
-        .map(|w| w.name.as_str())
-        .collect();
+    let infra = wants.required_infrastructure();
     let infra = infra.join(", ");
 
     let round = offline::round(&wants, &sources, &ctx);

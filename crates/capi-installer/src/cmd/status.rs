@@ -17,7 +17,6 @@ use capi_installer_controller::source::{Refused, SourceId};
 use capi_installer_controller::status::{
     self, Installed, Namespaces, Process, ProcessRef, ProviderStatus, Providers, Unselected,
 };
-use capi_manifests::ProviderType;
 use capi_openshift::CLUSTER_OPERATOR_NAME as CLUSTER_OPERATOR;
 use capi_runtime::report::exit;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -233,12 +232,7 @@ fn pod_row(name: &str, deployment: Option<&Deployment>, lease: Option<&Lease>) -
 fn platform_line(desired: &Desired) -> String {
     match desired {
         Desired::Install(wants) => {
-            let infra: Vec<&str> = wants
-                .providers
-                .iter()
-                .filter(|w| w.required && w.provider_type == ProviderType::Infrastructure)
-                .map(|w| w.name.as_str())
-                .collect();
+            let infra = wants.required_infrastructure();
             format!(
                 "Platform: {} (infrastructure provider {})\n",
                 wants.platform,
@@ -417,6 +411,7 @@ fn last_error(record: &ProviderRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use capi_manifests::ProviderType;
 
     #[test]
     fn state_and_last_error_come_from_the_record() {
