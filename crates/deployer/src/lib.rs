@@ -223,7 +223,7 @@ fn template() -> Result<Value, DeploymentError> {
 }
 
 /// The deployer's loop: watches the images ConfigMap, `ClusterAPI/cluster` and the Deployment
-/// itself, and applies [`desired`] when it differs from what it applied last, the Deployment's spec
+/// itself, and applies `desired` when it differs from what it applied last, the Deployment's spec
 /// was changed by someone else (its generation moved) or the cluster-version operator still owns
 /// fields of it (taken over first), until `shutdown` resolves.
 pub async fn run(client: Client, config: DeployerConfig, shutdown: impl Future<Output = ()>) {

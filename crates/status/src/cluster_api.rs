@@ -11,7 +11,7 @@
 //! profiles, images and substitutions the ID, and so the name, is the one the reference's revision
 //! controller gives, so that after switching back the reference finds its own revision and rebuilds
 //! it instead of adding another. Components are listed for the profiles whose image reference is known (their folder is the
-//! volume of a release image, [`capi_bundle::source::images`]) and is a digest (the API refuses anything
+//! volume of a release image, [`capi_bundle::images`]) and is a digest (the API refuses anything
 //! else): `{name, type: Image, image: {ref, profile}}` in install order, `name` the profile's metadata
 //! name as the reference names its components; transport ConfigMaps are
 //! no image and are not listed.
@@ -82,7 +82,7 @@ pub enum Recording {
 impl Recording {
     /// The reference's revision controller in the same situation: waiting for its object, an error
     /// it retries (it cannot render, or cannot write), one it does not (more than
-    /// [`MAX_REVISIONS`], which needs an administrator), or done.
+    /// `MAX_REVISIONS`, which needs an administrator), or done.
     pub fn result(&self) -> ControllerResult {
         match self {
             Recording::NotNeeded | Recording::Recorded => ControllerResult::Success,

@@ -191,7 +191,7 @@ pub(crate) const INSTALLER_CONTROLLER: &str = "InstallerController";
 pub(crate) const REVISION_CONTROLLER: &str = "RevisionController";
 
 /// How this pass ended for each of the reference's two controllers, whose work this installer does
-/// in one pass: [`INSTALLER_CONTROLLER`] from the providers' outcomes, [`REVISION_CONTROLLER`] from
+/// in one pass: `INSTALLER_CONTROLLER` from the providers' outcomes, `REVISION_CONTROLLER` from
 /// the recording of the revision.
 pub fn controllers(observed: &Observed<'_>) -> [(&'static str, ControllerResult); 2] {
     let platform = || ControllerResult::WaitingOnExternal("Infrastructure PlatformStatus".into());
