@@ -127,10 +127,12 @@ fn first_writes(env: &Env, objects: &[&ObjectKey]) -> Vec<MicroTime> {
 }
 
 /// The order a cold install keeps while it overlaps the providers (SPEC §4), from the audit log: the
-/// aws CRDs are written before core's Deployments (every provider's CRDs together), the aws base
-/// objects before core's webhooks and policies (while core's Deployments roll out), and the aws
+/// aws CRDs are written before core's Deployments (every provider's CRDs together), and the aws
 /// Deployments only once core has completed: after its Deployments were Available and its webhooks
-/// and policies were written.
+/// and policies were written. Whether aws's base objects also come before core completes depends on
+/// this machine's pace (core's Deployment on the fake node may be Available before a pass finds aws's
+/// CRDs Established); `providers.rs::an_infrastructure_provider_goes_ahead_while_core_rolls_out` shows
+/// it with a core that rolls out until the test lets it.
 async fn assert_overlap_keeps_the_order(env: &Env, core: &[ObjectKey], aws: &[ObjectKey]) {
     let of = |objects: &'static [&'static str], set: &[ObjectKey]| -> Vec<ObjectKey> {
         set.iter()
@@ -139,14 +141,6 @@ async fn assert_overlap_keeps_the_order(env: &Env, core: &[ObjectKey], aws: &[Ob
             .collect()
     };
     const CRDS: &[&str] = &["CustomResourceDefinition"];
-    const BASE: &[&str] = &[
-        "ServiceAccount",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "Role",
-        "RoleBinding",
-        "Service",
-    ];
     const WORKLOADS: &[&str] = &["Deployment"];
     const ADMISSION: &[&str] = &[
         "ValidatingWebhookConfiguration",
@@ -158,11 +152,7 @@ async fn assert_overlap_keeps_the_order(env: &Env, core: &[ObjectKey], aws: &[Ob
         assert!(!objects.is_empty());
         first_writes(env, &objects.iter().collect::<Vec<_>>())
     };
-    let (aws_crds, aws_base, aws_deployments) = (
-        times(of(CRDS, aws)),
-        times(of(BASE, aws)),
-        times(of(WORKLOADS, aws)),
-    );
+    let (aws_crds, aws_deployments) = (times(of(CRDS, aws)), times(of(WORKLOADS, aws)));
     let (core_deployments, core_admission) =
         (times(of(WORKLOADS, core)), times(of(ADMISSION, core)));
     let first = |t: &[MicroTime]| t.iter().map(|m| m.0).min().unwrap();
@@ -170,10 +160,6 @@ async fn assert_overlap_keeps_the_order(env: &Env, core: &[ObjectKey], aws: &[Ob
     assert!(
         last(&aws_crds) < first(&core_deployments),
         "every aws CRD is written before core's Deployments"
-    );
-    assert!(
-        last(&aws_base) < first(&core_admission),
-        "the aws base objects are written while core's Deployments roll out"
     );
     assert!(
         first(&aws_deployments) > last(&core_admission),

@@ -344,6 +344,70 @@ async fn a_failing_provider_is_retried_by_its_own_backoff_while_another_rolls_ou
     );
 }
 
+/// While core rolls out, an infrastructure provider applies what needs nothing of core — its CRDs and
+/// base objects — and holds its Deployment back until core completes (SPEC §4, a shorter cold
+/// install). Small providers: core's Deployment is not scheduled until the test lets it, so the
+/// overlap does not depend on how fast this machine's passes are (with the release's providers on a
+/// busy machine, core's Deployment may be Available before aws's CRDs are Established).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_infrastructure_provider_goes_ahead_while_core_rolls_out() {
+    let env = Env::start(true).await;
+    let client = env.admin.clone();
+    ensure_namespaces(&client).await;
+    set_platform(&client, "AWS").await;
+    let mut core = Tiny::new("cluster-api", "capt");
+    core.unschedulable = true;
+    core.put(&client).await;
+    let aws = Tiny::new("aws", "capat");
+    aws.put(&client).await;
+    let installer = Running::as_admin(&env, config());
+    let service_accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), NS);
+    let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
+
+    let passes = eventually(
+        MINUTE,
+        "aws's CRD and base objects while core rolls out",
+        || async {
+            let s = co_status(&client).await?;
+            let waiting = condition(&s, "Progressing")?
+                .message
+                .contains("aws v1.0.0: waiting for ConfigMap cluster-api");
+            let ahead = crd_exists(&client, &aws.crd_name()).await
+                && service_accounts
+                    .get_opt(&format!("{}-manager", aws.prefix))
+                    .await
+                    .unwrap()
+                    .is_some()
+                && cluster_roles
+                    .get_opt(&aws.cluster_role())
+                    .await
+                    .unwrap()
+                    .is_some();
+            (waiting && ahead).then(|| installer.metrics.passes())
+        },
+    )
+    .await;
+    // Core's gate looks again every 5 s: two more looks that find it still rolling out.
+    eventually(MINUTE, "two more passes", || async {
+        (installer.metrics.passes() >= passes + 2).then_some(())
+    })
+    .await;
+    assert!(
+        deployment_exists(&client, &core.deployment()).await,
+        "core's Deployment is written"
+    );
+    assert!(
+        !deployment_exists(&client, &aws.deployment()).await,
+        "aws's Deployment waits while core rolls out"
+    );
+
+    core.unschedulable = false;
+    core.put(&client).await;
+    wait_available(&client, 2 * MINUTE).await;
+    assert!(deployment_exists(&client, &aws.deployment()).await);
+}
+
 /// gcp installs and is Available while aws (the platform's) is refused; the ClusterOperator says which.
 async fn broken_platform_provider(client: &Client) {
     let gcp = eventually(
