@@ -41,8 +41,8 @@ use kube::api::{Api, DeleteParams};
 use serde_json::Value;
 
 use test_support::bench::{
-    Kubectl, Requests, at, audit_keys, cores, count, cpu_time, installer_binary, is_kubectl,
-    loadavg, mib, micros_now, operator_ready, proc_status, render_objects, requests_by_resource,
+    Kubectl, Requests, at, audit_keys, cores, count, installer_binary, is_kubectl, loadavg, mib,
+    micros_now, operator_ready, proc_status, process_cpu, render_objects, requests_by_resource,
     requests_by_verb, secs, since, start_installer, stat, with_installer_log,
 };
 use test_support::{AWS_CM, Env, Upgrade, describe, read_documents};
@@ -251,7 +251,7 @@ async fn installer_run(
         .metadata
         .uid
         .unwrap_or_default();
-    let drift_cpu_before = cpu_time(pid)?;
+    let drift_cpu_before = process_cpu(pid)?;
     let drift_at = micros_now();
     deployments
         .delete(&upgrade.deployment, &DeleteParams::default())
@@ -268,7 +268,7 @@ async fn installer_run(
     .map_err(fail)?;
     wait_operator_ready(&env.admin).await.map_err(fail)?;
     tokio::time::sleep(SETTLE).await;
-    let drift_cpu = cpu_time(pid)?.saturating_sub(drift_cpu_before);
+    let drift_cpu = process_cpu(pid)?.saturating_sub(drift_cpu_before);
     let drift_end = micros_now();
     let memory_end = proc_status(pid)?;
     let _ = child.kill().await;

@@ -19,7 +19,8 @@
 //!    - *cold install*: the `InfrastructureProvider` objects exist before the process starts; from its
 //!      start until `ClusterOperator/cluster-api` is Available=True, Progressing=False, Degraded=False
 //!      and every `InfrastructureProvider` is Available; its requests until then (audit log, by its
-//!      user agent; server-side dry-runs apart); VmRSS and VmHWM 3 s later;
+//!      user agent; server-side dry-runs apart); its CPU time (user + system) until then; VmRSS and
+//!      VmHWM 3 s later;
 //!    - *remove one* (sets with an extra provider): the last extra provider's `InfrastructureProvider`
 //!      deleted, until the object is gone (the installer removed its finalizer once its objects were
 //!      deleted); then *add it back*: the object created again, until it and the ClusterOperator are
@@ -39,8 +40,8 @@ use serde_json::Value;
 
 use test_support::bench::{
     Kubectl, Requests, cores, count, installer_binary, is_kubectl, loadavg, mib, micros_now,
-    operator_ready, proc_status, render_objects, requests_by_resource, requests_by_verb, secs,
-    since, start_installer, stat, wait_until, with_installer_log,
+    operator_ready, proc_status, process_cpu, render_objects, requests_by_resource,
+    requests_by_verb, secs, since, start_installer, stat, wait_until, with_installer_log,
 };
 use test_support::{
     AWS_CM, AZURE_CM, CORE_CM, Env, GCP_CM, IBMCLOUD_CM, VSPHERE_CM, infrastructure_providers,
@@ -201,6 +202,8 @@ struct InstallerRun {
     load: String,
     /// Process start until every provider is ready.
     ready: Duration,
+    /// The installer's CPU time (user + system) from its start until every provider is ready.
+    cpu_ready: Duration,
     install: Requests,
     install_by_resource: Requests,
     /// (VmRSS, VmHWM) in KiB once ready.
@@ -232,6 +235,7 @@ async fn installer_run(bin: &std::path::Path, set: &Set, idle: Duration) -> Resu
         .await
         .map_err(fail)?;
     let ready_at = micros_now();
+    let cpu_ready = process_cpu(pid)?;
     tokio::time::sleep(SETTLE).await;
     let memory_ready = proc_status(pid)?;
 
@@ -286,6 +290,7 @@ async fn installer_run(bin: &std::path::Path, set: &Set, idle: Duration) -> Resu
     Ok(InstallerRun {
         load,
         ready: since(start, ready_at),
+        cpu_ready,
         install: requests_by_verb(&events, ours, start, ready_at),
         install_by_resource: requests_by_resource(&events, ours, start, ready_at),
         memory_ready,
@@ -359,6 +364,9 @@ fn print_table(runs: usize, idle: Duration, results: &[(Set, Vec<InstallerRun>, 
     });
     row("installer: start → ready", &|_, i, _| {
         dur(i, &|r| r.ready)
+    });
+    row("installer: CPU time until ready", &|_, i, _| {
+        dur(i, &|r| r.cpu_ready)
     });
     row("kubectl: start → Deployments Available", &|_, _, k| {
         stat(k.iter().map(|r| r.ready).collect(), secs)

@@ -236,7 +236,6 @@ impl Pass for Passes {
         let mut changed = std::mem::take(&mut *installer.changed.lock().expect("changed objects"));
         changed.inputs |= inputs;
         self.next = installer.reconcile(changed).await;
-        release_free_memory();
         self.next.delay().unwrap_or(installer.config.resync)
     }
 }
@@ -1098,16 +1097,4 @@ fn read_profiles(config: &ProfilesConfig, images: &crate::render::Images) -> Pro
         tracing::info!(source = %source.id, provider = %source.describe(), path = %profile.manifests_path.display(), image = ?profile.image, "profile");
     }
     catalog
-}
-
-/// Hands the heap pages that a reconcile freed back to the system. A reconcile renders every
-/// provider (megabytes of parsed YAML, gone when it ends); glibc keeps freed pages in its arenas, so
-/// the process would stay at its busiest moment's size for good (about 12 MiB more after a cold
-/// install, BENCHMARKS.md). Cheap: a walk over the free lists, after work that took far longer.
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns unused pages of the allocator's own arenas to the kernel.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }

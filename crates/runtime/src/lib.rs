@@ -16,6 +16,7 @@
 //! | [`tls`] | the serving certificate from files, re-read when rotated; self-signed where none is given |
 //! | [`process`] | logging, the kube client with the binary's user agent, the shutdown signal |
 //! | [`pace`] | the one loop of every controller: wake-ups gathered into one pass, the pass's own timer, shutdown between passes |
+//! | [`memory`] | malloc's thresholds fixed at start, free heap pages handed back once a loop is quiet |
 //! | [`trigger`], [`optional_watch`] | what wakes the loop: watches whose every change notifies it; a watch of a kind that may not be served (feature `watch`) |
 //! | [`run`] | campaign → run the controller while holding the lease → release on SIGTERM, exit 1 on loss |
 //!
@@ -74,6 +75,8 @@ mod error;
 pub(crate) mod http;
 #[cfg(feature = "leader")]
 pub mod leader;
+#[cfg(feature = "pace")]
+pub mod memory;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(feature = "watch")]

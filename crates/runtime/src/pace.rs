@@ -9,7 +9,9 @@
 //! `Controller`'s watches cannot wait for), and a controller of the controllers pod writes its
 //! conditions on the one ClusterOperator. What they share — coalescing, the next wake-up, telling a
 //! pass what woke it, shutting down — is here, once; what a pass does with a failure (backoff,
-//! degrading) stays with the pass, which returns when to look again.
+//! degrading) stays with the pass, which returns when to look again. After each pass, and once more
+//! when quiet for [`RELEASE_AFTER`], a loop hands back the heap pages its pass freed
+//! ([`crate::memory::release_free`]).
 
 use std::future::Future;
 use std::time::Duration;
@@ -18,6 +20,11 @@ use tokio::sync::Notify;
 
 /// How many wake-ups a loop may have: [`Woken`] tells them apart by one bit each.
 pub const MAX_WAKES: usize = u64::BITS as usize;
+
+/// How long a loop waits quiet before it hands back, a second time, the heap pages its pass freed
+/// ([`crate::memory`]): the pass's last frees (the watch events of its writes, the blocking pool's
+/// work) come after the pass, within this time.
+pub const RELEASE_AFTER: Duration = Duration::from_secs(2);
 
 /// What a pass is for: the wake-ups that rang since the last pass (by their index in the slice given
 /// to [`run`]), and whether the pass's own timer was due.
@@ -86,15 +93,26 @@ pub async fn run<P: Pass>(
         rang: 0,
         timer: true,
     };
-    loop {
+    'passes: loop {
         let delay = pass.pass(woken).await;
+        crate::memory::release_free();
         woken = Woken::default();
-        tokio::select! {
-            // A shutdown goes first, then what woke the loop before its timer.
-            biased;
-            () = &mut shutdown => break,
-            index = any(wakes) => woken.rung(index),
-            () = tokio::time::sleep(delay) => woken.timer = true,
+        let due = tokio::time::Instant::now() + delay;
+        let mut released = false;
+        loop {
+            tokio::select! {
+                // A shutdown goes first, then what woke the loop before its timer.
+                biased;
+                () = &mut shutdown => break 'passes,
+                index = any(wakes) => woken.rung(index),
+                () = tokio::time::sleep_until(due) => woken.timer = true,
+                () = tokio::time::sleep(RELEASE_AFTER), if !released => {
+                    crate::memory::release_free();
+                    released = true;
+                    continue;
+                }
+            }
+            break;
         }
         let burst = tokio::time::Instant::now();
         while burst.elapsed() < coalesce.at_most {

@@ -102,6 +102,7 @@ async fn stop_within<E>(
 
 /// Runs a controller as the project's binaries do:
 ///
+/// 0. fixes malloc's thresholds ([`crate::memory::tune`]);
 /// 1. serves /healthz and /readyz ([`http::serve_health`]) and /metrics ([`http::serve_metrics`]);
 /// 2. with `--leader-elect` (the default), campaigns for the Lease; a standby opens nothing else, and
 ///    stops quietly on SIGTERM;
@@ -132,6 +133,7 @@ where
         process,
         shutdown,
     } = runtime;
+    crate::memory::tune();
     let timing = leader.timing();
     if leader.leader_elect {
         timing.validate()?;

@@ -76,39 +76,16 @@ pub fn proc_status(pid: u32) -> Result<(u64, u64)> {
 /// (the passes that follow a rollout, records written after it) is not counted in the next measure.
 pub async fn wait_quiet(pid: u32, limit: Duration) -> Result<()> {
     let deadline = std::time::Instant::now() + limit;
-    let mut last = cpu_time(pid)?;
+    let mut last = process_cpu(pid)?;
     while std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = cpu_time(pid)?;
+        let now = process_cpu(pid)?;
         if now == last {
             return Ok(());
         }
         last = now;
     }
     anyhow::bail!("process {pid} still busy after {limit:?}")
-}
-
-/// The CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`.
-pub fn cpu_time(pid: u32) -> Result<Duration> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    let after = text
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .with_context(|| format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
-    let ticks = |i: usize| -> Result<u64> {
-        fields
-            .get(i)
-            .and_then(|v| v.parse().ok())
-            .with_context(|| format!("field {} of /proc/{pid}/stat", i + 2))
-    };
-    // SAFETY: sysconf reads a constant of the system.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Ok(Duration::from_secs_f64(
-        (ticks(11)? + ticks(12)?) as f64 / per_second,
-    ))
 }
 
 /// What a footprint benchmark starts with: warnings on stderr (RUST_LOG overrides), and its first two
