@@ -238,11 +238,6 @@ impl Applier {
         }
     }
 
-    pub fn with_hash_annotation(mut self, key: impl Into<String>) -> Self {
-        self.hash_annotation = key.into();
-        self
-    }
-
     /// Reads live objects the caller does not pass from `cache` (built for this applier, see
     /// [`LiveCache::new`]): an object its synced watch does not have does not exist, and is created
     /// without a GET; one it has without our label goes through the ownership decision on its slim

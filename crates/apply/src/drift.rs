@@ -452,8 +452,10 @@ fn is_empty_like(v: &Value) -> bool {
 
 /// `live` restricted to the shape of `desired`: only the fields desired sets (lists of equal length
 /// element by element, otherwise whole). Differences outside our fields (status, defaults, other
-/// managers' fields) do not change it.
-pub fn project(desired: &Value, live: &Value) -> Value {
+/// managers' fields) do not change it. What [`projection_hash`] hashes without building it; built only
+/// by the tests that check the two agree.
+#[cfg(test)]
+pub(crate) fn project(desired: &Value, live: &Value) -> Value {
     match (desired, live) {
         (Value::Object(d), Value::Object(l)) => Value::Object(
             d.iter()
@@ -467,7 +469,8 @@ pub fn project(desired: &Value, live: &Value) -> Value {
     }
 }
 
-/// Hash of [`project`]`(normalize(desired), live)`, without building either.
+/// Hash of `project(normalize(desired), live)` (`live` restricted to the shape of the normalized
+/// `desired`), without building either.
 pub(crate) fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"{");
@@ -483,7 +486,7 @@ pub(crate) fn projection_hash(desired: &DynamicObject, live: &DynamicObject) -> 
     hex(hasher)
 }
 
-/// Writes [`project`]`(desired, live)` as [`write_canonical`] would.
+/// Writes `project(desired, live)` as [`write_canonical`] would.
 fn write_projection(desired: &Value, live: &Value, h: &mut Sha256) {
     match (desired, live) {
         (Value::Object(d), Value::Object(l)) => {

@@ -88,11 +88,6 @@ impl OwnershipPolicy {
         self
     }
 
-    pub fn adopt_annotation(mut self, key: impl Into<String>) -> Self {
-        self.adopt_annotation = key.into();
-        self
-    }
-
     /// `key=value`, for list/watch label selectors.
     pub fn selector(&self) -> String {
         format!("{}={}", self.label_key, self.label_value)

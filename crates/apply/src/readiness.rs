@@ -18,11 +18,6 @@ impl Readiness {
     pub fn is_current(&self) -> bool {
         matches!(self, Readiness::Current)
     }
-
-    /// Current or Failed: waiting longer will not change the answer by itself.
-    pub fn is_terminal(&self) -> bool {
-        matches!(self, Readiness::Current | Readiness::Failed(_))
-    }
 }
 
 impl fmt::Display for Readiness {

@@ -101,15 +101,6 @@ impl Metrics {
             })
             .get()
     }
-
-    /// Objects written so far by `controller` (for tests and benchmarks).
-    pub fn writes_of(&self, controller: &str) -> u64 {
-        self.writes
-            .get_or_create(&ControllerLabel {
-                controller: controller.into(),
-            })
-            .get()
-    }
 }
 
 #[cfg(test)]

@@ -216,11 +216,6 @@ impl Metrics {
             .unwrap_or(0.0);
         self.last_success.set(now);
     }
-
-    /// For tests: the value of `last_success_timestamp_seconds`.
-    pub fn last_success(&self) -> f64 {
-        self.last_success.get()
-    }
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ pub(crate) struct ProfileArgs {
     ])]
     pub(crate) name: Option<String>,
     /// The profile's folder under --manifests-path (letters, digits, '-', '_').
-    #[arg(long, default_value = "default", requires = "name")]
+    #[arg(long, default_value = capi_manifests::profile::DEFAULT_PROFILE, requires = "name")]
     pub(crate) profile_name: String,
     /// Lower installs first (conventions: core 10, infrastructure providers 20) [default: 0].
     #[arg(long, requires = "name", value_parser = go_int, allow_hyphen_values = true)]

@@ -208,12 +208,9 @@ impl Meter {
         }
     }
 
-    pub fn used(&self) -> Usage {
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> Usage {
         self.used
-    }
-
-    pub fn budget(&self) -> &Budget {
-        &self.budget
     }
 
     /// Meters one more document (or stream of documents) of the same input. Nothing is allocated in

@@ -22,10 +22,10 @@ pub struct Metadata {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReleaseSeries {
-    pub major: u32,
-    pub minor: u32,
-    pub contract: String,
+pub(crate) struct ReleaseSeries {
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
+    pub(crate) contract: String,
 }
 
 impl Metadata {
@@ -59,13 +59,6 @@ impl Metadata {
         }
         Ok(md)
     }
-
-    /// The release series that covers `version` (same major and minor), if any.
-    pub fn series_for(&self, version: &semver::Version) -> Option<&ReleaseSeries> {
-        self.release_series
-            .iter()
-            .find(|rs| u64::from(rs.major) == version.major && u64::from(rs.minor) == version.minor)
-    }
 }
 
 #[cfg(test)]
@@ -77,14 +70,12 @@ mod tests {
     #[test]
     fn parses_release_series() {
         let md = Metadata::parse("metadata.yaml", GOOD).unwrap();
-        assert_eq!(md.release_series.len(), 2);
-        assert_eq!(
-            md.series_for(&semver::Version::new(1, 10, 3))
-                .unwrap()
-                .contract,
-            "v1beta1"
-        );
-        assert!(md.series_for(&semver::Version::new(2, 0, 0)).is_none());
+        let series: Vec<(u32, u32, &str)> = md
+            .release_series
+            .iter()
+            .map(|rs| (rs.major, rs.minor, rs.contract.as_str()))
+            .collect();
+        assert_eq!(series, [(1, 11, "v1beta2"), (1, 10, "v1beta1")]);
     }
 
     #[test]

@@ -16,8 +16,6 @@ use crate::provider::{Provider, ProviderType};
 pub const LABEL_NAME: &str = "provider.cluster.x-k8s.io/name";
 pub const LABEL_TYPE: &str = "provider.cluster.x-k8s.io/type";
 pub const LABEL_VERSION: &str = "provider.cluster.x-k8s.io/version";
-/// Upstream cluster-api-operator marks gzip-compressed components with this annotation.
-pub const ANNOTATION_UPSTREAM_COMPRESSED: &str = "provider.cluster.x-k8s.io/compressed";
 
 pub(crate) const KEY_METADATA: &str = "metadata";
 pub(crate) const KEY_COMPONENTS: &str = "components";

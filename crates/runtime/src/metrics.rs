@@ -119,11 +119,6 @@ impl ProcessMetrics {
     pub(crate) fn longest_stall(&self) -> Duration {
         Duration::from_secs_f64(self.longest_stall.get())
     }
-
-    /// The longest time a renewal took from when it was due, so far.
-    pub fn longest_renewal(&self) -> Duration {
-        Duration::from_secs_f64(self.longest_renewal.get())
-    }
 }
 
 #[cfg(feature = "process")]
@@ -173,7 +168,7 @@ mod tests {
         }
         m.observe_renewal(Duration::from_millis(40));
         assert_eq!(m.longest_stall(), Duration::from_millis(1500));
-        assert_eq!(m.longest_renewal(), Duration::from_millis(40));
+        assert_eq!(m.longest_renewal.get(), 0.04);
         let (text, types) = exposition(&registry);
         assert_eq!(
             types,

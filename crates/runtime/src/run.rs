@@ -51,8 +51,9 @@ impl Shutdown {
         Shutdown(stopped)
     }
 
-    /// A shutdown triggered by the returned sender (for tests and embedding).
-    pub fn manual() -> (watch::Sender<bool>, Shutdown) {
+    /// A shutdown triggered by the returned sender.
+    #[cfg(test)]
+    pub(crate) fn manual() -> (watch::Sender<bool>, Shutdown) {
         let (stop, stopped) = watch::channel(false);
         (stop, Shutdown(stopped))
     }
@@ -61,10 +62,6 @@ impl Shutdown {
     pub async fn requested(mut self) {
         // An error means the sender is gone, which only happens after it sent: shut down either way.
         let _ = self.0.wait_for(|stop| *stop).await;
-    }
-
-    pub fn is_requested(&self) -> bool {
-        *self.0.borrow()
     }
 }
 

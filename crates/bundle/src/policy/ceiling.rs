@@ -125,14 +125,6 @@ impl Grants {
         self.0.iter()
     }
 
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// Whether `triple` for `names` (empty: every name) is inside these grants. A ceiling resource
     /// `*` covers every resource and subresource of its group, as RBAC does.
     pub fn covers(&self, triple: &Triple, names: &BTreeSet<&str>) -> Coverage {

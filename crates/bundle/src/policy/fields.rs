@@ -404,13 +404,6 @@ impl FieldBound {
         bound
     }
 
-    /// Whether `object` has `path` (collapsed) inside this bound.
-    pub fn allows_path(&self, group: &str, kind: &str, path: &str) -> bool {
-        self.kinds
-            .get(&kind_key(group, kind))
-            .is_some_and(|k| k.paths.contains(path))
-    }
-
     /// The YAML of this bound, as the release's ConfigMap holds it.
     pub fn to_yaml(&self) -> String {
         let value = serde_json::to_value(self).expect("field data serializes");

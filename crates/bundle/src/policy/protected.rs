@@ -28,11 +28,6 @@ pub struct Protected {
 }
 
 impl Protected {
-    /// Nothing protected (tests of other rules).
-    pub fn none() -> Self {
-        Protected::default()
-    }
-
     /// Every object of the release manifests in `manifests/`, the installer's run-time objects in
     /// `namespace` (`inventory`, `lease`, the Deployment the deployer applies), and every object
     /// named with a protected prefix.
@@ -97,7 +92,9 @@ impl Protected {
         ))
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
+    /// The objects protected by their key (not by a prefix).
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
         self.keys.iter()
     }
 }
