@@ -13,6 +13,10 @@
 //!   workspace crate on another goes to a lower layer. Dev-dependencies are free (tests of a lower crate
 //!   may run a higher one), and the dev-only crates sit above every shipped one, so that no shipped crate
 //!   can depend on them.
+//! - **No public item that nothing names.** A `pub` function, constant or static of a shipped crate
+//!   (free, or in an inherent `impl`) whose name is written nowhere else in the workspace (sources,
+//!   tests, examples; comments left out) is a face nobody uses: `unreachable_pub` does not see it when
+//!   its module is public. By name, not by resolution: a name that another item shares hides it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -98,6 +102,180 @@ fn crates_depend_downwards() {
         "dependencies that do not point to a lower layer (LAYERS in crates/test-support/tests/layering.rs):\n{}",
         wrong.join("\n")
     );
+}
+
+/// The first layer of [`LAYERS`] that ships nothing.
+const DEV_ONLY: u8 = 6;
+
+#[test]
+fn every_public_item_is_named_outside_its_definition() {
+    let packages = workspace();
+    let layers: BTreeMap<&str, u8> = LAYERS.iter().copied().collect();
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let mut public: Vec<PublicItem> = Vec::new();
+    for package in &packages {
+        let shipped = layers
+            .get(package.name.as_str())
+            .is_some_and(|layer| *layer < DEV_ONLY);
+        for file in rust_files(&package.dir) {
+            let text = std::fs::read_to_string(&file).expect("source file");
+            let tokens: TokenStream = text
+                .parse()
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            count_idents(tokens, &mut names);
+            if shipped && file.starts_with(package.dir.join("src")) {
+                let ast =
+                    syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+                let mut found = PublicItems {
+                    file: relative(&package.dir, &file),
+                    crate_name: &package.name,
+                    items: &mut public,
+                };
+                found.visit_file(&ast);
+            }
+        }
+    }
+    assert!(
+        public.len() > 100,
+        "only {} public items found",
+        public.len()
+    );
+    let unnamed: Vec<String> = public
+        .iter()
+        .filter(|item| names.get(&item.name).copied().unwrap_or(0) <= 1)
+        .map(|item| item.to_string())
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "public items whose name is written nowhere but their definition (remove them, or narrow them to \
+         what uses them: `pub(crate)`, `#[cfg(test)]`):\n{}",
+        unnamed.join("\n")
+    );
+}
+
+/// A `pub` function, constant or static, where it is defined.
+struct PublicItem {
+    crate_name: String,
+    file: String,
+    line: usize,
+    name: String,
+}
+
+impl std::fmt::Display for PublicItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let PublicItem {
+            crate_name,
+            file,
+            line,
+            name,
+        } = self;
+        write!(f, "{crate_name}: {file}:{line}: {name}")
+    }
+}
+
+/// Collects the `pub` functions, constants and statics of a file: free, in inline modules, and in
+/// inherent `impl` blocks (a trait's methods are named by the trait); test-only code left out.
+struct PublicItems<'a> {
+    crate_name: &'a str,
+    file: String,
+    items: &'a mut Vec<PublicItem>,
+}
+
+impl PublicItems<'_> {
+    fn found(&mut self, vis: &syn::Visibility, attrs: &[syn::Attribute], ident: &syn::Ident) {
+        if matches!(vis, syn::Visibility::Public(_)) && !test_only(attrs) {
+            self.items.push(PublicItem {
+                crate_name: self.crate_name.to_string(),
+                file: self.file.clone(),
+                line: ident.span().start().line,
+                name: ident.to_string(),
+            });
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for PublicItems<'_> {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        if test_only(item_attrs(item)) {
+            return;
+        }
+        match item {
+            syn::Item::Fn(f) => self.found(&f.vis, &f.attrs, &f.sig.ident),
+            syn::Item::Const(c) => self.found(&c.vis, &c.attrs, &c.ident),
+            syn::Item::Static(s) => self.found(&s.vis, &s.attrs, &s.ident),
+            syn::Item::Impl(block) if block.trait_.is_none() => {
+                for member in &block.items {
+                    match member {
+                        syn::ImplItem::Fn(f) => self.found(&f.vis, &f.attrs, &f.sig.ident),
+                        syn::ImplItem::Const(c) => self.found(&c.vis, &c.attrs, &c.ident),
+                        _ => {}
+                    }
+                }
+            }
+            syn::Item::Mod(_) => syn::visit::visit_item(self, item),
+            _ => {}
+        }
+    }
+}
+
+/// Adds one to `names` for every identifier of `tokens` (comments are not tokens), and for every
+/// name a string literal captures as a format argument (`"{PROGRESSING}"`, `"{width:>4}"`).
+fn count_idents(tokens: TokenStream, names: &mut BTreeMap<String, usize>) {
+    for token in tokens {
+        match token {
+            TokenTree::Ident(ident) => *names.entry(ident.to_string()).or_default() += 1,
+            TokenTree::Group(group) => count_idents(group.stream(), names),
+            TokenTree::Literal(literal) => {
+                for name in format_captures(&literal.to_string()) {
+                    *names.entry(name.to_string()).or_default() += 1;
+                }
+            }
+            TokenTree::Punct(_) => {}
+        }
+    }
+}
+
+/// The identifiers `text` names as `{name}` or `{name:spec}` (`{{` is no capture).
+fn format_captures(text: &str) -> Vec<&str> {
+    let mut captures = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        if let Some(escaped) = rest.strip_prefix('{') {
+            rest = escaped;
+            continue;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        let starts_as_ident = name.starts_with(|c: char| c.is_alphabetic() || c == '_');
+        if starts_as_ident && rest[end..].starts_with(['}', ':']) {
+            captures.push(name);
+        }
+        rest = &rest[end..];
+    }
+    captures
+}
+
+/// Every `.rs` file under `dir`, build output left out.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source folder") {
+            let path = entry.expect("folder entry").path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "target") {
+                    pending.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 /// The arrows `from → to` that do not go to a lower layer.
@@ -808,6 +986,14 @@ fn graph(n: usize, arrows: &[(usize, usize)]) -> Vec<Vec<usize>> {
 
 /// One table row: what the graph is, how many modules, its arrows, the circles expected.
 type TarjanCase<'a> = (&'a str, usize, &'a [(usize, usize)], &'a [&'a [usize]]);
+
+#[test]
+fn format_captures_are_names_in_braces() {
+    assert_eq!(
+        format_captures(r#""{controller}{PROGRESSING} {{literal}} {0} {width:>4} {} {a.b}""#),
+        ["controller", "PROGRESSING", "width"]
+    );
+}
 
 #[test]
 fn tarjan_finds_circles_and_only_circles() {
