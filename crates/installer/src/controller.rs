@@ -872,11 +872,7 @@ impl Installer {
         let mut outcomes: Vec<Outcome> = Vec::with_capacity(last.providers.len());
         let mut keep = ToKeep::new(fingerprint);
         for (target, kept) in round.selection.targets.iter().zip(last.providers) {
-            let core_unsettled = outcomes.iter().any(|o| {
-                o.target.source.provider_type == capi_manifests::ProviderType::Core
-                    && !o.is_settled()
-            });
-            if !only.contains(&target.source.id) && !core_unsettled {
+            if !only.contains(&target.source.id) && !settled::core_unsettled(&outcomes) {
                 outcomes.push(kept.outcome);
                 keep.push(kept.planner, kept.due, kept.plan);
                 continue;

@@ -102,6 +102,14 @@ impl ToKeep {
     }
 }
 
+/// Whether core is among `outcomes` and needs more: every other provider waits for it
+/// ([`crate::order::admit`]).
+pub(crate) fn core_unsettled(outcomes: &[Outcome]) -> bool {
+    outcomes
+        .iter()
+        .any(|o| o.target.source.provider_type == ProviderType::Core && !o.is_settled())
+}
+
 /// The last pass, when no provider depends on one it left unsettled but its own companion.
 pub(crate) struct Settled {
     /// The fingerprint of its round.
@@ -126,10 +134,7 @@ impl Settled {
         if planners.len() != n || dues.len() != n || plans.len() != n {
             return None;
         }
-        let core_unsettled = outcomes
-            .iter()
-            .any(|o| o.target.source.provider_type == ProviderType::Core && !o.is_settled());
-        if core_unsettled {
+        if core_unsettled(&outcomes) {
             return None;
         }
         let providers: Vec<KeptProvider> = planners
