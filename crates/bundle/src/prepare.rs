@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use capi_apply::{DroppedShortName, KindResolver, NameConflicts, Plan, PlanInput};
 use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
+use capi_manifests::memo::ParseMemo;
 use capi_manifests::profile;
 use capi_object::kinds::is_cluster_scoped;
 use kube_core::DynamicObject;
@@ -32,6 +33,8 @@ pub struct RenderContext {
     pub unavailable: BTreeMap<String, String>,
     /// What a bundle may contain.
     pub policy: PolicyConfig,
+    /// The components texts parsed before (clones of the context share it).
+    pub parsed: ParseMemo,
 }
 
 /// Why a provider's payload cannot be turned into a plan. Every message names the source and, where
@@ -236,11 +239,10 @@ pub fn render(
         }
         (None, _) => components,
     };
-    let objects = capi_manifests::yaml::parse_objects(
-        &format!("{}, components", payload.origin),
-        &components,
-    )
-    .map_err(RenderError::Parse)?;
+    let objects = ctx
+        .parsed
+        .parse_objects(&format!("{}, components", payload.origin), &components)
+        .map_err(RenderError::Parse)?;
     let image_key = platform::image_key(&target.source.name);
     let mut rendered = Rendered {
         inputs: Vec::with_capacity(objects.len()),

@@ -192,6 +192,7 @@ pub async fn diff(
         substitutions,
         unavailable,
         policy: config.policy.clone(),
+        parsed: Default::default(),
     };
     let round = Round::new(&wants.providers, &candidates, &owners, &ctx);
     let applier = Applier::new(

@@ -289,6 +289,7 @@ pub fn context(
         substitutions,
         unavailable,
         policy,
+        parsed: Default::default(),
     }
 }
 

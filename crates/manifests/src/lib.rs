@@ -20,6 +20,7 @@ pub mod image;
 pub mod image_volume;
 pub mod kustomization;
 mod location;
+pub mod memo;
 pub(crate) mod metadata;
 pub(crate) mod object;
 pub mod platform;

@@ -117,3 +117,56 @@ fn count_lookalikes(v: &serde_json::Value, c: &mut Lookalikes) {
         _ => {}
     }
 }
+
+/// A components text recalled from the memo is what parsing it returns, for every provider's
+/// transport ConfigMap and profile of the fixtures (values, identities, locations).
+#[test]
+fn memo_recalls_every_real_provider_as_parsed() {
+    use capi_manifests::TransportConfigMap;
+    use capi_manifests::memo::ParseMemo;
+    use capi_manifests::yaml::parse_objects;
+
+    let Some(dir) = fixtures() else { return };
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for e in std::fs::read_dir(dir.join("transport-configmaps"))
+        .unwrap()
+        .flatten()
+    {
+        let p = e.path();
+        if !p.to_string_lossy().contains("_04_cm.") {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_saphyr::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let content = TransportConfigMap::decode(&value).unwrap().content;
+        texts.push((p.display().to_string(), content.components));
+    }
+    for e in std::fs::read_dir(dir.join("profiles")).unwrap().flatten() {
+        let p = e.path().join("manifests.yaml");
+        if p.is_file() {
+            texts.push((
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            ));
+        }
+    }
+    assert!(texts.len() >= 8, "{} texts", texts.len());
+    let memo = ParseMemo::default();
+    for (source, text) in &texts {
+        let parsed = parse_objects(source, text).unwrap();
+        assert_eq!(
+            memo.parse_objects(source, text).unwrap(),
+            parsed,
+            "{source}: first"
+        );
+        assert_eq!(
+            memo.parse_objects(source, text).unwrap(),
+            parsed,
+            "{source}: recalled"
+        );
+    }
+    let kept = format!("{memo:?}");
+    let all = texts.len();
+    assert!(kept.contains(&format!("entries: {all}")), "{kept}");
+    assert!(kept.contains(&format!("recalled: {all}")), "{kept}");
+}

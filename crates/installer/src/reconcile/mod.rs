@@ -131,6 +131,9 @@ impl Reconciler {
                 substitutions: Default::default(),
                 unavailable: Default::default(),
                 policy: config.policy.clone(),
+                // Shared by every pass's context (a clone of this one): a provider's text is parsed
+                // once, not at every pass that plans it.
+                parsed: Default::default(),
             },
             client,
             config,
