@@ -139,7 +139,7 @@ fn unchanged_since(
     hash_annotation: &str,
 ) -> bool {
     let Some(rec) = rec else { return false };
-    if rec.hash != desired_hash(desired, hash_annotation) {
+    if rec.hash != stamped_hash(desired, hash_annotation) {
         return false;
     }
     let same_version =
@@ -156,7 +156,7 @@ impl Applied {
         field_manager: &str,
     ) -> Self {
         Applied {
-            hash: desired_hash(desired, hash_annotation),
+            hash: stamped_hash(desired, hash_annotation).into_owned(),
             resource_version: after.metadata.resource_version.clone(),
             projection: projection_hash(desired, after),
             managed: drift::managed_digest(after, field_manager),
@@ -267,7 +267,14 @@ impl Applier {
     /// The object exactly as it will be sent: normalized, ownership label and desired-hash set.
     /// Borrowed when the planned object already is that (see [`Applier::stamp_plan`]).
     pub fn desired<'a>(&self, planned: &'a PlannedObject) -> Cow<'a, DynamicObject> {
-        if is_stamped(&planned.object, &self.ownership, &self.hash_annotation) {
+        if planned.stamped {
+            debug_assert!(
+                is_stamped(&planned.object, &self.ownership, &self.hash_annotation),
+                "{} changed after stamp_plan",
+                planned.key
+            );
+            Cow::Borrowed(&planned.object)
+        } else if is_stamped(&planned.object, &self.ownership, &self.hash_annotation) {
             Cow::Borrowed(&planned.object)
         } else {
             Cow::Owned(stamp(
@@ -283,7 +290,9 @@ impl Applier {
     /// admits objects of ~5 MiB once parsed, and a reconcile would copy each several times).
     pub fn stamp_plan(&self, plan: &mut Plan) {
         for planned in plan.phases.iter_mut().flat_map(|p| p.objects.iter_mut()) {
-            if !is_stamped(&planned.object, &self.ownership, &self.hash_annotation) {
+            if !planned.stamped
+                && !is_stamped(&planned.object, &self.ownership, &self.hash_annotation)
+            {
                 let object = std::mem::replace(
                     &mut planned.object,
                     DynamicObject {
@@ -294,6 +303,7 @@ impl Applier {
                 );
                 planned.object = stamp_owned(object, &self.ownership, &self.hash_annotation);
             }
+            planned.stamped = true;
         }
     }
 
@@ -317,7 +327,7 @@ impl Applier {
         {
             let applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
             let rec = applied.get(key);
-            let current = rec.filter(|r| r.hash == desired_hash(desired, &self.hash_annotation));
+            let current = rec.filter(|r| r.hash == stamped_hash(desired, &self.hash_annotation));
             if let Some(rec) = current {
                 let same_version = rec.resource_version.is_some()
                     && rec.resource_version == live.metadata.resource_version;
@@ -431,7 +441,7 @@ impl Applier {
         desired: &DynamicObject,
         live: Option<&DynamicObject>,
     ) -> Option<ApplyError> {
-        let hash = desired_hash(desired, &self.hash_annotation);
+        let hash = stamped_hash(desired, &self.hash_annotation);
         let repair = self
             .applied
             .lock()
@@ -550,7 +560,7 @@ impl Applier {
             Decision::Write { action, live } => (action, live),
         };
         let attempt = (
-            desired_hash(&desired, &self.hash_annotation),
+            stamped_hash(&desired, &self.hash_annotation).into_owned(),
             live.as_ref()
                 .and_then(|l| l.metadata.resource_version.clone()),
         );
@@ -937,6 +947,20 @@ pub(crate) fn stamp_owned(
         .get_or_insert_with(Default::default)
         .insert(hash_annotation.to_owned(), hash);
     obj
+}
+
+/// The desired hash of a stamped object (what [`Applier::desired`] returns): its annotation, written
+/// when it was stamped; computed only for an object that has none.
+fn stamped_hash<'a>(desired: &'a DynamicObject, hash_annotation: &str) -> Cow<'a, str> {
+    match desired
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(hash_annotation))
+    {
+        Some(hash) => Cow::Borrowed(hash),
+        None => Cow::Owned(desired_hash(desired, hash_annotation)),
+    }
 }
 
 /// Whether `obj` is what [`stamp`] makes of it (normalized, labelled, with the hash of its content),

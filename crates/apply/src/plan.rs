@@ -145,6 +145,11 @@ pub struct PlannedObject {
     /// the ownership rules' refusal of a foreign object does not apply to it. One of our own objects
     /// that another of our owners holds is still refused.
     pub take_over: bool,
+    /// Set by [`crate::Applier::stamp_plan`]: `object` is what the applier sends, its hash annotation
+    /// checked, so that later checks and applies read the hash instead of computing it again (a whole
+    /// CRD serialized and hashed, several times per object and pass). An object changed after that
+    /// must be stamped again.
+    pub(crate) stamped: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -404,6 +409,7 @@ fn resolve(
         object,
         origin,
         take_over,
+        stamped: false,
     })
 }
 
