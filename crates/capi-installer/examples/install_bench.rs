@@ -296,6 +296,10 @@ async fn installer_run(
         for line in test_support::bench::timeline(&events, ours, start, ready_at) {
             println!("  {line}");
         }
+        println!("installer from the drift until settled:");
+        for line in test_support::bench::timeline(&events, ours, drift_at, drift_end) {
+            println!("  {line}");
+        }
     }
     let install = requests_by_verb(&events, ours, start, ready_at);
     let install_by_resource = requests_by_resource(&events, ours, start, ready_at);
