@@ -29,7 +29,7 @@ use capi_object::ObjectKey;
 #[derive(Clone, Default)]
 pub struct ParseMemo {
     entries: Arc<Mutex<VecDeque<Entry>>>,
-    /// Texts recalled rather than parsed (shown by `Debug`).
+    /// Texts recalled rather than parsed ([`ParseMemo::stats`]).
     recalled: Arc<AtomicUsize>,
 }
 
@@ -46,30 +46,45 @@ struct Entry {
     json_len: usize,
 }
 
+/// What a memo holds, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoStats {
+    /// Sources kept.
+    pub entries: usize,
+    /// Their compressed bytes.
+    pub bytes: usize,
+    /// Texts recalled rather than parsed, since the memo was made.
+    pub recalled: usize,
+}
+
+/// A cache, not an input: its state is left out, so that what holds it (the rendering context, whose
+/// `Debug` is part of a round's fingerprint) prints the same however full it is.
 impl std::fmt::Debug for ParseMemo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let entries = self.lock();
-        f.debug_struct("ParseMemo")
-            .field("entries", &entries.len())
-            .field(
-                "bytes",
-                &entries.iter().map(|e| e.compressed.len()).sum::<usize>(),
-            )
-            .field("recalled", &self.recalled.load(Ordering::Relaxed))
-            .finish()
+        f.debug_struct("ParseMemo").finish_non_exhaustive()
     }
 }
 
 impl ParseMemo {
     /// Sources remembered at most: more than a cluster's providers.
     pub const ENTRIES: usize = 16;
-    /// The largest compressed entry kept (real providers take 30–60 kB).
+    /// The largest compressed entry kept (a real provider's takes a few tens of kB).
     pub const MAX_ENTRY_BYTES: usize = 512 * 1024;
     /// zstd's fastest levels compress provider YAML's JSON ~20×; higher ones cost more than they save.
     const LEVEL: i32 = 1;
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Entry>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the memo holds now.
+    pub fn stats(&self) -> MemoStats {
+        let entries = self.lock();
+        MemoStats {
+            entries: entries.len(),
+            bytes: entries.iter().map(|e| e.compressed.len()).sum(),
+            recalled: self.recalled.load(Ordering::Relaxed),
+        }
     }
 
     /// [`parse_objects`] of `text`, from the memo when `source` was parsed from the same text before.
