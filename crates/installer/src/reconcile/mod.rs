@@ -3,7 +3,7 @@
 //! | step | function | requests |
 //! |---|---|---|
 //! | read | the source's payload (from a watch cache, by the caller) and the inventory | 0 (cached) |
-//! | prepare | [`Reconciler::prepare`]: the round's [`Planner::plan`] (render, validate, plan — pure) with the API server's kinds and those of the providers planned before it; every provider of a pass is planned before the first is applied | discovery once, again for a new kind |
+//! | prepare | [`Reconciler::prepare`]: the round's [`Planner::plan`] (render, validate, plan — pure) with the API server's kinds and those of the providers planned before it; every provider of a pass is planned before the first is applied; a text parsed before is recalled from the context's `ParseMemo` | discovery once, again for a new kind |
 //! | unmanaged | [`Reconciler::take_unmanaged`]: CRDs `ClusterAPI/cluster` leaves to others out of the plan, the live ones checked | a GET per unmanaged CRD of the provider (none without) |
 //! | revision | [`Reconciler::revision_step`]: the source's content or, while a rollback holds, a recorded revision; recorded before the first write, marked once rolled out, rolled back when its Deployments time out | 0–2 writes, only when it changes |
 //! | inventory | memory, else the watched ConfigMap, else rebuilt from labelled live objects | 0 (+ a write when rebuilt) |
