@@ -214,17 +214,23 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
     wait_available(&client, 3 * MINUTE).await;
     // Restarted, the installer plans every provider in its first pass, which writes nothing, then
     // once more in the pass its watches' first lists wake (they announce every object): two plans of
-    // each, and nothing left to wake it.
+    // each, and nothing left to wake it. Awaited until both passes have ended: a plan is counted when
+    // it is made, and the rest of its pass may still read an object the restarted installer has not
+    // judged yet (one a gate kept the first pass from).
     installer.kill();
     let installer = Running::as_admin(&env, config());
     let plans = || {
         ["ConfigMap cluster-api", "ConfigMap aws", "ConfigMap gcp"]
             .map(|source| installer.metrics.plans(source))
     };
-    let before = eventually(MINUTE, "every provider planned twice", || async {
-        let planned = plans();
-        (planned == [2, 2, 2]).then_some(planned)
-    })
+    let before = eventually(
+        MINUTE,
+        "every provider planned twice, both passes ended",
+        || async {
+            let planned = plans();
+            (planned == [2, 2, 2] && installer.metrics.passes() >= 2).then_some(planned)
+        },
+    )
     .await;
     let since = env.audit().last().unwrap().stage_timestamp.0;
 
