@@ -267,14 +267,12 @@ impl Applier {
     /// The object exactly as it will be sent: normalized, ownership label and desired-hash set.
     /// Borrowed when the planned object already is that (see [`Applier::stamp_plan`]).
     pub fn desired<'a>(&self, planned: &'a PlannedObject) -> Cow<'a, DynamicObject> {
-        if planned.stamped {
-            debug_assert!(
-                is_stamped(&planned.object, &self.ownership, &self.hash_annotation),
-                "{} changed after stamp_plan",
-                planned.key
-            );
-            Cow::Borrowed(&planned.object)
-        } else if is_stamped(&planned.object, &self.ownership, &self.hash_annotation) {
+        debug_assert!(
+            !planned.stamped || is_stamped(&planned.object, &self.ownership, &self.hash_annotation),
+            "{} changed after stamp_plan",
+            planned.key
+        );
+        if planned.stamped || is_stamped(&planned.object, &self.ownership, &self.hash_annotation) {
             Cow::Borrowed(&planned.object)
         } else {
             Cow::Owned(stamp(
