@@ -172,7 +172,7 @@ async fn the_installed_providers_run_on_a_real_node() {
     }
     // Installed from the images' profiles: revision 1 of ClusterAPI/cluster, current, lists core and
     // aws as the reference lists them (each profile by its image's digest).
-    let revision_1 = current_revision(&cluster_api, 1).await;
+    let revision_1 = current_revision(&cp, &admin, &cluster_api, 1).await;
     assert_eq!(
         revision_1.components,
         [
@@ -756,9 +756,15 @@ fn image_component(name: &str, image: &str) -> serde_json::Value {
 }
 
 /// Waits until `ClusterAPI/cluster` status names revision `n` as desired and current, and returns it.
-async fn current_revision(api: &Api<kube::api::DynamicObject>, n: i64) -> Revision {
-    eventually(
-        T,
+async fn current_revision(
+    cp: &ControlPlane,
+    admin: &Client,
+    api: &Api<kube::api::DynamicObject>,
+    n: i64,
+) -> Revision {
+    eventually_or_why(
+        cp,
+        admin,
         &format!("revision {n} current in ClusterAPI cluster"),
         || async {
             let status = api.get("cluster").await.ok()?.data["status"].clone();
@@ -844,7 +850,7 @@ async fn upgrade(
         },
     )
     .await;
-    let revision = current_revision(cluster_api, n).await;
+    let revision = current_revision(cp, admin, cluster_api, n).await;
     assert!(
         revision
             .components
