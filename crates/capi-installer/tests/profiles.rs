@@ -69,7 +69,7 @@ async fn set_tls_profile(client: &Client, profile: serde_json::Value) {
 
 /// `ClusterAPI` status as openshift/api's `operator/v1alpha1` types define it (the fields tools
 /// written for the reference read).
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ClusterApiStatus {
     desired_revision: String,
@@ -79,7 +79,7 @@ struct ClusterApiStatus {
 }
 
 /// `ClusterAPIInstallerRevision`: every field it has, and no other.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ClusterApiRevision {
     name: String,
@@ -95,7 +95,7 @@ struct ClusterApiRevision {
     unmanaged_custom_resource_definitions: Vec<String>,
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Substitution {
     key: String,
@@ -912,7 +912,7 @@ async fn a_release_upgrade_rolls_the_installers_volumes_then_the_providers() {
         });
         config
     };
-    let installer = Running::as_admin(&env, installer_config(first_pod, &first_release));
+    let installer = Running::as_admin(&env, installer_config(first_pod.clone(), &first_release));
     wait_available(&env.admin, Duration::from_secs(300)).await;
     let revision_1 = current_revision(&cluster_api, 1).await;
     assert_eq!(
@@ -946,8 +946,40 @@ async fn a_release_upgrade_rolls_the_installers_volumes_then_the_providers() {
         second.metadata.generation,
         first.metadata.generation
     );
-    // The Deployment's rollout replaces the installer's pod: the new one sees the new volumes.
     installer.stop().await;
+    // A pod the rollout has not replaced yet, started after the ConfigMap changed (it reads the
+    // release at start): the new aws image is not mounted in it, so aws has no source. It records
+    // no revision (one without aws would be made current at once, and the real revision 2 would
+    // come as a third).
+    let stale = Running::as_admin(&env, installer_config(first_pod, &second_release));
+    let waiting = eventually(
+        Duration::from_secs(60),
+        "the stale pod waiting for the aws source",
+        || async {
+            let s = co_status(&env.admin).await?;
+            let progressing = condition(&s, "Progressing")?;
+            progressing
+                .message
+                .contains("aws (infrastructure)")
+                .then_some(s)
+        },
+    )
+    .await;
+    let revisions = condition(&waiting, "RevisionControllerProgressing").unwrap();
+    assert_eq!(
+        (revisions.status.as_str(), revisions.message.as_str()),
+        (
+            "True",
+            "no revision until every provider is planned; waiting for aws (infrastructure)"
+        ),
+        "{revisions:?}"
+    );
+    let status: ClusterApiStatus =
+        serde_json::from_value(cluster_api.get("cluster").await.unwrap().data["status"].clone())
+            .unwrap();
+    assert_eq!(status, revision_1, "a revision recorded without aws");
+    stale.stop().await;
+    // The Deployment's rollout replaces the installer's pod: the new one sees the new volumes.
     let new_aws_profile = (
         aws.0.replace("version: v2.13.0", "version: v2.13.1"),
         aws.1.replacen(

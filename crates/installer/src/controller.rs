@@ -517,8 +517,12 @@ impl Installer {
         let due = Next::until(installed.due);
         let recording = match &asked.desired {
             Desired::Install(_) => {
-                self.record_revisions(&outcomes[..installed.selected], &installed.substitutions)
-                    .await
+                self.record_revisions(
+                    &installed.missing,
+                    &outcomes[..installed.selected],
+                    &installed.substitutions,
+                )
+                .await
             }
             _ => Recording::NotNeeded,
         };
@@ -589,9 +593,13 @@ impl Installer {
     /// This pass's providers as a revision in `ClusterAPI/cluster` status, in the reference's fields
     /// ([`cluster_api`]), written (server-side apply on the status subresource) only when it
     /// changes; nothing without the object, or while a provider did not get as far as a plan (what it
-    /// wants is not known). How it went is the reference's revision controller's conditions.
+    /// wants is not known), a required one without a source included: a pod whose image volumes are
+    /// not yet the release's (the deployer is still rolling it) would otherwise record, and make
+    /// current, a revision without that provider. How it went is the reference's revision
+    /// controller's conditions.
     async fn record_revisions(
         &self,
+        missing: &[Wanted],
         outcomes: &[Outcome],
         substitutions: &std::collections::BTreeMap<String, String>,
     ) -> Recording {
@@ -599,10 +607,15 @@ impl Installer {
         let Some(object) = objects.first() else {
             return Recording::NoObject;
         };
-        let unplanned: Vec<(String, Option<String>)> = outcomes
+        let unplanned: Vec<(String, Option<String>)> = missing
             .iter()
-            .filter(|o| o.content_id.is_none())
-            .map(|o| (o.target.source.describe(), o.failure_message()))
+            .map(|w| (w.describe(), None))
+            .chain(
+                outcomes
+                    .iter()
+                    .filter(|o| o.content_id.is_none())
+                    .map(|o| (o.target.source.describe(), o.failure_message())),
+            )
             .collect();
         if !unplanned.is_empty() {
             return Recording::Unplanned(unplanned);

@@ -69,7 +69,8 @@ pub enum Recording {
     /// `ClusterAPI/cluster` does not exist (or its kind is not served).
     NoObject,
     /// Providers that did not get as far as a plan, so what the revision holds is not known: each
-    /// source, with its failure when it failed (otherwise it waits, e.g. behind core).
+    /// source (or required provider without one), with its failure when it failed (otherwise it
+    /// waits, e.g. behind core, or for its source).
     Unplanned(Vec<(String, Option<String>)>),
     /// The next status would break the API's rules.
     Refused(StatusError),
