@@ -124,6 +124,8 @@ impl ApplyError {
 #[derive(Debug, Clone)]
 struct Applied {
     hash: String,
+    /// The object's uid then: the cache's record of its deletion names it ([`LiveCache::saw_deleted`]).
+    uid: Option<String>,
     resource_version: Option<String>,
     projection: String,
     /// [`drift::managed_digest`] of the object then: what a slim cached copy is compared with.
@@ -157,6 +159,7 @@ impl Applied {
     ) -> Self {
         Applied {
             hash: stamped_hash(desired, hash_annotation).into_owned(),
+            uid: after.metadata.uid.clone(),
             resource_version: after.metadata.resource_version.clone(),
             projection: projection_hash(desired, after),
             managed: drift::managed_digest(after, field_manager),
@@ -367,11 +370,19 @@ impl Applier {
             );
     }
 
-    fn remembers(&self, key: &ObjectKey) -> bool {
-        self.applied
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(key)
+    /// Whether the cache says absent for `key` and is to be believed: we never wrote the object, or
+    /// its watch saw the very object our last write left deleted (our own write may otherwise not
+    /// have reached the watch yet).
+    fn absence_trusted(&self, key: &ObjectKey) -> bool {
+        let applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        match applied.get(key) {
+            None => true,
+            Some(rec) => rec
+                .uid
+                .as_deref()
+                .zip(self.cache.as_ref())
+                .is_some_and(|(uid, cache)| cache.saw_deleted(key, uid)),
+        }
     }
 
     /// GETs the live object (full, with managedFields).
@@ -690,7 +701,7 @@ impl Applier {
         let referent = ObjectKey::new(group, version, kind, namespace, name);
         match self.cache.as_ref().map(|c| c.lookup(&referent)) {
             Some(Lookup::Ours(_) | Lookup::NotOurs(_)) => return Ok(false),
-            Some(Lookup::Absent) if !self.remembers(&referent) => return Ok(true),
+            Some(Lookup::Absent) if self.absence_trusted(&referent) => return Ok(true),
             _ => {}
         }
         let api = match namespace {
@@ -778,9 +789,7 @@ impl Applier {
         let mut live = match (live, lookup) {
             (Some(l), _) => Some(l.clone()),
             (None, Lookup::Ours(o) | Lookup::NotOurs(o)) => Some((*o).clone()),
-            // Our own write may not have reached the watch yet: only trust the absence of what we never
-            // wrote.
-            (None, Lookup::Absent) if !self.remembers(key) => None,
+            (None, Lookup::Absent) if self.absence_trusted(key) => None,
             (None, _) => self.read(planned).await?,
         };
         let mut read = false;

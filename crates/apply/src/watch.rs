@@ -6,6 +6,10 @@
 //! every object the label-filtered cache did not have). What is kept of each object is its slim copy
 //! ([`crate::slim`]): a few hundred bytes instead of a whole CRD with its schema and `managedFields`.
 //!
+//! Deletions of our objects are remembered too ([`LiveCache::saw_deleted`]), by uid: the absence of an
+//! object we wrote can be trusted without a read once the watch has seen that very object go (the
+//! applier reads it otherwise, as its own write may not have reached the watch yet).
+//!
 //! The initial state comes as a streaming list (`sendInitialEvents`, one watch request, objects one at
 //! a time, so a cluster's hundreds of CRDs are never one response in memory); an API server without
 //! the feature gets paged lists of [`FALLBACK_PAGE_SIZE`] objects instead.
@@ -29,6 +33,35 @@ use crate::slim::Slimmer;
 
 /// Objects per list request when the API server cannot stream the initial state.
 pub(crate) const FALLBACK_PAGE_SIZE: u32 = 50;
+
+/// At most this many deletions are remembered; past it they are all forgotten (a forgotten deletion
+/// only costs a read). Objects of ours that were deleted and never came back are the providers'
+/// pruned objects and an administrator's deletions: far fewer.
+const MAX_TOMBSTONES: usize = 4096;
+
+/// The objects of ours whose deletion a watch saw, by key, with the uid that went; an object seen
+/// at that key again (created anew) leaves.
+#[derive(Default)]
+struct Tombstones(std::sync::Mutex<HashMap<ObjectKey, String>>);
+
+impl Tombstones {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, String>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn buried(&self, key: ObjectKey, uid: Option<&String>) {
+        let Some(uid) = uid else { return };
+        let mut deleted = self.lock();
+        if deleted.len() >= MAX_TOMBSTONES {
+            deleted.clear();
+        }
+        deleted.insert(key, uid.clone());
+    }
+
+    fn seen(&self, key: &ObjectKey) {
+        self.lock().remove(key);
+    }
+}
 
 /// Which namespaces namespaced kinds are watched in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +106,7 @@ struct Inner {
     slimmer: Slimmer,
     changes: broadcast::Sender<ObjectKey>,
     scopes: std::sync::Mutex<HashMap<Scope, Watched>>,
+    tombstones: Arc<Tombstones>,
 }
 
 impl Drop for Inner {
@@ -119,6 +153,7 @@ impl LiveCache {
                 ownership,
                 changes,
                 scopes: Default::default(),
+                tombstones: Default::default(),
             }),
         }
     }
@@ -171,7 +206,10 @@ impl LiveCache {
                 resource.clone(),
                 self.inner.slimmer.clone(),
                 self.inner.ownership.clone(),
-                self.inner.changes.clone(),
+                Reports {
+                    changes: self.inner.changes.clone(),
+                    tombstones: self.inner.tombstones.clone(),
+                },
                 synced_tx,
             ));
             scopes.insert(
@@ -221,6 +259,16 @@ impl LiveCache {
             Some(obj) => Lookup::NotOurs(obj),
             None => Lookup::Absent,
         }
+    }
+
+    /// Whether a watch saw the object of ours with `uid` at `key` deleted, and nothing at `key` since:
+    /// then [`Lookup::Absent`] for `key` holds even just after our own write of that object.
+    pub fn saw_deleted(&self, key: &ObjectKey, uid: &str) -> bool {
+        self.inner
+            .tombstones
+            .lock()
+            .get(key)
+            .is_some_and(|u| u == uid)
     }
 
     /// The cached (slim) live object, if it exists and is ours.
@@ -307,6 +355,7 @@ impl LiveCache {
 /// What a watch remembers of an object to decide whether its change is worth announcing.
 #[derive(Clone, PartialEq, Eq)]
 struct Seen {
+    uid: Option<String>,
     resource_version: Option<String>,
     /// Ours, or marked for adoption: its changes may change what we do.
     relevant: bool,
@@ -320,6 +369,7 @@ fn seen(obj: &DynamicObject, ownership: &OwnershipPolicy) -> Seen {
         .and_then(|a| a.get(&ownership.adopt_annotation))
         .is_some_and(|v| v == "true");
     Seen {
+        uid: obj.metadata.uid.clone(),
         resource_version: obj.metadata.resource_version.clone(),
         relevant: ownership.owns(obj) || adopt,
     }
@@ -349,15 +399,25 @@ fn streaming_unsupported(error: &watcher::Error) -> bool {
     matches!(code, 400 | 422)
 }
 
+/// What a watch tells beyond its store: which objects of ours changed, and which went.
+struct Reports {
+    changes: broadcast::Sender<ObjectKey>,
+    tombstones: Arc<Tombstones>,
+}
+
 async fn run_watch(
     api: Api<DynamicObject>,
     mut writer: Writer<DynamicObject>,
     resource: ApiResource,
     slimmer: Slimmer,
     ownership: OwnershipPolicy,
-    changes: broadcast::Sender<ObjectKey>,
+    reports: Reports,
     synced: watch::Sender<bool>,
 ) {
+    let Reports {
+        changes,
+        tombstones,
+    } = reports;
     let store = writer.as_reader();
     let mut streaming = true;
     'restart: loop {
@@ -405,6 +465,7 @@ async fn run_watch(
                         .filter_map(|o| Some((key_of(o)?, seen(o, &ownership))))
                         .collect();
                     for (key, now) in &listing {
+                        tombstones.seen(key);
                         let was = before.get(key);
                         if (now.relevant || was.is_some_and(|w| w.relevant)) && was != Some(now) {
                             announce.push(key.clone());
@@ -412,6 +473,7 @@ async fn run_watch(
                     }
                     for (key, was) in &before {
                         if was.relevant && !listing.contains_key(key) {
+                            tombstones.buried(key.clone(), was.uid.as_ref());
                             announce.push(key.clone());
                         }
                     }
@@ -424,7 +486,16 @@ async fn run_watch(
                             reference = reference.within(ns);
                         }
                         let was = store.get(&reference).map(|o| seen(&o, &ownership));
-                        if seen(obj, &ownership).relevant || was.is_some_and(|w| w.relevant) {
+                        let relevant =
+                            seen(obj, &ownership).relevant || was.is_some_and(|w| w.relevant);
+                        match &event {
+                            Event::Delete(_) if relevant => {
+                                tombstones.buried(key.clone(), obj.metadata.uid.as_ref())
+                            }
+                            Event::Delete(_) => {}
+                            _ => tombstones.seen(&key),
+                        }
+                        if relevant {
                             announce.push(key);
                         }
                     }
@@ -439,5 +510,46 @@ async fn run_watch(
             }
         }
         return;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new("apps", "v1", "Deployment", Some("ns"), name)
+    }
+
+    #[test]
+    fn a_tombstone_names_the_uid_that_went_until_the_key_is_seen_again() {
+        let tombstones = Tombstones::default();
+        tombstones.buried(key("a"), Some(&"u1".to_string()));
+        tombstones.buried(key("b"), None);
+        assert_eq!(
+            tombstones.lock().get(&key("a")).map(String::as_str),
+            Some("u1")
+        );
+        assert!(
+            !tombstones.lock().contains_key(&key("b")),
+            "no uid, no tombstone"
+        );
+        tombstones.seen(&key("a"));
+        assert!(tombstones.lock().is_empty());
+    }
+
+    #[test]
+    fn tombstones_are_bounded() {
+        let tombstones = Tombstones::default();
+        for i in 0..MAX_TOMBSTONES + 10 {
+            tombstones.buried(key(&i.to_string()), Some(&format!("u{i}")));
+        }
+        assert!(tombstones.lock().len() <= MAX_TOMBSTONES);
+        let last = MAX_TOMBSTONES + 9;
+        assert_eq!(
+            tombstones.lock().get(&key(&last.to_string())),
+            Some(&format!("u{last}")),
+            "the newest is kept"
+        );
     }
 }

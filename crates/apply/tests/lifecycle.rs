@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use capi_apply::{
-    ApplyAction, Inventory, InventoryStore, KeepReason, KindResolver, ObjectKey, Phase,
+    ApplyAction, Inventory, InventoryStore, KeepReason, KindResolver, Lookup, ObjectKey, Phase,
     PruneTarget, Readiness, wait_ready,
 };
 use common::*;
@@ -355,6 +355,55 @@ async fn apply_steady_state_drift_and_prune() {
         .unwrap();
     assert_eq!(out.action, ApplyAction::Created);
     assert!(dep_api.get_opt("manager").await.unwrap().is_some());
+
+    // --- Deletion seen by the watch: an applier that asks the cache re-creates the object it wrote
+    // without reading it first (the watch saw that very object, by uid, go).
+    let cached = common::applier(&client).with_cache(cache.clone());
+    let back = eventually(Duration::from_secs(10), || cache.get(&dep.key)).await;
+    assert!(back.is_some(), "the cache did not see the Deployment again");
+    let out = cached.apply(dep, None).await.unwrap();
+    // Read once, then written once: the server dropped a value (see the restart above).
+    assert_eq!(out.action, ApplyAction::Configured);
+    let uid = out.object.metadata.uid.clone().unwrap();
+    dep_api
+        .delete("manager", &DeleteParams::background())
+        .await
+        .unwrap();
+    let buried = eventually(Duration::from_secs(10), || {
+        cache.saw_deleted(&dep.key, &uid).then_some(())
+    })
+    .await;
+    assert!(buried.is_some(), "the cache did not see the Deployment go");
+    assert!(matches!(cache.lookup(&dep.key), Lookup::Absent));
+    let mark = cp.audit_events().unwrap().len();
+    let out = cached.apply(dep, None).await.unwrap();
+    assert_eq!(out.action, ApplyAction::Created);
+    let created = out.object.metadata.uid.clone().unwrap();
+    assert_ne!(created, uid);
+    // Once the create is in the audit log, so is any read before it.
+    let requests = eventually(Duration::from_secs(10), || {
+        let ours: Vec<_> = cp
+            .audit_events()
+            .unwrap()
+            .into_iter()
+            .skip(mark)
+            .filter(|e| e.user_agent.as_deref() == Some(UA))
+            .collect();
+        ours.iter().any(|e| e.verb == "patch").then_some(ours)
+    })
+    .await
+    .expect("the create in the audit log");
+    assert_eq!(
+        requests.iter().map(|e| e.verb.as_str()).collect::<Vec<_>>(),
+        ["patch"],
+        "{:?}",
+        describe(&requests)
+    );
+    // Right after its own create the cache may not show the new object yet, and its record of the
+    // deletion names the uid before: the applier reads rather than create it again.
+    let out = cached.apply(dep, None).await.unwrap();
+    assert_eq!(out.action, ApplyAction::Unchanged);
+    assert_eq!(out.object.metadata.uid.as_deref(), Some(created.as_str()));
 
     // --- Inventory: stored in a ConfigMap, written only when it changes.
     let store = InventoryStore::new(client.clone(), "apply-test", "apply-inventory", MANAGER);

@@ -280,6 +280,49 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
         .map(describe)
         .collect();
     assert!(reads.is_empty(), "the installer read: {reads:#?}");
+
+    // A deleted object is created again without a read either: its watch saw that very object go.
+    let since = env.audit().last().unwrap().stage_timestamp.0;
+    let account = aws
+        .iter()
+        .find(|o| o.kind == "ServiceAccount")
+        .expect("aws has a ServiceAccount");
+    let accounts: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        account.namespace.as_deref().unwrap(),
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "",
+            "v1",
+            "ServiceAccount",
+        )),
+    );
+    let uid = accounts.get(&account.name).await.unwrap().uid();
+    accounts
+        .delete(&account.name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(MINUTE, "the aws ServiceAccount created again", || async {
+        let now = accounts.get_opt(&account.name).await.ok()??;
+        (now.uid() != uid).then_some(())
+    })
+    .await;
+    // Once the create is in the audit log, so is any read before it.
+    let requests: Vec<String> = eventually(MINUTE, "the create in the audit log", || async {
+        let requests: Vec<String> = installer_requests(&env.audit())
+            .iter()
+            .filter(|e| e.stage_timestamp.0 > since && names_object(e, account))
+            .map(describe)
+            .collect();
+        requests
+            .iter()
+            .any(|r| r.starts_with("patch") && r.contains("(Some(201))"))
+            .then_some(requests)
+    })
+    .await;
+    assert!(
+        requests.iter().all(|r| r.starts_with("patch")),
+        "the repair read the object: {requests:#?}"
+    );
 }
 
 /// Each provider keeps its own timer (issue 30): while aws rolls out (its gate looks again every 5 s),
