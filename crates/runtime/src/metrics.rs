@@ -4,6 +4,7 @@
 //! [`component`], one [`Series::add`] per series.
 
 use std::sync::atomic::AtomicU64;
+#[cfg(feature = "process")]
 use std::time::Duration;
 
 use prometheus_client::metrics::gauge::Gauge;
