@@ -29,7 +29,6 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capi_apply::Phase;
 use capi_openshift::resources::{
     APISERVER, APISERVER_NAME, CLUSTER_OPERATOR, CLUSTER_OPERATOR_NAME,
 };
@@ -46,7 +45,7 @@ use crate::api;
 use crate::compute::{self, Step};
 use crate::config::{InstallerConfig, ProfilesConfig};
 use crate::desired::{self, Desired, Wanted, Wants};
-use crate::error::{Pending, ProviderError};
+use crate::error::ProviderError;
 use crate::history::History;
 use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
@@ -213,12 +212,6 @@ struct Installed {
 
 /// Which of the installer's wake-ups (their place in the loop's slice) plans every provider.
 const WOKEN_BY_INPUTS: usize = 0;
-
-/// How long a pass waits, after the other providers' chains, for the CRDs core stopped at to be
-/// Established before it takes core further itself: the API server establishes a CRD within moments,
-/// and the next pass would come only after this one's status writes.
-const CORE_CRDS_WAIT: Duration = Duration::from_secs(3);
-
 /// Gather a burst of events (an apply of 30 objects echoes 30 watch events) into one pass: until they
 /// pause, not for a fixed time (a cold install waits for a gate several times, and each pass started
 /// a fixed 200 ms late).
@@ -917,50 +910,21 @@ impl Installer {
 
     /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure
     /// provider's chain (the provider, then its companion) at once, each admitted from core's outcomes
-    /// and its own chain's. Core, if it stopped at its CRDs' gate, goes on once they are Established
-    /// ([`CORE_CRDS_WAIT`]) rather than in the next pass. The outcomes come back in install order.
+    /// and its own chain's. The outcomes come back in install order.
     async fn reconcile_plans(
         &self,
         plans: Vec<(Target, Result<Prepared, ProviderError>)>,
         round: &Round,
     ) -> Vec<Outcome> {
         let (core, chains) = order::chains(plans, |(target, _)| target);
-        // Core's plans, for going on in this pass (a failed plan has nothing to go on with).
-        let again: order::Chain<(Target, Result<Prepared, ProviderError>)> = core
-            .iter()
-            .filter_map(|(index, (target, prepared))| {
-                let prepared = prepared.as_ref().ok()?.clone();
-                Some((*index, (target.clone(), Ok(prepared))))
-            })
-            .collect();
         let mut indexed = self.reconcile_chain(core, &[], round).await;
         let core_outcomes: Vec<&Outcome> = indexed.iter().map(|(_, o)| o).collect();
-        let crds: Vec<Pending> = core_outcomes
-            .iter()
-            .filter_map(|o| match &o.state {
-                ProviderState::Progressing {
-                    phase: Phase::CustomResourceDefinitions,
-                    pending,
-                } => Some(pending.clone()),
-                _ => None,
-            })
-            .flatten()
-            .collect();
         let rest = futures::future::join_all(
             chains
                 .into_iter()
                 .map(|chain| self.reconcile_chain(chain, &core_outcomes, round)),
         )
         .await;
-        // Whatever the other chains were admitted to they did from core's first outcome; core going
-        // further now lets them further only in the next pass, as before.
-        let every_core_planned = again.len() == indexed.len();
-        if !crds.is_empty()
-            && every_core_planned
-            && self.reconciler.await_ready(&crds, CORE_CRDS_WAIT).await
-        {
-            indexed = self.reconcile_chain(again, &[], round).await;
-        }
         indexed.extend(rest.into_iter().flatten());
         indexed.sort_by_key(|(index, _)| *index);
         indexed.into_iter().map(|(_, outcome)| outcome).collect()

@@ -3,9 +3,7 @@
 //! failure, never a hang.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
-
-use tokio::sync::broadcast::error::RecvError;
+use std::time::Instant;
 
 use capi_apply::{ObjectKey, Phase, PlannedPhase, Readiness, readiness};
 use kube::api::DynamicObject;
@@ -16,28 +14,6 @@ use crate::error::ProviderError;
 use crate::source::Target;
 
 impl Reconciler {
-    /// Waits, at most `wait`, until every object of `pending` is ready in the watch cache, looking
-    /// again at each change of our objects the watches announce; whether they are.
-    pub(crate) async fn await_ready(&self, pending: &[Pending], wait: Duration) -> bool {
-        // Subscribed before the first look, so that no change between the two is missed.
-        let mut changes = self.cache.subscribe();
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let ready = pending.iter().all(|p| {
-                self.cache
-                    .get(&p.key)
-                    .is_some_and(|o| readiness(&p.key.group, &p.key.kind, &o).is_current())
-            });
-            if ready {
-                return true;
-            }
-            match tokio::time::timeout_at(deadline, changes.recv()).await {
-                Ok(Ok(_) | Err(RecvError::Lagged(_))) => continue,
-                Ok(Err(RecvError::Closed)) | Err(_) => return false,
-            }
-        }
-    }
-
     /// `None` when `phase` is done (or has no gate); otherwise the objects it waits for. An error once
     /// the gate has waited longer than its timeout.
     pub(super) fn gate(
