@@ -49,13 +49,13 @@ impl Tombstones {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn buried(&self, key: ObjectKey, uid: Option<&String>) {
+    fn buried(&self, key: ObjectKey, uid: Option<&str>) {
         let Some(uid) = uid else { return };
         let mut deleted = self.lock();
         if deleted.len() >= MAX_TOMBSTONES {
             deleted.clear();
         }
-        deleted.insert(key, uid.clone());
+        deleted.insert(key, uid.to_string());
     }
 
     fn seen(&self, key: &ObjectKey) {
@@ -414,10 +414,6 @@ async fn run_watch(
     reports: Reports,
     synced: watch::Sender<bool>,
 ) {
-    let Reports {
-        changes,
-        tombstones,
-    } = reports;
     let store = writer.as_reader();
     let mut streaming = true;
     'restart: loop {
@@ -465,7 +461,7 @@ async fn run_watch(
                         .filter_map(|o| Some((key_of(o)?, seen(o, &ownership))))
                         .collect();
                     for (key, now) in &listing {
-                        tombstones.seen(key);
+                        reports.tombstones.seen(key);
                         let was = before.get(key);
                         if (now.relevant || was.is_some_and(|w| w.relevant)) && was != Some(now) {
                             announce.push(key.clone());
@@ -473,7 +469,7 @@ async fn run_watch(
                     }
                     for (key, was) in &before {
                         if was.relevant && !listing.contains_key(key) {
-                            tombstones.buried(key.clone(), was.uid.as_ref());
+                            reports.tombstones.buried(key.clone(), was.uid.as_deref());
                             announce.push(key.clone());
                         }
                     }
@@ -489,11 +485,11 @@ async fn run_watch(
                         let relevant =
                             seen(obj, &ownership).relevant || was.is_some_and(|w| w.relevant);
                         match &event {
-                            Event::Delete(_) if relevant => {
-                                tombstones.buried(key.clone(), obj.metadata.uid.as_ref())
-                            }
+                            Event::Delete(_) if relevant => reports
+                                .tombstones
+                                .buried(key.clone(), obj.metadata.uid.as_deref()),
                             Event::Delete(_) => {}
-                            _ => tombstones.seen(&key),
+                            _ => reports.tombstones.seen(&key),
                         }
                         if relevant {
                             announce.push(key);
@@ -506,7 +502,7 @@ async fn run_watch(
                 let _ = synced.send(true);
             }
             for key in announce {
-                let _ = changes.send(key);
+                let _ = reports.changes.send(key);
             }
         }
         return;
@@ -524,7 +520,7 @@ mod tests {
     #[test]
     fn a_tombstone_names_the_uid_that_went_until_the_key_is_seen_again() {
         let tombstones = Tombstones::default();
-        tombstones.buried(key("a"), Some(&"u1".to_string()));
+        tombstones.buried(key("a"), Some("u1"));
         tombstones.buried(key("b"), None);
         assert_eq!(
             tombstones.lock().get(&key("a")).map(String::as_str),

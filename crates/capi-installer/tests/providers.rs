@@ -10,7 +10,7 @@ use std::time::Duration;
 use capi_manifests::ObjectKey;
 use control_plane::AuditEvent;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -287,15 +287,8 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
         .iter()
         .find(|o| o.kind == "ServiceAccount")
         .expect("aws has a ServiceAccount");
-    let accounts: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        account.namespace.as_deref().unwrap(),
-        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-            "",
-            "v1",
-            "ServiceAccount",
-        )),
-    );
+    let accounts: Api<ServiceAccount> =
+        Api::namespaced(client.clone(), account.namespace.as_deref().unwrap());
     let uid = accounts.get(&account.name).await.unwrap().uid();
     accounts
         .delete(&account.name, &DeleteParams::default())
