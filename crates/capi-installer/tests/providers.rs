@@ -450,6 +450,118 @@ async fn an_infrastructure_provider_goes_ahead_while_core_rolls_out() {
     assert!(deployment_exists(&client, &aws.deployment()).await);
 }
 
+/// A drift is repaired by its own provider while core still rolls out (issue 30): core's Deployment
+/// is not scheduled, aws and gcp have applied what needs nothing of core and wait for it; a tampered
+/// aws ClusterRole is restored by one write, and nothing of core or gcp is written nor gcp rendered
+/// again (before, every pass while core was not settled planned and reconciled every provider). Once
+/// a node matches core's Deployment, the pass its rollout's end wakes admits aws and gcp again, with no
+/// input changed: both go on to their Deployments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drift_is_repaired_by_its_provider_alone_while_core_rolls_out() {
+    let env = Env::start(true).await;
+    let client = env.admin.clone();
+    ensure_namespaces(&client).await;
+    set_platform(&client, "AWS").await;
+    load_infrastructure_provider_crd(&client).await;
+    request_provider(&client, "gcp").await;
+    let mut core = Tiny::new("cluster-api", "capt");
+    core.unschedulable = true;
+    core.put(&client).await;
+    let aws = Tiny::new("aws", "capat");
+    aws.put(&client).await;
+    let gcp = Tiny::new("gcp", "capgt");
+    gcp.put(&client).await;
+    let installer = Running::as_admin(&env, config());
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    eventually(MINUTE, "aws and gcp ahead, waiting for core", || async {
+        let s = co_status(&client).await?;
+        let message = condition(&s, "Progressing")?.message;
+        let waiting = ["aws", "gcp"]
+            .iter()
+            .all(|p| message.contains(&format!("{p} v1.0.0: waiting for ConfigMap cluster-api")));
+        let ahead = roles.get_opt(&aws.cluster_role()).await.unwrap().is_some()
+            && roles.get_opt(&gcp.cluster_role()).await.unwrap().is_some();
+        (waiting && ahead).then_some(())
+    })
+    .await;
+    // The passes of every provider end once the round stops changing (the new CRDs' names accepted):
+    // then gcp is not planned in two looks of core's gate (every 5 s).
+    let gcp_plans = || installer.metrics.plans("ConfigMap gcp");
+    let before = eventually(
+        MINUTE,
+        "no pass of every provider in two passes",
+        || async {
+            let (plans, passes) = (gcp_plans(), installer.metrics.passes());
+            eventually(MINUTE, "two more passes", || async {
+                (installer.metrics.passes() >= passes + 2).then_some(())
+            })
+            .await;
+            (gcp_plans() == plans).then_some(plans)
+        },
+    )
+    .await;
+    let since = env.audit().last().unwrap().stage_timestamp.0;
+
+    let rules = roles.get(&aws.cluster_role()).await.unwrap().rules;
+    let tampered = json!({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+    roles
+        .patch(
+            &aws.cluster_role(),
+            &PatchParams::default(),
+            &Patch::Merge(&tampered),
+        )
+        .await
+        .unwrap();
+    eventually(MINUTE, "the aws ClusterRole's rules restored", || async {
+        (roles.get(&aws.cluster_role()).await.ok()?.rules == rules).then_some(())
+    })
+    .await;
+    let written = |prefix: &str| -> Vec<String> {
+        installer_writes(&env.audit(), Some(since))
+            .iter()
+            .filter(|e| {
+                e.object_ref
+                    .as_ref()
+                    .and_then(|o| o.name.as_deref())
+                    .is_some_and(|name| name.starts_with(prefix))
+            })
+            .map(describe)
+            .collect()
+    };
+    let aws_writes = written(aws.prefix);
+    assert!(
+        aws_writes.len() == 1 && aws_writes[0].contains(&aws.cluster_role()),
+        "one write of aws, its ClusterRole: {aws_writes:#?}"
+    );
+    for tiny in [&core, &gcp] {
+        let writes = written(tiny.prefix);
+        assert!(writes.is_empty(), "{} written: {writes:#?}", tiny.provider);
+    }
+    assert_eq!(gcp_plans(), before, "gcp not planned again");
+
+    // No input changes: a node now matches core's Deployment.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let label = json!({"metadata": {"labels": {"test.capi-installer/no-such-node": "true"}}});
+    for node in nodes.list(&Default::default()).await.unwrap() {
+        nodes
+            .patch(
+                &node.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&label),
+            )
+            .await
+            .unwrap();
+    }
+    wait_available(&client, 2 * MINUTE).await;
+    for tiny in [&aws, &gcp] {
+        assert!(
+            deployment_exists(&client, &tiny.deployment()).await,
+            "{}'s Deployment",
+            tiny.provider
+        );
+    }
+}
+
 /// gcp installs and is Available while aws (the platform's) is refused; the ClusterOperator says which.
 async fn broken_platform_provider(client: &Client) {
     let gcp = eventually(

@@ -12,9 +12,9 @@
 //!    but for discovery); then reconciled ([`Reconciler::reconcile`] → [`Outcome`], see
 //!    [`crate::reconcile`]) as [`order::admit`] lets it (who waits for whom): core first, then every
 //!    infrastructure provider's chain at once ([`order::chains`]); then each uninstall
-//!    ([`Reconciler::uninstall`]). When only some providers' objects changed since a pass that left
-//!    core settled, only those providers and the ones not settled are planned and reconciled
-//!    ([`settled`]): a drift is repaired without rendering the others;
+//!    ([`Reconciler::uninstall`]). When only some providers' objects changed since the last pass of
+//!    the same round, only those providers, the ones due and the ones the pass admits otherwise are
+//!    planned and reconciled ([`last_pass`]): a drift is repaired without rendering the others;
 //! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, each provider's record
 //!    and each `InfrastructureProvider`'s status; written only when they differ from what is stored.
 //!
@@ -22,8 +22,8 @@
 //! inventory, records and status are compared before writing, and Events are only sent for real
 //! changes. The providers' records of one pass are stored together, in one write, before its status.
 
+mod last_pass;
 mod requests;
-mod settled;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -67,7 +67,7 @@ use capi_runtime::optional_watch::{OptionalKind, Wake};
 use capi_runtime::trigger::spawn_trigger;
 use capi_status::cluster_api::{self, Recording};
 use capi_status::conditions::{self, Observed, Unselected};
-use settled::{Changes, Settled, ToKeep};
+use last_pass::{Changes, KeptProvider, LastPass, ToKeep};
 
 /// What a reconcile asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +164,7 @@ pub struct Installer {
     /// Woken by the watches of what the round is made from (the platform, the
     /// `InfrastructureProvider`s, the inventory's owners, `ClusterAPI`, the TLS profile, the policy's
     /// extensions): a pass of every provider when the round's fingerprint changed, as when the
-    /// installer's own status writes come back ([`settled`]).
+    /// installer's own status writes come back ([`last_pass`]).
     wake_round: Arc<Notify>,
     /// What was last logged per provider, so that only changes are logged.
     logged: Mutex<Vec<String>>,
@@ -172,9 +172,9 @@ pub struct Installer {
     changed: Mutex<Changes>,
     /// Woken when `changed` grows.
     objects_changed: Notify,
-    /// The last pass, when it left core settled: a pass woken only by some providers' objects
-    /// reconciles those, and the providers not settled, alone ([`settled`]).
-    settled: Mutex<Option<Settled>>,
+    /// The last pass: a pass woken only by some providers' objects or timers reconciles those alone
+    /// ([`last_pass`]).
+    last_pass: Mutex<Option<LastPass>>,
     /// The watches feeding `wake` and `wake_round`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -206,7 +206,7 @@ struct Installed {
     /// The soonest instant a selected provider's own timer asks for it again.
     due: Option<Instant>,
     /// What the next pass needs, with the selected providers' outcomes, to be limited to some
-    /// ([`Settled`]); `None` when it may not be.
+    /// ([`LastPass`]); `None` when it may not be.
     keep: Option<ToKeep>,
 }
 
@@ -219,6 +219,18 @@ const COALESCE: Coalesce = Coalesce {
     quiet: Duration::from_millis(40),
     at_most: Duration::from_millis(200),
 };
+
+/// One provider of a limited pass ([`Installer::reconcile_only`]): its outcome in the last pass and in
+/// this one (the same when this pass did not reconcile it), and what the next pass keeps of it.
+struct Limited {
+    /// Its outcome after this pass.
+    outcome: Outcome,
+    /// Its outcome in the last pass, when this pass reconciled it.
+    was: Option<Outcome>,
+    planner: PlannerState,
+    due: Option<Instant>,
+    plan: Option<(Target, Prepared)>,
+}
 
 /// The installer's passes, and when the last one asked to be woken.
 struct Passes {
@@ -357,7 +369,7 @@ impl Installer {
             logged: Mutex::default(),
             changed: Mutex::default(),
             objects_changed: Notify::new(),
-            settled: Mutex::default(),
+            last_pass: Mutex::default(),
             watches: vec![
                 infrastructure_watch,
                 configmaps_watch,
@@ -432,7 +444,7 @@ impl Installer {
     }
 
     /// One pass: what the cluster asks for → the wanted providers planned and reconciled (every one,
-    /// or only those the changes and the last pass allow: [`settled`]) → the providers asked away
+    /// or only those the changes and the last pass allow: [`last_pass`]) → the providers asked away
     /// removed → every provider's record → every status, from the outcomes alone.
     pub(crate) async fn reconcile(&self, changes: Changes) -> Next {
         let started = Instant::now();
@@ -441,7 +453,7 @@ impl Installer {
         let installed = match &asked.desired {
             Desired::Install(wants) => self.install(wants, &asked.unmanaged, &changes).await,
             _ => {
-                *self.settled.lock().expect("settled pass") = None;
+                *self.last_pass.lock().expect("last pass") = None;
                 Installed::default()
             }
         };
@@ -467,7 +479,7 @@ impl Installer {
             ..
         } = installed;
         outcomes.truncate(selected);
-        *self.settled.lock().expect("settled pass") = keep.and_then(|k| Settled::of(k, outcomes));
+        *self.last_pass.lock().expect("last pass") = keep.and_then(|k| LastPass::of(k, outcomes));
         next
     }
 
@@ -783,7 +795,7 @@ impl Installer {
     }
 
     /// Plans and reconciles the round's providers: every one of them, or only those whose objects
-    /// woke the pass and those due ([`Settled::limit`]). With the outcomes, what the next pass needs
+    /// woke the pass and those due ([`LastPass::limit`]). With the outcomes, what the next pass needs
     /// to do the same.
     async fn reconcile_round(
         &self,
@@ -798,7 +810,7 @@ impl Installer {
             })
             .await
         };
-        let last = self.settled.lock().expect("settled pass").take();
+        let last = self.last_pass.lock().expect("last pass").take();
         let now = Instant::now();
         let limited = last.and_then(|last| {
             let only = last.limit(
@@ -871,41 +883,105 @@ impl Installer {
     }
 
     /// The providers of `only` planned again, each with the planner that stood before it in the last
-    /// pass (or the plan kept from the last limited pass of its rollout), and reconciled, one after
-    /// the other in install order; the others' outcomes, due instants and kept plans are the last
-    /// pass's, unless core comes out of this pass not settled (they wait for it). With what the
-    /// planner knew before each, when each is due, and each plan to keep.
+    /// pass (or the plan kept from the last limited pass of its rollout), and reconciled as in a pass
+    /// of every provider ([`order::chains`]): core's chain, then every infrastructure provider's chain
+    /// at once. A provider outside `only` is reconciled too when this pass's outcomes admit it
+    /// otherwise ([`last_pass::readmitted`]: core came to serve); else its last outcome, due instant
+    /// and kept plan stand. With what the planner knew before each, when each is due, and each plan
+    /// to keep.
     async fn reconcile_only(
         &self,
-        last: Settled,
+        last: LastPass,
         only: &BTreeSet<SourceId>,
         round: &Round,
         fingerprint: String,
     ) -> (Vec<Outcome>, ToKeep) {
-        let mut outcomes: Vec<Outcome> = Vec::with_capacity(last.providers.len());
+        let providers = round.selection.targets.iter().cloned().zip(last.providers);
+        let (core, chains) = order::chains(providers, |(target, _)| target);
+        let mut done = self.reconcile_kept_chain(core, &[], only, round).await;
+        let core_done: Vec<&Limited> = done.iter().map(|(_, l)| l).collect();
+        let rest = futures::future::join_all(
+            chains
+                .into_iter()
+                .map(|chain| self.reconcile_kept_chain(chain, &core_done, only, round)),
+        )
+        .await;
+        done.extend(rest.into_iter().flatten());
+        done.sort_by_key(|(index, _)| *index);
+        let mut outcomes = Vec::with_capacity(done.len());
         let mut keep = ToKeep::new(fingerprint);
-        for (target, kept) in round.selection.targets.iter().zip(last.providers) {
-            if !only.contains(&target.source.id) && !settled::core_unsettled(&outcomes) {
-                outcomes.push(kept.outcome);
-                keep.push(kept.planner, kept.due, kept.plan);
+        for (_, limited) in done {
+            keep.push(limited.planner, limited.due, limited.plan);
+            outcomes.push(limited.outcome);
+        }
+        (outcomes, keep)
+    }
+
+    /// The providers of one chain of a limited pass one after the other, after `before` (core's);
+    /// each with its index in install order.
+    async fn reconcile_kept_chain(
+        &self,
+        chain: order::Chain<(Target, KeptProvider)>,
+        before: &[&Limited],
+        only: &BTreeSet<SourceId>,
+        round: &Round,
+    ) -> Vec<(usize, Limited)> {
+        let mut done: Vec<(usize, Limited)> = Vec::with_capacity(chain.len());
+        for (index, (target, kept)) in chain {
+            let KeptProvider {
+                planner,
+                outcome: was,
+                due,
+                plan,
+                ..
+            } = kept;
+            let earlier = || before.iter().copied().chain(done.iter().map(|(_, l)| l));
+            let earlier_was: Vec<&Outcome> = earlier()
+                .map(|l| l.was.as_ref().unwrap_or(&l.outcome))
+                .collect();
+            let earlier_now: Vec<&Outcome> = earlier().map(|l| &l.outcome).collect();
+            let missing = &round.selection.missing;
+            if !only.contains(&target.source.id)
+                && !last_pass::readmitted(&target, &earlier_was, &earlier_now, missing)
+            {
+                let (outcome, was) = (was, None);
+                done.push((
+                    index,
+                    Limited {
+                        outcome,
+                        was,
+                        planner,
+                        due,
+                        plan,
+                    },
+                ));
                 continue;
             }
-            let (target, prepared) = match kept.plan {
+            let (target, prepared) = match plan {
                 Some((target, prepared)) => (target, Ok(prepared)),
                 None => {
-                    let mut planner = round.resume(kept.planner.clone());
-                    self.plan_one(&mut planner, target).await
+                    let mut planner = round.resume(planner.clone());
+                    self.plan_one(&mut planner, &target).await
                 }
             };
             let plan = prepared.as_ref().ok().map(|p| (target.clone(), p.clone()));
-            let earlier: Vec<&Outcome> = outcomes.iter().collect();
             let outcome = self
-                .admit_and_reconcile((target, prepared), &earlier, round)
+                .admit_and_reconcile((target, prepared), &earlier_now, round)
                 .await;
-            keep.push(kept.planner, Next::due(&outcome, Instant::now()), plan);
-            outcomes.push(outcome);
+            let due = Next::due(&outcome, Instant::now());
+            let was = Some(was);
+            done.push((
+                index,
+                Limited {
+                    outcome,
+                    was,
+                    planner,
+                    due,
+                    plan,
+                },
+            ));
         }
-        (outcomes, keep)
+        done
     }
 
     /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure

@@ -1,28 +1,30 @@
 //! What lets a pass reconcile only the providers whose objects changed (issue 30): a drift of one
 //! provider's object is repaired by planning and reconciling that provider alone, without rendering
-//! or checking the others.
+//! or checking the others, whether core is settled or still rolling out.
 //!
 //! Planning is a chain — each provider is planned with what the providers before it hold and claim
 //! ([`crate::round::Planner`]) — so planning one provider again needs the planner as it stood before
-//! it. A pass that left core settled ([`Outcome::settled`]) keeps, per provider, what that planner knew
-//! ([`PlannerState`], without the round's context) and, when the provider is settled, a copy of its
-//! outcome ([`Settled`]): not the plans (keeping those cost megabytes, BENCHMARKS.md).
+//! it. Every pass keeps, per provider, what that planner knew ([`PlannerState`], without the round's
+//! context) and its outcome, a settled one as its [`Outcome::settled`] copy ([`LastPass`]): not the
+//! plans of settled providers (keeping those cost megabytes, BENCHMARKS.md).
 //!
-//! A later pass may then be limited ([`Settled::limit`]) when nothing a provider's reconcile reads
+//! A later pass may then be limited ([`LastPass::limit`]) when nothing a provider's reconcile reads
 //! beyond the round woke it ([`Changes::inputs`]: a source, a rollback request, the resync), its round
 //! has the same fingerprint ([`crate::round::fingerprint`]: the platform, the policy, `ClusterAPI`…
 //! are in it), and every changed object is in a provider's inventory: it reconciles the providers of
-//! the changed objects and those not settled (a gate's or a retry's timer wakes it for them). Anything
-//! else is a pass of every provider. A pass woken only by the installer's own status writes coming
-//! back reconciles no provider at all.
+//! the changed objects and those due (a gate's or a retry's timer wakes it for them), and a provider
+//! whose admission ([`crate::order::admit`]) the outcomes of this pass change — an infrastructure
+//! provider when core comes to serve, or stops ([`readmitted`]). Anything else is a pass of
+//! every provider. A pass woken only by the installer's own status writes coming back reconciles no
+//! provider at all.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use capi_apply::{Inventory, ObjectKey};
 
-use capi_manifests::ProviderType;
-
+use crate::desired::Wanted;
+use crate::order;
 use crate::outcome::Outcome;
 use crate::prepare::Prepared;
 use crate::round::PlannerState;
@@ -61,7 +63,7 @@ pub(crate) struct KeptProvider {
     pub(crate) plan: Option<(Target, Prepared)>,
 }
 
-/// What a pass keeps besides its outcomes, to make a [`Settled`] of them once it has reported them.
+/// What a pass keeps besides its outcomes, to make a [`LastPass`] of them once it has reported them.
 pub(crate) struct ToKeep {
     /// The fingerprint of its round.
     pub(crate) round: String,
@@ -102,28 +104,33 @@ impl ToKeep {
     }
 }
 
-/// Whether core is among `outcomes` and needs more: every other provider waits for it
-/// ([`crate::order::admit`]).
-pub(crate) fn core_unsettled(outcomes: &[Outcome]) -> bool {
-    outcomes
-        .iter()
-        .any(|o| o.target.source.provider_type == ProviderType::Core && !o.is_settled())
+/// Whether this pass's outcomes of the providers before `target` in its chain (`now`: core's, then
+/// its own chain's) admit it otherwise than their outcomes in the last pass did (`was`): what it
+/// waits for came to serve, started or stopped rolling out, or stopped serving. Only then may its
+/// kept outcome no longer stand for it: a provider's reconcile reads the others' outcomes through
+/// [`order::admit`] alone, and `missing` is part of the round.
+pub(crate) fn readmitted(
+    target: &Target,
+    was: &[&Outcome],
+    now: &[&Outcome],
+    missing: &[Wanted],
+) -> bool {
+    order::admit(target, was, missing) != order::admit(target, now, missing)
 }
 
-/// The last pass, when no provider depends on one it left unsettled but its own companion.
-pub(crate) struct Settled {
+/// The last pass of a round, per provider.
+pub(crate) struct LastPass {
     /// The fingerprint of its round.
     round: String,
     /// In install order.
     pub(crate) providers: Vec<KeptProvider>,
 }
 
-impl Settled {
+impl LastPass {
     /// From a pass (`kept`) and its outcomes: `planners[i]` is what the planner knew before
     /// `outcomes[i]`'s provider was planned, `dues[i]` when that provider is due again, `plans[i]` its
-    /// plan, if the pass kept it. `None` when core is not settled: every other provider waits for it
-    /// ([`crate::order::admit`]), so each must be reconciled again.
-    pub(crate) fn of(kept: ToKeep, outcomes: Vec<Outcome>) -> Option<Settled> {
+    /// plan, if the pass kept it. `None` when they do not line up.
+    pub(crate) fn of(kept: ToKeep, outcomes: Vec<Outcome>) -> Option<LastPass> {
         let ToKeep {
             round,
             planners,
@@ -132,9 +139,6 @@ impl Settled {
         } = kept;
         let n = outcomes.len();
         if planners.len() != n || dues.len() != n || plans.len() != n {
-            return None;
-        }
-        if core_unsettled(&outcomes) {
             return None;
         }
         let providers: Vec<KeptProvider> = planners
@@ -153,7 +157,7 @@ impl Settled {
                 }
             })
             .collect();
-        Some(Settled { round, providers })
+        Some(LastPass { round, providers })
     }
 
     /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it
@@ -297,7 +301,7 @@ mod tests {
             .map(|t| outcome(t, ProviderState::Installed))
             .collect();
         let now = Instant::now();
-        let settled = Settled::of(kept(vec![None, None]), outcomes).unwrap();
+        let settled = LastPass::of(kept(vec![None, None]), outcomes).unwrap();
         let inventories = vec![
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
@@ -343,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn unsettled_providers_are_reconciled_when_due_and_an_unsettled_core_keeps_nothing() {
+    fn unsettled_providers_are_reconciled_when_due() {
         let targets = vec![
             target("cluster-api", ProviderType::Core),
             target("aws", ProviderType::Infrastructure),
@@ -367,7 +371,7 @@ mod tests {
             Some(t0 + Duration::from_secs(5)),
             Some(t0 + Duration::from_secs(40)),
         ];
-        let settled = Settled::of(kept(dues), outcomes).unwrap();
+        let settled = LastPass::of(kept(dues), outcomes).unwrap();
         let inventories = vec![
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
@@ -402,15 +406,55 @@ mod tests {
             !settled.providers[2].outcome.serving,
             "an unsettled outcome is kept as it was, to stand for gcp until it is due"
         );
+    }
 
-        let outcomes = vec![
-            outcome(&targets[0], progressing()),
-            outcome(&targets[1], ProviderState::Installed),
-            outcome(&targets[2], ProviderState::Installed),
-        ];
+    #[test]
+    fn a_provider_is_readmitted_when_what_it_waits_for_comes_to_serve_or_stops() {
+        let core = target("cluster-api", ProviderType::Core);
+        let aws = target("aws", ProviderType::Infrastructure);
+        let progressing = || {
+            let mut o = outcome(
+                &core,
+                ProviderState::Progressing {
+                    phase: Phase::Workloads,
+                    pending: Vec::new(),
+                },
+            );
+            o.serving = false;
+            o
+        };
+        let installed = || outcome(&core, ProviderState::Installed);
+        let mut unserving = outcome(&core, ProviderState::Installed);
+        unserving.serving = false;
+        let readmitted = |was: &Outcome, now: &Outcome| readmitted(&aws, &[was], &[now], &[]);
+
         assert!(
-            Settled::of(kept(vec![None; 3]), outcomes).is_none(),
-            "aws and gcp wait for core"
+            !readmitted(&progressing(), &progressing()),
+            "core still rolls out (another look of its gate): aws's outcome stands"
+        );
+        assert!(
+            !readmitted(&installed(), &installed()),
+            "core serves as before"
+        );
+        assert!(
+            readmitted(&progressing(), &installed()),
+            "core came to serve: aws goes on"
+        );
+        assert!(
+            readmitted(&progressing(), &unserving),
+            "core stopped rolling out without serving: aws waits whole"
+        );
+        assert!(
+            readmitted(&installed(), &progressing()),
+            "core rolls out again"
+        );
+        assert!(readmitted(&unserving, &installed()), "core serves again");
+        let gcp = target("gcp", ProviderType::Infrastructure);
+        let mut gcp_failing = outcome(&gcp, ProviderState::Installed);
+        gcp_failing.serving = false;
+        assert!(
+            !readmitted(&outcome(&gcp, ProviderState::Installed), &gcp_failing),
+            "infrastructure providers never wait for each other"
         );
     }
 }
