@@ -220,12 +220,38 @@ const COALESCE: Coalesce = Coalesce {
     at_most: Duration::from_millis(200),
 };
 
-/// One provider of a limited pass ([`Installer::reconcile_only`]): its outcome in the last pass and in
-/// this one (the same when this pass did not reconcile it), and what the next pass keeps of it.
-struct Limited {
+/// One provider of a pass, before its chain reaches it ([`Installer::reconcile_chain`]).
+struct Provider {
+    /// What the planner knew before it was planned.
+    planner: PlannerState,
+    work: Work,
+}
+
+/// What a pass has of a provider before reconciling it.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per provider of a pass, moved once into its chain"
+)]
+enum Work {
+    /// Planned by this pass: a pass of every provider plans them all before reconciling the first.
+    Planned(Result<Prepared, ProviderError>),
+    /// Kept from the last pass ([`KeptProvider`]): a limited pass plans it again only if it is
+    /// reconciled, from the planner state kept (or reuses the plan kept for its rollout).
+    Kept {
+        /// Its objects changed or its timer is due ([`LastPass::limit`]).
+        asked: bool,
+        outcome: Outcome,
+        due: Option<Instant>,
+        plan: Option<(Target, Prepared)>,
+    },
+}
+
+/// One provider after a pass: its outcome in the last pass and in this one (the same when this pass
+/// did not reconcile it), and what the next pass keeps of it.
+struct AfterPass {
     /// Its outcome after this pass.
     outcome: Outcome,
-    /// Its outcome in the last pass, when this pass reconciled it.
+    /// Its kept outcome from the last pass, when a limited pass reconciled it.
     was: Option<Outcome>,
     planner: PlannerState,
     due: Option<Instant>,
@@ -822,10 +848,33 @@ impl Installer {
             )?;
             Some((last, only))
         });
-        match limited {
+        let providers: Vec<(Target, Provider)> = match limited {
             Some((last, only)) => {
                 tracing::debug!(providers = ?only, "only these providers' objects changed or are due");
-                self.reconcile_only(last, &only, round, fingerprint).await
+                round
+                    .selection
+                    .targets
+                    .iter()
+                    .cloned()
+                    .zip(last.providers)
+                    .map(|(target, kept)| {
+                        let asked = only.contains(&target.source.id);
+                        let KeptProvider {
+                            planner,
+                            outcome,
+                            due,
+                            plan,
+                            ..
+                        } = kept;
+                        let work = Work::Kept {
+                            asked,
+                            outcome,
+                            due,
+                            plan,
+                        };
+                        (target, Provider { planner, work })
+                    })
+                    .collect()
             }
             None => {
                 tracing::debug!(
@@ -834,17 +883,18 @@ impl Installer {
                     "a pass of every provider"
                 );
                 let (planners, plans) = self.plan(round).await;
-                let outcomes = self.reconcile_plans(plans, round).await;
-                let now = Instant::now();
-                let mut keep = ToKeep::new(fingerprint);
-                for (planner, outcome) in planners.into_iter().zip(&outcomes) {
-                    // No plan kept: a pass of every provider would keep all of them alive between
-                    // passes, megabytes.
-                    keep.push(planner, Next::due(outcome, now), None);
-                }
-                (outcomes, keep)
+                planners
+                    .into_iter()
+                    .zip(plans)
+                    .map(|(planner, (target, prepared))| {
+                        let work = Work::Planned(prepared);
+                        (target, Provider { planner, work })
+                    })
+                    .collect()
             }
-        }
+        };
+        self.reconcile_providers(providers, round, fingerprint)
+            .await
     }
 
     /// The pure step of a pass, once for every selected provider, in install order: each plan claims
@@ -882,147 +932,104 @@ impl Installer {
         (target, prepared)
     }
 
-    /// The providers of `only` planned again, each with the planner that stood before it in the last
-    /// pass (or the plan kept from the last limited pass of its rollout), and reconciled as in a pass
-    /// of every provider ([`order::chains`]): core's chain, then every infrastructure provider's chain
-    /// at once. A provider outside `only` is reconciled too when this pass's outcomes admit it
-    /// otherwise ([`last_pass::readmitted`]: core came to serve); else its last outcome, due instant
-    /// and kept plan stand. With what the planner knew before each, when each is due, and each plan
-    /// to keep.
-    async fn reconcile_only(
+    /// The round's providers reconciled as [`order::chains`] orders them: core's chain, then every
+    /// infrastructure provider's chain (the provider, then its companion) at once, each admitted from
+    /// core's outcomes and its own chain's. The outcomes in install order, with what the next pass
+    /// keeps: what the planner knew before each provider, when each is due, and the plans to keep.
+    async fn reconcile_providers(
         &self,
-        last: LastPass,
-        only: &BTreeSet<SourceId>,
+        providers: Vec<(Target, Provider)>,
         round: &Round,
         fingerprint: String,
     ) -> (Vec<Outcome>, ToKeep) {
-        let providers = round.selection.targets.iter().cloned().zip(last.providers);
         let (core, chains) = order::chains(providers, |(target, _)| target);
-        let mut done = self.reconcile_kept_chain(core, &[], only, round).await;
-        let core_done: Vec<&Limited> = done.iter().map(|(_, l)| l).collect();
+        let mut done = self.reconcile_chain(core, &[], round).await;
+        let core_done: Vec<&AfterPass> = done.iter().map(|(_, p)| p).collect();
         let rest = futures::future::join_all(
             chains
                 .into_iter()
-                .map(|chain| self.reconcile_kept_chain(chain, &core_done, only, round)),
+                .map(|chain| self.reconcile_chain(chain, &core_done, round)),
         )
         .await;
         done.extend(rest.into_iter().flatten());
         done.sort_by_key(|(index, _)| *index);
         let mut outcomes = Vec::with_capacity(done.len());
         let mut keep = ToKeep::new(fingerprint);
-        for (_, limited) in done {
-            keep.push(limited.planner, limited.due, limited.plan);
-            outcomes.push(limited.outcome);
+        for (_, after) in done {
+            keep.push(after.planner, after.due, after.plan);
+            outcomes.push(after.outcome);
         }
         (outcomes, keep)
     }
 
-    /// The providers of one chain of a limited pass one after the other, after `before` (core's);
-    /// each with its index in install order.
-    async fn reconcile_kept_chain(
+    /// The providers of one chain one after the other, after `before` (core's chain); each with its
+    /// index in install order. A provider kept from the last pass and not asked for is reconciled
+    /// only when this pass's outcomes admit it otherwise ([`last_pass::readmitted`]: core came to
+    /// serve); else its last outcome, due instant and kept plan stand.
+    async fn reconcile_chain(
         &self,
-        chain: order::Chain<(Target, KeptProvider)>,
-        before: &[&Limited],
-        only: &BTreeSet<SourceId>,
+        chain: order::Chain<(Target, Provider)>,
+        before: &[&AfterPass],
         round: &Round,
-    ) -> Vec<(usize, Limited)> {
-        let mut done: Vec<(usize, Limited)> = Vec::with_capacity(chain.len());
-        for (index, (target, kept)) in chain {
-            let KeptProvider {
-                planner,
-                outcome: was,
-                due,
-                plan,
-                ..
-            } = kept;
-            let earlier = || before.iter().copied().chain(done.iter().map(|(_, l)| l));
-            let earlier_was: Vec<&Outcome> = earlier()
-                .map(|l| l.was.as_ref().unwrap_or(&l.outcome))
-                .collect();
-            let earlier_now: Vec<&Outcome> = earlier().map(|l| &l.outcome).collect();
-            let missing = &round.selection.missing;
-            if !only.contains(&target.source.id)
-                && !last_pass::readmitted(&target, &earlier_was, &earlier_now, missing)
-            {
-                let (outcome, was) = (was, None);
-                done.push((
-                    index,
-                    Limited {
-                        outcome,
-                        was,
-                        planner,
-                        due,
-                        plan,
-                    },
-                ));
-                continue;
-            }
-            let (target, prepared) = match plan {
-                Some((target, prepared)) => (target, Ok(prepared)),
-                None => {
-                    let mut planner = round.resume(planner.clone());
-                    self.plan_one(&mut planner, &target).await
+    ) -> Vec<(usize, AfterPass)> {
+        let mut done: Vec<(usize, AfterPass)> = Vec::with_capacity(chain.len());
+        for (index, (target, Provider { planner, work })) in chain {
+            let earlier = || before.iter().copied().chain(done.iter().map(|(_, p)| p));
+            let earlier_now: Vec<&Outcome> = earlier().map(|p| &p.outcome).collect();
+            let (target, prepared, was) = match work {
+                Work::Planned(prepared) => (target, prepared, None),
+                Work::Kept {
+                    asked,
+                    outcome,
+                    due,
+                    plan,
+                } => {
+                    let earlier_was: Vec<&Outcome> = earlier()
+                        .map(|p| p.was.as_ref().unwrap_or(&p.outcome))
+                        .collect();
+                    let missing = &round.selection.missing;
+                    if !asked
+                        && !last_pass::readmitted(&target, &earlier_was, &earlier_now, missing)
+                    {
+                        let was = None;
+                        let after = AfterPass {
+                            outcome,
+                            was,
+                            planner,
+                            due,
+                            plan,
+                        };
+                        done.push((index, after));
+                        continue;
+                    }
+                    let (target, prepared) = match plan {
+                        Some((target, prepared)) => (target, Ok(prepared)),
+                        None => {
+                            let mut planner = round.resume(planner.clone());
+                            self.plan_one(&mut planner, &target).await
+                        }
+                    };
+                    (target, prepared, Some(outcome))
                 }
             };
-            let plan = prepared.as_ref().ok().map(|p| (target.clone(), p.clone()));
+            // A pass of every provider keeps no plan: it would keep all of them alive between
+            // passes, megabytes.
+            let plan = was
+                .is_some()
+                .then(|| prepared.as_ref().ok().map(|p| (target.clone(), p.clone())))
+                .flatten();
             let outcome = self
                 .admit_and_reconcile((target, prepared), &earlier_now, round)
                 .await;
             let due = Next::due(&outcome, Instant::now());
-            let was = Some(was);
-            done.push((
-                index,
-                Limited {
-                    outcome,
-                    was,
-                    planner,
-                    due,
-                    plan,
-                },
-            ));
-        }
-        done
-    }
-
-    /// Reconciles the planned providers ([`order::chains`]): core's first, then every infrastructure
-    /// provider's chain (the provider, then its companion) at once, each admitted from core's outcomes
-    /// and its own chain's. The outcomes come back in install order.
-    async fn reconcile_plans(
-        &self,
-        plans: Vec<(Target, Result<Prepared, ProviderError>)>,
-        round: &Round,
-    ) -> Vec<Outcome> {
-        let (core, chains) = order::chains(plans, |(target, _)| target);
-        let mut indexed = self.reconcile_chain(core, &[], round).await;
-        let core_outcomes: Vec<&Outcome> = indexed.iter().map(|(_, o)| o).collect();
-        let rest = futures::future::join_all(
-            chains
-                .into_iter()
-                .map(|chain| self.reconcile_chain(chain, &core_outcomes, round)),
-        )
-        .await;
-        indexed.extend(rest.into_iter().flatten());
-        indexed.sort_by_key(|(index, _)| *index);
-        indexed.into_iter().map(|(_, outcome)| outcome).collect()
-    }
-
-    /// The providers of one chain one after the other, each admitted after `before` and the chain's
-    /// providers before it; each outcome with its index in install order.
-    async fn reconcile_chain(
-        &self,
-        chain: order::Chain<(Target, Result<Prepared, ProviderError>)>,
-        before: &[&Outcome],
-        round: &Round,
-    ) -> Vec<(usize, Outcome)> {
-        let mut done: Vec<(usize, Outcome)> = Vec::with_capacity(chain.len());
-        for (index, plan) in chain {
-            let earlier: Vec<&Outcome> = before
-                .iter()
-                .copied()
-                .chain(done.iter().map(|(_, o)| o))
-                .collect();
-            let outcome = self.admit_and_reconcile(plan, &earlier, round).await;
-            done.push((index, outcome));
+            let after = AfterPass {
+                outcome,
+                was,
+                planner,
+                due,
+                plan,
+            };
+            done.push((index, after));
         }
         done
     }
