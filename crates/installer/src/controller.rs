@@ -976,52 +976,47 @@ impl Installer {
         for (index, (target, Provider { planner, work })) in chain {
             let earlier = || before.iter().copied().chain(done.iter().map(|(_, p)| p));
             let earlier_now: Vec<&Outcome> = earlier().map(|p| &p.outcome).collect();
-            let (target, prepared, was) = match work {
-                Work::Planned(prepared) => (target, prepared, None),
+            let stands = |asked: bool| {
+                let earlier_was: Vec<&Outcome> = earlier()
+                    .map(|p| p.was.as_ref().unwrap_or(&p.outcome))
+                    .collect();
+                let missing = &round.selection.missing;
+                !asked && !last_pass::readmitted(&target, &earlier_was, &earlier_now, missing)
+            };
+            let (outcome, was, due, plan) = match work {
                 Work::Kept {
                     asked,
                     outcome,
                     due,
                     plan,
-                } => {
-                    let earlier_was: Vec<&Outcome> = earlier()
-                        .map(|p| p.was.as_ref().unwrap_or(&p.outcome))
-                        .collect();
-                    let missing = &round.selection.missing;
-                    if !asked
-                        && !last_pass::readmitted(&target, &earlier_was, &earlier_now, missing)
-                    {
-                        let was = None;
-                        let after = AfterPass {
-                            outcome,
-                            was,
-                            planner,
-                            due,
-                            plan,
-                        };
-                        done.push((index, after));
-                        continue;
-                    }
-                    let (target, prepared) = match plan {
-                        Some((target, prepared)) => (target, Ok(prepared)),
-                        None => {
-                            let mut planner = round.resume(planner.clone());
-                            self.plan_one(&mut planner, &target).await
+                } if stands(asked) => (outcome, None, due, plan),
+                work => {
+                    let (target, prepared, was) = match work {
+                        Work::Planned(prepared) => (target, prepared, None),
+                        Work::Kept { outcome, plan, .. } => {
+                            let (target, prepared) = match plan {
+                                Some((target, prepared)) => (target, Ok(prepared)),
+                                None => {
+                                    let mut planner = round.resume(planner.clone());
+                                    self.plan_one(&mut planner, &target).await
+                                }
+                            };
+                            (target, prepared, Some(outcome))
                         }
                     };
-                    (target, prepared, Some(outcome))
+                    // A pass of every provider keeps no plan: it would keep all of them alive
+                    // between passes, megabytes.
+                    let plan = was
+                        .is_some()
+                        .then(|| prepared.as_ref().ok().map(|p| (target.clone(), p.clone())))
+                        .flatten();
+                    let outcome = self
+                        .admit_and_reconcile((target, prepared), &earlier_now, round)
+                        .await;
+                    let due = Next::due(&outcome, Instant::now());
+                    (outcome, was, due, plan)
                 }
             };
-            // A pass of every provider keeps no plan: it would keep all of them alive between
-            // passes, megabytes.
-            let plan = was
-                .is_some()
-                .then(|| prepared.as_ref().ok().map(|p| (target.clone(), p.clone())))
-                .flatten();
-            let outcome = self
-                .admit_and_reconcile((target, prepared), &earlier_now, round)
-                .await;
-            let due = Next::due(&outcome, Instant::now());
             let after = AfterPass {
                 outcome,
                 was,
