@@ -209,7 +209,7 @@ impl fmt::Display for NameConflicts {
 }
 
 /// The names held in each group, and by which CRD (see the module docs).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NameClaims {
     /// (group, plural/singular/short name) → holder.
     resources: BTreeMap<(String, String), Holder>,

@@ -21,7 +21,7 @@ pub struct ResolvedKind {
 /// Built from the API server's discovery and extended (inside [`crate::plan()`]) with the
 /// CustomResourceDefinitions contained in the set being planned, so a custom resource can be planned in
 /// the same pass as the CRD that defines it, before the CRD exists in the cluster.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KindResolver {
     kinds: BTreeMap<(String, String, String), ResolvedKind>,
 }

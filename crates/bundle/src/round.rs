@@ -218,8 +218,9 @@ pub struct Planner {
 
 /// What a [`Planner`] knows of the providers planned so far, without the round's context: kept
 /// between passes ([`Planner::state`], [`Round::resume`]) at the cost of its own size only — the
-/// context, with the bundle policy, is the largest part of a round.
-#[derive(Clone)]
+/// context, with the bundle policy, is the largest part of a round. Two equal states plan a payload
+/// alike in one round.
+#[derive(Clone, PartialEq, Eq)]
 pub struct PlannerState {
     /// Ahead of the cluster: the kinds of the CRDs of the providers planned so far.
     learned: Option<KindResolver>,

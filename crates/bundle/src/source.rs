@@ -154,6 +154,12 @@ pub trait SourceCatalog: Send + Sync {
     fn candidates(&self) -> Vec<ProviderSource>;
     /// Reads one source; `None` when `id` is not of this kind.
     fn load(&self, id: &SourceId) -> Option<Result<Payload, SourceError>>;
+    /// A token that changes whenever `id`'s payload may have changed (a transport ConfigMap's
+    /// `resourceVersion`); `None` when `id` is not of this kind, is gone, or does not change under a
+    /// running installer (a profile in an image volume).
+    fn revision(&self, _id: &SourceId) -> Option<String> {
+        None
+    }
     /// The source as a component of a revision in `ClusterAPI/cluster` status, when it is one: a
     /// profile of an image known by digest (the API takes no other); `None` otherwise.
     fn image_component(&self, _id: &SourceId) -> Option<ImageComponent> {

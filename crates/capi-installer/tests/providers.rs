@@ -200,6 +200,58 @@ async fn infrastructure_providers_wait_for_core_then_install_at_once() {
     );
 }
 
+/// An installer that installed core, aws and gcp, restarted and quiet: it planned every provider
+/// twice, and nothing is left to wake it.
+async fn installed_and_quiet(env: &Env) -> Running {
+    let installer = Running::as_admin(env, config());
+    wait_available(&env.admin, 3 * MINUTE).await;
+    // Restarted, the installer plans every provider in its first pass, which writes nothing, then
+    // once more in the pass its watches' first lists wake (they announce every object): two plans of
+    // each, and nothing left to wake it. Awaited until both passes have ended: a plan is counted when
+    // it is made, and the rest of its pass may still read an object the restarted installer has not
+    // judged yet (one a gate kept the first pass from).
+    installer.kill();
+    let installer = Running::as_admin(env, config());
+    eventually(
+        MINUTE,
+        "every provider planned twice, both passes ended",
+        || async {
+            (plans_of(&installer) == [2, 2, 2] && installer.metrics.passes() >= 2).then_some(())
+        },
+    )
+    .await;
+    installer
+}
+
+/// How many times `installer` planned core, aws and gcp.
+fn plans_of(installer: &Running) -> [u64; 3] {
+    ["ConfigMap cluster-api", "ConfigMap aws", "ConfigMap gcp"]
+        .map(|source| installer.metrics.plans(source))
+}
+
+/// Asserts that aws alone was planned again between `before` and `after` ([`plans_of`]).
+fn assert_aws_alone_planned_again(before: [u64; 3], after: [u64; 3]) {
+    assert!(
+        after[1] > before[1],
+        "aws planned again: {before:?} → {after:?}"
+    );
+    assert_eq!(
+        (after[0], after[2]),
+        (before[0], before[2]),
+        "core and gcp not planned again: {before:?} → {after:?}"
+    );
+}
+
+/// The installer's writes after `since` of the objects of the fixture ConfigMaps `files`.
+fn writes_of(env: &Env, since: Timestamp, files: &[&str]) -> Vec<String> {
+    let objects: Vec<ObjectKey> = files.iter().copied().flat_map(fixture_objects).collect();
+    installer_writes(&env.audit(), Some(since))
+        .iter()
+        .filter(|e| objects.iter().any(|k| names_object(e, k)))
+        .map(describe)
+        .collect()
+}
+
 /// A drift is repaired by a pass of its provider alone (issue 30): with core, aws and gcp installed, a
 /// tampered aws ClusterRole is restored by one write, of that ClusterRole, and nothing else of any
 /// provider is written (audit log); aws is rendered and checked again, core and gcp are not (the
@@ -210,28 +262,9 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
         return;
     };
     let client = env.admin.clone();
-    let installer = Running::as_admin(&env, config());
-    wait_available(&client, 3 * MINUTE).await;
-    // Restarted, the installer plans every provider in its first pass, which writes nothing, then
-    // once more in the pass its watches' first lists wake (they announce every object): two plans of
-    // each, and nothing left to wake it. Awaited until both passes have ended: a plan is counted when
-    // it is made, and the rest of its pass may still read an object the restarted installer has not
-    // judged yet (one a gate kept the first pass from).
-    installer.kill();
-    let installer = Running::as_admin(&env, config());
-    let plans = || {
-        ["ConfigMap cluster-api", "ConfigMap aws", "ConfigMap gcp"]
-            .map(|source| installer.metrics.plans(source))
-    };
-    let before = eventually(
-        MINUTE,
-        "every provider planned twice, both passes ended",
-        || async {
-            let planned = plans();
-            (planned == [2, 2, 2] && installer.metrics.passes() >= 2).then_some(planned)
-        },
-    )
-    .await;
+    let installer = installed_and_quiet(&env).await;
+    let plans = || plans_of(&installer);
+    let before = plans();
     let since = env.audit().last().unwrap().stage_timestamp.0;
 
     let aws = fixture_objects(AWS_CM);
@@ -252,27 +285,10 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
     })
     .await;
 
-    let provider_objects: Vec<ObjectKey> = [CORE_CM, AWS_CM, GCP_CM]
-        .into_iter()
-        .flat_map(fixture_objects)
-        .collect();
-    let written: Vec<String> = installer_writes(&env.audit(), Some(since))
-        .iter()
-        .filter(|e| provider_objects.iter().any(|k| names_object(e, k)))
-        .map(describe)
-        .collect();
+    let written = writes_of(&env, since, &[CORE_CM, AWS_CM, GCP_CM]);
     assert_eq!(written.len(), 1, "one write: {written:#?}");
     assert!(written[0].contains(&role.name), "{written:#?}");
-    let after = plans();
-    assert!(
-        after[1] > before[1],
-        "aws planned again: {before:?} → {after:?}"
-    );
-    assert_eq!(
-        (after[0], after[2]),
-        (before[0], before[2]),
-        "core and gcp not planned again: {before:?} → {after:?}"
-    );
+    assert_aws_alone_planned_again(before, plans());
     // What a pass reports on, it knows from its watches: the repair read nothing.
     let reads: Vec<String> = installer_requests(&env.audit())
         .iter()
@@ -315,6 +331,83 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
     assert!(
         requests.iter().all(|r| r.starts_with("patch")),
         "the repair read the object: {requests:#?}"
+    );
+}
+
+/// A new payload in one provider's source is planned and applied by that provider alone (issue 30):
+/// with core, aws and gcp installed, aws's transport ConfigMap changes one argument of its manager
+/// (the same version, as a release's rebuild of a provider ships it); aws is planned again and its
+/// Deployment updated, core and gcp are neither planned again nor written (before, a source's change
+/// made a pass of every provider). A payload that changes what the providers after aws are planned
+/// with (its pods' labels, which gcp's Services must not select) makes a pass of every provider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_change_is_planned_by_its_provider_alone() {
+    let Some(env) = aws_and_gcp().await else {
+        return;
+    };
+    let client = env.admin.clone();
+    let installer = installed_and_quiet(&env).await;
+    let before = plans_of(&installer);
+    let since = env.audit().last().unwrap().stage_timestamp.0;
+    let manager = fixture_objects(AWS_CM)
+        .into_iter()
+        .find(|o| o.kind == "Deployment")
+        .expect("aws has a Deployment");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    // Until aws's manager, as `applied` finds it, is rolled out, then the ClusterOperator settled.
+    let rolled_out = async |what: &str, applied: fn(&Deployment) -> Option<bool>| {
+        eventually(MINUTE, what, || async {
+            let d = deployments.get(&manager.name).await.ok()?;
+            let status = d.status.as_ref()?;
+            let rolled_out = status.observed_generation == d.metadata.generation
+                && status.updated_replicas == status.replicas
+                && status.available_replicas == status.replicas;
+            (applied(&d)? && rolled_out).then_some(())
+        })
+        .await;
+        wait_available(&client, MINUTE).await;
+    };
+
+    let (old, new) = ("- --v=${CAPA_LOGLEVEL:=0}", "- --v=${CAPA_LOGLEVEL:=4}");
+    let aws = fixture_components(AWS_CM);
+    assert_eq!(aws.matches(old).count(), 1, "aws's manager takes --v once");
+    let aws = aws.replace(old, new);
+    put_components(&client, AWS_CM, &aws).await;
+    rolled_out("aws's manager updated and rolled out", |d| {
+        let pod = d.spec.as_ref()?.template.spec.as_ref()?;
+        let mut args = pod.containers.iter().flat_map(|c| c.args.iter().flatten());
+        Some(args.any(|a| a == "--v=4"))
+    })
+    .await;
+
+    let after = plans_of(&installer);
+    assert_aws_alone_planned_again(before, after);
+    let written = writes_of(&env, since, &[CORE_CM, GCP_CM]);
+    assert!(written.is_empty(), "core or gcp written: {written:#?}");
+
+    // A pod label more: what gcp is planned with changed.
+    let (old, new) = (
+        "        control-plane: capa-controller-manager\n    spec:",
+        "        control-plane: capa-controller-manager\n        app.kubernetes.io/part-of: capa\n    spec:",
+    );
+    assert_eq!(aws.matches(old).count(), 1, "aws's pod template labels");
+    put_components(&client, AWS_CM, &aws.replace(old, new)).await;
+    rolled_out("aws's pods labelled and rolled out", |d| {
+        let labels = d
+            .spec
+            .as_ref()?
+            .template
+            .metadata
+            .as_ref()?
+            .labels
+            .as_ref()?;
+        Some(labels.contains_key("app.kubernetes.io/part-of"))
+    })
+    .await;
+    let relabelled = plans_of(&installer);
+    assert!(
+        relabelled.iter().zip(&after).all(|(now, was)| now > was),
+        "every provider planned again: {after:?} → {relabelled:?}"
     );
 }
 

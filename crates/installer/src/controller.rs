@@ -12,9 +12,10 @@
 //!    but for discovery); then reconciled ([`Reconciler::reconcile`] → [`Outcome`], see
 //!    [`crate::reconcile`]) as [`order::admit`] lets it (who waits for whom): core first, then every
 //!    infrastructure provider's chain at once ([`order::chains`]); then each uninstall
-//!    ([`Reconciler::uninstall`]). When only some providers' objects changed since the last pass of
-//!    the same round, only those providers, the ones due and the ones the pass admits otherwise are
-//!    planned and reconciled ([`last_pass`]): a drift is repaired without rendering the others;
+//!    ([`Reconciler::uninstall`]). When only some providers' objects or inputs (a source's payload, a
+//!    rollback request) changed since the last pass of the same round, only those providers, the ones
+//!    due and the ones the pass admits otherwise are planned and reconciled ([`last_pass`]): a drift
+//!    is repaired, or a new payload applied, without rendering the others;
 //! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, each provider's record
 //!    and each `InfrastructureProvider`'s status; written only when they differ from what is stored.
 //!
@@ -67,7 +68,7 @@ use capi_runtime::optional_watch::{OptionalKind, Wake};
 use capi_runtime::trigger::spawn_trigger;
 use capi_status::cluster_api::{self, Recording};
 use capi_status::conditions::{self, Observed, Unselected};
-use last_pass::{Changes, KeptProvider, LastPass, ToKeep};
+use last_pass::{Changes, KeptProvider, LastPass, ProviderInputs, ToKeep};
 
 /// What a reconcile asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,24 +159,22 @@ pub struct Installer {
     /// where a source's payload is decoded.
     catalogs: Arc<Vec<Box<dyn SourceCatalog>>>,
     metrics: Arc<Metrics>,
-    /// Woken by the watches of what a provider's reconcile reads beyond the round (the sources'
-    /// payloads, the revisions' rollback requests): a pass of every provider.
+    /// Woken by the watches of what the round and the providers' inputs are made from (the platform,
+    /// the sources, the rollback requests, the `InfrastructureProvider`s, the inventory's owners,
+    /// `ClusterAPI`, the TLS profile, the policy's extensions): a pass of every provider when the
+    /// round's fingerprint changed, of the providers whose inputs changed when only those did, of
+    /// none when the installer's own writes come back ([`last_pass`]).
     wake: Arc<Notify>,
-    /// Woken by the watches of what the round is made from (the platform, the
-    /// `InfrastructureProvider`s, the inventory's owners, `ClusterAPI`, the TLS profile, the policy's
-    /// extensions): a pass of every provider when the round's fingerprint changed, as when the
-    /// installer's own status writes come back ([`last_pass`]).
-    wake_round: Arc<Notify>,
     /// What was last logged per provider, so that only changes are logged.
     logged: Mutex<Vec<String>>,
     /// The managed objects that changed since the last pass, and whether some changes were lost.
     changed: Mutex<Changes>,
     /// Woken when `changed` grows.
     objects_changed: Notify,
-    /// The last pass: a pass woken only by some providers' objects or timers reconciles those alone
-    /// ([`last_pass`]).
+    /// The last pass: a pass woken only by some providers' objects, inputs or timers reconciles those
+    /// alone ([`last_pass`]).
     last_pass: Mutex<Option<LastPass>>,
-    /// The watches feeding `wake` and `wake_round`; they end with the installer, not with the runtime.
+    /// The watches feeding `wake`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -210,8 +209,6 @@ struct Installed {
     keep: Option<ToKeep>,
 }
 
-/// Which of the installer's wake-ups (their place in the loop's slice) plans every provider.
-const WOKEN_BY_INPUTS: usize = 0;
 /// Gather a burst of events (an apply of 30 objects echoes 30 watch events) into one pass: until they
 /// pause, not for a fixed time (a cold install waits for a gate several times, and each pass started
 /// a fixed 200 ms late).
@@ -224,6 +221,8 @@ const COALESCE: Coalesce = Coalesce {
 struct Provider {
     /// What the planner knew before it was planned.
     planner: PlannerState,
+    /// What it was planned from ([`KeptProvider::inputs`]).
+    inputs: ProviderInputs,
     work: Work,
 }
 
@@ -236,13 +235,14 @@ enum Work {
     /// Planned by this pass: a pass of every provider plans them all before reconciling the first.
     Planned(Result<Prepared, ProviderError>),
     /// Kept from the last pass ([`KeptProvider`]): a limited pass plans it again only if it is
-    /// reconciled, from the planner state kept (or reuses the plan kept for its rollout).
+    /// reconciled, from the planner state kept (or reuses the plan kept for its rollout, or the one
+    /// this pass made because its source changed).
     Kept {
-        /// Its objects changed or its timer is due ([`LastPass::limit`]).
+        /// Its objects or its source changed or its timer is due ([`LastPass::limit`]).
         asked: bool,
         outcome: Outcome,
         due: Option<Instant>,
-        plan: Option<(Target, Prepared)>,
+        plan: Option<(Target, Result<Prepared, ProviderError>)>,
     },
 }
 
@@ -254,6 +254,7 @@ struct AfterPass {
     /// Its kept outcome from the last pass, when a limited pass reconciled it.
     was: Option<Outcome>,
     planner: PlannerState,
+    inputs: ProviderInputs,
     due: Option<Instant>,
     plan: Option<(Target, Prepared)>,
 }
@@ -266,13 +267,13 @@ struct Passes {
 
 impl Pass for Passes {
     async fn pass(&mut self, woken: pace::Woken) -> Duration {
-        // An input's watch or the resync makes a pass of every provider; the round's watches and
-        // managed objects alone may make a pass of their providers; a gate's, a retry's or an
-        // availability's timer is for the providers not settled, which a limited pass reconciles too.
-        let inputs = woken.by(WOKEN_BY_INPUTS) || (woken.timer() && self.next.delay().is_none());
+        // The resync makes a pass of every provider; the watches and managed objects alone may make
+        // a pass of their providers; a gate's, a retry's or an availability's timer is for the
+        // providers not settled, which a limited pass reconciles too.
+        let resync = woken.timer() && self.next.delay().is_none();
         let installer = &self.installer;
         let mut changed = std::mem::take(&mut *installer.changed.lock().expect("changed objects"));
-        changed.inputs |= inputs;
+        changed.everything |= resync;
         self.next = installer.reconcile(changed).await;
         self.next.delay().unwrap_or(installer.config.resync)
     }
@@ -290,8 +291,7 @@ impl Installer {
     /// Sets up the watches; nothing is written until [`Installer::run`].
     pub fn new(client: Client, config: InstallerConfig, metrics: Arc<Metrics>) -> Arc<Self> {
         let wake = Arc::new(Notify::new());
-        let wake_round = Arc::new(Notify::new());
-        let (infrastructure, infrastructure_watch) = watch_infrastructure(&client, &wake_round);
+        let (infrastructure, infrastructure_watch) = watch_infrastructure(&client, &wake);
 
         let watch_configmaps =
             |what, namespace: &str, selector: watcher::Config, wake: &Arc<Notify>| {
@@ -311,7 +311,7 @@ impl Installer {
             "the inventory ConfigMap",
             &config.installer_namespace,
             watcher::Config::default().fields(&format!("metadata.name={INVENTORY_CONFIGMAP}")),
-            &wake_round,
+            &wake,
         );
         // The revisions too: `capi-installer rollback` writes its request there.
         let (revisions, revisions_watch) = watch_configmaps(
@@ -325,14 +325,14 @@ impl Installer {
             &api::resource(),
             watcher::Config::default(),
             "InfrastructureProviders",
-            Wake::OnChange(wake_round.clone()),
+            Wake::OnChange(wake.clone()),
         );
         let (cluster_api, cluster_api_watch) = OptionalKind::start_named(
             client.clone(),
             &unmanaged::cluster_api_resource(),
             unmanaged::CLUSTER_API_NAME,
             "ClusterAPI cluster",
-            Wake::OnChange(wake_round.clone()),
+            Wake::OnChange(wake.clone()),
         );
         let (cluster_operator, cluster_operator_watch) = OptionalKind::start_named(
             client.clone(),
@@ -341,14 +341,14 @@ impl Installer {
             "ClusterOperator cluster-api",
             // What the installer reports on decides nothing, and its updates are the installer's own
             // writes coming back: only its deletion wakes a pass, which creates it again.
-            Wake::OnDeletion(wake_round.clone()),
+            Wake::OnDeletion(wake.clone()),
         );
         let (apiserver, apiserver_watch) = OptionalKind::start_named(
             client.clone(),
             &capi_openshift::resources::api_resource(&APISERVER),
             APISERVER_NAME,
             "APIServer cluster",
-            Wake::OnChange(wake_round.clone()),
+            Wake::OnChange(wake.clone()),
         );
         let (ceiling, ceiling_watch) = {
             let (store, writer) = reflector::store();
@@ -357,14 +357,14 @@ impl Installer {
             let stream = watcher(api, selector).default_backoff().reflect(writer);
             (
                 store,
-                spawn_trigger("the provider RBAC ceiling", stream, wake_round.clone()),
+                spawn_trigger("the provider RBAC ceiling", stream, wake.clone()),
             )
         };
         let (fields, fields_watch) = watch_configmaps(
             "the provider field bound",
             &config.installer_namespace,
             watcher::Config::default().labels(policy::fields::LABEL),
-            &wake_round,
+            &wake,
         );
         let catalogs = Arc::new(catalogs(&config, &configmaps));
 
@@ -391,7 +391,6 @@ impl Installer {
             catalogs,
             metrics,
             wake,
-            wake_round,
             logged: Mutex::default(),
             changed: Mutex::default(),
             objects_changed: Notify::new(),
@@ -427,7 +426,7 @@ impl Installer {
                             changed.objects.insert(key);
                         }
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            changed.inputs = true
+                            changed.everything = true
                         }
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                     }
@@ -464,7 +463,7 @@ impl Installer {
             installer: self.clone(),
             next: Next::Retry(Duration::ZERO),
         };
-        let wakes = [&*self.wake, &*self.wake_round, &self.objects_changed];
+        let wakes = [&*self.wake, &self.objects_changed];
         pace::run(&wakes, COALESCE, shutdown, passes).await;
         tracing::info!("installer stopped");
     }
@@ -820,9 +819,9 @@ impl Installer {
         }
     }
 
-    /// Plans and reconciles the round's providers: every one of them, or only those whose objects
-    /// woke the pass and those due ([`LastPass::limit`]). With the outcomes, what the next pass needs
-    /// to do the same.
+    /// Plans and reconciles the round's providers: every one of them, or only those whose objects or
+    /// sources changed and those due ([`LastPass::limit`]). With the outcomes, what the next pass
+    /// needs to do the same.
     async fn reconcile_round(
         &self,
         round: &Round,
@@ -836,100 +835,144 @@ impl Installer {
             })
             .await
         };
+        let targets = &round.selection.targets;
+        let inputs: Vec<ProviderInputs> =
+            targets.iter().map(|t| self.inputs(&t.source.id)).collect();
         let last = self.last_pass.lock().expect("last pass").take();
         let now = Instant::now();
         let limited = last.and_then(|last| {
-            let only = last.limit(
-                &fingerprint,
-                &round.selection.targets,
-                changes,
-                inventories,
-                now,
-            )?;
+            let only = last.limit(&fingerprint, targets, &inputs, changes, inventories, now)?;
             Some((last, only))
         });
-        let providers: Vec<(Target, Provider)> = match limited {
+        let kept = match limited {
             Some((last, only)) => {
-                tracing::debug!(providers = ?only, "only these providers' objects changed or are due");
-                round
-                    .selection
-                    .targets
-                    .iter()
-                    .cloned()
-                    .zip(last.providers)
-                    .map(|(target, kept)| {
-                        let asked = only.contains(&target.source.id);
-                        let KeptProvider {
-                            planner,
-                            outcome,
-                            due,
-                            plan,
-                            ..
-                        } = kept;
-                        let work = Work::Kept {
-                            asked,
-                            outcome,
-                            due,
-                            plan,
-                        };
-                        (target, Provider { planner, work })
-                    })
-                    .collect()
+                tracing::debug!(providers = ?only, "only these providers' objects or inputs changed or are due");
+                self.kept_providers(round, last, &only, &inputs).await
             }
+            None => None,
+        };
+        let providers = match kept {
+            Some(providers) => providers,
             None => {
                 tracing::debug!(
-                    inputs = changes.inputs,
+                    everything = changes.everything,
                     objects = changes.objects.len(),
                     "a pass of every provider"
                 );
-                let (planners, plans) = self.plan(round).await;
-                planners
-                    .into_iter()
-                    .zip(plans)
-                    .map(|(planner, (target, prepared))| {
-                        let work = Work::Planned(prepared);
-                        (target, Provider { planner, work })
-                    })
-                    .collect()
+                self.plan(round).await
             }
         };
         self.reconcile_providers(providers, round, fingerprint)
             .await
     }
 
-    /// The pure step of a pass, once for every selected provider, in install order: each plan claims
-    /// CRD names and knows the kinds of the providers planned before it, as if they were applied (as
-    /// `render` and `diff` plan), so that no plan waits for another provider's writes. With the plans,
-    /// what the planner knew before each.
-    async fn plan(
+    /// The providers of a limited pass, from the last pass: those in `only` asked for, each whose
+    /// inputs (`inputs`, now) changed planned here, from the planner state kept for it. `None` when such a plan leaves the planner knowing something else than what was kept for
+    /// the next provider (another CRD name claimed, another Secret held…): the plans after it may
+    /// change, so the pass plans every provider.
+    async fn kept_providers(
         &self,
         round: &Round,
-    ) -> (
-        Vec<PlannerState>,
-        Vec<(Target, Result<Prepared, ProviderError>)>,
-    ) {
-        let mut planner = round.planner_ahead();
-        let mut planners = Vec::with_capacity(round.selection.targets.len());
-        let mut plans = Vec::with_capacity(round.selection.targets.len());
-        for target in &round.selection.targets {
-            planners.push(planner.state());
-            plans.push(self.plan_one(&mut planner, target).await);
+        last: LastPass,
+        only: &BTreeSet<SourceId>,
+        inputs: &[ProviderInputs],
+    ) -> Option<Vec<(Target, Provider)>> {
+        let changed = last.inputs_changed(inputs);
+        let mut planned = Vec::with_capacity(last.providers.len());
+        for (i, kept) in last.providers.iter().enumerate() {
+            if !changed.contains(&kept.target.source.id) {
+                planned.push(None);
+                continue;
+            }
+            let mut planner = round.resume(kept.planner.clone());
+            let plan = self
+                .plan_one(&mut planner, &round.selection.targets[i])
+                .await;
+            if let Some(next) = last.providers.get(i + 1)
+                && planner.state() != next.planner
+            {
+                tracing::debug!(provider = %kept.target.source.describe(), "a changed input changed what the providers after it are planned with");
+                return None;
+            }
+            planned.push(Some(plan));
         }
-        (planners, plans)
+        let providers = round
+            .selection
+            .targets
+            .iter()
+            .cloned()
+            .zip(last.providers)
+            .zip(planned)
+            .map(|((target, kept), planned)| {
+                let asked = only.contains(&target.source.id);
+                let KeptProvider {
+                    planner,
+                    inputs,
+                    outcome,
+                    due,
+                    plan,
+                    ..
+                } = kept;
+                let (inputs, plan) = match planned {
+                    Some((target, inputs, prepared)) => (inputs, Some((target, prepared))),
+                    None => (
+                        inputs,
+                        plan.map(|(target, prepared)| (target, Ok(prepared))),
+                    ),
+                };
+                let work = Work::Kept {
+                    asked,
+                    outcome,
+                    due,
+                    plan,
+                };
+                let provider = Provider {
+                    planner,
+                    inputs,
+                    work,
+                };
+                (target, provider)
+            })
+            .collect();
+        Some(providers)
     }
 
-    /// One provider's plan by `planner`, from its source's payload as read now.
+    /// The pure step of a pass, once for every selected provider, in install order: each plan claims
+    /// CRD names and knows the kinds of the providers planned before it, as if they were applied (as
+    /// `render` and `diff` plan), so that no plan waits for another provider's writes. Each with
+    /// what the planner knew before it.
+    async fn plan(&self, round: &Round) -> Vec<(Target, Provider)> {
+        let mut planner = round.planner_ahead();
+        let mut providers = Vec::with_capacity(round.selection.targets.len());
+        for target in &round.selection.targets {
+            let before = planner.state();
+            let (target, inputs, prepared) = self.plan_one(&mut planner, target).await;
+            let provider = Provider {
+                planner: before,
+                inputs,
+                work: Work::Planned(prepared),
+            };
+            providers.push((target, provider));
+        }
+        providers
+    }
+
+    /// One provider's plan by `planner`, from its source's payload as read now, with its inputs read
+    /// before.
     async fn plan_one(
         &self,
         planner: &mut Planner,
         target: &Target,
-    ) -> (Target, Result<Prepared, ProviderError>) {
+    ) -> (Target, ProviderInputs, Result<Prepared, ProviderError>) {
+        // Before the payload: a change in between makes the next pass plan it again, never the
+        // reverse.
+        let inputs = self.inputs(&target.source.id);
         let payload = self.load(&target.source.id).await;
         // The version its source declared when the payload was read: the source may have changed
         // since the round selected it.
         let target = target.as_read(&payload);
         let prepared = self.reconciler.prepare(planner, &target, payload).await;
-        (target, prepared)
+        (target, inputs, prepared)
     }
 
     /// The round's providers reconciled as [`order::chains`] orders them: core's chain, then every
@@ -956,7 +999,7 @@ impl Installer {
         let mut outcomes = Vec::with_capacity(done.len());
         let mut keep = ToKeep::new(fingerprint);
         for (_, after) in done {
-            keep.push(after.planner, after.due, after.plan);
+            keep.push(after.planner, after.inputs, after.due, after.plan);
             outcomes.push(after.outcome);
         }
         (outcomes, keep)
@@ -973,7 +1016,12 @@ impl Installer {
         round: &Round,
     ) -> Vec<(usize, AfterPass)> {
         let mut done: Vec<(usize, AfterPass)> = Vec::with_capacity(chain.len());
-        for (index, (target, Provider { planner, work })) in chain {
+        for (index, (target, provider)) in chain {
+            let Provider {
+                planner,
+                mut inputs,
+                work,
+            } = provider;
             let earlier = || before.iter().copied().chain(done.iter().map(|(_, p)| p));
             let earlier_now: Vec<&Outcome> = earlier().map(|p| &p.outcome).collect();
             let stands = |asked: bool| {
@@ -989,16 +1037,22 @@ impl Installer {
                     outcome,
                     due,
                     plan,
-                } if stands(asked) => (outcome, None, due, plan),
+                } if stands(asked) => {
+                    let plan = plan.and_then(|(target, prepared)| Some((target, prepared.ok()?)));
+                    (outcome, None, due, plan)
+                }
                 work => {
                     let (target, prepared, was) = match work {
                         Work::Planned(prepared) => (target, prepared, None),
                         Work::Kept { outcome, plan, .. } => {
                             let (target, prepared) = match plan {
-                                Some((target, prepared)) => (target, Ok(prepared)),
+                                Some(plan) => plan,
                                 None => {
                                     let mut planner = round.resume(planner.clone());
-                                    self.plan_one(&mut planner, &target).await
+                                    let (target, read, prepared) =
+                                        self.plan_one(&mut planner, &target).await;
+                                    inputs = read;
+                                    (target, prepared)
                                 }
                             };
                             (target, prepared, Some(outcome))
@@ -1021,6 +1075,7 @@ impl Installer {
                 outcome,
                 was,
                 planner,
+                inputs,
                 due,
                 plan,
             };
@@ -1046,6 +1101,15 @@ impl Installer {
                     .reconcile(&target, prepared, round, admit.until())
                     .await
             }
+        }
+    }
+
+    /// What a provider's reconcile reads beyond the round, as it stands now: its source's revision
+    /// ([`SourceCatalog::revision`]) and the rollback request for it.
+    fn inputs(&self, id: &SourceId) -> ProviderInputs {
+        ProviderInputs {
+            source: self.catalogs.iter().find_map(|c| c.revision(id)),
+            rollback: self.reconciler.revisions().request_text(id),
         }
     }
 

@@ -1,6 +1,7 @@
-//! What lets a pass reconcile only the providers whose objects changed (issue 30): a drift of one
-//! provider's object is repaired by planning and reconciling that provider alone, without rendering
-//! or checking the others, whether core is settled or still rolling out.
+//! What lets a pass reconcile only the providers whose objects or inputs changed (issue 30): a drift
+//! of one provider's object is repaired, a new payload in one provider's source or a rollback of one
+//! provider applied, by planning and reconciling that provider alone, without rendering or checking
+//! the others, whether core is settled or still rolling out.
 //!
 //! Planning is a chain — each provider is planned with what the providers before it hold and claim
 //! ([`crate::round::Planner`]) — so planning one provider again needs the planner as it stood before
@@ -8,15 +9,19 @@
 //! context) and its outcome, a settled one as its [`Outcome::settled`] copy ([`LastPass`]): not the
 //! plans of settled providers (keeping those cost megabytes, BENCHMARKS.md).
 //!
-//! A later pass may then be limited ([`LastPass::limit`]) when nothing a provider's reconcile reads
-//! beyond the round woke it ([`Changes::inputs`]: a source, a rollback request, the resync), its round
-//! has the same fingerprint ([`crate::round::fingerprint`]: the platform, the policy, `ClusterAPI`…
-//! are in it), and every changed object is in a provider's inventory: it reconciles the providers of
-//! the changed objects and those due (a gate's or a retry's timer wakes it for them), and a provider
-//! whose admission ([`crate::order::admit`]) the outcomes of this pass change — an infrastructure
-//! provider when core comes to serve, or stops ([`readmitted`]). Anything else is a pass of
-//! every provider. A pass woken only by the installer's own status writes coming back reconciles no
-//! provider at all.
+//! A later pass may then be limited ([`LastPass::limit`]) when it is not the resync and no change was
+//! lost ([`Changes::everything`]), its round has the same fingerprint ([`crate::round::fingerprint`]:
+//! the platform, the policy, `ClusterAPI`, the selected sources and their versions… are in it), and
+//! every changed object is in a provider's inventory: it reconciles the providers of the changed
+//! objects, those whose own inputs changed since they were planned ([`ProviderInputs`]: their
+//! source's payload, a rollback request), those due (a gate's or a retry's timer wakes it for them),
+//! and a provider whose admission ([`crate::order::admit`]) the outcomes of this pass change — an
+//! infrastructure provider when core comes to serve, or stops ([`readmitted`]). A provider whose
+//! inputs changed is planned first, from the planner state kept for it: when the planner then knows
+//! something else than what was kept for the next provider (it claims other CRD names, holds other
+//! Secrets…), the pass plans every provider after all (the installer's `controller`). Anything else
+//! is a pass of every provider. A pass woken only by the installer's own writes coming back (its
+//! status, its revision log) reconciles no provider at all.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -33,11 +38,20 @@ use crate::source::{SourceId, Target};
 /// What changed since the last pass, as the loop was told (for what woke it, see [`capi_runtime::pace::Woken`]).
 #[derive(Debug, Default)]
 pub(crate) struct Changes {
-    /// Something a provider's reconcile reads beyond the round changed (a source's payload, a rollback
-    /// request), a timer fired, or changes were lost: every provider is reconciled.
-    pub(crate) inputs: bool,
+    /// The resync fired, or changes were lost: every provider is reconciled.
+    pub(crate) everything: bool,
     /// Objects the providers applied that changed (a drift, a deletion, a workload's status).
     pub(crate) objects: BTreeSet<ObjectKey>,
+}
+
+/// What a provider's reconcile reads beyond the round, as tokens that change when it does: a pass
+/// that finds other ones than those it was planned from plans it again.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ProviderInputs {
+    /// Its source's revision ([`crate::source::SourceCatalog::revision`]), read before its payload.
+    pub(crate) source: Option<String>,
+    /// The rollback request for it, as written (`capi-installer rollback`).
+    pub(crate) rollback: Option<String>,
 }
 
 /// A timer may wake the loop a little before the instant it was set for; a provider due within this
@@ -49,6 +63,8 @@ pub(crate) struct KeptProvider {
     pub(crate) target: Target,
     /// What the planner knew before this provider was planned.
     pub(crate) planner: PlannerState,
+    /// Its inputs when it was last planned.
+    pub(crate) inputs: ProviderInputs,
     /// Its last outcome: what a pass that does not reconcile it reports. A settled one is its
     /// [`Outcome::settled`] copy; another stands for it only until it is due.
     pub(crate) outcome: Outcome,
@@ -58,8 +74,8 @@ pub(crate) struct KeptProvider {
     pub(crate) due: Option<Instant>,
     /// While it is not settled, the plan a limited pass made of it (with its target as read), for the
     /// next limited passes of its rollout: what it was planned from cannot have changed in between
-    /// (a source or the round changing makes a pass of every provider, which keeps no plan), so it is
-    /// not rendered and checked again at each look. Dropped once it settles: kept plans cost megabytes.
+    /// (its inputs changing make it planned again, the round changing makes a pass of every
+    /// provider, which keeps no plan), so it is not rendered and checked again at each look. Dropped once it settles: kept plans cost megabytes.
     pub(crate) plan: Option<(Target, Prepared)>,
 }
 
@@ -69,6 +85,8 @@ pub(crate) struct ToKeep {
     pub(crate) round: String,
     /// What the planner knew before each provider, in install order.
     pub(crate) planners: Vec<PlannerState>,
+    /// The inputs each one was planned from.
+    pub(crate) inputs: Vec<ProviderInputs>,
     /// When each is due again.
     pub(crate) dues: Vec<Option<Instant>>,
     /// The plan a limited pass made of each (see [`KeptProvider::plan`]).
@@ -81,6 +99,7 @@ impl ToKeep {
         ToKeep {
             round,
             planners: Vec::new(),
+            inputs: Vec::new(),
             dues: Vec::new(),
             plans: Vec::new(),
         }
@@ -90,10 +109,12 @@ impl ToKeep {
     pub(crate) fn push(
         &mut self,
         planner: PlannerState,
+        inputs: ProviderInputs,
         due: Option<Instant>,
         plan: Option<(Target, Prepared)>,
     ) {
         self.planners.push(planner);
+        self.inputs.push(inputs);
         self.dues.push(due);
         self.plans.push(plan);
     }
@@ -128,29 +149,33 @@ pub(crate) struct LastPass {
 
 impl LastPass {
     /// From a pass (`kept`) and its outcomes: `planners[i]` is what the planner knew before
-    /// `outcomes[i]`'s provider was planned, `dues[i]` when that provider is due again, `plans[i]` its
-    /// plan, if the pass kept it. `None` when they do not line up.
+    /// `outcomes[i]`'s provider was planned, `inputs[i]` what it was planned from, `dues[i]` when
+    /// that provider is due again, `plans[i]` its plan, if the pass kept it. `None` when they do not
+    /// line up.
     pub(crate) fn of(kept: ToKeep, outcomes: Vec<Outcome>) -> Option<LastPass> {
         let ToKeep {
             round,
             planners,
+            inputs,
             dues,
             plans,
         } = kept;
         let n = outcomes.len();
-        if planners.len() != n || dues.len() != n || plans.len() != n {
+        if [planners.len(), inputs.len(), dues.len(), plans.len()] != [n; 4] {
             return None;
         }
         let providers: Vec<KeptProvider> = planners
             .into_iter()
+            .zip(inputs)
             .zip(outcomes)
             .zip(dues)
             .zip(plans)
-            .map(|(((planner, outcome), due), plan)| {
+            .map(|((((planner, inputs), outcome), due), plan)| {
                 let settled = outcome.settled();
                 KeptProvider {
                     target: outcome.target.clone(),
                     planner,
+                    inputs,
                     plan: plan.filter(|_| settled.is_none()),
                     outcome: settled.unwrap_or(outcome),
                     due,
@@ -160,16 +185,18 @@ impl LastPass {
         Some(LastPass { round, providers })
     }
 
-    /// The providers a pass needs to reconcile, when it may be limited to some: no input woke it
-    /// ([`Changes::inputs`]), its round (with `fingerprint`, selecting `targets`) is the one this was
-    /// planned from, and each changed object is in the inventory of one of those providers. Then the
-    /// providers of the changed objects, those due by `now`, and each one's chain (the providers with
-    /// its `cluster.x-k8s.io/provider` label: a companion waits for its provider). `None`: every
-    /// provider.
+    /// The providers a pass needs to reconcile, when it may be limited to some: it is not for every
+    /// provider ([`Changes::everything`]), its round (with `fingerprint`, selecting `targets`) is the
+    /// one this was planned from, and each changed object is in the inventory of one of those
+    /// providers. Then the providers of the changed objects, those whose inputs are no longer the
+    /// ones they were planned from (`inputs`: each target's now), those due by `now`, and each one's chain
+    /// (the providers with its `cluster.x-k8s.io/provider` label: a companion waits for its
+    /// provider). `None`: every provider.
     pub(crate) fn limit(
         &self,
         fingerprint: &str,
         targets: &[Target],
+        inputs: &[ProviderInputs],
         changes: &Changes,
         inventories: &[(SourceId, Inventory)],
         now: Instant,
@@ -179,10 +206,10 @@ impl LastPass {
                 .iter()
                 .zip(&self.providers)
                 .all(|(t, p)| t.source.id == p.target.source.id);
-        if changes.inputs || fingerprint != self.round || !same_providers {
+        if changes.everything || fingerprint != self.round || !same_providers {
             return None;
         }
-        let changed = changes
+        let mut changed = changes
             .objects
             .iter()
             .map(|key| {
@@ -195,6 +222,7 @@ impl LastPass {
                     .map(|(id, _)| id.clone())
             })
             .collect::<Option<BTreeSet<SourceId>>>()?;
+        changed.extend(self.inputs_changed(inputs));
         let labels: BTreeSet<&str> = self
             .providers
             .iter()
@@ -211,6 +239,17 @@ impl LastPass {
                 .map(|p| p.target.source.id.clone())
                 .collect(),
         )
+    }
+
+    /// The providers whose inputs now (`inputs`, in install order) are not the ones they were last
+    /// planned from.
+    pub(crate) fn inputs_changed(&self, inputs: &[ProviderInputs]) -> BTreeSet<SourceId> {
+        self.providers
+            .iter()
+            .zip(inputs)
+            .filter(|(p, now)| p.inputs != **now)
+            .map(|(p, _)| p.target.source.id.clone())
+            .collect()
     }
 }
 
@@ -281,13 +320,26 @@ mod tests {
         .state()
     }
 
-    /// What a pass of providers due at `dues` keeps: no plan.
+    /// Inputs of a source at `revision`, without a rollback request.
+    fn at(revision: Option<&str>) -> ProviderInputs {
+        ProviderInputs {
+            source: revision.map(str::to_string),
+            rollback: None,
+        }
+    }
+
+    /// What a pass of providers due at `dues` keeps: no plan, and each one's source at revision "1".
     fn kept(dues: Vec<Option<Instant>>) -> ToKeep {
         let mut keep = ToKeep::new("round".into());
         for due in dues {
-            keep.push(planner(), due, None);
+            keep.push(planner(), at(Some("1")), due, None);
         }
         keep
+    }
+
+    /// `n` providers' inputs as kept.
+    fn unchanged(n: usize) -> Vec<ProviderInputs> {
+        vec![at(Some("1")); n]
     }
 
     #[test]
@@ -306,12 +358,13 @@ mod tests {
             inventory(&targets[0].source.id, &["capi-manager"]),
             inventory(&targets[1].source.id, &["capa-manager"]),
         ];
-        let changes = |objects: &[&str], inputs| Changes {
-            inputs,
+        let changes = |objects: &[&str], everything| Changes {
+            everything,
             objects: objects.iter().map(|k| key(k)).collect(),
         };
         let limit = |changes: &Changes, round: &str, targets: &[Target]| {
-            settled.limit(round, targets, changes, &inventories, now)
+            let revisions = unchanged(targets.len());
+            settled.limit(round, targets, &revisions, changes, &inventories, now)
         };
 
         let aws = changes(&["capa-manager"], false);
@@ -331,7 +384,7 @@ mod tests {
         assert_eq!(
             limit(&changes(&["capa-manager"], true), "round", &targets),
             None,
-            "an input changed"
+            "the resync"
         );
         assert_eq!(limit(&aws, "another round", &targets), None);
         assert_eq!(
@@ -378,10 +431,11 @@ mod tests {
             inventory(&targets[2].source.id, &["capg-manager"]),
         ];
         let timer = Changes::default();
-        let at = |secs: u64| {
+        let at_secs = |secs: u64| {
             settled.limit(
                 "round",
                 &targets,
+                &unchanged(3),
                 &timer,
                 &inventories,
                 t0 + Duration::from_secs(secs),
@@ -390,17 +444,49 @@ mod tests {
         let ids = |i: &[usize]| -> Option<BTreeSet<SourceId>> {
             Some(i.iter().map(|&i| targets[i].source.id.clone()).collect())
         };
-        assert_eq!(at(1), ids(&[]), "nothing due yet");
-        assert_eq!(at(5), ids(&[1]), "aws's gate; gcp not due");
-        assert_eq!(at(40), ids(&[1, 2]), "both due; core never");
+        assert_eq!(at_secs(1), ids(&[]), "nothing due yet");
+        assert_eq!(at_secs(5), ids(&[1]), "aws's gate; gcp not due");
+        assert_eq!(at_secs(40), ids(&[1, 2]), "both due; core never");
         let gcp_changed = Changes {
-            inputs: false,
+            everything: false,
             objects: BTreeSet::from([key("capg-manager")]),
         };
         assert_eq!(
-            settled.limit("round", &targets, &gcp_changed, &inventories, t0),
+            settled.limit(
+                "round",
+                &targets,
+                &unchanged(3),
+                &gcp_changed,
+                &inventories,
+                t0
+            ),
             ids(&[2]),
             "a change of gcp's objects reconciles it before it is due"
+        );
+        let mut gcp_source = unchanged(3);
+        gcp_source[2] = at(Some("2"));
+        assert_eq!(
+            settled.inputs_changed(&gcp_source),
+            BTreeSet::from([targets[2].source.id.clone()])
+        );
+        assert_eq!(
+            settled.limit("round", &targets, &gcp_source, &timer, &inventories, t0),
+            ids(&[2]),
+            "a new revision of gcp's source reconciles it before it is due"
+        );
+        let mut aws_rollback = unchanged(3);
+        aws_rollback[1].rollback = Some("{\"to\": 1}".into());
+        assert_eq!(
+            settled.limit("round", &targets, &aws_rollback, &timer, &inventories, t0),
+            ids(&[1]),
+            "a rollback request for aws reconciles it before it is due"
+        );
+        let mut core_gone = unchanged(3);
+        core_gone[0] = at(None);
+        assert_eq!(
+            settled.limit("round", &targets, &core_gone, &timer, &inventories, t0),
+            ids(&[0]),
+            "a source whose revision cannot be read is not taken as unchanged"
         );
         assert!(
             !settled.providers[2].outcome.serving,

@@ -70,6 +70,16 @@ impl Revisions {
         }
     }
 
+    /// The rollback request for `id` as the watch holds it, unparsed: what tells a pass that it
+    /// changed.
+    pub(crate) fn request_text(&self, id: &SourceId) -> Option<String> {
+        self.live(id)?
+            .data
+            .as_ref()?
+            .get(super::KEY_ROLLBACK)
+            .cloned()
+    }
+
     /// The current revision of `id`, as last recorded.
     pub(crate) fn current(&self, id: &SourceId) -> Option<u32> {
         if let Some(s) = self.memory.lock().expect("revisions").get(id) {

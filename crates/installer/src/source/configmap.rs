@@ -83,6 +83,17 @@ impl SourceCatalog for ConfigMapCatalog {
         value["kind"] = json!("ConfigMap");
         Some(payload(&value))
     }
+
+    fn revision(&self, id: &SourceId) -> Option<String> {
+        let SourceId::ConfigMap(name) = id else {
+            return None;
+        };
+        self.store
+            .get(&reflector::ObjectRef::new(name).within(&self.namespace))?
+            .metadata
+            .resource_version
+            .clone()
+    }
 }
 
 #[cfg(test)]
