@@ -201,6 +201,23 @@ pub fn fingerprint(round: &Round) -> String {
     capi_object::lower_hex(&hashing.0.finalize())
 }
 
+/// [`fingerprint`] of the round but for the selected sources' versions and creation times: those
+/// change only with a source's object, which a caller that keeps what each provider was planned from
+/// (the installer's `controller`: a transport ConfigMap's `resourceVersion`) plans that provider
+/// again for. So a provider's new version leaves the fingerprint as it was, and the plans of the
+/// others stand.
+pub fn fingerprint_but_versions(round: &Round) -> String {
+    let mut round = round.clone();
+    let selection = &mut round.selection;
+    let targets = selection.targets.iter_mut();
+    let refused = selection.refused.iter_mut().map(|r| &mut r.target);
+    for source in targets.chain(refused).map(|t| &mut t.source) {
+        source.version = None;
+        source.created = None;
+    }
+    fingerprint(&round)
+}
+
 /// One provider of [`Round::plan_all`]: its plan, why it has none, or why its payload could not be
 /// read (`Err`).
 pub struct Planned<'r, E> {
@@ -410,5 +427,20 @@ mod tests {
         }
         assert_eq!(first.ctx.parsed.stats().recalled, 1);
         assert_eq!(same, fingerprint(&first), "the parse memo filled");
+    }
+
+    #[test]
+    fn a_sources_version_is_no_part_of_the_fingerprint_but_versions() {
+        let same = fingerprint_but_versions(&round("clusters", "v1.0.0"));
+        assert_eq!(
+            same,
+            fingerprint_but_versions(&round("clusters", "v1.1.0")),
+            "a source's version changed"
+        );
+        assert_ne!(
+            same,
+            fingerprint_but_versions(&round("machines", "v1.0.0")),
+            "a CRD of the cluster changed"
+        );
     }
 }

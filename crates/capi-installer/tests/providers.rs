@@ -335,10 +335,10 @@ async fn a_drift_is_repaired_by_its_provider_alone() {
 }
 
 /// A new payload in one provider's source is planned and applied by that provider alone (issue 30):
-/// with core, aws and gcp installed, aws's transport ConfigMap changes one argument of its manager
-/// (the same version, as a release's rebuild of a provider ships it); aws is planned again and its
-/// Deployment updated, core and gcp are neither planned again nor written (before, a source's change
-/// made a pass of every provider). A payload that changes what the providers after aws are planned
+/// with core, aws and gcp installed, aws's transport ConfigMap comes with a new version that changes
+/// one argument of its manager; aws is planned again, its Deployment updated and its new version
+/// reported, core and gcp are neither planned again nor written (before, a source's change made a pass
+/// of every provider). A payload that changes what the providers after aws are planned
 /// with (its pods' labels, which gcp's Services must not select) makes a pass of every provider.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_change_is_planned_by_its_provider_alone() {
@@ -368,15 +368,26 @@ async fn a_source_change_is_planned_by_its_provider_alone() {
         wait_available(&client, MINUTE).await;
     };
 
+    let put_aws = async |components: &str| {
+        let mut cm = with_components(AWS_CM, components);
+        cm["metadata"]["labels"]["provider.cluster.x-k8s.io/version"] = "v2.10.1".into();
+        put_configmap(&client, &cm).await;
+    };
+
     let (old, new) = ("- --v=${CAPA_LOGLEVEL:=0}", "- --v=${CAPA_LOGLEVEL:=4}");
     let aws = fixture_components(AWS_CM);
     assert_eq!(aws.matches(old).count(), 1, "aws's manager takes --v once");
     let aws = aws.replace(old, new);
-    put_components(&client, AWS_CM, &aws).await;
+    put_aws(&aws).await;
     rolled_out("aws's manager updated and rolled out", |d| {
         let pod = d.spec.as_ref()?.template.spec.as_ref()?;
         let mut args = pod.containers.iter().flat_map(|c| c.args.iter().flatten());
         Some(args.any(|a| a == "--v=4"))
+    })
+    .await;
+    eventually(MINUTE, "aws's new version reported", || async {
+        let available = condition(&co_status(&client).await?, "Available")?;
+        available.message.contains("aws v2.10.1").then_some(())
     })
     .await;
 
@@ -391,7 +402,7 @@ async fn a_source_change_is_planned_by_its_provider_alone() {
         "        control-plane: capa-controller-manager\n        app.kubernetes.io/part-of: capa\n    spec:",
     );
     assert_eq!(aws.matches(old).count(), 1, "aws's pod template labels");
-    put_components(&client, AWS_CM, &aws.replace(old, new)).await;
+    put_aws(&aws.replace(old, new)).await;
     rolled_out("aws's pods labelled and rolled out", |d| {
         let labels = d
             .spec

@@ -831,7 +831,7 @@ impl Installer {
         let fingerprint = {
             let round = round.clone();
             compute::run(&self.metrics, Step::Fingerprint, move || {
-                round::fingerprint(&round)
+                round::fingerprint_but_versions(&round)
             })
             .await
         };

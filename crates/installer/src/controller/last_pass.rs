@@ -10,8 +10,9 @@
 //! plans of settled providers (keeping those cost megabytes, BENCHMARKS.md).
 //!
 //! A later pass may then be limited ([`LastPass::limit`]) when it is not the resync and no change was
-//! lost ([`Changes::everything`]), its round has the same fingerprint ([`crate::round::fingerprint`]:
-//! the platform, the policy, `ClusterAPI`, the selected sources and their versions… are in it), and
+//! lost ([`Changes::everything`]), its round has the same fingerprint
+//! ([`crate::round::fingerprint_but_versions`]: the platform, the policy, `ClusterAPI`, the selected
+//! sources… are in it, not their versions: a new version is a change of the source's object), and
 //! every changed object is in a provider's inventory: it reconciles the providers of the changed
 //! objects, those whose own inputs changed since they were planned ([`ProviderInputs`]: their
 //! source's payload, a rollback request), those due (a gate's or a retry's timer wakes it for them),
