@@ -18,7 +18,8 @@
 //!    - *idle*: its requests during IDLE_SECONDS (default 60) after that, and VmRSS and VmHWM at the end;
 //!    - *ConfigMap edit → applied*: the aws ConfigMap is replaced by an upgrade (a RoleBinding dropped,
 //!      `--v=4` added to the Deployment); from that write until the installer's last write of the change
-//!      (the Deployment patched, the RoleBinding deleted; audit log);
+//!      (the Deployment patched, the RoleBinding deleted; audit log); and the installer's CPU from that
+//!      write until it is quiet again;
 //!    - *drift → repaired*: the aws Deployment is deleted; from the delete until the installer's write
 //!      that creates it again (audit log);
 //! 2. **kubectl**: `kubectl apply --server-side` of the same rendered objects (CRDs first, wait for
@@ -180,6 +181,7 @@ struct InstallerRun {
     drift_repaired: Duration,
     /// The installer's CPU time from just before the deletion until the repair settled (Available
     /// again, then SETTLE), and its requests in that time.
+    edit_cpu: Duration,
     drift_cpu: Duration,
     drift_requests: Requests,
     /// (VmRSS, VmHWM) in KiB at the end of the sequence.
@@ -223,6 +225,7 @@ async fn installer_run(
         Some(NS),
     )
     .await;
+    let edit_cpu_before = process_cpu(pid)?;
     let edit_at = micros_now();
     test_support::put_components(&env.admin, AWS_CM, &upgrade.components).await;
     wait_for("the upgrade applied", || async {
@@ -245,6 +248,7 @@ async fn installer_run(
 
     // Drift → repaired, once the edit's last passes are over (they are the edit's, not the drift's).
     test_support::bench::wait_quiet(pid, Duration::from_secs(30)).await?;
+    let edit_cpu = process_cpu(pid)?.saturating_sub(edit_cpu_before);
     let old_uid = deployments
         .get(&upgrade.deployment)
         .await?
@@ -378,6 +382,7 @@ async fn installer_run(
         edit_applied: since(edit_written, edit_last),
         edit_writes: edit_writes.into_iter().map(describe).collect(),
         drift_repaired: since(deleted, repaired),
+        edit_cpu,
         drift_cpu,
         drift_requests: requests_by_verb(events, ours, drift_at, drift_end),
         memory_end,
@@ -495,6 +500,13 @@ fn print_tables(
         "| ConfigMap edit → applied (aws upgrade: an argument, a RoleBinding dropped) | {} | {} (`kubectl apply` of the upgrade; does not prune) |",
         dur(&|r| r.edit_applied),
         kdur(&|r| r.upgrade_applied)
+    );
+    println!(
+        "| ConfigMap edit: the installer's CPU from the write until quiet | {} | – |",
+        stat(installer.iter().map(|r| r.edit_cpu).collect(), |d| format!(
+            "{} ms",
+            d.as_millis()
+        ))
     );
     println!(
         "| drift → repaired (aws Deployment deleted) | {} | – (nothing watches) |",
