@@ -2,13 +2,15 @@
 //! installed changes nothing (exit 0, with the images from a file or from the installer's ConfigMap);
 //! an upgrade of aws (a changed argument, a dropped RoleBinding, a new CRD version) shows exactly those
 //! changes, field by field — in text, the argument appended inside the long `args` list — and writes
-//! nothing (audit log; exit 1); a bundle the policy refuses is named with its rule.
+//! nothing (audit log; exit 1); a bundle the policy refuses is named with its rule; a grant beyond the
+//! release's RBAC ceiling is refused until the administrator extends the ceiling, as the installer
+//! would judge it.
 
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use capi_installer_controller::user_agent;
+use capi_installer_controller::{policy, user_agent};
 use serde_json::{Value, json};
 use test_support::*;
 
@@ -238,5 +240,60 @@ async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
         aws["objects"],
         json!([]),
         "a refused version changes nothing"
+    );
+
+    // 4. A grant beyond the release's RBAC ceiling: refused; once the administrator extends the
+    // ceiling with that grant (a ClusterRole labelled as the installer reads it), only the new role
+    // would change.
+    let node_proxy = format!(
+        "{}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: capa-node-proxy}}\nrules: [{{apiGroups: [\"\"], resources: [nodes/proxy], verbs: [get]}}]",
+        fixture_components(AWS_CM)
+    );
+    let aws_report = |out: &Output| -> Value {
+        assert_eq!(out.status.code(), Some(1), "{}", text(out));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["provider"] == "aws")
+            .unwrap()
+            .clone()
+    };
+    let configmap = with_components(AWS_CM, &node_proxy);
+    let aws = aws_report(&diff(&env, dir.path(), &configmap, &["--output", "json"]));
+    let refused = aws["refused"].as_array().expect("refused");
+    assert!(
+        refused.iter().any(|r| {
+            let r = r.as_str().unwrap();
+            r.contains("capa-node-proxy") && r.contains("rbac-ceiling")
+        }),
+        "{aws}"
+    );
+    let extension: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {
+            "name": "provider-ceiling-node-proxy",
+            "labels": {policy::ceiling::LABEL: policy::ceiling::CLUSTER},
+        },
+        "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}],
+    }))
+    .unwrap();
+    kube::Api::all(env.admin.clone())
+        .create(&Default::default(), &extension)
+        .await
+        .unwrap();
+    let aws = aws_report(&diff(&env, dir.path(), &configmap, &["--output", "json"]));
+    assert!(aws.get("refused").is_none(), "{aws}");
+    let objects: Vec<(&str, &str)> = aws["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["object"].as_str().unwrap(), o["change"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        objects,
+        [("ClusterRole capa-node-proxy", "created")],
+        "{aws}"
     );
 }

@@ -47,6 +47,7 @@ use crate::compute::{self, Step};
 use crate::config::{InstallerConfig, ProfilesConfig};
 use crate::desired::{self, Desired, Wanted, Wants};
 use crate::error::ProviderError;
+use crate::extensions;
 use crate::history::History;
 use crate::inventory::ProviderRecord;
 use crate::metrics::Metrics;
@@ -732,28 +733,11 @@ impl Installer {
         changes: &Changes,
     ) -> Installed {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
-        let roles: Vec<serde_json::Value> = self
-            .ceiling
-            .state()
-            .iter()
-            .filter_map(|r| serde_json::to_value(r.as_ref()).ok())
-            .collect();
-        let field_data: Vec<serde_json::Value> = self
-            .fields
-            .state()
-            .iter()
-            .filter_map(|c| serde_json::to_value(c.as_ref()).ok())
-            .map(|mut c| {
-                // Items of a list of a built-in kind carry no kind: put it back.
-                c["kind"] = "ConfigMap".into();
-                c
-            })
-            .collect();
-        let (fields, unreadable) = policy::FieldBound::from_configmaps(&field_data);
-        for error in unreadable {
-            // Left out, the extension only makes the bound narrower; the message names the object.
-            tracing::warn!(%error, "provider field data ignored");
-        }
+        let (roles, field_data) = (self.ceiling.state(), self.fields.state());
+        let (ceiling, fields) = extensions::read(
+            roles.iter().map(|r| r.as_ref()),
+            field_data.iter().map(|c| c.as_ref()),
+        );
         let inventories = self.reconciler.inventories().all();
         let owners = inventories.iter().map(|(id, _)| id.clone()).collect();
         let apiserver = self.apiserver.objects().unwrap_or_default();
@@ -766,7 +750,7 @@ impl Installer {
         (ctx.substitutions, ctx.unavailable) =
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
         let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
-            .with_ceiling(&policy::Ceiling::from_roles(&roles))
+            .with_ceiling(&ceiling)
             .with_fields(&fields)
             .with_unmanaged(unmanaged.clone())
             .with_live_crds(self.reconciler.live_crds().await);

@@ -2,14 +2,15 @@
 //!
 //! The same steps as a reconcile ([`crate::reconcile`]), stopped before the first write: the platform
 //! and the providers it needs ([`desired`]), the round of their sources ([`Round::new`]: the transport
-//! ConfigMaps of the cluster, replaced or completed by the ones given), then per provider the round's
-//! planner (render, bundle policy, plan, ahead of the cluster: see [`crate::round`]), the apply
+//! ConfigMaps of the cluster, replaced or completed by the ones given; the bundle policy with the
+//! cluster's extensions of it, [`crate::extensions`]), then per provider the round's planner (render,
+//! bundle policy, plan, ahead of the cluster: see [`crate::round`]), the apply
 //! engine's own decision and server-side dry-run for every object ([`Applier::preview`]) and for prune
 //! ([`capi_apply::prune_dry_run`]).
 //! A provider the installer would refuse (a policy violation, an unsafe CRD change, an object the API
 //! server rejects or that is not ours) is reported with why, and nothing else of it.
 //!
-//! Requests: discovery, a GET per object (there is no watch cache), a dry-run PATCH per object that
+//! Requests: discovery, a LIST of the policy's extensions (ClusterRoles, ConfigMaps), a GET per object (there is no watch cache), a dry-run PATCH per object that
 //! would be written, a GET and a dry-run DELETE per object that would be pruned. Dry-runs are not
 //! writes: the audit log shows none.
 
@@ -22,6 +23,7 @@ use capi_apply::{
 use capi_openshift::resources::{APISERVER, APISERVER_NAME, api_resource};
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::Serialize;
@@ -29,7 +31,7 @@ use serde_json::Value;
 
 use crate::desired::{self, Desired};
 use crate::names::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
-use crate::policy::PolicyConfig;
+use crate::policy::{self, Ceiling, FieldBound, PolicyConfig};
 use crate::prepare::{Prepared, RenderContext};
 use crate::round::{Planner, Round};
 use crate::source::{ProviderSource, SourceId, Target, configmap};
@@ -194,7 +196,10 @@ pub async fn diff(
         policy: config.policy.clone(),
         parsed: Default::default(),
     };
-    let round = Round::new(&wants.providers, &candidates, &owners, &ctx);
+    let (ceiling, fields) = policy_extensions(client, &config.installer_namespace).await?;
+    let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
+        .with_ceiling(&ceiling)
+        .with_fields(&fields);
     let applier = Applier::new(
         client.clone(),
         FIELD_MANAGER,
@@ -290,6 +295,23 @@ async fn owners(
         }
     }
     Ok(owners)
+}
+
+/// The administrator's extensions of the bundle policy the installer judges with
+/// ([`crate::extensions`]): the ceiling's ClusterRoles, the field bound's ConfigMaps.
+async fn policy_extensions(
+    client: &Client,
+    installer_namespace: &str,
+) -> Result<(Ceiling, FieldBound), DiffError> {
+    let roles = Api::<ClusterRole>::all(client.clone())
+        .list(&ListParams::default().labels(policy::ceiling::LABEL))
+        .await
+        .map_err(read_error("the provider RBAC ceiling's ClusterRoles"))?;
+    let configmaps = Api::<ConfigMap>::namespaced(client.clone(), installer_namespace)
+        .list(&ListParams::default().labels(policy::fields::LABEL))
+        .await
+        .map_err(read_error("the provider field bound's ConfigMaps"))?;
+    Ok(crate::extensions::read(&roles.items, &configmaps.items))
 }
 
 async fn discover(client: &Client) -> Result<KindResolver, DiffError> {

@@ -38,6 +38,7 @@ pub use capi_bundle::desired;
 pub mod diff;
 pub(crate) use capi_status::error;
 pub(crate) mod events;
+pub(crate) mod extensions;
 pub(crate) mod history;
 pub mod inventory;
 pub(crate) mod metrics;
