@@ -13,8 +13,9 @@
 //! lost ([`Changes::everything`]), its round has the same fingerprint
 //! ([`crate::round::fingerprint_but_versions`]: the platform, the policy, `ClusterAPI`, the selected
 //! sources… are in it, not their versions: a new version is a change of the source's object), and
-//! every changed object is in a provider's inventory: it reconciles the providers of the changed
-//! objects, those whose own inputs changed since they were planned ([`ProviderInputs`]: their
+//! every changed object is in some source's inventory (one of a source not selected, a provider
+//! being uninstalled, wakes the uninstall and the report alone): it reconciles the providers of the
+//! changed objects, those whose own inputs changed since they were planned ([`ProviderInputs`]: their
 //! source's payload, a rollback request), those due (a gate's or a retry's timer wakes it for them),
 //! and a provider whose admission ([`crate::order::admit`]) the outcomes of this pass change — an
 //! infrastructure provider when core comes to serve, or stops ([`readmitted`]). A provider whose
@@ -188,8 +189,8 @@ impl LastPass {
 
     /// The providers a pass needs to reconcile, when it may be limited to some: it is not for every
     /// provider ([`Changes::everything`]), its round (with `fingerprint`, selecting `targets`) is the
-    /// one this was planned from, and each changed object is in the inventory of one of those
-    /// providers. Then the providers of the changed objects, those whose inputs are no longer the
+    /// one this was planned from, and each changed object is in some source's inventory (of those
+    /// providers, or of a source not selected: a provider being uninstalled). Then the providers of the changed objects, those whose inputs are no longer the
     /// ones they were planned from (`inputs`: each target's now), those due by `now`, and each one's chain
     /// (the providers with its `cluster.x-k8s.io/provider` label: a companion waits for its
     /// provider). `None`: every provider.
@@ -210,19 +211,23 @@ impl LastPass {
         if changes.everything || fingerprint != self.round || !same_providers {
             return None;
         }
-        let mut changed = changes
-            .objects
-            .iter()
-            .map(|key| {
-                inventories
-                    .iter()
-                    .find(|(id, inventory)| {
-                        inventory.entries.contains_key(key)
-                            && self.providers.iter().any(|p| p.target.source.id == *id)
-                    })
-                    .map(|(id, _)| id.clone())
-            })
-            .collect::<Option<BTreeSet<SourceId>>>()?;
+        let mut changed = BTreeSet::new();
+        for key in &changes.objects {
+            let mut holders = inventories
+                .iter()
+                .filter(|(_, inventory)| inventory.entries.contains_key(key))
+                .map(|(id, _)| id)
+                .peekable();
+            // An object no inventory holds: nobody knows what it changes.
+            holders.peek()?;
+            // One of a source not selected (a provider being uninstalled, one left behind) is for
+            // the uninstall and the report, which every pass makes.
+            changed.extend(
+                holders
+                    .filter(|id| self.providers.iter().any(|p| p.target.source.id == **id))
+                    .cloned(),
+            );
+        }
         changed.extend(self.inputs_changed(inputs));
         let labels: BTreeSet<&str> = self
             .providers
@@ -396,7 +401,27 @@ mod tests {
         assert_eq!(
             limit(&changes(&["nobody's"], false), "round", &targets),
             None,
-            "an object of no provider"
+            "an object of no inventory"
+        );
+        let gcp = target("gcp", ProviderType::Infrastructure);
+        let uninstalling = [
+            inventories.clone(),
+            vec![inventory(&gcp.source.id, &["capg-manager"])],
+        ]
+        .concat();
+        let revisions = unchanged(targets.len());
+        let gcp_deleted = changes(&["capg-manager", "capa-manager"], false);
+        assert_eq!(
+            settled.limit(
+                "round",
+                &targets,
+                &revisions,
+                &gcp_deleted,
+                &uninstalling,
+                now
+            ),
+            Some(BTreeSet::from([targets[1].source.id.clone()])),
+            "an object of a source not selected (being uninstalled) asks for no provider"
         );
     }
 
