@@ -177,11 +177,12 @@ struct InstallerRun {
     /// The ConfigMap write until the installer's last write of the change.
     edit_applied: Duration,
     edit_writes: Vec<String>,
+    /// The installer's CPU time from just before the ConfigMap write until it is quiet again.
+    edit_cpu: Duration,
     /// The Deployment's deletion until the installer's write that creates it again.
     drift_repaired: Duration,
     /// The installer's CPU time from just before the deletion until the repair settled (Available
     /// again, then SETTLE), and its requests in that time.
-    edit_cpu: Duration,
     drift_cpu: Duration,
     drift_requests: Requests,
     /// (VmRSS, VmHWM) in KiB at the end of the sequence.

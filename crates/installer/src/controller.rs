@@ -294,32 +294,28 @@ impl Installer {
         let wake = Arc::new(Notify::new());
         let (infrastructure, infrastructure_watch) = watch_infrastructure(&client, &wake);
 
-        let watch_configmaps =
-            |what, namespace: &str, selector: watcher::Config, wake: &Arc<Notify>| {
-                let (store, writer) = reflector::store();
-                let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-                let stream = watcher(api, selector).default_backoff().reflect(writer);
-                (store, spawn_trigger(what, stream, wake.clone()))
-            };
+        let watch_configmaps = |what, namespace: &str, selector: watcher::Config| {
+            let (store, writer) = reflector::store();
+            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+            let stream = watcher(api, selector).default_backoff().reflect(writer);
+            (store, spawn_trigger(what, stream, wake.clone()))
+        };
         let (configmaps, configmaps_watch) = watch_configmaps(
             "transport ConfigMaps",
             &config.namespace,
             watcher::Config::default().labels(configmap::SELECTOR),
-            &wake,
         );
         // The inventory is watched too: deleted or edited, it is repaired at once.
         let (inventory, inventory_watch) = watch_configmaps(
             "the inventory ConfigMap",
             &config.installer_namespace,
             watcher::Config::default().fields(&format!("metadata.name={INVENTORY_CONFIGMAP}")),
-            &wake,
         );
         // The revisions too: `capi-installer rollback` writes its request there.
         let (revisions, revisions_watch) = watch_configmaps(
             "the revisions ConfigMaps",
             &config.installer_namespace,
             watcher::Config::default().labels(revision::LABEL),
-            &wake,
         );
         let (infrastructure_providers, providers_watch) = OptionalKind::start(
             client.clone(),
@@ -365,7 +361,6 @@ impl Installer {
             "the provider field bound",
             &config.installer_namespace,
             watcher::Config::default().labels(policy::fields::LABEL),
-            &wake,
         );
         let catalogs = Arc::new(catalogs(&config, &configmaps));
 
@@ -851,9 +846,10 @@ impl Installer {
     }
 
     /// The providers of a limited pass, from the last pass: those in `only` asked for, each whose
-    /// inputs (`inputs`, now) changed planned here, from the planner state kept for it. `None` when such a plan leaves the planner knowing something else than what was kept for
-    /// the next provider (another CRD name claimed, another Secret held…): the plans after it may
-    /// change, so the pass plans every provider.
+    /// inputs (`inputs`, now) changed planned here, from the planner state kept for it. `None` when
+    /// such a plan leaves the planner knowing something else than what was kept for the next
+    /// provider (another CRD name claimed, another Secret held…): the plans after it may change, so
+    /// the pass plans every provider.
     async fn kept_providers(
         &self,
         round: &Round,

@@ -4,14 +4,14 @@
 //! and the providers it needs ([`desired`]), the round of their sources ([`Round::new`]: the transport
 //! ConfigMaps of the cluster, replaced or completed by the ones given; the bundle policy with the
 //! cluster's extensions of it, [`crate::extensions`]), then per provider the round's planner (render,
-//! bundle policy, plan, ahead of the cluster: see [`crate::round`]), the apply
-//! engine's own decision and server-side dry-run for every object ([`Applier::preview`]) and for prune
+//! bundle policy, plan, ahead of the cluster: see [`crate::round`]), the apply engine's own decision and server-side dry-run for every object ([`Applier::preview`]) and for prune
 //! ([`capi_apply::prune_dry_run`]).
 //! A provider the installer would refuse (a policy violation, an unsafe CRD change, an object the API
 //! server rejects or that is not ours) is reported with why, and nothing else of it.
 //!
-//! Requests: discovery, a LIST of the policy's extensions (ClusterRoles, ConfigMaps), a GET per object (there is no watch cache), a dry-run PATCH per object that
-//! would be written, a GET and a dry-run DELETE per object that would be pruned. Dry-runs are not
+//! Requests: discovery, a LIST of the policy's extensions (ClusterRoles, ConfigMaps), a GET per object
+//! (there is no watch cache), a dry-run PATCH per object that would be written, a GET and a dry-run
+//! DELETE per object that would be pruned. Dry-runs are not
 //! writes: the audit log shows none.
 
 use std::collections::BTreeSet;

@@ -72,10 +72,7 @@ impl SourceCatalog for ConfigMapCatalog {
         let SourceId::ConfigMap(name) = id else {
             return None;
         };
-        let cm = self
-            .store
-            .get(&reflector::ObjectRef::new(name).within(&self.namespace));
-        let Some(cm) = cm else {
+        let Some(cm) = self.named(name) else {
             return Some(Err(SourceError::Gone { id: id.clone() }));
         };
         let mut value = serde_json::to_value(&*cm).expect("a ConfigMap serializes");
@@ -88,11 +85,15 @@ impl SourceCatalog for ConfigMapCatalog {
         let SourceId::ConfigMap(name) = id else {
             return None;
         };
+        self.named(name)?.metadata.resource_version.clone()
+    }
+}
+
+impl ConfigMapCatalog {
+    /// The ConfigMap `name` of the installer's namespace, as the watch cache holds it.
+    fn named(&self, name: &str) -> Option<std::sync::Arc<ConfigMap>> {
         self.store
-            .get(&reflector::ObjectRef::new(name).within(&self.namespace))?
-            .metadata
-            .resource_version
-            .clone()
+            .get(&reflector::ObjectRef::new(name).within(&self.namespace))
     }
 }
 
