@@ -11,6 +11,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use crate::crd_safety::{self, CrdProblem};
 use crate::drift::{self, desired_hash, projection_hash};
 use crate::fight::{self, Fights};
+use crate::inventory::Inventory;
 use crate::key::{ObjectKey, api_for};
 use crate::ownership::{Ownership, OwnershipPolicy};
 use crate::plan::{Plan, PlannedObject, PlannedPhase};
@@ -39,7 +40,7 @@ pub struct ApplyOutcome {
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error(
-        "{key} exists and is not ours: managed by [{}] without label and without adopt annotation; not touching it",
+        "{key} exists and the installer did not create it: this provider's inventory does not hold it; written by [{}]; not touching it",
         .managers.join(", ")
     )]
     Conflict {
@@ -60,14 +61,13 @@ pub enum ApplyError {
         ours: String,
         others: Vec<String>,
     },
-    /// An adoption the bound on taking over forbids ([`crate::ownership::adoption_refusal`]).
-    #[error("{key} exists without our label and is not adopted: {reason}; not touching it")]
+    /// An adoption the bound on taking over forbids ([`OwnershipPolicy::check`]).
+    #[error(
+        "{key} exists, the installer did not create it, and it is not adopted: {reason}; not touching it"
+    )]
     AdoptionRefused { key: ObjectKey, reason: String },
     #[error("{key} is being deleted; apply again once it is gone")]
     Terminating { key: ObjectKey },
-    /// One of our objects that another of our owners holds (see [`OwnershipPolicy::owner_label`]).
-    #[error("{key} belongs to {owner}; not taking it over")]
-    OwnedByOther { key: ObjectKey, owner: String },
     #[error("apply {key}: {source}")]
     Api {
         key: ObjectKey,
@@ -110,7 +110,6 @@ impl ApplyError {
             | ApplyError::AdoptionRefused { key, .. }
             | ApplyError::WriteFight { key, .. }
             | ApplyError::Terminating { key }
-            | ApplyError::OwnedByOther { key, .. }
             | ApplyError::Api { key, .. }
             | ApplyError::UnsafeCrdChange { key, .. }
             | ApplyError::DryRun { key, .. }
@@ -243,8 +242,8 @@ impl Applier {
 
     /// Reads live objects the caller does not pass from `cache` (built for this applier, see
     /// [`LiveCache::new`]): an object its synced watch does not have does not exist, and is created
-    /// without a GET; one it has without our label goes through the ownership decision on its slim
-    /// copy. Only when the cache cannot tell (kind not watched yet, not synced, or an object we wrote
+    /// without a GET; one it has goes through the ownership decision (the owner's record, and for an
+    /// adoption the slim copy's labels and field managers). Only when the cache cannot tell (kind not watched yet, not synced, or an object we wrote
     /// moments ago that the watch has not shown yet) is the object read.
     pub fn with_cache(mut self, cache: LiveCache) -> Self {
         self.cache = Some(cache);
@@ -398,15 +397,17 @@ impl Applier {
 
     /// Applies one object. `live` is the cached live object, if the caller has one; `None` makes the
     /// applier GET it (a cache filtered by our label cannot see objects that are not ours yet, and an
-    /// apply must never take one over blindly).
+    /// apply must never take one over blindly). `record` is the owner's inventory: an existing object
+    /// it does not hold is written only if it may be adopted ([`OwnershipPolicy::check`]).
     pub async fn apply(
         &self,
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
+        record: &Inventory,
     ) -> Result<ApplyOutcome, ApplyError> {
         let key = &planned.key;
         let desired = self.desired(planned);
-        let (action, existing) = match self.decide(planned, &desired, live).await? {
+        let (action, existing) = match self.decide(planned, &desired, live, record).await? {
             Decision::Unchanged(object) => {
                 return Ok(ApplyOutcome {
                     key: key.clone(),
@@ -531,8 +532,9 @@ impl Applier {
         &self,
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
+        record: &Inventory,
     ) -> Result<ApplyAction, ApplyError> {
-        self.check(planned, live, true, &accept)
+        self.check(planned, live, record, true, &accept)
             .await
             .map(|p| p.action)
     }
@@ -543,8 +545,9 @@ impl Applier {
         &self,
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
+        record: &Inventory,
     ) -> Result<Preview, ApplyError> {
-        self.check(planned, live, false, &accept).await
+        self.check(planned, live, record, false, &accept).await
     }
 
     /// `judge` sees what the dry-run returned; a refusal is remembered as no pass, so the same request
@@ -553,12 +556,13 @@ impl Applier {
         &self,
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
+        record: &Inventory,
         remembered: bool,
         judge: &Judge<'_>,
     ) -> Result<Preview, ApplyError> {
         let key = &planned.key;
         let desired = self.desired(planned);
-        let (action, live) = match self.decide(planned, &desired, live).await? {
+        let (action, live) = match self.decide(planned, &desired, live, record).await? {
             Decision::Unchanged(live) => {
                 return Ok(Preview {
                     action: ApplyAction::Unchanged,
@@ -725,6 +729,7 @@ impl Applier {
         &self,
         objects: I,
         live: F,
+        record: &Inventory,
         judge: &Judge<'_>,
     ) -> Vec<ApplyError>
     where
@@ -732,7 +737,7 @@ impl Applier {
         F: Fn(&ObjectKey) -> Option<L>,
         L: std::ops::Deref<Target = DynamicObject>,
     {
-        self.dry_run_each(objects, live, judge)
+        self.dry_run_each(objects, live, record, judge)
             .await
             .into_iter()
             .filter_map(|(_, r)| r.err())
@@ -745,6 +750,7 @@ impl Applier {
         &self,
         objects: I,
         live: F,
+        record: &Inventory,
         judge: &Judge<'_>,
     ) -> Vec<(ObjectKey, Result<ApplyAction, ApplyError>)>
     where
@@ -760,7 +766,7 @@ impl Applier {
                 let cached = live(&planned.key);
                 async move {
                     let result = self
-                        .check(planned, cached.as_deref(), true, judge)
+                        .check(planned, cached.as_deref(), record, true, judge)
                         .await
                         .map(|p| p.action);
                     (planned.key.clone(), result)
@@ -780,6 +786,7 @@ impl Applier {
         planned: &PlannedObject,
         desired: &DynamicObject,
         live: Option<&DynamicObject>,
+        record: &Inventory,
     ) -> Result<Decision, ApplyError> {
         let key = &planned.key;
         let lookup = match (live, &self.cache) {
@@ -803,59 +810,37 @@ impl Applier {
             if existing.metadata.deletion_timestamp.is_some() {
                 return Err(ApplyError::Terminating { key: key.clone() });
             }
-            let ownership = self.ownership.check(existing, &self.field_manager);
-            // The refusal's reason, if adopting is refused (an error is built at the call).
-            let refusal = |take_over: bool, managers: &[String]| {
-                crate::ownership::adoption_refusal(
-                    &self.ownership,
-                    key,
-                    existing,
-                    self.ownership.owner_of(desired),
-                    take_over,
-                    managers,
-                )
-            };
-            let refused = |reason: String| ApplyError::AdoptionRefused {
-                key: key.clone(),
-                reason,
-            };
+            let ownership = self.ownership.check(
+                key,
+                existing,
+                record.recorded(key),
+                planned.take_over,
+                self.ownership.owner_of(desired),
+            );
             let action = match ownership {
-                Ownership::Foreign { managers } if planned.take_over => {
-                    match refusal(true, &managers) {
-                        None => ApplyAction::Adopted,
-                        Some(reason) => return Err(refused(reason)),
-                    }
-                }
                 Ownership::Foreign { managers } => {
                     return Err(ApplyError::Conflict {
                         key: key.clone(),
                         managers,
                     });
                 }
-                Ownership::Adoptable => match refusal(false, &[]) {
-                    None => ApplyAction::Adopted,
-                    Some(reason) => return Err(refused(reason)),
-                },
-                Ownership::Owned => {
-                    if let Some(owner) = self.ownership.owner_of(existing)
-                        && self.ownership.owner_of(desired) != Some(owner)
-                    {
-                        return Err(ApplyError::OwnedByOther {
-                            key: key.clone(),
-                            owner: owner.to_string(),
-                        });
-                    }
-                    match self.verdict(key, desired, existing) {
-                        Verdict::Unchanged => return Ok(Decision::Unchanged(existing.clone())),
-                        Verdict::Changed => ApplyAction::Configured,
-                        Verdict::Unknown if !read => {
-                            read = true;
-                            live = self.read(planned).await?;
-                            continue;
-                        }
-                        Verdict::Unknown => ApplyAction::Configured,
-                    }
+                Ownership::Refused { reason } => {
+                    return Err(ApplyError::AdoptionRefused {
+                        key: key.clone(),
+                        reason,
+                    });
                 }
+                Ownership::Adoptable => ApplyAction::Adopted,
+                Ownership::Owned => match self.verdict(key, desired, existing) {
+                    Verdict::Unchanged => return Ok(Decision::Unchanged(existing.clone())),
+                    Verdict::Changed => ApplyAction::Configured,
+                    Verdict::Unknown if !read => {
+                        read = true;
+                        live = self.read(planned).await?;
+                        continue;
+                    }
+                    Verdict::Unknown => ApplyAction::Configured,
+                },
             };
             return Ok(Decision::Write { action, live });
         }
@@ -882,7 +867,12 @@ impl Applier {
     /// Kinds go in the phase's order (a Namespace before what it holds); the objects of one kind are
     /// applied concurrently ([`CONCURRENCY`]), as nothing orders them. `live` looks objects up in the
     /// caller's cache.
-    pub async fn apply_phase<F, L>(&self, phase: &PlannedPhase, live: F) -> PhaseOutcome
+    pub async fn apply_phase<F, L>(
+        &self,
+        phase: &PlannedPhase,
+        live: F,
+        record: &Inventory,
+    ) -> PhaseOutcome
     where
         F: Fn(&ObjectKey) -> Option<L>,
         L: std::ops::Deref<Target = DynamicObject>,
@@ -893,7 +883,7 @@ impl Applier {
                 .iter()
                 .map(|planned| {
                     let cached = live(&planned.key);
-                    async move { self.apply(planned, cached.as_deref()).await }
+                    async move { self.apply(planned, cached.as_deref(), record).await }
                 })
                 .collect();
             let results: Vec<_> = futures::stream::iter(writes)
@@ -992,16 +982,13 @@ pub(crate) fn is_stamped(
 
 impl LiveCache {
     /// A cache for `applier`: its ownership label says what is ours, its field manager whose fields the
-    /// drift digest covers, and its annotations (desired hash, adopt) are kept. Built here, where the
+    /// drift digest covers, and its desired-hash annotation is kept. Built here, where the
     /// applier is known: the cache itself knows only the ownership policy.
     pub fn new(client: Client, applier: &Applier, namespaces: Namespaces) -> Self {
         let ownership = applier.ownership().clone();
         let slimmer = slim::Slimmer {
             field_manager: applier.field_manager().to_owned(),
-            annotations: vec![
-                applier.hash_annotation().to_owned(),
-                ownership.adopt_annotation.clone(),
-            ],
+            annotations: vec![applier.hash_annotation().to_owned()],
         };
         LiveCache::with(client, namespaces, slimmer, ownership)
     }

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use crate::apply::stamp;
 use crate::drift::{desired_hash, is_subset, needs_apply, normalize, project, projection_hash};
-use crate::ownership::{Ownership, OwnershipPolicy};
+use crate::ownership::OwnershipPolicy;
 use crate::testutil::obj;
 
 const HASH: &str = "example.io/desired-hash";
@@ -269,92 +269,6 @@ fn project_follows_the_desired_shape() {
 }
 
 #[test]
-fn ownership_decisions() {
-    let p = policy();
-    let with = |labels: &str, annotations: &str, managers: &[&str]| {
-        let mf: Vec<String> = managers
-            .iter()
-            .map(|m| format!("{{manager: {m}, operation: Update}}"))
-            .collect();
-        obj(&format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c, namespace: ns, labels: {{{labels}}}, annotations: {{{annotations}}}, managedFields: [{}]}}\n",
-            mf.join(", ")
-        ))
-    };
-    assert_eq!(
-        p.check(
-            &with(
-                "app.kubernetes.io/managed-by: capi-installer",
-                "",
-                &["someone"]
-            ),
-            "capi-installer"
-        ),
-        Ownership::Owned
-    );
-    assert_eq!(
-        p.check(
-            &with("app.kubernetes.io/managed-by: helm", "", &["helm"]),
-            "capi-installer"
-        ),
-        Ownership::Foreign {
-            managers: vec!["helm".into()]
-        }
-    );
-    assert_eq!(
-        p.check(
-            &with("", "", &["cluster-version-operator"]),
-            "capi-installer"
-        ),
-        Ownership::Adoptable
-    );
-    assert_eq!(
-        p.check(
-            &with("", "", &["cluster-version-operator", "capi-installer"]),
-            "capi-installer"
-        ),
-        Ownership::Adoptable
-    );
-    assert_eq!(
-        p.check(
-            &with("", "", &["cluster-version-operator", "kubectl-edit"]),
-            "capi-installer"
-        ),
-        Ownership::Foreign {
-            managers: vec!["cluster-version-operator".into(), "kubectl-edit".into()]
-        }
-    );
-    assert_eq!(
-        p.check(
-            &with(
-                "",
-                "capi-installer.openshift.io/adopt: 'true'",
-                &["kubectl-edit"]
-            ),
-            "capi-installer"
-        ),
-        Ownership::Adoptable
-    );
-    assert_eq!(
-        p.check(
-            &with(
-                "",
-                "capi-installer.openshift.io/adopt: 'false'",
-                &["kubectl-edit"]
-            ),
-            "capi-installer"
-        ),
-        Ownership::Foreign {
-            managers: vec!["kubectl-edit".into()]
-        }
-    );
-    assert_eq!(
-        p.check(&with("", "", &[]), "capi-installer"),
-        Ownership::Foreign { managers: vec![] }
-    );
-}
-
-#[test]
 fn secret_string_data_is_folded_into_data() {
     let s = obj(
         "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {a: eA==, b: eA==}\nstringData: {b: hello, c: world}\n",
@@ -369,28 +283,6 @@ fn secret_string_data_is_folded_into_data() {
         "apiVersion: example.io/v1\nkind: Thing\nmetadata: {name: t}\nstringData: {b: hello}\n",
     );
     assert_eq!(normalize(&other)["stringData"], json!({"b": "hello"}));
-}
-
-#[test]
-fn status_writers_do_not_make_an_object_foreign() {
-    // A CRD applied by the release payload: the API server writes its status (acceptedNames,
-    // conditions) as manager kube-apiserver on the status subresource. That must not block adoption.
-    let crd = obj(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.example.com, managedFields: [\
-         {manager: cluster-version-operator, operation: Apply}, \
-         {manager: kube-apiserver, operation: Update, subresource: status}]}\n",
-    );
-    assert_eq!(policy().check(&crd, "capi-installer"), Ownership::Adoptable);
-    // The same writer on the main resource does own fields: foreign.
-    let edited = obj(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.example.com, managedFields: [\
-         {manager: cluster-version-operator, operation: Apply}, \
-         {manager: kube-apiserver, operation: Update}]}\n",
-    );
-    assert!(matches!(
-        policy().check(&edited, "capi-installer"),
-        Ownership::Foreign { .. }
-    ));
 }
 
 /// A Deployment as the API server returns it after our apply: our fields (an arg list, a keyed

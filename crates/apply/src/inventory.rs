@@ -8,6 +8,7 @@ use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use serde::{Deserialize, Serialize};
 
 use crate::key::ObjectKey;
+use crate::ownership::Recorded;
 use crate::plan::{Phase, Plan};
 use crate::prune::PruneTarget;
 use crate::resolve::KindResolver;
@@ -112,6 +113,16 @@ impl Inventory {
 
     pub fn contains(&self, key: &ObjectKey) -> bool {
         self.entries.contains_key(key)
+    }
+
+    /// What this record says of `key`: what the owner may write is decided by it
+    /// ([`crate::OwnershipPolicy::check`]).
+    pub fn recorded(&self, key: &ObjectKey) -> Recorded {
+        match (self.contains(key), self.is_adopted(key)) {
+            (false, _) => Recorded::No,
+            (true, true) => Recorded::Adopted,
+            (true, false) => Recorded::Created,
+        }
     }
 
     /// `self − new`: what this inventory has and `new` does not, in prune order (reverse phase order,

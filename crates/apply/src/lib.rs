@@ -22,14 +22,15 @@
 //! let resolver = KindResolver::discover(&client).await?;
 //! let plan = plan(objects, &resolver)?;                   // PlanErrors: nothing is written
 //! let (now, later) = plan.split_by_served(&resolver);
-//! let errors = applier.dry_run_all(now, |k| cache.get(k), &judge).await; // any error: nothing is written
+//! let old = store.load(owner).await?;                      // the owner's record decides ownership
+//! let errors = applier.dry_run_all(now, |k| cache.get(k), &old, &judge).await; // any error: nothing is written
+//! let mut new = Inventory::from_plan(owner, &plan);       // the intent, saved before the first write
+//! store.save(&union(&old, &new)).await?;
 //! for p in &plan.phases {
-//!     let out = applier.apply_phase(p, |k| cache.get(k)).await;   // 0 requests when unchanged
+//!     let out = applier.apply_phase(p, |k| cache.get(k), &new).await; // 0 requests when unchanged
 //!     if gated(p.phase) { wait_ready(&client, &p.wait_targets(), timeout, interval).await? }
 //!     for (r, namespaced) in p.resources() { cache.ensure_watched(&r, namespaced) }
 //! }
-//! let mut new = Inventory::from_plan(owner, &plan);
-//! let old = store.load(owner).await?;
 //! let report = prune(&client, old.prune_targets(&new, &resolver), applier.ownership()).await;
 //! new.retain_from(&old, report.retry_keys());            // kept CRDs and failures are retried
 //! store.save(&new).await?;                               // written only when it changed
@@ -65,18 +66,29 @@
 //! for plan errors. [`plan()`] reports every problem of a set at once ([`PlanErrors`]).
 //!
 //! # Ownership
-//! 1. Every object we apply carries the ownership label ([`OwnershipPolicy::label_key`]); that label
-//!    is what "ours" means, for apply, for the watch cache and for prune.
-//! 2. An existing object without the label is adopted (action [`ApplyAction::Adopted`]) only if every
-//!    field manager in its managedFields is in [`OwnershipPolicy::adoptable_managers`] (or is our own
-//!    field manager), or it carries the adopt annotation with value `"true"`.
-//! 3. Otherwise apply fails with [`ApplyError::Conflict`] naming the managers, and writes nothing.
-//! 4. The cache sees every object of a watched kind, ours or not: one it has without our label goes
-//!    through rule 2 on its slim copy, one its synced watch does not have does not exist. When it
-//!    cannot tell (kind not watched or not synced yet, or our own write not seen yet), the object is
-//!    read with a GET before any write: a cache miss never turns into a silent take-over.
-//! 5. Prune deletes only objects that still carry the label, with a UID precondition; a CRD with
-//!    instances is never deleted (reported and retried).
+//! 1. What an owner may write is decided by its own record, its [`Inventory`] (which only we write),
+//!    never by what the live object says of itself: its name, labels and field managers are written
+//!    by whoever writes it. Every write takes the owner's record ([`Applier::apply`]'s `record`).
+//! 2. An object that does not exist is created. An existing one that the record holds (created, or
+//!    adopted) is updated. An existing one it does not hold is adopted (action
+//!    [`ApplyAction::Adopted`]) only when the caller's plan asks for it ([`PlannedObject::take_over`])
+//!    and it is as the release applied it (its spec written by [`OwnershipPolicy::adoptable_managers`]
+//!    or a retired installer alone), or when a retired installer wrote it
+//!    ([`OwnershipPolicy::retired_managers`]); never a built-in object nor one carrying another
+//!    owner's label ([`OwnershipPolicy::check`]).
+//! 3. Otherwise apply fails with [`ApplyError::Conflict`] (or [`ApplyError::AdoptionRefused`]) naming
+//!    the object and its writers, and writes nothing. A caller records what it is about to create, and
+//!    what the check found it adopts, before the first write: an interrupted apply leaves nothing its
+//!    record does not hold.
+//! 4. Every object we apply carries the ownership label ([`OwnershipPolicy::selector`]): the watches
+//!    and prune find our writes by it. The cache sees every object of a watched kind, ours or not; one
+//!    its synced watch does not have does not exist. When it cannot tell (kind not watched or not
+//!    synced yet, or our own write not seen yet), the object is read with a GET before any write: a
+//!    cache miss never turns into a silent take-over.
+//! 5. Prune deletes only what the record holds as created and still carries the label and the owner's
+//!    value of the owner label, with a UID precondition; an adopted object is released (our marks and
+//!    field ownership removed), never deleted; a CRD with instances is never deleted (reported and
+//!    retried).
 //!
 //! Apart from normalization ([`drift::normalize`]: server-set metadata and `status` dropped, a
 //! Secret's `stringData` folded into `data`) the engine never strips or special-cases fields: a caller
@@ -113,7 +125,7 @@ pub use crd_safety::CrdProblem;
 pub use drift::needs_apply;
 pub use inventory::{Inventory, InventoryError, InventoryStore};
 pub use key::{ObjectKey, key_of};
-pub use ownership::{DEFAULT_ADOPT_ANNOTATION, Ownership, OwnershipPolicy};
+pub use ownership::{Ownership, OwnershipPolicy, Recorded};
 pub use plan::{Phase, Plan, PlanError, PlanErrors, PlanInput, PlannedObject, PlannedPhase, plan};
 pub use prune::{KeepReason, PruneReport, PruneTarget, prune, prune_dry_run};
 pub use readiness::{Availability, Readiness, availability, readiness};

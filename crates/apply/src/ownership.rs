@@ -1,5 +1,7 @@
-//! What "ours" means, and who may be taken over (see the crate docs, "Ownership"): the one policy
-//! apply, the watch cache and prune all decide by.
+//! Who owns an object, and who may be taken over (see the crate docs, "Ownership"): the one policy
+//! apply, the watch cache and prune all decide by. Ownership is read from the owner's own record (its
+//! inventory, which only we write), never from what the live object says of itself: its name, labels
+//! and field managers are written by whoever writes the object.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,22 +13,19 @@ use crate::key::ObjectKey;
 /// (the applier stamps it, a release removes it), so it lives with the ownership rules.
 pub const DEFAULT_HASH_ANNOTATION: &str = "capi-installer.openshift.io/desired-hash";
 
-/// Default annotation with which an administrator allows adoption of an existing object.
-pub const DEFAULT_ADOPT_ANNOTATION: &str = "capi-installer.openshift.io/adopt";
-
 /// Who may be taken over. See the crate docs, "Ownership".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnershipPolicy {
-    /// Label stamped on every object we apply; its presence (with this value) means "ours".
+    /// Label stamped on every object we apply. It marks our writes for the watches and for prune; it
+    /// never decides an object is ours to write (anyone can set a label): the owner's record does.
     pub(crate) label_key: String,
     pub(crate) label_value: String,
-    /// Field managers whose objects we may adopt (e.g. `cluster-version-operator`, `kubectl`).
+    /// Field managers that apply the release itself (e.g. `cluster-version-operator`): an object only
+    /// they wrote is "as the release ships it", the one kind an owner's `take_over` may adopt.
     pub adoptable_managers: BTreeSet<String>,
-    /// An annotation with value `"true"` on an existing object allows adopting it regardless of managers.
-    pub(crate) adopt_annotation: String,
     /// A label naming which of our owners (e.g. which provider) holds each of our objects. With it, an
-    /// object of ours that carries another owner's value is neither taken over by apply nor deleted by
-    /// prune: one owner per object.
+    /// object that carries another owner's value is never adopted, and prune deletes only objects that
+    /// carry the pruned owner's value: one owner per object.
     pub owner_label: Option<String>,
     /// Field managers that only fill in fields derived from other objects: they never own an object,
     /// so they never make one foreign (default [`DERIVING_MANAGERS`]).
@@ -42,13 +41,36 @@ pub struct OwnershipPolicy {
 /// selects (the installer leaves those rules out of what it applies).
 pub(crate) const DERIVING_MANAGERS: &[&str] = &["clusterrole-aggregation-controller"];
 
+/// What the owner's record (its [`crate::Inventory`]) says of an object before a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// We created it for this owner: ours to update and, once dropped, to delete.
+    Created,
+    /// We adopted it for this owner: ours to update; released as found, never deleted.
+    Adopted,
+    /// Not this owner's: an existing object is written only if it may be adopted now.
+    No,
+}
+
+/// The decision for an existing object that we are about to apply ([`OwnershipPolicy::check`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ownership {
+    /// The owner's record holds it, and it carries our label: ours to update.
+    Owned,
+    /// Taken now: an adoption the record holds whose first write is this one, or one `check` allows.
+    Adoptable,
+    /// Not the owner's, and not to be adopted: `managers` wrote it.
+    Foreign { managers: Vec<String> },
+    /// Asked to be taken over (`take_over`), or another owner's, and not to be: why.
+    Refused { reason: String },
+}
+
 impl OwnershipPolicy {
     pub fn new(label_key: impl Into<String>, label_value: impl Into<String>) -> Self {
         OwnershipPolicy {
             label_key: label_key.into(),
             label_value: label_value.into(),
             adoptable_managers: BTreeSet::new(),
-            adopt_annotation: DEFAULT_ADOPT_ANNOTATION.to_owned(),
             owner_label: None,
             deriving_managers: DERIVING_MANAGERS.iter().map(|m| m.to_string()).collect(),
             retired_managers: BTreeSet::new(),
@@ -78,6 +100,7 @@ impl OwnershipPolicy {
         obj.metadata.labels.as_ref()?.get(key).map(String::as_str)
     }
 
+    /// See [`OwnershipPolicy::adoptable_managers`].
     pub fn adoptable<I, S>(mut self, managers: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -93,7 +116,8 @@ impl OwnershipPolicy {
         format!("{}={}", self.label_key, self.label_value)
     }
 
-    /// Whether `obj` carries our ownership label.
+    /// Whether `obj` carries our ownership label: one of our writes (the watches and prune go by it;
+    /// whether we may write it is [`Self::check`]'s).
     pub fn owns(&self, obj: &DynamicObject) -> bool {
         obj.metadata
             .labels
@@ -102,37 +126,71 @@ impl OwnershipPolicy {
             .is_some_and(|v| *v == self.label_value)
     }
 
-    /// The decision for an existing object that we are about to apply. `our_manager` (the applier's
-    /// own field manager) always counts as adoptable: it only appears on objects we wrote before.
-    pub fn check(&self, live: &DynamicObject, our_manager: &str) -> Ownership {
-        if self.owns(live) {
-            return Ownership::Owned;
+    /// The decision for `live`, an existing object at `key` that an owner is about to apply, from what
+    /// the owner's record says of it. Recorded, it is the owner's (an adoption recorded but not yet
+    /// written is taken now). Not recorded, it is never written, whoever manages it, except:
+    /// - `take_over` (the owner's manifest asks for it, and its policy allowed that for this object):
+    ///   adopted when the live object is as the release ships it, written by the release's own
+    ///   managers ([`Self::adoptable_managers`]) or by a retired installer, and by nobody else;
+    /// - an object of a retired installer ([`Self::retired_managers`]: the same providers' objects,
+    ///   taken over on purpose), written by nobody else.
+    ///
+    /// Never a built-in object ([`built_in`]) nor one carrying another owner's label. `desired_owner` is
+    /// the owner label value our object would carry.
+    pub fn check(
+        &self,
+        key: &ObjectKey,
+        live: &DynamicObject,
+        recorded: Recorded,
+        take_over: bool,
+        desired_owner: Option<&str>,
+    ) -> Ownership {
+        match recorded {
+            Recorded::Created => return Ownership::Owned,
+            Recorded::Adopted if self.owns(live) => return Ownership::Owned,
+            Recorded::Adopted => return Ownership::Adoptable,
+            Recorded::No => {}
         }
-        let annotated = live
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(&self.adopt_annotation))
-            .is_some_and(|v| v == "true");
+        if let Some(why) = built_in(key, live.metadata.labels.as_ref()) {
+            return Ownership::Refused {
+                reason: format!("{why} is never adopted"),
+            };
+        }
+        if let Some(theirs) = self.owner_of(live)
+            && Some(theirs) != desired_owner
+        {
+            let label = self.owner_label.as_deref().unwrap_or_default();
+            return Ownership::Refused {
+                reason: format!("another owner's object ({label}={theirs}) is never adopted"),
+            };
+        }
         let managers: Vec<String> = spec_managers(live)
             .into_iter()
             .filter(|m| !self.deriving_managers.contains(m))
             .collect();
-        let foreign: Vec<String> = managers
+        let released =
+            |m: &String| self.adoptable_managers.contains(m) || self.retired_managers.contains(m);
+        // An object without any managedFields tells nothing of who wrote it: never as released.
+        let as_released = !managers.is_empty() && managers.iter().all(released);
+        let retired = managers.iter().any(|m| self.retired_managers.contains(m));
+        if as_released && (take_over || retired) {
+            return Ownership::Adoptable;
+        }
+        if !take_over {
+            return Ownership::Foreign { managers };
+        }
+        let release: Vec<&str> = self
+            .adoptable_managers
             .iter()
-            .filter(|m| {
-                *m != our_manager
-                    && !self.adoptable_managers.contains(*m)
-                    && !self.retired_managers.contains(*m)
-            })
-            .cloned()
+            .chain(&self.retired_managers)
+            .map(String::as_str)
             .collect();
-        // An object without any managedFields tells us nothing about its owner: not adoptable by the
-        // manager rule, only by the explicit annotation.
-        if annotated || (!managers.is_empty() && foreign.is_empty()) {
-            Ownership::Adoptable
-        } else {
-            Ownership::Foreign { managers }
+        Ownership::Refused {
+            reason: format!(
+                "adopt-existing takes over only an object as the release applied it (written by [{}] alone); this one is written by [{}]",
+                release.join(", "),
+                managers.join(", ")
+            ),
         }
     }
 }
@@ -180,54 +238,6 @@ pub fn built_in(key: &ObjectKey, labels: Option<&BTreeMap<String, String>>) -> O
         })
 }
 
-/// Why an adoption of `live` is refused, or `None`: the bound on taking over objects that exist
-/// without our label. `desired_owner` is the owner label value our object would carry, and
-/// `take_over` whether the bundle asks to take it over whoever manages it (the reference's
-/// `adopt-existing: always`); `managers` are its field managers. Never a built-in object
-/// ([`built_in`]) nor another owner's (its owner label); and a take-over beyond the adoptable
-/// managers only of a CRD (a provider's own, the reference's one use of it) or of an object an earlier
-/// version of the same owner installed (it carries that owner's label).
-pub fn adoption_refusal(
-    policy: &OwnershipPolicy,
-    key: &ObjectKey,
-    live: &DynamicObject,
-    desired_owner: Option<&str>,
-    take_over: bool,
-    managers: &[String],
-) -> Option<String> {
-    if let Some(why) = built_in(key, live.metadata.labels.as_ref()) {
-        return Some(format!("{why} is never adopted"));
-    }
-    let theirs = policy.owner_of(live);
-    if let Some(theirs) = theirs
-        && Some(theirs) != desired_owner
-    {
-        let key = policy.owner_label.as_deref().unwrap_or_default();
-        return Some(format!(
-            "another owner's object ({key}={theirs}) is never adopted"
-        ));
-    }
-    if !take_over {
-        return None;
-    }
-    let crd = key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition";
-    if crd || (theirs.is_some() && theirs == desired_owner) {
-        return None;
-    }
-    Some(format!(
-        "adopt-existing takes over only a provider's own CRDs and objects an earlier version of it installed (its owner label); this one is written by [{}]",
-        managers.join(", ")
-    ))
-}
-
-/// Outcome of [`OwnershipPolicy::check`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ownership {
-    Owned,
-    Adoptable,
-    Foreign { managers: Vec<String> },
-}
-
 /// Distinct field managers in `managedFields`, sorted.
 pub fn field_managers(obj: &DynamicObject) -> Vec<String> {
     let set: BTreeSet<String> = obj
@@ -267,15 +277,80 @@ mod tests {
     fn policy() -> OwnershipPolicy {
         OwnershipPolicy::new("app.kubernetes.io/managed-by", "capi-installer")
             .owner_label("cluster.x-k8s.io/provider")
+            .adoptable(["cluster-version-operator"])
+    }
+
+    /// A ConfigMap with `labels` (inline YAML) whose spec fields `managers` wrote.
+    fn written_by(labels: &str, managers: &[&str]) -> (ObjectKey, DynamicObject) {
+        let mf: Vec<String> = managers
+            .iter()
+            .map(|m| format!("{{manager: {m}, operation: Update}}"))
+            .collect();
+        live(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c, namespace: ns, labels: {{{labels}}}, managedFields: [{}]}}\n",
+            mf.join(", ")
+        ))
+    }
+
+    const AWS: Option<&str> = Some("infrastructure-aws");
+
+    /// The record decides: a recorded object is the owner's whoever wrote it last; an unrecorded one is
+    /// never written on the strength of what it says of itself (our label, our manager's name, the
+    /// release's manager, an annotation).
+    #[test]
+    fn the_owners_record_decides_never_the_live_object() {
+        let p = policy();
+        let (key, ours) = written_by("app.kubernetes.io/managed-by: capi-installer", &["someone"]);
+        assert_eq!(
+            p.check(&key, &ours, Recorded::Created, false, AWS),
+            Ownership::Owned
+        );
+        assert_eq!(
+            p.check(&key, &ours, Recorded::Adopted, false, AWS),
+            Ownership::Owned
+        );
+        // An adoption recorded before its first write: taken now.
+        let (_, cvo) = written_by("", &["cluster-version-operator"]);
+        assert_eq!(
+            p.check(&key, &cvo, Recorded::Adopted, false, AWS),
+            Ownership::Adoptable
+        );
+        for (labels, managers) in [
+            (
+                "app.kubernetes.io/managed-by: capi-installer",
+                vec!["capi-installer"],
+            ),
+            (
+                "app.kubernetes.io/managed-by: capi-installer, cluster.x-k8s.io/provider: infrastructure-aws",
+                vec!["capi-installer"],
+            ),
+            ("", vec!["cluster-version-operator"]),
+            ("", vec!["cluster-version-operator", "capi-installer"]),
+            ("", vec!["helm"]),
+        ] {
+            let (key, o) = written_by(labels, &managers);
+            let mut managers: Vec<String> = managers.iter().map(|m| m.to_string()).collect();
+            managers.sort();
+            assert_eq!(
+                p.check(&key, &o, Recorded::No, false, AWS),
+                Ownership::Foreign { managers },
+                "{labels} {o:?}"
+            );
+        }
+        // Nothing in managedFields tells nothing: not even a take-over.
+        let (key, bare) = written_by("", &[]);
+        assert!(matches!(
+            p.check(&key, &bare, Recorded::No, true, AWS),
+            Ownership::Refused { .. }
+        ));
     }
 
     #[test]
     fn built_in_and_other_owners_objects_are_never_adopted() {
         let p = policy();
-        let aws = Some("infrastructure-aws");
         for (yaml, expect) in [
             (
-                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: 'system:public-info-viewer', labels: {kubernetes.io/bootstrapping: rbac-defaults}}\n",
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: 'system:public-info-viewer', labels: {kubernetes.io/bootstrapping: rbac-defaults}, managedFields: [{manager: cluster-version-operator, operation: Update}]}\n",
                 "the system: prefix",
             ),
             (
@@ -287,40 +362,67 @@ mod tests {
                 "ConfigMap kube-root-ca.crt",
             ),
             (
-                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gcpclusters.infrastructure.cluster.x-k8s.io, labels: {cluster.x-k8s.io/provider: infrastructure-gcp}}\n",
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gcpclusters.infrastructure.cluster.x-k8s.io, labels: {cluster.x-k8s.io/provider: infrastructure-gcp}, managedFields: [{manager: cluster-version-operator, operation: Update}]}\n",
                 "another owner's object (cluster.x-k8s.io/provider=infrastructure-gcp)",
             ),
         ] {
             let (key, o) = live(yaml);
-            for take_over in [true, false] {
-                let why = adoption_refusal(&p, &key, &o, aws, take_over, &[])
-                    .unwrap_or_else(|| panic!("{key} adopted"));
-                assert!(why.contains(expect), "{why}");
+            match p.check(&key, &o, Recorded::No, true, AWS) {
+                Ownership::Refused { reason } => assert!(reason.contains(expect), "{reason}"),
+                other => panic!("{key}: {other:?}"),
             }
         }
     }
 
+    /// `take_over` adopts only what the release's managers (or a retired installer) wrote alone;
+    /// status writers and deriving managers do not count; a retired installer's object is adopted
+    /// without it.
     #[test]
-    fn adopt_existing_takes_over_only_own_crds_and_earlier_versions_objects() {
-        let p = policy();
-        let aws = Some("infrastructure-aws");
-        let kcm = ["kube-controller-manager".to_string()];
-        let (crd, o) = live(
-            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: ipaddresses.ipam.cluster.x-k8s.io}\n",
+    fn a_take_over_adopts_only_an_object_as_the_release_applied_it() {
+        let p = policy().retire(["cluster-capi-operator"]);
+        let crd = |managers: &str| {
+            live(&format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: ipaddresses.ipam.cluster.x-k8s.io, managedFields: [{managers}]}}\n"
+            ))
+        };
+        let (key, released) = crd(
+            "{manager: cluster-version-operator, operation: Apply}, {manager: kube-apiserver, operation: Update, subresource: status}",
         );
-        assert_eq!(adoption_refusal(&p, &crd, &o, aws, true, &kcm), None);
-        let (key, o) = live(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: capa-controller-manager, namespace: ns, labels: {cluster.x-k8s.io/provider: infrastructure-aws}}\n",
+        assert_eq!(
+            p.check(&key, &released, Recorded::No, true, AWS),
+            Ownership::Adoptable
         );
-        assert_eq!(adoption_refusal(&p, &key, &o, aws, true, &kcm), None);
-        let (key, o) =
-            live("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ns}\n");
-        let why = adoption_refusal(&p, &key, &o, aws, true, &kcm).unwrap();
-        assert!(
-            why.contains("written by [kube-controller-manager]"),
-            "{why}"
+        // Without take_over, the release's object stays the release's.
+        assert!(matches!(
+            p.check(&key, &released, Recorded::No, false, AWS),
+            Ownership::Foreign { .. }
+        ));
+        let (_, edited) = crd(
+            "{manager: cluster-version-operator, operation: Apply}, {manager: kube-apiserver, operation: Update}",
         );
-        // Without adopt-existing, the manager rules decide (this object's managers are adoptable).
-        assert_eq!(adoption_refusal(&p, &key, &o, aws, false, &[]), None);
+        match p.check(&key, &edited, Recorded::No, true, AWS) {
+            Ownership::Refused { reason } => assert!(
+                reason.contains("written by [cluster-version-operator, kube-apiserver]"),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let (_, aggregated) = crd(
+            "{manager: cluster-version-operator, operation: Apply}, {manager: clusterrole-aggregation-controller, operation: Update}",
+        );
+        assert_eq!(
+            p.check(&key, &aggregated, Recorded::No, true, AWS),
+            Ownership::Adoptable
+        );
+        let (_, reference) = crd("{manager: cluster-capi-operator, operation: Apply}");
+        assert_eq!(
+            p.check(&key, &reference, Recorded::No, false, AWS),
+            Ownership::Adoptable
+        );
+        let (_, admins) = crd("{manager: kubectl, operation: Apply}");
+        assert!(matches!(
+            p.check(&key, &admins, Recorded::No, true, AWS),
+            Ownership::Refused { .. }
+        ));
     }
 }

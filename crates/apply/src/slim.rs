@@ -6,7 +6,7 @@
 //!
 //! | who | reads |
 //! |---|---|
-//! | ownership ([`crate::OwnershipPolicy::check`]) | labels, the adopt annotation, field managers (names, operation, subresource), `deletionTimestamp` |
+//! | ownership ([`crate::OwnershipPolicy::check`]) | labels, field managers (names, operation, subresource), `deletionTimestamp` (the owner's record is the caller's) |
 //! | drift ([`crate::Applier`]) | the desired-hash annotation, `resourceVersion`, the digest of our managed fields ([`drift::managed_digest`]) |
 //! | readiness ([`crate::readiness()`]) | `generation`, [`readiness::READS`] of the kind |
 //! | CRD safety and prune ([`crate::crd_safety`]) | [`crd_safety::READS`], each version's name, `served` and `storage` |
@@ -31,7 +31,7 @@ pub(crate) const SLIM_KEY: &str = "capi-apply.openshift.io/slim";
 pub(crate) struct Slimmer {
     /// Our field manager: the digest covers the fields it owns.
     pub field_manager: String,
-    /// Annotations worth keeping (the desired hash, the adopt annotation); labels are kept whole.
+    /// Annotations worth keeping (the desired hash); labels are kept whole.
     pub annotations: Vec<String>,
 }
 

@@ -75,7 +75,7 @@ pub enum Namespaces {
 pub enum Lookup {
     /// It exists and carries our ownership label (the slim copy).
     Ours(Arc<DynamicObject>),
-    /// It exists without our label (the slim copy: labels, adopt annotation, field managers).
+    /// It exists without our label (the slim copy: labels, field managers).
     NotOurs(Arc<DynamicObject>),
     /// Its kind is watched there, the watch has listed, and it does not exist.
     Absent,
@@ -357,21 +357,15 @@ impl LiveCache {
 struct Seen {
     uid: Option<String>,
     resource_version: Option<String>,
-    /// Ours, or marked for adoption: its changes may change what we do.
+    /// Carries our label: its changes may change what we do.
     relevant: bool,
 }
 
 fn seen(obj: &DynamicObject, ownership: &OwnershipPolicy) -> Seen {
-    let adopt = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(&ownership.adopt_annotation))
-        .is_some_and(|v| v == "true");
     Seen {
         uid: obj.metadata.uid.clone(),
         resource_version: obj.metadata.resource_version.clone(),
-        relevant: ownership.owns(obj) || adopt,
+        relevant: ownership.owns(obj),
     }
 }
 

@@ -51,7 +51,7 @@ async fn every_failure_is_found_before_the_first_write() {
     )
     .await;
     applier
-        .apply(ns.objects().next().unwrap(), None)
+        .apply(ns.objects().next().unwrap(), None, &recorded(&ns))
         .await
         .unwrap();
 
@@ -68,7 +68,12 @@ async fn every_failure_is_found_before_the_first_write() {
     assert!(later.is_empty());
     let mark = cp.audit_events().unwrap().len();
     let errors = applier
-        .dry_run_all(now, |_| None::<Box<DynamicObject>>, &|_, _| Ok(()))
+        .dry_run_all(
+            now,
+            |_| None::<Box<DynamicObject>>,
+            &recorded(&plan),
+            &|_, _| Ok(()),
+        )
         .await;
     assert_eq!(errors.len(), 1, "{errors:?}");
     match &errors[0] {
@@ -107,18 +112,24 @@ async fn every_failure_is_found_before_the_first_write() {
     let good = bad.replace("Not_A_DNS_Label", "manager");
     let plan = plan_of(&client, &good).await;
     let errors = applier
-        .dry_run_all(plan.objects(), |_| None::<Box<DynamicObject>>, &|_, _| {
-            Ok(())
-        })
+        .dry_run_all(
+            plan.objects(),
+            |_| None::<Box<DynamicObject>>,
+            &recorded(&plan),
+            &|_, _| Ok(()),
+        )
         .await;
     assert!(errors.is_empty(), "{errors:?}");
     // What passed is not asked again while the request and the live object are the same (a reconcile
     // that waits for a gate checks the rest of its version on every pass).
     let mark = cp.audit_events().unwrap().len();
     let errors = applier
-        .dry_run_all(plan.objects(), |_| None::<Box<DynamicObject>>, &|_, _| {
-            Ok(())
-        })
+        .dry_run_all(
+            plan.objects(),
+            |_| None::<Box<DynamicObject>>,
+            &recorded(&plan),
+            &|_, _| Ok(()),
+        )
         .await;
     assert!(errors.is_empty(), "{errors:?}");
     let again: Vec<_> = cp.audit_events().unwrap()[mark..]
@@ -129,7 +140,7 @@ async fn every_failure_is_found_before_the_first_write() {
     assert!(again.is_empty(), "{again:?}");
     let mut applied = Vec::new();
     for o in plan.objects() {
-        applied.push(applier.apply(o, None).await.unwrap());
+        applied.push(applier.apply(o, None, &recorded(&plan)).await.unwrap());
     }
     wait_established(&crds, "widgets.test.cluster.x-k8s.io").await;
     let mark = cp.audit_events().unwrap().len();
@@ -138,7 +149,12 @@ async fn every_failure_is_found_before_the_first_write() {
         .map(|o| (o.key.clone(), Box::new(o.object.clone())))
         .collect();
     let errors = applier
-        .dry_run_all(plan.objects(), |k| by_key.get(k).cloned(), &|_, _| Ok(()))
+        .dry_run_all(
+            plan.objects(),
+            |k| by_key.get(k).cloned(),
+            &recorded(&plan),
+            &|_, _| Ok(()),
+        )
         .await;
     assert!(errors.is_empty(), "{errors:?}");
     let ours: Vec<_> = cp.audit_events().unwrap()[mark..]
@@ -202,7 +218,7 @@ async fn every_failure_is_found_before_the_first_write() {
     for (what, desired, want) in cases {
         let plan = plan_of(&client, &desired).await;
         let o = plan.objects().next().unwrap();
-        match applier.dry_run(o, Some(&live)).await {
+        match applier.dry_run(o, Some(&live), &recorded(&plan)).await {
             Err(ApplyError::UnsafeCrdChange { key, problems }) => {
                 assert_eq!(key.name, "widgets.test.cluster.x-k8s.io", "{what}");
                 assert_eq!(problems, want, "{what}");
@@ -221,7 +237,11 @@ async fn every_failure_is_found_before_the_first_write() {
     let plan = plan_of(&client, &more).await;
     assert_eq!(
         applier
-            .dry_run(plan.objects().next().unwrap(), Some(&live))
+            .dry_run(
+                plan.objects().next().unwrap(),
+                Some(&live),
+                &recorded(&plan)
+            )
             .await
             .unwrap(),
         ApplyAction::Configured
@@ -269,7 +289,9 @@ async fn every_failure_is_found_before_the_first_write() {
     )
     .await;
     assert!(matches!(
-        applier.dry_run(plan.objects().next().unwrap(), None).await,
+        applier
+            .dry_run(plan.objects().next().unwrap(), None, &unrecorded())
+            .await,
         Err(ApplyError::Conflict { .. })
     ));
 }
@@ -310,7 +332,7 @@ async fn the_judge_decides_on_the_stored_object() {
     )
     .await;
     applier
-        .apply(ns.objects().next().unwrap(), None)
+        .apply(ns.objects().next().unwrap(), None, &recorded(&ns))
         .await
         .unwrap();
     let yaml = format!(
@@ -332,7 +354,12 @@ async fn the_judge_decides_on_the_stored_object() {
     for attempt in 0..2 {
         let mark = cp.audit_events().unwrap().len();
         let errors = applier
-            .dry_run_all(plan.objects(), |_| None::<Box<DynamicObject>>, &judge)
+            .dry_run_all(
+                plan.objects(),
+                |_| None::<Box<DynamicObject>>,
+                &recorded(&plan),
+                &judge,
+            )
             .await;
         assert_eq!(errors.len(), 1, "attempt {attempt}: {errors:?}");
         match &errors[0] {

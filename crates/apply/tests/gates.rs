@@ -37,7 +37,11 @@ async fn refused_crd_names_fail_the_gate_before_the_timeout() {
     let first = plan_of(&client, &crd("widgets.example.io", "widgets")).await;
     let phase = first.phase(Phase::CustomResourceDefinitions).unwrap();
     let out = applier
-        .apply_phase(phase, |_| None::<std::sync::Arc<DynamicObject>>)
+        .apply_phase(
+            phase,
+            |_| None::<std::sync::Arc<DynamicObject>>,
+            &recorded(&first),
+        )
         .await;
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     wait_ready(
@@ -52,7 +56,11 @@ async fn refused_crd_names_fail_the_gate_before_the_timeout() {
     let second = plan_of(&client, &crd("gadgets.example.io", "gadgets")).await;
     let phase = second.phase(Phase::CustomResourceDefinitions).unwrap();
     let out = applier
-        .apply_phase(phase, |_| None::<std::sync::Arc<DynamicObject>>)
+        .apply_phase(
+            phase,
+            |_| None::<std::sync::Arc<DynamicObject>>,
+            &recorded(&second),
+        )
         .await;
     assert!(out.errors.is_empty(), "{:?}", out.errors);
 

@@ -136,7 +136,11 @@ async fn apply_steady_state_drift_and_prune() {
     for phase in &plan.phases {
         // First install: no cache yet, the applier reads what it needs.
         let out = applier
-            .apply_phase(phase, |_| None::<std::sync::Arc<DynamicObject>>)
+            .apply_phase(
+                phase,
+                |_| None::<std::sync::Arc<DynamicObject>>,
+                &recorded(&plan),
+            )
             .await;
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         first.extend(out.outcomes.iter().map(|o| (o.key.to_string(), o.action)));
@@ -197,7 +201,9 @@ async fn apply_steady_state_drift_and_prune() {
     settle(&cache, &plan).await;
     let mark = cp.audit_events().unwrap().len();
     for phase in &plan.phases {
-        let out = applier.apply_phase(phase, |k| cache.get(k)).await;
+        let out = applier
+            .apply_phase(phase, |k| cache.get(k), &recorded(&plan))
+            .await;
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         for o in &out.outcomes {
             assert_eq!(o.action, ApplyAction::Unchanged, "{}", o.key);
@@ -218,7 +224,9 @@ async fn apply_steady_state_drift_and_prune() {
     let mark = cp.audit_events().unwrap().len();
     let mut rewritten = Vec::new();
     for phase in &plan.phases {
-        let out = restarted.apply_phase(phase, |k| cache.get(k)).await;
+        let out = restarted
+            .apply_phase(phase, |k| cache.get(k), &recorded(&plan))
+            .await;
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         rewritten.extend(
             out.outcomes
@@ -271,7 +279,7 @@ async fn apply_steady_state_drift_and_prune() {
     .await
     .expect("cache sees the caBundle's write");
     let out = applier
-        .apply(&changed, Some(&cached))
+        .apply(&changed, Some(&cached), &recorded(&plan))
         .await
         .expect("re-apply");
     assert_eq!(out.action, ApplyAction::Configured);
@@ -331,7 +339,10 @@ async fn apply_steady_state_drift_and_prune() {
     .await
     .expect("still cached");
     assert!(applier.needs_apply(cm, Some(&drifted)));
-    let out = applier.apply(cm, Some(&drifted)).await.unwrap();
+    let out = applier
+        .apply(cm, Some(&drifted), &recorded(&plan))
+        .await
+        .unwrap();
     assert_eq!(out.action, ApplyAction::Configured);
     assert_eq!(
         cm_api.get("settings").await.unwrap().data["data"]["level"],
@@ -350,7 +361,7 @@ async fn apply_steady_state_drift_and_prune() {
     .await;
     assert!(gone.is_some(), "cache still has the deleted Deployment");
     let out = applier
-        .apply(dep, cache.get(&dep.key).as_deref())
+        .apply(dep, cache.get(&dep.key).as_deref(), &recorded(&plan))
         .await
         .unwrap();
     assert_eq!(out.action, ApplyAction::Created);
@@ -361,7 +372,7 @@ async fn apply_steady_state_drift_and_prune() {
     let cached = common::applier(&client).with_cache(cache.clone());
     let back = eventually(Duration::from_secs(10), || cache.get(&dep.key)).await;
     assert!(back.is_some(), "the cache did not see the Deployment again");
-    let out = cached.apply(dep, None).await.unwrap();
+    let out = cached.apply(dep, None, &recorded(&plan)).await.unwrap();
     // Read once, then written once: the server dropped a value (see the restart above).
     assert_eq!(out.action, ApplyAction::Configured);
     let uid = out.object.metadata.uid.clone().unwrap();
@@ -376,7 +387,7 @@ async fn apply_steady_state_drift_and_prune() {
     assert!(buried.is_some(), "the cache did not see the Deployment go");
     assert!(matches!(cache.lookup(&dep.key), Lookup::Absent));
     let mark = cp.audit_events().unwrap().len();
-    let out = cached.apply(dep, None).await.unwrap();
+    let out = cached.apply(dep, None, &recorded(&plan)).await.unwrap();
     assert_eq!(out.action, ApplyAction::Created);
     let created = out.object.metadata.uid.clone().unwrap();
     assert_ne!(created, uid);
@@ -401,7 +412,7 @@ async fn apply_steady_state_drift_and_prune() {
     );
     // Right after its own create the cache may not show the new object yet, and its record of the
     // deletion names the uid before: the applier reads rather than create it again.
-    let out = cached.apply(dep, None).await.unwrap();
+    let out = cached.apply(dep, None, &recorded(&plan)).await.unwrap();
     assert_eq!(out.action, ApplyAction::Unchanged);
     assert_eq!(out.object.metadata.uid.as_deref(), Some(created.as_str()));
 
@@ -683,7 +694,11 @@ spec:
     .await;
     for phase in &plan.phases {
         let out = applier
-            .apply_phase(phase, |_| None::<std::sync::Arc<DynamicObject>>)
+            .apply_phase(
+                phase,
+                |_| None::<std::sync::Arc<DynamicObject>>,
+                &recorded(&plan),
+            )
             .await;
         assert!(out.errors.is_empty(), "{:?}", out.errors);
     }

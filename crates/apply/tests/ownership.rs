@@ -1,58 +1,83 @@
-//! Ownership safety against a real kube-apiserver: objects created by someone else are not taken
-//! over unless their managers are adoptable or they carry the adopt annotation.
+//! Ownership safety against a real kube-apiserver: the owner's record decides. An existing object the
+//! record does not hold is never written, whoever manages it and whatever it says of itself (our label,
+//! our manager's name), unless the plan asks to take it over and the release's own manager alone wrote
+//! it.
 
 mod common;
 
-use capi_apply::{Applier, ApplyAction, ApplyError, DEFAULT_ADOPT_ANNOTATION};
+use capi_apply::{Applier, ApplyAction, ApplyError, Inventory};
 use common::*;
 use kube::api::{Api, DynamicObject, PostParams};
 
 const NS: &str = "own-test";
 
-fn config_map(name: &str, annotations: &str) -> DynamicObject {
+fn config_map(name: &str, labels: &str) -> DynamicObject {
     serde_saphyr::from_str(&format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {NS}, annotations: {{{annotations}}}}}\ndata: {{owner: original}}\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {NS}, labels: {{{labels}}}}}\ndata: {{owner: original}}\n"
     ))
     .unwrap()
 }
 
 #[tokio::test]
-async fn conflict_adoption_and_cache_misses() {
+async fn the_record_decides_and_a_take_over_needs_the_releases_object() {
     let cp = control_plane(false).await;
     let admin = cp.admin_client().await.unwrap();
     let client = engine_client(&cp);
     let applier = applier(&client);
 
+    let names = [
+        "helm-made",
+        "cvo-made",
+        "cvo-taken",
+        "helm-taken",
+        "labelled",
+        "recorded",
+        "fresh",
+    ];
     let desired = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n{}",
-        ["helm-made", "cvo-made", "annotated", "fresh"]
+        names
             .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {NS}}}\ndata: {{owner: installer}}\n"))
             .join("---\n")
     );
-    let plan = plan_of(&client, &desired).await;
+    let mut plan = plan_of(&client, &desired).await;
+    for o in plan.phases.iter_mut().flat_map(|p| p.objects.iter_mut()) {
+        o.take_over = o.key.name.ends_with("-taken");
+    }
+    // The owner's record: the namespace and `recorded`, created by it before.
+    let mut record = Inventory::new("test");
+    for o in plan.objects() {
+        if o.key.kind == "Namespace" || o.key.name == "recorded" {
+            record.insert(o.key.clone(), capi_apply::Phase::Base);
+        }
+    }
 
     // The namespace first, then objects made by others.
     let ns = plan.objects().find(|o| o.key.kind == "Namespace").unwrap();
     assert_eq!(
-        applier.apply(ns, None).await.unwrap().action,
+        applier.apply(ns, None, &record).await.unwrap().action,
         ApplyAction::Created
     );
     let cms: Api<DynamicObject> =
         Api::namespaced_with(admin.clone(), NS, &plan.objects().nth(1).unwrap().resource);
-    for (name, manager, annotations) in [
-        ("helm-made", "helm", String::new()),
-        ("cvo-made", "cluster-version-operator", String::new()),
+    for (name, manager, labels) in [
+        ("helm-made", "helm", ""),
+        ("cvo-made", "cluster-version-operator", ""),
+        ("cvo-taken", "cluster-version-operator", ""),
+        ("helm-taken", "helm", ""),
+        // Someone else's object that calls itself ours: our label, our manager's name.
         (
-            "annotated",
-            "helm",
-            format!("{DEFAULT_ADOPT_ANNOTATION}: 'true'"),
+            "labelled",
+            MANAGER,
+            "app.kubernetes.io/managed-by: capi-installer",
         ),
+        ("recorded", "helm", ""),
     ] {
         let params = PostParams {
             field_manager: Some(manager.into()),
             ..Default::default()
         };
-        cms.create(&params, &config_map(name, &annotations))
+        cms.create(&params, &config_map(name, labels))
             .await
             .unwrap();
     }
@@ -60,36 +85,44 @@ async fn conflict_adoption_and_cache_misses() {
     let mark = cp.audit_events().unwrap().len();
     let mut results = std::collections::BTreeMap::new();
     for o in plan.objects().filter(|o| o.key.kind == "ConfigMap") {
-        // `None`: as for a label-filtered cache, which cannot see objects that are not ours.
-        results.insert(o.key.name.clone(), applier.apply(o, None).await);
+        // `None`: the applier reads each object itself.
+        results.insert(o.key.name.clone(), applier.apply(o, None, &record).await);
     }
 
-    match &results["helm-made"] {
-        Err(ApplyError::Conflict { key, managers }) => {
-            assert_eq!(key.to_string(), "ConfigMap own-test/helm-made");
-            assert_eq!(managers, &["helm".to_owned()]);
+    for (name, managers) in [
+        ("helm-made", "helm"),
+        ("cvo-made", "cluster-version-operator"),
+        ("labelled", MANAGER),
+    ] {
+        match &results[name] {
+            Err(ApplyError::Conflict { key, managers: m }) => {
+                assert_eq!(key.to_string(), format!("ConfigMap own-test/{name}"));
+                assert_eq!(m, &[managers.to_owned()]);
+            }
+            other => panic!("{name}: expected a conflict, got {other:?}"),
         }
-        other => panic!("expected a conflict, got {other:?}"),
+        let err = results[name].as_ref().unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("ConfigMap own-test/{name} exists and the installer did not create it: this provider's inventory does not hold it; written by [{managers}]")),
+            "{err}"
+        );
+        let untouched = cms.get(name).await.unwrap();
+        assert_eq!(untouched.data["data"]["owner"], "original", "{name}");
     }
-    let err = results["helm-made"].as_ref().unwrap_err().to_string();
+    let err = results["helm-taken"].as_ref().unwrap_err().to_string();
     assert!(
-        err.starts_with("ConfigMap own-test/helm-made exists and is not ours: managed by [helm]"),
+        err.contains("adopt-existing takes over only an object as the release applied it (written by [cluster-version-operator] alone); this one is written by [helm]"),
         "{err}"
     );
-    let untouched = cms.get("helm-made").await.unwrap();
-    assert_eq!(untouched.data["data"]["owner"], "original");
-    assert!(
-        untouched
-            .metadata
-            .labels
-            .is_none_or(|l| !l.contains_key(LABEL))
-    );
-
-    for name in ["cvo-made", "annotated"] {
+    for (name, action) in [
+        ("cvo-taken", ApplyAction::Adopted),
+        ("recorded", ApplyAction::Configured),
+        ("fresh", ApplyAction::Created),
+    ] {
         let out = results[name]
             .as_ref()
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(out.action, ApplyAction::Adopted, "{name}");
+        assert_eq!(out.action, action, "{name}");
         let live = cms.get(name).await.unwrap();
         assert_eq!(live.data["data"]["owner"], "installer", "{name}");
         assert_eq!(
@@ -98,12 +131,8 @@ async fn conflict_adoption_and_cache_misses() {
             "{name}"
         );
     }
-    assert_eq!(
-        results["fresh"].as_ref().unwrap().action,
-        ApplyAction::Created
-    );
 
-    // The conflict wrote nothing; every other object got exactly one PATCH (in plan order).
+    // The refusals wrote nothing; every other object got exactly one PATCH (in plan order).
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     let writes = our_writes(&cp, mark);
     let written: Vec<String> = writes
@@ -121,21 +150,28 @@ async fn conflict_adoption_and_cache_misses() {
         .collect();
     assert_eq!(
         written,
-        ["patch annotated", "patch cvo-made", "patch fresh"]
+        ["patch cvo-taken", "patch fresh", "patch recorded"]
     );
 
-    // Once adopted, the object is ours: the next apply against the live object writes nothing.
-    let cvo = plan.objects().find(|o| o.key.name == "cvo-made").unwrap();
-    let live = cms.get("cvo-made").await.unwrap();
+    // Once adopted and recorded as such, the object is the owner's: the next apply against the live
+    // object writes nothing.
+    let taken = plan.objects().find(|o| o.key.name == "cvo-taken").unwrap();
+    record.insert(taken.key.clone(), capi_apply::Phase::Base);
+    record.mark_adopted(&taken.key);
+    let live = cms.get("cvo-taken").await.unwrap();
     assert_eq!(
-        applier.apply(cvo, Some(&live)).await.unwrap().action,
+        applier
+            .apply(taken, Some(&live), &record)
+            .await
+            .unwrap()
+            .action,
         ApplyAction::Unchanged
     );
 }
 
-/// The same decisions from a synced cache, without a single read: an absent object is created, one
-/// made by an adoptable manager adopted, a foreign one refused, from the cache's slim copies. Once the
-/// watch has shown our writes, a second pass sends nothing at all.
+/// The same decisions from a synced cache, without a single read: an absent object is created, one the
+/// release's manager made and the plan takes over adopted, a foreign one refused, from the cache's slim
+/// copies. Once the watch has shown our writes and the record holds them, a second pass sends nothing.
 #[tokio::test]
 async fn a_cache_answers_before_each_write_without_a_request() {
     const NS: &str = "own-cache";
@@ -148,7 +184,11 @@ async fn a_cache_answers_before_each_write_without_a_request() {
             .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {NS}}}\ndata: {{owner: installer}}\n"))
             .join("---\n")
     );
-    let plan = plan_of(&client, &desired).await;
+    let mut plan = plan_of(&client, &desired).await;
+    for o in plan.phases.iter_mut().flat_map(|p| p.objects.iter_mut()) {
+        o.take_over = o.key.kind == "Namespace" || o.key.name == "cvo-made";
+    }
+    let mut record = Inventory::new("test");
     let ns: DynamicObject = serde_saphyr::from_str(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n"
     ))
@@ -201,7 +241,7 @@ async fn a_cache_answers_before_each_write_without_a_request() {
     let mut results = std::collections::BTreeMap::new();
     for phase in &plan.phases {
         let out = applier
-            .apply_phase(phase, |_| None::<std::sync::Arc<DynamicObject>>)
+            .apply_phase(phase, |_| None::<std::sync::Arc<DynamicObject>>, &record)
             .await;
         for o in out.outcomes {
             results.insert(o.key.name.clone(), Ok(o.action));
@@ -216,9 +256,16 @@ async fn a_cache_answers_before_each_write_without_a_request() {
     assert!(
         results["helm-made"]
             .as_ref()
-            .is_err_and(|e| e.contains("managed by [helm]")),
+            .is_err_and(|e| e.contains("written by [helm]")),
         "{results:?}"
     );
+    // What the installer records before its first write: what it created, and what it adopted.
+    for o in plan.objects().filter(|o| o.key.name != "helm-made") {
+        record.insert(o.key.clone(), capi_apply::Phase::Base);
+        if results[&o.key.name] == Ok(ApplyAction::Adopted) {
+            record.mark_adopted(&o.key);
+        }
+    }
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     let mut sent = requests(mark);
     sent[1..].sort();
@@ -250,7 +297,7 @@ async fn a_cache_answers_before_each_write_without_a_request() {
     let mark = cp.audit_events().unwrap().len();
     for o in plan.objects().filter(|o| o.key.name != "helm-made") {
         assert_eq!(
-            applier.apply(o, None).await.unwrap().action,
+            applier.apply(o, None, &record).await.unwrap().action,
             ApplyAction::Unchanged,
             "{}",
             o.key
@@ -364,10 +411,10 @@ async fn retired_managers_hand_over_their_fields_and_the_aggregation_controller_
     let plain = applier(&client);
     let mut refused = Vec::new();
     for o in plan.objects().filter(|o| o.key.kind != "Namespace") {
-        match plain.dry_run(o, None).await {
+        match plain.dry_run(o, None, &Inventory::new("test")).await {
             Err(ApplyError::Conflict { key, managers }) => refused.push((key.name, managers)),
-            // The take-over of an object another controller (helm) writes is refused since issue
-            // 29: `adopt-existing` reaches only a provider's own CRDs and earlier versions.
+            // The take-over of an object another controller (helm) writes is refused: only an
+            // object as the release applied it is taken over.
             Err(ApplyError::AdoptionRefused { key, .. }) => assert_eq!(key.name, "foreign"),
             Ok(action) => assert_eq!(action, ApplyAction::Adopted, "{}", o.key),
             Err(e) => panic!("{e}"),
@@ -400,7 +447,7 @@ async fn retired_managers_hand_over_their_fields_and_the_aggregation_controller_
         .filter(|o| o.key.kind != "Namespace" && o.key.name != "foreign")
     {
         let out = retiring
-            .apply(o, None)
+            .apply(o, None, &Inventory::new("test"))
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", o.key));
         assert_eq!(out.action, ApplyAction::Adopted, "{}", o.key);

@@ -308,6 +308,12 @@ pub fn render(
                 continue;
             }
         };
+        // What the release ships for this provider, existing before it (the IPAM CRDs the payload
+        // applies), is taken over whether or not the manifest says so: the transport ConfigMaps of the
+        // first generation have no `adopt-existing`.
+        let take_over = take_over
+            || capi_apply::key_of(&dynamic)
+                .is_some_and(|k| policy::adoption::shipped(&target.clusterctl_label, &k));
         rendered
             .inputs
             .push(PlanInput::new(dynamic, origin).take_over(take_over));
@@ -525,7 +531,11 @@ pub(crate) fn plan_rendered(
     };
     let mut policy = policy::check(&bundle, config, &payload_images, among);
     let stored = Stored::new(&bundle, config, &payload_images, among.provider);
-    let adoption = policy::adoption::check(rendered.inputs.iter().zip(&rendered.origins));
+    let adoption = policy::adoption::check(
+        rendered.inputs.iter().zip(&rendered.origins),
+        among.provider,
+        rendered.trusted,
+    );
     if !adoption.is_empty() {
         let mut all = policy.err().map(|v| v.0).unwrap_or_default();
         all.extend(adoption);
@@ -749,17 +759,22 @@ spec: {{failurePolicy: Fail}}
                 ("plain".into(), false, None),
             ]
         );
-        // The take-over is part of the content: the same objects without it are another digest.
+        // The take-over is part of the content: the same objects without it are another digest. (A
+        // release image's profile: `adopt-existing` on a ServiceAccount is the release's to ask.)
         let resolver = capi_apply::KindResolver::builtin();
+        let release = |components: String| Payload {
+            image: Some(format!("quay.io/capa@sha256:{}", "1".repeat(64))),
+            ..payload(components)
+        };
         let with = prepare(
-            &payload(components),
+            &release(components),
             &target(),
             &ctx(&[SELF_IMAGE]),
             &resolver,
         )
         .unwrap();
         let without = prepare(
-            &payload(
+            &release(
                 [
                     doc("always", ", annotations: {keep: 'yes'}"),
                     doc("never", ""),

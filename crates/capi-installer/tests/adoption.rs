@@ -1,11 +1,14 @@
-//! Adoption bounded, deletion owned (issue 29, item 5): `capi-operator.openshift.io/adopt-existing:
-//! always` in a bundle never takes over a built-in object (a `system:` ClusterRole bound to every user,
-//! the namespace's `kube-root-ca.crt`) nor an object another controller writes; the refusal names the
-//! ConfigMap, the object and the rule, nothing of that version is written, no subject gains a permission,
-//! and the built-in objects are neither changed nor deleted when the good ConfigMap converges again. A
-//! legitimate adoption (a CRD of the provider's own group that existed before) is recorded as such, and
-//! released in place, not deleted, when a later version drops it; what the installer created is still
-//! deleted. One control plane and one installer, running as its own ServiceAccount under the shipped RBAC.
+//! Ownership from the installer's own record (issue 46, item 1; issue 29, item 5): an existing object
+//! the installer did not create for a provider is never written for it, whoever manages it and whatever
+//! it says of itself (the release payload's ClusterRole bound to every user; one carrying the
+//! installer's own label, field manager and aws's provider label); `adopt-existing` takes over only what
+//! the release ships for that provider (never a built-in object, another controller's ConfigMap or an
+//! administrator's CRD); names and labels others reserve are never created. Each refusal names the
+//! ConfigMap, the object and the rule, nothing of that version is written, no subject gains a
+//! permission, and nothing is left when the good ConfigMap converges again. The legitimate adoption
+//! (core's IPAM CRDs, which the release payload applied first) is recorded as such, released in place
+//! when a version drops one and adopted again; what the installer created is deleted. One control plane
+//! and one installer, running as its own ServiceAccount under the shipped RBAC.
 
 use std::time::Duration;
 
@@ -43,10 +46,19 @@ fn aws_plus(extra: &str) -> Value {
 
 /// Whether RBAC lets an anonymous request list Secrets in every namespace.
 async fn anonymous_lists_secrets(client: &Client) -> bool {
+    lists_secrets(client, "system:anonymous", "system:unauthenticated").await
+}
+
+/// Whether RBAC lets any authenticated user list Secrets in every namespace.
+async fn authenticated_lists_secrets(client: &Client) -> bool {
+    lists_secrets(client, "someone", "system:authenticated").await
+}
+
+async fn lists_secrets(client: &Client, user: &str, group: &str) -> bool {
     let review = json!({
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
-        "spec": {"user": "system:anonymous", "groups": ["system:unauthenticated"],
+        "spec": {"user": user, "groups": [group],
             "resourceAttributes": {"verb": "list", "group": "", "resource": "secrets"}},
     });
     let api: Api<SubjectAccessReview> = Api::all(client.clone());
@@ -110,11 +122,11 @@ fn writes_to(env: &Env, mark: usize, object: &str) -> Vec<String> {
         .collect()
 }
 
-/// The aws inventory as stored.
-async fn aws_inventory(client: &Client) -> Value {
+/// The inventory of source `key` (`aws`, `cluster-api`) as stored.
+async fn inventory(client: &Client, key: &str) -> Value {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), INSTALLER_NS);
     let cm = api.get("capi-installer-inventory").await.unwrap();
-    serde_json::from_str(&cm.data.unwrap()["aws"]).unwrap()
+    serde_json::from_str(&cm.data.unwrap()[key]).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,8 +208,8 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
         "kube-root-ca.crt written: {ca_writes:?}"
     );
 
-    // 3. An object another controller writes, which only the live object tells: refused before the
-    // first write (the preflight).
+    // 3. adopt-existing on an object the release does not ship for aws (another controller's):
+    // refused from the bundle's text, before anything is read.
     let other = PostParams {
         field_manager: Some("another-controller".into()),
         ..Default::default()
@@ -218,9 +230,8 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
         &env.admin,
         "capa-settings refused",
         &[
-            "ConfigMap openshift-cluster-api/capa-settings exists without our label and is not adopted",
-            "adopt-existing takes over only a provider's own CRDs and objects an earlier version of it installed",
-            "another-controller",
+            "ConfigMap openshift-cluster-api/aws",
+            "(ConfigMap openshift-cluster-api/capa-settings): rule adopt-existing-bounded: adopt-existing only on what the release ships for infrastructure-aws",
         ],
     )
     .await;
@@ -253,9 +264,114 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
         "after: anonymous may list Secrets"
     );
 
-    // 4. A legitimate adoption: a CRD of the provider's own group that another operator applied
-    // before, marked adopt-existing (as the core profile's IPAM CRDs are), beside a ConfigMap the
-    // installer creates.
+    // 4. The headline of issue 46: a ClusterRole the release payload applied (no annotation at all),
+    // bound to every authenticated user, named by aws's bundle with rules that read every Secret. The
+    // installer did not create it, so it is not aws's, whoever manages it: refused before the first
+    // write. Then the same under labels that claim it is the installer's, aws's.
+    let everyone = "capi-test-everyone-reads";
+    apply_as_release_payload(
+        &env.admin,
+        &[
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": everyone},
+                "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": everyone},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": everyone},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}]}),
+        ],
+    )
+    .await;
+    let release_role = roles.get(everyone).await.unwrap();
+    let secrets_role = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {everyone}}}\nrules: [{{apiGroups: [''], resources: [secrets], verbs: [get, list, watch]}}]\n"
+    );
+    let mark = env.audit().len();
+    put_configmap(&env.admin, &aws_plus(&secrets_role)).await;
+    let message = refused(
+        &env.admin,
+        "the release's ClusterRole refused",
+        &[
+            &format!("ClusterRole {everyone} exists and the installer did not create it: this provider's inventory does not hold it; written by [cluster-version-operator]"),
+        ],
+    )
+    .await;
+    assert!(message.contains("ConfigMap aws"), "{message}");
+    assert!(
+        !authenticated_lists_secrets(&env.admin).await,
+        "every user may list Secrets"
+    );
+    converge_back(&env, mark).await;
+    // Forged: the installer's own label, aws's provider label and field manager on an object someone
+    // else created. The record still says no.
+    let forged: ClusterRole = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "capa-forged", "labels": {
+            "app.kubernetes.io/managed-by": "capi-installer",
+            "cluster.x-k8s.io/provider": "infrastructure-aws"}},
+        "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}]}))
+    .unwrap();
+    let forged = roles
+        .create(
+            &PostParams {
+                field_manager: Some("capi-installer".into()),
+                ..Default::default()
+            },
+            &forged,
+        )
+        .await
+        .unwrap();
+    let mark = env.audit().len();
+    put_configmap(
+        &env.admin,
+        &aws_plus(&secrets_role.replace(everyone, "capa-forged")),
+    )
+    .await;
+    refused(
+        &env.admin,
+        "a ClusterRole that claims to be aws's refused",
+        &["ClusterRole capa-forged exists and the installer did not create it"],
+    )
+    .await;
+    converge_back(&env, mark).await;
+    assert_eq!(
+        roles
+            .get("capa-forged")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version,
+        forged.metadata.resource_version
+    );
+    assert_eq!(
+        roles.get(everyone).await.unwrap().metadata.resource_version,
+        release_role.metadata.resource_version,
+        "the release's ClusterRole changed"
+    );
+
+    // 5. Names and labels others reserve are never created: another provider's label (prune of aws
+    // would never delete it) and the policy's own extension label (it would widen aws's ceiling).
+    let mark = env.audit().len();
+    put_configmap(
+        &env.admin,
+        &aws_plus(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: capa-disguised\n  namespace: openshift-cluster-api\n  labels: {cluster.x-k8s.io/provider: cluster-api}\ndata: {a: b}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: capa-ceiling\n  labels: {capi-installer.openshift.io/provider-ceiling: cluster}\nrules: [{apiGroups: [''], resources: [nodes], verbs: [delete]}]\n",
+        ),
+    )
+    .await;
+    refused(
+        &env.admin,
+        "reserved labels refused",
+        &[
+            "(ConfigMap openshift-cluster-api/capa-disguised): rule reserved-names-and-labels: label cluster.x-k8s.io/provider=cluster-api names another provider",
+            "(ClusterRole capa-ceiling): rule reserved-names-and-labels: label capi-installer.openshift.io/provider-ceiling",
+        ],
+    )
+    .await;
+    converge_back(&env, mark).await;
+
+    // 6. An administrator's CRD, marked adopt-existing by aws: refused (aws does not ship it); the
+    // CRD keeps no trace of aws (no conversion webhook, no label).
     let crds = api_for(
         &env.admin,
         "apiextensions.k8s.io/v1",
@@ -272,7 +388,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let before: DynamicObject = crds
         .create(
             &PostParams {
-                field_manager: Some("another-operator".into()),
+                field_manager: Some("kubectl".into()),
                 ..Default::default()
             },
             &serde_json::from_value(crd.clone()).unwrap(),
@@ -282,39 +398,114 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let mut marked = crd.clone();
     marked["metadata"]["annotations"] =
         json!({"capi-operator.openshift.io/adopt-existing": "always"});
-    let extra = format!(
-        "{}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: capa-created, namespace: openshift-cluster-api}}\ndata: {{created: 'yes'}}\n",
-        serde_json::to_string(&marked).unwrap()
-    );
-    put_configmap(&env.admin, &aws_plus(&extra)).await;
-    eventually(RECONCILES, "widgets adopted", || async {
-        let crd = crds.get(WIDGETS).await.ok()?;
-        (crd.labels()
-            .get("app.kubernetes.io/managed-by")
-            .map(String::as_str)
-            == Some("capi-installer"))
-        .then_some(())
-    })
+    let mark = env.audit().len();
+    put_configmap(
+        &env.admin,
+        &aws_plus(&serde_json::to_string(&marked).unwrap()),
+    )
     .await;
-    converged(&env.admin).await;
-    let adopted = crds.get(WIDGETS).await.unwrap();
-    assert_eq!(adopted.uid(), before.uid(), "adopted in place");
-    let inventory = aws_inventory(&env.admin).await;
-    let entry = |name: &str| {
+    refused(
+        &env.admin,
+        "the administrator's CRD refused",
+        &[&format!(
+            "(CustomResourceDefinition {WIDGETS}): rule adopt-existing-bounded"
+        )],
+    )
+    .await;
+    converge_back(&env, mark).await;
+    // The API server writes its status (Established) after the create; nothing else changes.
+    let after = crds.get(WIDGETS).await.unwrap();
+    assert_eq!(
+        after.data["spec"], before.data["spec"],
+        "no conversion, no change"
+    );
+    assert_eq!(after.metadata.labels, before.metadata.labels);
+    assert_eq!(after.metadata.annotations, before.metadata.annotations);
+    assert_eq!(
+        capi_apply::ownership::field_managers(&after),
+        ["kube-apiserver", "kubectl"],
+        "only its creator and the API server wrote it"
+    );
+
+    // 7. What the release ships for core and the payload applied first (the IPAM CRDs) was adopted,
+    // recorded as such; a core version that drops one releases it in place, and the good one adopts
+    // it again. What aws created is deleted when dropped.
+    let core_inventory = inventory(&env.admin, "cluster-api").await;
+    let claims = "ipaddressclaims.ipam.cluster.x-k8s.io";
+    let adopted = |inventory: &Value, name: &str| {
         inventory["objects"]
             .as_array()
             .unwrap()
             .iter()
             .find(|o| o["name"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("{name} not in {inventory:#}"))
+            .map(|o| o.get("adopted").cloned())
     };
-    assert_eq!(entry(WIDGETS)["adopted"], json!(true), "{inventory:#}");
-    assert_eq!(entry("capa-created").get("adopted"), None, "{inventory:#}");
-
-    // 5. The good version drops both: the adopted CRD is released in place, the created ConfigMap
-    // deleted.
+    assert_eq!(
+        adopted(&core_inventory, claims),
+        Some(Some(json!(true))),
+        "{core_inventory:#}"
+    );
+    let ipam_before = crds.get(claims).await.unwrap();
+    let without_claims: Vec<Value> =
+        capi_manifests::yaml::parse_documents("core", &fixture_components(CORE_CM))
+            .unwrap()
+            .into_iter()
+            .map(|d| d.value)
+            .filter(|o| o["metadata"]["name"] != claims)
+            .collect();
     let mark = env.audit().len();
+    put_configmap(
+        &env.admin,
+        &with_components(
+            CORE_CM,
+            &capi_manifests::yaml::to_multi_yaml(&without_claims).unwrap(),
+        ),
+    )
+    .await;
+    let released = eventually(RECONCILES, "the IPAM CRD released", || async {
+        let crd = crds.get(claims).await.ok()?;
+        (!crd.labels().contains_key("app.kubernetes.io/managed-by")).then_some(crd)
+    })
+    .await;
+    assert_eq!(released.uid(), ipam_before.uid(), "released in place");
+    assert!(
+        !released
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .any(|m| m.manager.as_deref() == Some("capi-installer")),
+        "the installer still owns fields of {claims}"
+    );
+    let deletes: Vec<String> = writes_since(&env, mark)
+        .into_iter()
+        .filter(|w| w.starts_with("delete"))
+        .collect();
+    assert!(deletes.is_empty(), "{deletes:?}");
+    put_configmap(&env.admin, &fixture_configmap(CORE_CM)).await;
+    eventually(RECONCILES, "the IPAM CRD adopted again", || async {
+        let inventory = inventory(&env.admin, "cluster-api").await;
+        (adopted(&inventory, claims) == Some(Some(json!(true)))).then_some(())
+    })
+    .await;
+    converged(&env.admin).await;
+    assert_eq!(crds.get(claims).await.unwrap().uid(), ipam_before.uid());
+
+    let mark = env.audit().len();
+    put_configmap(
+        &env.admin,
+        &aws_plus(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: capa-created, namespace: openshift-cluster-api}\ndata: {created: 'yes'}\n",
+        ),
+    )
+    .await;
+    eventually(RECONCILES, "capa-created created", || async {
+        configmaps.get_opt("capa-created").await.ok()?.map(|_| ())
+    })
+    .await;
+    converged(&env.admin).await;
+    let aws = inventory(&env.admin, "aws").await;
+    assert_eq!(adopted(&aws, "capa-created"), Some(None), "{aws:#}");
     put_configmap(&env.admin, &fixture_configmap(AWS_CM)).await;
     eventually(RECONCILES, "capa-created pruned", || async {
         configmaps
@@ -326,54 +517,15 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     })
     .await;
     converged(&env.admin).await;
-    let released = eventually(RECONCILES, "widgets released", || async {
-        let crd = crds.get(WIDGETS).await.ok()?;
-        (!crd.labels().contains_key("app.kubernetes.io/managed-by")).then_some(crd)
-    })
-    .await;
-    assert_eq!(released.uid(), before.uid(), "released in place");
-    assert_eq!(
-        released.data["spec"], adopted.data["spec"],
-        "its spec stays"
-    );
-    let managers: Vec<String> = released
-        .metadata
-        .managed_fields
-        .iter()
-        .flatten()
-        .filter_map(|m| m.manager.clone())
-        .collect();
-    assert!(
-        !managers.iter().any(|m| m == "capi-installer"),
-        "the installer still owns fields: {managers:?}"
-    );
     let deletes: Vec<String> = writes_since(&env, mark)
         .into_iter()
         .filter(|w| w.starts_with("delete"))
         .collect();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
     assert!(
-        deletes
-            .iter()
-            .any(|w| w.contains("configmaps openshift-cluster-api/capa-created")),
+        deletes[0].contains("configmaps openshift-cluster-api/capa-created"),
         "{deletes:?}"
     );
-    assert!(
-        !deletes.iter().any(|w| w.contains(WIDGETS)),
-        "the adopted CRD was deleted: {deletes:?}"
-    );
-    // The record is stored after the release: the prune releases, then the pass stores what is left.
-    eventually(
-        RECONCILES,
-        "released, so no longer in the inventory",
-        || async {
-            (!aws_inventory(&env.admin)
-                .await
-                .to_string()
-                .contains(WIDGETS))
-            .then_some(())
-        },
-    )
-    .await;
 }
 
 /// Puts the good aws ConfigMap back and waits for convergence; nothing but the status, Events and the

@@ -163,9 +163,9 @@ async fn manager_args(deployments: &Api<Deployment>, name: &str) -> Vec<String> 
         .unwrap_or_default()
 }
 
-/// The core profile's IPAM CRDs, created by a manager that is neither adoptable nor the installer;
-/// their names and UIDs.
-async fn ipam_crds_made_by_another_operator(client: &Client) -> Vec<(String, String)> {
+/// The core profile's IPAM CRDs, applied by the release payload (as `cluster-version-operator`) before
+/// any installer; their names and UIDs.
+async fn ipam_crds_applied_by_the_release_payload(client: &Client) -> Vec<(String, String)> {
     let path = fixture("profiles/core/manifests.yaml").expect("fixture present");
     let text = std::fs::read_to_string(&path).unwrap();
     let crds = api_for(
@@ -188,7 +188,7 @@ async fn ipam_crds_made_by_another_operator(client: &Client) -> Vec<(String, Str
             .remove("capi-operator.openshift.io/adopt-existing");
         let crd: kube::api::DynamicObject = serde_json::from_value(crd).unwrap();
         let params = kube::api::PostParams {
-            field_manager: Some("another-operator".into()),
+            field_manager: Some("cluster-version-operator".into()),
             ..Default::default()
         };
         let created = crds.create(&params, &crd).await.unwrap();
@@ -221,10 +221,9 @@ async fn core_and_aws_from_profiles_reach_available() {
     let env = Env::start(true).await;
     ensure_namespaces(&env.admin).await;
     set_platform(&env.admin, "AWS").await;
-    // The IPAM CRDs exist already, made by someone the ownership rules would refuse: the core profile
-    // marks them `capi-operator.openshift.io/adopt-existing: always` (the release payload applied them
-    // before Cluster API was installed by an installer).
-    let ipam = ipam_crds_made_by_another_operator(&env.admin).await;
+    // The IPAM CRDs exist already, applied by the release payload before Cluster API was installed by
+    // an installer; the core profile marks them `capi-operator.openshift.io/adopt-existing: always`.
+    let ipam = ipam_crds_applied_by_the_release_payload(&env.admin).await;
     // The cluster's TLS profile, honoured by every component (the reference ignores it otherwise).
     set_tls_profile(&env.admin, json!({"type": "Modern", "modern": {}})).await;
     let mut config = config();

@@ -27,8 +27,9 @@ pub struct InstallerConfig {
     pub crd_timeout: Duration,
     /// Reconcile this often even without events (a safety net; reads only when nothing changed).
     pub resync: Duration,
-    /// Field managers whose objects the installer may adopt (the release payload applies some CRDs
-    /// before the installer runs; see the README on ownership).
+    /// The release's own field managers: an object only they wrote may be adopted when its provider's
+    /// bundle marks it `adopt-existing` and the release ships it for that provider (the release payload
+    /// applies the IPAM CRDs before the installer runs; docs/design/ownership.md).
     pub adoptable_managers: Vec<String>,
     /// Field managers the installer replaces for good: their objects are taken over and their
     /// marks removed (`--take-over-reference`: [`crate::reference::FIELD_MANAGERS`]).

@@ -385,8 +385,12 @@ impl Preview<'_> {
         } = *self;
         let served = discover(client).await?;
         let (now, later) = prepared.plan.split_by_served(&served);
+        let old = store
+            .load(&target.source.id.inventory_key())
+            .await
+            .map_err(|e| DiffError::Input(format!("{}: inventory: {e}", target.source.id)))?;
         for planned in now {
-            match applier.preview(planned, None).await {
+            match applier.preview(planned, None, &old).await {
                 Ok(preview) => report
                     .objects
                     .extend(object_diff(applier, planned, preview)),
@@ -408,10 +412,6 @@ impl Preview<'_> {
             report.objects.clear();
             return Ok(());
         }
-        let old = store
-            .load(&target.source.id.inventory_key())
-            .await
-            .map_err(|e| DiffError::Input(format!("{}: inventory: {e}", target.source.id)))?;
         let new = Inventory::from_plan(target.source.id.inventory_key(), &prepared.plan);
         let pruned = capi_apply::prune_dry_run(
             client,
@@ -499,7 +499,6 @@ fn refusal(e: &ApplyError) -> String {
         ApplyError::UnsafeCrdChange { .. } => format!("CRD safety: {e}"),
         ApplyError::DryRun { .. } => format!("the API server refuses it: {e}"),
         ApplyError::Conflict { .. }
-        | ApplyError::OwnedByOther { .. }
         | ApplyError::AdoptionRefused { .. }
         | ApplyError::WriteFight { .. }
         | ApplyError::Terminating { .. } => e.to_string(),

@@ -278,11 +278,9 @@ impl ProviderError {
             }
             ProviderError::Preflight(errors) | ProviderError::Apply(errors) => {
                 match errors.first() {
-                    Some(
-                        ApplyError::Conflict { .. }
-                        | ApplyError::OwnedByOther { .. }
-                        | ApplyError::AdoptionRefused { .. },
-                    ) => Reason::OwnershipConflict,
+                    Some(ApplyError::Conflict { .. } | ApplyError::AdoptionRefused { .. }) => {
+                        Reason::OwnershipConflict
+                    }
                     Some(ApplyError::WriteFight { .. }) => Reason::WriteFight,
                     Some(ApplyError::UnsafeCrdChange { .. }) => {
                         Reason::UnsafeCustomResourceDefinitionChange
@@ -365,9 +363,9 @@ mod tests {
             ),
             (ProviderError::Discovery(api_error(403)), Reason::Forbidden),
             (
-                ProviderError::Apply(vec![ApplyError::OwnedByOther {
+                ProviderError::Apply(vec![ApplyError::AdoptionRefused {
                     key: key.clone(),
-                    owner: "infrastructure-gcp".into(),
+                    reason: "another owner's object (cluster.x-k8s.io/provider=infrastructure-gcp) is never adopted".into(),
                 }]),
                 Reason::OwnershipConflict,
             ),

@@ -535,8 +535,8 @@ impl Kubectl {
             "apply",
             "--server-side",
             "--field-manager=bench",
-            // The payload's CRDs belong to cluster-version-operator; the installer adopts them (its
-            // adoptable managers), kubectl has to force to do the same.
+            // The payload's CRDs belong to cluster-version-operator; the installer adopts them (the
+            // release ships them for core), kubectl has to force to do the same.
             "--force-conflicts",
         ];
         for f in &files {

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use capi_apply::{Applier, KindResolver, LiveCache, Namespaces, OwnershipPolicy, Plan, plan};
+use capi_apply::{
+    Applier, Inventory, KindResolver, LiveCache, Namespaces, OwnershipPolicy, Plan, plan,
+};
 use control_plane::{AuditEvent, ControlPlane, ControlPlaneOptions, OpenShiftCrds};
 use kube::Client;
 use kube::api::DynamicObject;
@@ -36,6 +38,17 @@ pub fn engine_client(cp: &ControlPlane) -> Client {
 
 pub fn policy() -> OwnershipPolicy {
     OwnershipPolicy::new(LABEL, MANAGER).adoptable(["cluster-version-operator"])
+}
+
+/// The owner's record with everything of `plan` recorded as created by it: what a caller saves before
+/// its first write of `plan`.
+pub fn recorded(plan: &Plan) -> Inventory {
+    Inventory::from_plan("test", plan)
+}
+
+/// An owner's record that holds nothing.
+pub fn unrecorded() -> Inventory {
+    Inventory::new("test")
 }
 
 pub fn applier(client: &Client) -> Applier {

@@ -30,7 +30,8 @@
 //! | [`Rule::WorkloadPrivilege`] | no privileged containers, added capabilities, `runAsUser: 0` or `allowPrivilegeEscalation: true` |
 //! | [`Rule::WorkloadVolumes`] | volumes only of the kinds providers use (Secret, ConfigMap, projected, emptyDir, downward API) |
 //! | [`Rule::WorkloadImage`] | container images only images of the release payload (after substitution) |
-//! | [`Rule::Adoption`] | `adopt-existing` never on a built-in object ([`adoption`]) |
+//! | [`Rule::Adoption`] | `adopt-existing` only on what the release ships for that provider (a release image's profile; else only core's IPAM CRDs), never on a built-in object ([`adoption`]) |
+//! | [`Rule::Reserved`] | nothing created under a built-in name (`system:`, the cluster's own objects), with the bootstrapping label, another provider's `cluster.x-k8s.io/provider` value or the policy's own extension labels ([`adoption`]) |
 //! | [`Rule::FieldPath`] | per kind, only the field paths real bundles have (the [`fields`] bound; judged on an object no other rule refused) |
 //! | [`Rule::FieldValue`] | per kind, the sensitive fields (security contexts, tolerations, priority class, replicas, Service types, admission targets, ...) only with the values real bundles use |
 //!
@@ -90,6 +91,7 @@ pub enum Rule {
     WorkloadVolumes,
     WorkloadImage,
     Adoption,
+    Reserved,
     StoredAsWritten,
     References,
     ProvidersApart,
@@ -99,7 +101,7 @@ pub enum Rule {
 
 impl Rule {
     #[cfg(test)]
-    pub const ALL: [Rule; 23] = [
+    pub const ALL: [Rule; 24] = [
         Rule::Kind,
         Rule::Protected,
         Rule::RbacWildcard,
@@ -118,6 +120,7 @@ impl Rule {
         Rule::WorkloadVolumes,
         Rule::WorkloadImage,
         Rule::Adoption,
+        Rule::Reserved,
         Rule::StoredAsWritten,
         Rule::References,
         Rule::ProvidersApart,
@@ -145,6 +148,7 @@ impl Rule {
             Rule::WorkloadVolumes => "workload-volume-kinds",
             Rule::WorkloadImage => "workload-payload-images-only",
             Rule::Adoption => "adopt-existing-bounded",
+            Rule::Reserved => "reserved-names-and-labels",
             Rule::StoredAsWritten => "stored-as-written",
             Rule::References => "references-own-objects-only",
             Rule::ProvidersApart => "providers-keep-apart",

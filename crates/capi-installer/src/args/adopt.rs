@@ -5,7 +5,8 @@ use capi_installer_controller::reference;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct AdoptArgs {
-    /// Field managers whose objects may be adopted (repeatable).
+    /// The release's own field managers (repeatable): an object only they wrote is "as the release
+    /// ships it", the one kind a bundle's `adopt-existing` may take over (docs/design/ownership.md).
     #[arg(
         long = "adopt-from-manager",
         default_value = "cluster-version-operator",

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use capi_apply::{ApplyAction, ObjectKey, PlannedPhase};
+use capi_apply::{ApplyAction, Inventory, ObjectKey, PlannedPhase};
 use kube::api::DynamicObject;
 use kube::runtime::events::EventType;
 
@@ -14,11 +14,13 @@ use crate::source::Target;
 
 impl Reconciler {
     /// Applies every object of `phase` (continuing past failures, so one bad object does not hide the
-    /// others); returns the objects each write answered with (newer than the cache, for the gate).
+    /// others) as the provider's `record` allows (its inventory, with this version's intent recorded);
+    /// returns the objects each write answered with (newer than the cache, for the gate).
     pub(super) async fn apply_phase(
         &self,
         target: &Target,
         phase: &PlannedPhase,
+        record: &Inventory,
     ) -> Result<HashMap<ObjectKey, DynamicObject>, ProviderError> {
         for (resource, namespaced) in phase.resources() {
             self.cache.ensure_watched(&resource, namespaced);
@@ -31,7 +33,7 @@ impl Reconciler {
         let started = Instant::now();
         let outcome = self
             .applier
-            .apply_phase(phase, |key| self.cache.get(key))
+            .apply_phase(phase, |key| self.cache.get(key), record)
             .await;
         self.metrics.observe_phase(phase.phase, started.elapsed());
         let mut fresh = HashMap::new();

@@ -282,7 +282,7 @@ impl Reconciler {
             // first write; objects of kinds only the new CRDs define, once those are Established.
             let served = self.resolver(false).await?;
             let (now, mut later) = prepared.plan.split_by_served(&served);
-            let adopted = self.preflight(target, now, &prepared.stored).await?;
+            let adopted = self.preflight(target, now, &old, &prepared.stored).await?;
             writing = true;
             if let Some(stored) = revision {
                 self.save_revisions(target, stored).await?;
@@ -294,7 +294,7 @@ impl Reconciler {
                         behind: until.behind.clone(),
                     });
                 }
-                let fresh = self.apply_phase(target, phase).await?;
+                let fresh = self.apply_phase(target, phase, &new).await?;
                 if phase.phase == Phase::Workloads && serves_already {
                     continue;
                 }
@@ -306,7 +306,7 @@ impl Reconciler {
                 }
                 if phase.phase == Phase::CustomResourceDefinitions && !later.is_empty() {
                     let adopted = self
-                        .preflight(target, std::mem::take(&mut later), &prepared.stored)
+                        .preflight(target, std::mem::take(&mut later), &old, &prepared.stored)
                         .await?;
                     if !adopted.is_empty() {
                         for key in &adopted {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use capi_apply::{ApplyAction, ObjectKey, PlannedObject};
+use capi_apply::{ApplyAction, Inventory, ObjectKey, PlannedObject};
 use kube::runtime::events::EventType;
 
 use super::Reconciler;
@@ -15,14 +15,16 @@ use crate::policy::Stored;
 use crate::source::Target;
 
 impl Reconciler {
-    /// Checks `objects` (unchanged ones cost no request); every failure is reported at once. Returns
-    /// the objects the apply would adopt (they exist without our label): the inventory records them
-    /// before the first write, so that prune releases them instead of deleting them. `stored` judges
-    /// each object again as the dry-run says the API server would store it.
+    /// Checks `objects` (unchanged ones cost no request) against `record`, the provider's inventory
+    /// before this version (an existing object it does not hold is refused unless it may be adopted);
+    /// every failure is reported at once. Returns the objects the apply would adopt: the inventory
+    /// records them before the first write, so that prune releases them instead of deleting them.
+    /// `stored` judges each object again as the dry-run says the API server would store it.
     pub(super) async fn preflight(
         &self,
         target: &Target,
         objects: Vec<&PlannedObject>,
+        record: &Inventory,
         stored: &Stored,
     ) -> Result<Vec<ObjectKey>, ProviderError> {
         // Watch the kinds first, as the apply will: the cache answers for unchanged objects, so a
@@ -43,9 +45,12 @@ impl Reconciler {
         let mut errors = Vec::new();
         for (key, result) in self
             .applier
-            .dry_run_each(objects, |key| self.cache.get(key), &|planned, object| {
-                stored.judge(&planned.key, object)
-            })
+            .dry_run_each(
+                objects,
+                |key| self.cache.get(key),
+                record,
+                &|planned, object| stored.judge(&planned.key, object),
+            )
             .await
         {
             match result {
