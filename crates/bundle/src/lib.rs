@@ -17,6 +17,7 @@
 
 pub mod api;
 pub mod desired;
+pub mod envsubst;
 pub mod images;
 pub mod names;
 pub mod platform;

@@ -203,10 +203,16 @@ pub fn render(
     target: &Target,
     ctx: &RenderContext,
 ) -> Result<Rendered, RenderError> {
+    let substitution = |source| RenderError::Substitution {
+        origin: payload.origin.clone(),
+        source,
+    };
+    let template = render::Template::parse(&payload.components).map_err(substitution)?;
+    let used = template.variables();
     if let Some((variable, why)) = ctx
         .unavailable
         .iter()
-        .find(|(v, _)| uses(&payload.components, v))
+        .find(|(v, _)| used.contains(&v.as_str()))
     {
         return Err(RenderError::Unavailable {
             origin: payload.origin.clone(),
@@ -215,12 +221,7 @@ pub fn render(
         });
     }
     let substitutions = render::with_defaults(&ctx.substitutions);
-    let components = render::substitute(&payload.components, &substitutions).map_err(|source| {
-        RenderError::Substitution {
-            origin: payload.origin.clone(),
-            source,
-        }
-    })?;
+    let components = render::substitute(&template, &substitutions).map_err(substitution)?;
     // The reference replaces every occurrence, also inside a longer reference (see
     // `replace_self_image`): its text, for its content ID.
     let reference_text = match (&payload.component, &payload.self_image_ref, &payload.image) {
@@ -354,15 +355,6 @@ fn reference_component_id(
         component,
         objects.iter().map(|o| &o.value),
     ))
-}
-
-/// Whether `text` refers to variable `name` (`${NAME}`, `${NAME:=...}`, `${NAME:-...}`).
-fn uses(text: &str, name: &str) -> bool {
-    text.match_indices("${").any(|(i, _)| {
-        let rest = &text[i + 2..];
-        rest.strip_prefix(name)
-            .is_some_and(|after| after.starts_with('}') || after.starts_with(':'))
-    })
 }
 
 /// Whether the manifest asks that an existing object be taken over whoever manages it (the

@@ -28,101 +28,22 @@ pub fn with_defaults(given: &BTreeMap<String, String>) -> BTreeMap<String, Strin
     all
 }
 
-/// A `${...}` expression the installer cannot evaluate.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("line {line}: {reason} in `{expression}`")]
-pub struct SubstitutionError {
-    pub line: usize,
-    pub expression: String,
-    pub reason: String,
-}
+pub use crate::envsubst::{SubstitutionError, Template};
 
-/// Replaces `${VAR}`, `${VAR:=default}` and `${VAR:-default}` with values from `variables`, with the
-/// clusterctl/envsubst meaning: an unknown variable takes its default, or the empty string without one.
+/// Replaces every `${...}` expression of `template` with values from `variables`, with
+/// drone/envsubst's meaning, as both of the reference's generations evaluate them ([`crate::envsubst`]):
+/// an unknown variable reads as the empty string, so `${VAR:=default}` takes its default.
 ///
 /// `$$` is envsubst's escape, as clusterctl and the reference have it: it becomes one `$`, and what
 /// follows it is text (`$${VAR}` is the literal `${VAR}`). CRD descriptions quote Kubernetes' own
-/// `$$(VAR)` escape that way, and read `$(VAR)` once installed, as with the reference.
-///
-/// Only the braced forms are recognised: a bare `$NAME` (common in CRD descriptions and regular
-/// expressions) is text, as in drone/envsubst, which both of the reference's generations use (its
-/// parser knows `${` only; checked against the reference's own code, see
-/// [`crate::reference::content_id`]). The result is drone/envsubst's for every expression accepted
-/// here but a default holding another `${...}`, which drone/envsubst expands (see the known gaps). Variables never come from the process environment (ref
-/// §6.15: `HOME` and friends leaked into manifests that way).
+/// `$$(VAR)` escape that way, and read `$(VAR)` once installed, as with the reference. A bare `$NAME`
+/// (common in CRD descriptions and regular expressions) is text, as in drone/envsubst. Variables never
+/// come from the process environment (ref §6.15: `HOME` and friends leaked into manifests that way).
 pub fn substitute(
-    text: &str,
+    template: &Template,
     variables: &BTreeMap<String, String>,
 ) -> Result<String, SubstitutionError> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find('$') {
-        match rest[start + 1..].chars().next() {
-            Some('{') => {}
-            // The escape: one `$` out, both consumed, so the next character cannot open `${`.
-            Some('$') => {
-                out.push_str(&rest[..=start]);
-                rest = &rest[start + 2..];
-                continue;
-            }
-            _ => {
-                out.push_str(&rest[..=start]);
-                rest = &rest[start + 1..];
-                continue;
-            }
-        }
-        out.push_str(&rest[..start]);
-        let line = text[..text.len() - rest.len() + start]
-            .matches('\n')
-            .count()
-            + 1;
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            return Err(SubstitutionError {
-                line,
-                expression: truncate(&rest[start..]),
-                reason: "unterminated `${`".into(),
-            });
-        };
-        let body = &after[..end];
-        let expression = format!("${{{body}}}");
-        let name_len = body
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(body.len());
-        let (name, operator) = body.split_at(name_len);
-        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(SubstitutionError {
-                line,
-                expression,
-                reason: "invalid variable name".into(),
-            });
-        }
-        let value = match operator {
-            "" => variables.get(name).cloned().unwrap_or_default(),
-            op if op.starts_with(":=") || op.starts_with(":-") => variables
-                .get(name)
-                .filter(|v| !v.is_empty())
-                .cloned()
-                .unwrap_or_else(|| op[2..].to_string()),
-            _ => {
-                return Err(SubstitutionError {
-                    line,
-                    expression,
-                    reason:
-                        "unsupported operator (only ${VAR}, ${VAR:=default} and ${VAR:-default})"
-                            .into(),
-                });
-            }
-        };
-        out.push_str(&value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-fn truncate(s: &str) -> String {
-    s.chars().take(40).collect()
+    template.expand(&|name| variables.get(name).cloned())
 }
 
 /// The release's image references: key → image (the images JSON file).
@@ -320,6 +241,11 @@ mod tests {
             .collect()
     }
 
+    fn subst(text: &str, v: &BTreeMap<String, String>) -> Result<String, SubstitutionError> {
+        substitute(&Template::parse(text)?, v)
+    }
+
+    /// What the installer's manifests rely on; every operator is in `envsubst`'s tests.
     #[test]
     fn substitution_follows_envsubst_defaults() {
         let v = vars(&[("SET", "x"), ("EMPTY", "")]);
@@ -328,6 +254,7 @@ mod tests {
             ("${UNSET}", ""),
             ("${UNSET:=d}", "d"),
             ("${UNSET:-d}", "d"),
+            ("${UNSET=d}", "d"),
             ("${SET:=d}", "x"),
             ("${EMPTY:=d}", "d"),
             ("${EMPTY}", ""),
@@ -346,10 +273,11 @@ mod tests {
             ("cost: 5$", "cost: 5$"),
             ("${SET:=a$$b}", "x"),
             ("${UNSET:=a$$b}", "a$$b"),
+            ("${UNSET:=${SET}-suffix}", "x-suffix"),
             ("no variables", "no variables"),
         ];
         for (input, want) in cases {
-            assert_eq!(substitute(input, &v).unwrap(), want, "{input}");
+            assert_eq!(subst(input, &v).unwrap(), want, "{input}");
         }
     }
 
@@ -357,25 +285,34 @@ mod tests {
     fn the_reference_defaults_apply_unless_the_administrator_says_otherwise() {
         let gates =
             "--feature-gates=BootstrapFormatIgnition=${EXP_BOOTSTRAP_FORMAT_IGNITION:=false}";
-        let by_default = substitute(gates, &with_defaults(&BTreeMap::new())).unwrap();
+        let by_default = subst(gates, &with_defaults(&BTreeMap::new())).unwrap();
         assert_eq!(by_default, "--feature-gates=BootstrapFormatIgnition=true");
         let administrator = vars(&[("EXP_BOOTSTRAP_FORMAT_IGNITION", "false"), ("OTHER", "x")]);
         let chosen = with_defaults(&administrator);
         assert_eq!(
-            substitute(gates, &chosen).unwrap(),
+            subst(gates, &chosen).unwrap(),
             "--feature-gates=BootstrapFormatIgnition=false"
         );
         assert_eq!(chosen.get("OTHER").map(String::as_str), Some("x"));
     }
 
     #[test]
-    fn substitution_rejects_what_it_cannot_evaluate() {
-        let err = substitute("a\nb ${X/y/z}", &BTreeMap::new()).unwrap_err();
-        assert_eq!(err.line, 2);
-        assert_eq!(err.expression, "${X/y/z}");
-        let err = substitute("${UNCLOSED", &BTreeMap::new()).unwrap_err();
-        assert!(err.reason.contains("unterminated"));
-        assert!(substitute("${1X}", &BTreeMap::new()).is_err());
+    fn substitution_rejects_what_envsubst_refuses_naming_the_line() {
+        let err = subst("a\nb ${X-y}", &BTreeMap::new()).unwrap_err();
+        assert_eq!(
+            err,
+            SubstitutionError {
+                line: 2,
+                expression: "${X-y}".into(),
+                reason: "missing closing brace".into()
+            }
+        );
+        assert_eq!(err.to_string(), "line 2: missing closing brace in `${X-y}`");
+        let err = subst("a\n\n${UNCLOSED", &BTreeMap::new()).unwrap_err();
+        assert_eq!(
+            (err.line, err.reason.as_str()),
+            (3, "missing closing brace")
+        );
     }
 
     fn images() -> Images {

@@ -17,10 +17,10 @@
 //!   order, followed by the JSON of its substitutions: `[{"key":…,"value":…},…]` sorted by key, `null`
 //!   when there are none.
 //!
-//! The substitution is this installer's own ([`crate::render::substitute`]): for every expression it
-//! accepts it gives what drone/envsubst gives (a bare `$NAME` is text in both; `$$` is one `$`), but
-//! for a default holding another `${...}` (the known gaps say so), and what it refuses renders
-//! nothing, so there is no revision to name. The text replacement is the
+//! The substitution is drone/envsubst's own language and meaning ([`crate::envsubst`]): every operator,
+//! nested expressions and its escapes give what the library gives, but for a substring that ends inside
+//! a multi-byte character (U+FFFD where Go keeps the broken bytes); what it refuses renders nothing,
+//! so there is no revision to name. The text replacement is the
 //! reference's plain one, which the installer's render does not use (it replaces whole image
 //! references only, [`capi_manifests::profile::replace_self_image`]); the caller parses that text again
 //! for the ID when the two differ.
