@@ -516,7 +516,7 @@ pub(crate) fn plan_rendered(
     let bundle = rendered.bundle();
     let trusted;
     let config = if rendered.trusted {
-        trusted = ctx.policy.trusting(&bundle);
+        trusted = ctx.policy.trusting(&bundle, among);
         &trusted
     } else {
         &ctx.policy
@@ -898,6 +898,97 @@ spec:
             .unwrap_err()
             .to_string();
         assert!(err.contains("rule rbac-no-escalation-verbs"), "{err}");
+    }
+
+    /// A provider's own API group (issue 46: a real IPAM provider's release image defines its CRDs and
+    /// webhooks in `ipam.<vendor>`): a release image may bring one that nobody else serves; the same
+    /// components from another source, a group another provider or the cluster serves, and the
+    /// cluster's own domains are refused.
+    #[test]
+    fn a_release_image_may_own_an_api_group_nobody_else_serves() {
+        let components = |group: &str| {
+            format!(
+                r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: ippools.{group}}}
+spec:
+  group: {group}
+  names: {{kind: IPPool, listKind: IPPoolList, plural: ippools, singular: ippool}}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema: {{openAPIV3Schema: {{type: object}}}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {{name: capx-ipam-validating}}
+webhooks:
+- name: validation.ippool.{group}
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  clientConfig: {{service: {{name: capx-webhook-service, namespace: openshift-cluster-api, path: /validate}}}}
+  rules: [{{apiGroups: [{group}], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [ippools]}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: capx-webhook-service, namespace: openshift-cluster-api}}
+spec:
+  ports: [{{port: 443, targetPort: 9443}}]
+  selector: {{cluster.x-k8s.io/provider: infrastructure-aws}}
+"#
+            )
+        };
+        let resolver = KindResolver::builtin();
+        let image = format!("quay.io/capx@sha256:{}", "1".repeat(64));
+        let ctx = ctx(&[("aws-cluster-api-controllers", &image)]);
+        let release = |text: String| Payload {
+            image: Some(image.clone()),
+            ..payload(text)
+        };
+        let own = "ipam.vendor.example.com";
+        prepare(&release(components(own)), &target(), &ctx, &resolver)
+            .expect("a release image's own group");
+
+        let refusal = |payload: &Payload, among: &Among<'_>| {
+            prepare_among(payload, &target(), &ctx, &resolver, among)
+                .unwrap_err()
+                .to_string()
+        };
+        let alone = Among::alone("infrastructure-aws");
+        let err = refusal(&payload(components(own)), &alone);
+        for expected in [
+            "(CustomResourceDefinition ippools.ipam.vendor.example.com): rule crd-family-groups-only",
+            "(ValidatingWebhookConfiguration capx-ipam-validating): rule admission-family-groups-only",
+        ] {
+            assert!(err.contains(expected), "{expected:?} not in {err}");
+        }
+        let other = vec![policy::Holdings {
+            provider: "infrastructure-metal3".into(),
+            resources: [(own.to_string(), "ipaddresses".to_string())].into(),
+            ..Default::default()
+        }];
+        let none = Default::default();
+        let err = refusal(
+            &release(components(own)),
+            &Among::new("infrastructure-aws", &other, &none),
+        );
+        assert!(
+            err.contains("nobody else serves; provider infrastructure-metal3 serves it"),
+            "{err}"
+        );
+        let cluster = [((own.to_string(), "ipclaims".to_string()), String::new())].into();
+        let err = refusal(
+            &release(components(own)),
+            &Among::new("infrastructure-aws", &[], &cluster),
+        );
+        assert!(
+            err.contains("the cluster (a CRD no provider installed) serves it"),
+            "{err}"
+        );
+        let err = refusal(&release(components("ipam.openshift.io")), &alone);
+        assert!(err.contains("rule crd-family-groups-only"), "{err}");
     }
 
     /// A revision's stored content is checked and planned as a fresh render is: edited to bind

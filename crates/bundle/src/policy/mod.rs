@@ -24,7 +24,7 @@
 //! | [`Rule::References`] | pods read only Secrets their own Services' serving certificates become, their provider's credentials Secret, and ConfigMaps of the bundle; a Service asks service-ca for no credentials or installer Secret ([`references`]) |
 //! | [`Rule::ProvidersApart`] | nothing of another provider: no Secret it reads or asks for, no pod labels its Services select, no Service selecting its pods, no admission on its resources or the cluster's CRDs' ([`references`]) |
 //! | [`Rule::ServiceType`] | Services only of type ClusterIP, without `externalIPs` |
-//! | [`Rule::CrdGroup`] | CRDs only in the family's groups (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]) |
+//! | [`Rule::CrdGroup`] | CRDs only in the family's groups (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]); a release image's own group that nobody else serves ([`PolicyConfig::trusting`]) |
 //! | [`Rule::WorkloadIdentity`] | pods only as a ServiceAccount of the bundle (or `default`) |
 //! | [`Rule::WorkloadHostAccess`] | no host network/PID/IPC, host ports or hostPath volumes |
 //! | [`Rule::WorkloadPrivilege`] | no privileged containers, added capabilities, `runAsUser: 0` or `allowPrivilegeEscalation: true` |
@@ -241,14 +241,19 @@ impl PolicyConfig {
     /// This policy for a bundle as trusted as the release (a profile read from a release image,
     /// pinned by digest in the images ConfigMap the cluster-version operator writes): what its own
     /// roles grant extends the ceiling and what its own objects have extends the field bound, so a
-    /// provider release that needs one more rule or field brings it. Every other rule holds as for
-    /// any bundle (no `*`, `escalate`, `bind` or `impersonate`, own references, family groups, ...).
-    pub fn trusting(&self, objects: &[BundleObject<'_>]) -> PolicyConfig {
+    /// provider release that needs one more rule or field brings it; and the API groups of its own
+    /// CRDs outside the family that nobody else serves ([`own_groups`]) are its own, for its CRDs and
+    /// its admission. Every other rule holds as for any bundle (no `*`, `escalate`, `bind` or
+    /// `impersonate`, own references, ...).
+    pub fn trusting(&self, objects: &[BundleObject<'_>], among: &Among<'_>) -> PolicyConfig {
         let mut config = self.clone();
         let mut fields = FieldBound::default();
         for o in objects {
             fields.add_rendered(o.object);
         }
+        config
+            .extra_groups
+            .extend(own_groups(objects.iter().map(|o| o.object), among));
         config.ceiling = config
             .ceiling
             .with(&Ceiling::granted_by(objects.iter().map(|o| o.object)));
@@ -271,6 +276,36 @@ impl PolicyConfig {
     pub fn family_group(&self, group: &str) -> bool {
         in_family(group) || self.extra_groups.contains(group)
     }
+}
+
+/// Domains whose API groups the cluster itself serves or reserves: Kubernetes' (the API server
+/// refuses CRDs there without an API review) and OpenShift's.
+const CLUSTER_DOMAINS: [&str; 3] = ["k8s.io", "kubernetes.io", "openshift.io"];
+
+/// The API groups outside the family that `objects`' CRDs define and that no other provider of the
+/// round nor a CRD of the cluster serves, outside the cluster's own domains: a provider's own API group
+/// (an IPAM provider's `ipam.<vendor>`), which only a release image may bring.
+fn own_groups<'a>(
+    objects: impl IntoIterator<Item = &'a DynamicObject>,
+    among: &Among<'_>,
+) -> BTreeSet<String> {
+    objects
+        .into_iter()
+        .filter(|o| {
+            o.types
+                .as_ref()
+                .is_some_and(|t| t.kind == "CustomResourceDefinition")
+        })
+        .filter_map(|o| o.data.pointer("/spec/group").and_then(Value::as_str))
+        .filter(|g| !in_family(g) && g.contains('.'))
+        .filter(|g| {
+            !CLUSTER_DOMAINS
+                .iter()
+                .any(|d| *g == *d || g.ends_with(&format!(".{d}")))
+        })
+        .filter(|g| among.holder_of(g, "*").is_none())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `cluster.x-k8s.io` or a subdomain of it.
@@ -462,7 +497,7 @@ fn check_object(
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
             admission_policy_binding(data, bundle, v)
         }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(data, config, bundle, v),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(data, config, bundle, among, v),
         ("", "Service") => {
             service(data, v);
             references::serving_certificate(object, config, among, v);
@@ -588,16 +623,26 @@ fn admission_policy_binding(data: &Value, bundle: &Bundle, v: &mut Report<'_>) {
     }
 }
 
-fn crd(data: &Value, config: &PolicyConfig, bundle: &Bundle, v: &mut Report<'_>) {
+fn crd(
+    data: &Value,
+    config: &PolicyConfig,
+    bundle: &Bundle,
+    among: &Among<'_>,
+    v: &mut Report<'_>,
+) {
     let group = data
         .pointer("/spec/group")
         .and_then(Value::as_str)
         .unwrap_or("");
     if !config.family_group(group) {
+        let served = among
+            .holder_of(group, "*")
+            .map(|holder| format!("; {holder} serves it"))
+            .unwrap_or_default();
         v(
             Rule::CrdGroup,
             format!(
-                "spec.group {group:?} is not a Cluster API group ({FAMILY_GROUP} or *.{FAMILY_GROUP}) nor an allowed extra group"
+                "spec.group {group:?} is not a Cluster API group ({FAMILY_GROUP} or *.{FAMILY_GROUP}), an allowed extra group, nor a group of the provider's own release image that nobody else serves{served}"
             ),
         );
     }

@@ -135,7 +135,7 @@ impl<'a> Among<'a> {
     }
 
     /// Who else holds resource `plural` of `group`: another provider's CRD, or the cluster's.
-    fn holder_of(&self, group: &str, plural: &str) -> Option<String> {
+    pub(crate) fn holder_of(&self, group: &str, plural: &str) -> Option<String> {
         for h in self.others {
             if h.resources
                 .iter()
