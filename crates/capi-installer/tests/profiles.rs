@@ -1161,8 +1161,9 @@ async fn every_forks_current_profile_installs_under_the_shipped_bounds() {
 
 /// Issue 31, item 4: a platform the installer's table does not know is supported by the profile that
 /// declares it. The fixtures have no provider of such a platform, so the OpenStack fork's current
-/// profile is declared for Nutanix (its metadata's `ocpPlatform` only; the manifests as shipped):
-/// what is under test is that the platform comes from the profile, not from the code.
+/// profile is declared for Nutanix (its metadata's `ocpPlatform`, and its objects' provider label, which
+/// must name the provider they belong to: issue 46's `reserved-names-and-labels`): what is under test
+/// is that the platform comes from the profile, not from the code.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_platform_only_a_profile_knows_is_installed_from_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1172,9 +1173,12 @@ async fn a_platform_only_a_profile_knows_is_installed_from_it() {
     let openstack = fixture("profiles/openstack").expect("fixture present");
     let folder = dir.join("nutanix-img/capi-operator-manifests/default");
     std::fs::create_dir_all(&folder).unwrap();
-    std::os::unix::fs::symlink(
-        openstack.join("manifests.yaml"),
+    let manifests = std::fs::read_to_string(openstack.join("manifests.yaml")).unwrap();
+    let label = "cluster.x-k8s.io/provider: infrastructure-openstack";
+    assert!(manifests.contains(label));
+    std::fs::write(
         folder.join("manifests.yaml"),
+        manifests.replace(label, "cluster.x-k8s.io/provider: infrastructure-nutanix"),
     )
     .unwrap();
     let metadata = std::fs::read_to_string(openstack.join("metadata.yaml")).unwrap();
