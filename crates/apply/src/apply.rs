@@ -243,8 +243,9 @@ impl Applier {
     /// Reads live objects the caller does not pass from `cache` (built for this applier, see
     /// [`LiveCache::new`]): an object its synced watch does not have does not exist, and is created
     /// without a GET; one it has goes through the ownership decision (the owner's record, and for an
-    /// adoption the slim copy's labels and field managers). Only when the cache cannot tell (kind not watched yet, not synced, or an object we wrote
-    /// moments ago that the watch has not shown yet) is the object read.
+    /// adoption the slim copy's labels and field managers). Only when the cache cannot tell (kind not
+    /// watched yet, not synced, or an object we wrote moments ago that the watch has not shown yet) is
+    /// the object read.
     pub fn with_cache(mut self, cache: LiveCache) -> Self {
         self.cache = Some(cache);
         self

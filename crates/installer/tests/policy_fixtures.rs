@@ -663,6 +663,15 @@ fn judge_one(real: &mut Real, index: usize, path: &str, value: Value, bound: &Fi
     let Some(lines) = judged(real, index, changed) else {
         return;
     };
+    // The bound keeps the keys of labels and annotations: the schema's `*` is the generated key.
+    let keyed = ["metadata.labels.*", "metadata.annotations.*"]
+        .iter()
+        .find_map(|m| path.strip_suffix(m).map(|place| (place, &m[..m.len() - 2])));
+    let path = match keyed {
+        Some((place, map)) => format!("{place}{map}[generated-key]"),
+        None => path.to_string(),
+    };
+    let path = path.as_str();
     let ours = format!("({key}): rule ");
     let about_it: Vec<&String> = lines.iter().filter(|l| l.contains(&ours)).collect();
     let by_fields = |l: &&String| {
@@ -820,4 +829,51 @@ fn a_generated_change_to_any_real_bundle_is_refused_unless_the_bound_holds_it() 
             Ok(())
         })
         .unwrap();
+}
+
+/// The per-provider aggregation data the policy ships (`policy::AGGREGATED_ROLES`,
+/// `policy::AGGREGATION_LABELS`) is exactly what the real bundles do: which provider ships each
+/// aggregated ClusterRole and the label it selects, and whose roles carry each aggregation label.
+#[test]
+fn the_shipped_aggregation_data_is_what_real_bundles_do() {
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let mut roles = BTreeSet::new();
+    let mut labels = BTreeSet::new();
+    for real in &bundles {
+        for input in &real.rendered.inputs {
+            let object = &input.object;
+            if object.types.as_ref().map(|t| t.kind.as_str()) != Some("ClusterRole") {
+                continue;
+            }
+            let name = object.metadata.name.clone().unwrap_or_default();
+            for (i, selector) in object.data["aggregationRule"]["clusterRoleSelectors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                for key in selector["matchLabels"].as_object().into_iter().flatten() {
+                    roles.insert((name.clone(), real.provider.clone(), key.0.clone()));
+                }
+                assert!(selector.get("matchExpressions").is_none(), "{name} [{i}]");
+            }
+            for key in object.metadata.labels.iter().flatten().map(|(k, _)| k) {
+                if key.contains("/aggregate-to-") {
+                    labels.insert((key.clone(), real.provider.clone()));
+                }
+            }
+        }
+    }
+    let shipped_roles: BTreeSet<(String, String, String)> = policy::AGGREGATED_ROLES
+        .iter()
+        .map(|(n, p, l)| (n.to_string(), p.to_string(), l.to_string()))
+        .collect();
+    let shipped_labels: BTreeSet<(String, String)> = policy::AGGREGATION_LABELS
+        .iter()
+        .map(|(l, p)| (l.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(roles, shipped_roles, "aggregated roles of real bundles");
+    assert_eq!(labels, shipped_labels, "aggregation labels of real bundles");
 }

@@ -54,7 +54,8 @@ pub async fn installer_writes_over(env: &Env, quiet: Duration) -> Vec<AuditEvent
 /// What the test providers have beyond the real bundles, as an administrator would extend the field
 /// bound for providers that are not among them: the example providers of `examples/providers` (the
 /// ibmcloud stand-in, and the others when the fixtures are missing), an unschedulable synthetic
-/// provider's `nodeSelector` and a ConfigMap in a bundle ([`crate::Tiny`]).
+/// provider's `nodeSelector`, the synthetic providers' pod label `app` (and `app.kubernetes.io/part-of`,
+/// which a test adds to aws's pods) and a ConfigMap in a bundle ([`crate::Tiny`]).
 fn test_fields() -> &'static FieldBound {
     static FIELDS: std::sync::OnceLock<FieldBound> = std::sync::OnceLock::new();
     FIELDS.get_or_init(|| {
@@ -64,10 +65,16 @@ fn test_fields() -> &'static FieldBound {
                 "kind": "Deployment",
                 "spec": {"template": {"spec": {"nodeSelector": {"test.capi-installer/no-such-node": "true"}}}},
             }),
+            // The synthetic providers' pod label, and the one a test adds to aws's pods.
+            serde_json::json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "spec": {"template": {"metadata": {"labels": {"app": "x", "app.kubernetes.io/part-of": "x"}}}},
+            }),
             serde_json::json!({
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
-                "metadata": {"name": "x", "namespace": "x", "labels": {"x": "x"}},
+                "metadata": {"name": "x", "namespace": "x", "labels": {"cluster.x-k8s.io/provider": "x"}},
                 "data": {"x": "x"},
             }),
         ]);

@@ -7,8 +7,13 @@
 //! nodes' own pods, a volume source no provider uses) is refused instead of allowed.
 //!
 //! A path is written with list indices collapsed and the keys of free-form maps as `*`
-//! (`spec.template.spec.containers[].securityContext.runAsUser`, `metadata.labels.*`); which fields
-//! are maps comes from the kind's shape ([`super::schema`]). The leaves of an object are judged: a
+//! (`spec.template.spec.containers[].securityContext.runAsUser`, `spec.template.spec.nodeSelector.*`);
+//! which fields are maps comes from the kind's shape ([`super::schema`]). Labels and annotations keep
+//! their keys (`metadata.annotations[service.beta.openshift.io/serving-cert-secret-name]`,
+//! `spec.template.metadata.labels[control-plane]`): other controllers act on them by key (service-ca's
+//! certificates, the API server's AppArmor and seccomp annotations, aggregation labels), so each
+//! kind may carry only the keys real bundles put at that place. An administrator's field data may
+//! allow every key of one place with `[*]` (`metadata.annotations[*]`). The leaves of an object are judged: a
 //! scalar, an empty object or list, or an opaque subtree (a CRD's `openAPIV3Schema`, whose content is
 //! the CRD's own schema). For the [`SENSITIVE`] paths the bound also lists the values real bundles use
 //! (or, for `spec.replicas`, the largest).
@@ -241,6 +246,18 @@ pub struct KindFields {
 }
 
 impl KindFields {
+    /// Whether `path` is one of the paths, or a keyed label or annotation whose place allows every
+    /// key (`…[*]`).
+    fn permits(&self, path: &str) -> bool {
+        self.paths.contains(path)
+            || path
+                .strip_suffix(']')
+                .and_then(|p| p.rsplit_once('['))
+                .is_some_and(|(place, key)| {
+                    !key.is_empty() && self.paths.contains(&format!("{place}[*]"))
+                })
+    }
+
     fn extend(&mut self, other: &KindFields) {
         self.paths.extend(other.paths.iter().cloned());
         for (path, values) in &other.values {
@@ -482,8 +499,15 @@ fn walk<'a>(
         (_, Some(Node::Opaque)) => leaf(out),
         (Value::Object(map), _) if map.values().all(Value::is_null) => leaf(out),
         (Value::Object(map), Some(Node::Map(item))) => {
+            let keyed = ["metadata.labels", "metadata.annotations"]
+                .iter()
+                .any(|m| path == *m || path.ends_with(&format!(".{m}")));
             for (k, v) in map {
-                walk(v, Some(item), join(&path, "*"), join(&at, k), out);
+                let child = match keyed {
+                    true => format!("{path}[{k}]"),
+                    false => join(&path, "*"),
+                };
+                walk(v, Some(item), child, join(&at, k), out);
             }
         }
         (Value::Object(map), _) => {
@@ -524,7 +548,7 @@ pub fn check(
         if matches!(leaf.path.as_str(), "apiVersion" | "kind") {
             continue;
         }
-        if !allowed.paths.contains(&leaf.path) {
+        if !allowed.permits(&leaf.path) {
             if refused_paths.insert(leaf.path.clone()) {
                 v(
                     Rule::FieldPath,
@@ -616,7 +640,7 @@ mod tests {
             .map(|l| (l.path, l.at))
             .collect();
         let has = |p: &str, at: &str| leaves.contains(&(p.to_string(), at.to_string()));
-        assert!(has("metadata.labels.*", "metadata.labels.a"), "{leaves:?}");
+        assert!(has("metadata.labels[a]", "metadata.labels.a"), "{leaves:?}");
         assert!(has(
             "spec.template.spec.containers[].securityContext.runAsUser",
             "spec.template.spec.containers[0].securityContext.runAsUser"
@@ -670,6 +694,54 @@ mod tests {
         let mut more = FieldBound::default();
         more.add_object(&hostile);
         assert_eq!(refusals(&bound.clone().with(&more), &hostile), vec![]);
+    }
+
+    /// Labels and annotations are bounded by key, per kind and place (issue 46, item 4): a pod
+    /// annotation the API server turns into an unconfined AppArmor profile, or service-ca's alpha
+    /// spelling, is refused where real bundles have neither; `[*]` in an extension allows any key.
+    #[test]
+    fn label_and_annotation_keys_are_bounded_by_place() {
+        let mut real = deployment(json!({"containers": [{"name": "manager"}]}));
+        real["metadata"]["annotations"] =
+            json!({"controller-gen.kubebuilder.io/version": "v0.20.0"});
+        real["spec"]["template"]["metadata"] = json!({"labels": {"control-plane": "controller-manager"}, "annotations": {"kubectl.kubernetes.io/default-container": "manager"}});
+        let bound = FieldBound::of_objects([&real]);
+        assert_eq!(refusals(&bound, &real), vec![]);
+        let mut hostile = real.clone();
+        hostile["spec"]["template"]["metadata"]["annotations"]["container.apparmor.security.beta.kubernetes.io/manager"] =
+            json!("unconfined");
+        hostile["metadata"]["annotations"]["service.alpha.openshift.io/serving-cert-secret-name"] =
+            json!("capi-webhook-service-cert");
+        // A key real bundles use at another place is still refused here.
+        hostile["metadata"]["labels"] = json!({"control-plane": "controller-manager"});
+        let text: Vec<String> = refusals(&bound, &hostile)
+            .iter()
+            .map(|(r, d)| format!("{r}: {d}"))
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "fields-in-real-bundles-only: metadata.annotations.service.alpha.openshift.io/serving-cert-secret-name (metadata.annotations[service.alpha.openshift.io/serving-cert-secret-name]): no real provider bundle has this field of a Deployment",
+                "fields-in-real-bundles-only: metadata.labels.control-plane (metadata.labels[control-plane]): no real provider bundle has this field of a Deployment",
+                "fields-in-real-bundles-only: spec.template.metadata.annotations.container.apparmor.security.beta.kubernetes.io/manager (spec.template.metadata.annotations[container.apparmor.security.beta.kubernetes.io/manager]): no real provider bundle has this field of a Deployment",
+            ],
+            "{text:#?}"
+        );
+        let mut every = FieldBound::default();
+        every.kinds.insert(
+            "Deployment.apps".into(),
+            KindFields {
+                paths: [
+                    "metadata.annotations[*]",
+                    "metadata.labels[*]",
+                    "spec.template.metadata.annotations[*]",
+                ]
+                .map(String::from)
+                .into(),
+                ..Default::default()
+            },
+        );
+        assert_eq!(refusals(&bound.clone().with(&every), &hostile), vec![]);
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! | [`Rule::AdmissionScope`] | webhooks and admission policies only for the family's groups; policy parameters only of family kinds (and the Infrastructure that the generated protection policy reads); bindings only to policies of the bundle |
 //! | [`Rule::StoredAsWritten`] | nothing the API server stores differently: no number written as a float outside a CRD's schema, no deprecated alias (`serviceAccount`); and every rule holds on each object as the preflight's dry-run says it would be stored ([`stored`]) |
 //! | [`Rule::References`] | pods read only Secrets their own Services' serving certificates become, their provider's credentials Secret, and ConfigMaps of the bundle; a Service asks service-ca for no credentials or installer Secret ([`references`]) |
-//! | [`Rule::ProvidersApart`] | nothing of another provider: no Secret it reads or asks for, no pod labels its Services select, no Service selecting its pods, no admission on its resources or the cluster's CRDs' ([`references`]) |
+//! | [`Rule::ProvidersApart`] | nothing of another provider: no Secret it reads or asks for, no pod labels its Services select, no Service selecting its pods, no admission on its resources or the cluster's CRDs' ([`references`]), no role naming its CRDs; its aggregated roles and aggregation labels ([`AGGREGATED_ROLES`], [`AGGREGATION_LABELS`]) are its own (rule [`Rule::RbacAggregation`]) |
 //! | [`Rule::ServiceType`] | Services only of type ClusterIP, without `externalIPs` |
 //! | [`Rule::CrdGroup`] | CRDs only in the family's groups (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]); a release image's own group that nobody else serves ([`PolicyConfig::trusting`]) |
 //! | [`Rule::WorkloadIdentity`] | pods only as a ServiceAccount of the bundle (or `default`) |
@@ -416,7 +416,7 @@ impl Bundle {
                     b.service_accounts.insert((key.namespace, key.name));
                 }
                 ("", "Service") => {
-                    if let Some(secret) = references::serving_secret(o.object) {
+                    for (_, secret) in references::serving_secrets(o.object) {
                         b.serving_secrets.insert(secret.to_string());
                     }
                     b.services.insert((key.namespace, key.name));
@@ -465,7 +465,7 @@ fn check_object(
         return;
     }
     protected(key, object, config, v);
-    aggregation_labels(object, v);
+    aggregation_labels(object, among, v);
     let data = &object.data;
     if reading == Reading::Text {
         stored::as_written(key, data, v);
@@ -477,10 +477,10 @@ fn check_object(
                 "Role" => Scope::Namespaced,
                 _ => Scope::Cluster,
             };
-            rbac_rules(data, scope, config, v);
-            aggregation_rule(data, v);
+            rbac_rules(data, scope, config, bundle, among, v);
+            aggregation_rule(data, among, v);
             if scope == Scope::Cluster {
-                aggregated_name(key, data, config, v);
+                aggregated_name(key, data, config, among, v);
             }
         }
         ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => {
@@ -532,11 +532,79 @@ fn protected(key: &ObjectKey, object: &DynamicObject, config: &PolicyConfig, v: 
     }
 }
 
+/// The aggregated ClusterRoles of real bundles, each with the one provider that ships it and the label
+/// its `aggregationRule` selects; derived from every bundle of `../shared/fixtures` and checked by
+/// `tests/policy_fixtures.rs`. The installer holds `escalate` on these names, so only their own
+/// provider may ship them, and only it may select their label (issue 46).
+pub const AGGREGATED_ROLES: [(&str, &str, &str); 3] = [
+    (
+        "capi-aggregated-manager-role",
+        "cluster-api",
+        "cluster.x-k8s.io/aggregate-to-manager",
+    ),
+    (
+        "capv-aggregated-manager-role",
+        "infrastructure-vsphere",
+        "capv.infrastucture.cluster.x-k8s.io/aggregate-to-manager",
+    ),
+    (
+        "capz-manager-role",
+        "infrastructure-azure",
+        "cluster.x-k8s.io/aggregate-to-capz-manager",
+    ),
+];
+
+/// The aggregation labels of real bundles' ClusterRoles, each with a provider whose roles carry it:
+/// a role with the label joins the aggregated role that selects it, so only these providers' roles
+/// may (vSphere's join core's role by Cluster API's contract). Derived and checked as
+/// [`AGGREGATED_ROLES`].
+pub const AGGREGATION_LABELS: [(&str, &str); 5] = [
+    (
+        "capv.infrastucture.cluster.x-k8s.io/aggregate-to-manager",
+        "infrastructure-vsphere",
+    ),
+    (
+        "cluster.x-k8s.io/aggregate-to-capz-manager",
+        "infrastructure-azure",
+    ),
+    ("cluster.x-k8s.io/aggregate-to-manager", "cluster-api"),
+    (
+        "cluster.x-k8s.io/aggregate-to-manager",
+        "infrastructure-vsphere",
+    ),
+    (
+        "kubeadm.controlplane.cluster.x-k8s.io/aggregate-to-manager",
+        "infrastructure-vsphere",
+    ),
+];
+
+/// The providers whose roles may carry aggregation label `label`, when real bundles carry it.
+fn label_holders(label: &str) -> Option<Vec<&'static str>> {
+    let holders: Vec<&str> = AGGREGATION_LABELS
+        .iter()
+        .filter(|(l, _)| *l == label)
+        .map(|(_, p)| *p)
+        .collect();
+    (!holders.is_empty()).then_some(holders)
+}
+
 /// `<prefix>/aggregate-to-*` labels outside the family, on any object (a label does its harm on a
-/// ClusterRole, but it is refused wherever it is, as no provider needs it).
-fn aggregation_labels(object: &DynamicObject, v: &mut Report<'_>) {
+/// ClusterRole, but it is refused wherever it is, as no provider needs it); and a family aggregation
+/// label that real bundles carry only on other providers' roles ([`AGGREGATION_LABELS`]).
+fn aggregation_labels(object: &DynamicObject, among: &Among<'_>, v: &mut Report<'_>) {
     let labels = object.metadata.labels.as_ref();
     for label in labels.into_iter().flat_map(|l| l.keys()) {
+        if let Some(holders) = label_holders(label)
+            && !holders.contains(&among.provider)
+        {
+            v(
+                Rule::RbacAggregation,
+                format!(
+                    "label {label} is carried only by roles of {}: it would add this role to the aggregated role that selects it",
+                    quoted(&holders)
+                ),
+            );
+        }
         if let Some((prefix, name)) = label.split_once('/')
             && name.starts_with("aggregate-to-")
             && !in_family(prefix)
@@ -665,7 +733,14 @@ fn items(v: Option<&Value>) -> impl Iterator<Item = (usize, &Value)> {
         .enumerate()
 }
 
-fn rbac_rules(data: &Value, scope: Scope, config: &PolicyConfig, v: &mut Report<'_>) {
+fn rbac_rules(
+    data: &Value,
+    scope: Scope,
+    config: &PolicyConfig,
+    bundle: &Bundle,
+    among: &Among<'_>,
+    v: &mut Report<'_>,
+) {
     for (i, rule) in items(data.get("rules")) {
         let at = format!("rules[{i}]");
         let refused = std::cell::Cell::new(false);
@@ -723,9 +798,42 @@ fn rbac_rules(data: &Value, scope: Scope, config: &PolicyConfig, v: &mut Report<
                 ),
             );
         }
+        crd_names(rule, &at, bundle, among, &mut v);
         // A rule refused above is not judged again, triple by triple.
         if !refused.get() {
             within_ceiling(rule, &at, scope, config, &mut v);
+        }
+    }
+}
+
+/// A grant on CRDs by `resourceNames` names no CRD another provider or the cluster serves: the
+/// ceiling holds core's and vSphere's names (their CRD migrators patch their own CRDs, vSphere's also
+/// those of its `vmware` group that its bundle leaves out), and another provider's role naming them
+/// would let its controller rewrite their API (issue 46).
+fn crd_names(rule: &Value, at: &str, bundle: &Bundle, among: &Among<'_>, v: &mut Report<'_>) {
+    let crds = strings(rule.get("apiGroups")).contains(&"apiextensions.k8s.io")
+        && strings(rule.get("resources"))
+            .iter()
+            .any(|r| r.starts_with("customresourcedefinitions"));
+    if !crds {
+        return;
+    }
+    for name in strings(rule.get("resourceNames")) {
+        let own = bundle.resources.iter().any(|(group, plural)| {
+            name.strip_prefix(plural.as_str())
+                .and_then(|rest| rest.strip_prefix('.'))
+                == Some(group.as_str())
+        });
+        let Some((plural, group)) = name.split_once('.') else {
+            continue;
+        };
+        if let Some(holder) = among.holder_of(group, plural).filter(|_| !own) {
+            v(
+                Rule::ProvidersApart,
+                format!(
+                    "{at}.resourceNames names CustomResourceDefinition {name:?}, which {holder} serves"
+                ),
+            );
         }
     }
 }
@@ -771,9 +879,27 @@ fn within_ceiling(rule: &Value, at: &str, scope: Scope, config: &PolicyConfig, v
 
 /// An aggregated ClusterRole only under a name the ceiling lists: the API server lets only a holder of
 /// `escalate` on that name (or cluster-admin) write one, and the installer holds it for those names.
-fn aggregated_name(key: &ObjectKey, data: &Value, config: &PolicyConfig, v: &mut Report<'_>) {
+fn aggregated_name(
+    key: &ObjectKey,
+    data: &Value,
+    config: &PolicyConfig,
+    among: &Among<'_>,
+    v: &mut Report<'_>,
+) {
     if data.get("aggregationRule").is_none_or(Value::is_null) {
         return;
+    }
+    if let Some((_, owner, _)) = AGGREGATED_ROLES
+        .iter()
+        .find(|(name, owner, _)| *name == key.name && *owner != among.provider)
+    {
+        v(
+            Rule::RbacAggregation,
+            format!(
+                "aggregated ClusterRole {:?} is provider {owner}'s",
+                key.name
+            ),
+        );
     }
     let allowed = config.ceiling.cluster.aggregated_roles();
     if !allowed.contains(&key.name) {
@@ -816,7 +942,7 @@ fn service(data: &Value, v: &mut Report<'_>) {
     }
 }
 
-fn aggregation_rule(data: &Value, v: &mut Report<'_>) {
+fn aggregation_rule(data: &Value, among: &Among<'_>, v: &mut Report<'_>) {
     let Some(rule) = data.get("aggregationRule").filter(|r| !r.is_null()) else {
         return;
     };
@@ -847,7 +973,8 @@ fn aggregation_rule(data: &Value, v: &mut Report<'_>) {
             }
         }
         let foreign: Vec<&str> = keys
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|k| {
                 !k.split_once('/')
                     .is_some_and(|(prefix, _)| in_family(prefix))
@@ -859,6 +986,24 @@ fn aggregation_rule(data: &Value, v: &mut Report<'_>) {
                 format!(
                     "{at} selects by labels outside Cluster API ({}): it would aggregate roles it does not own",
                     quoted(&foreign)
+                ),
+            );
+        }
+        let others: Vec<&str> = keys
+            .iter()
+            .filter_map(|k| {
+                AGGREGATED_ROLES
+                    .iter()
+                    .find(|(_, owner, label)| label == k && *owner != among.provider)
+                    .map(|(_, owner, _)| *owner)
+            })
+            .collect();
+        if !others.is_empty() {
+            v(
+                Rule::RbacAggregation,
+                format!(
+                    "{at} selects the aggregation label of provider {}: it would collect that provider's roles",
+                    quoted(&others)
                 ),
             );
         }

@@ -19,9 +19,13 @@ use serde_json::Value;
 use super::{Bundle, PolicyConfig, Report, Rule, items, quoted};
 use capi_apply::ObjectKey;
 
-/// The annotation by which a Service asks service-ca for a serving certificate in a Secret of that
-/// name (which service-ca creates and rewrites).
-pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
+/// The annotations by which a Service asks service-ca for a serving certificate in a Secret of that
+/// name (which service-ca creates and rewrites): the current spelling and the alpha one service-ca
+/// still honours. Every rule judges each by its meaning, whichever spelling a bundle uses.
+pub const SERVING_CERT_ANNOTATIONS: [&str; 2] = [
+    "service.beta.openshift.io/serving-cert-secret-name",
+    "service.alpha.openshift.io/serving-cert-secret-name",
+];
 
 /// The credentials Secrets real bundles read, each with the one provider (its `cluster.x-k8s.io/provider`
 /// label) whose bundle names it: the Cloud Credential Operator writes them for that provider, from
@@ -69,7 +73,7 @@ impl Holdings {
             let data = &object.data;
             match kind {
                 "Service" => {
-                    if let Some(secret) = serving_secret(object) {
+                    for (_, secret) in serving_secrets(object) {
                         h.secrets.insert(secret.to_string());
                     }
                     let selector = string_map(data.pointer("/spec/selector"));
@@ -156,15 +160,18 @@ impl<'a> Among<'a> {
     }
 }
 
-/// The Secret a Service asks service-ca for.
-pub fn serving_secret(object: &DynamicObject) -> Option<&str> {
-    object
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(SERVING_CERT_ANNOTATION)
-        .map(String::as_str)
-        .filter(|s| !s.is_empty())
+/// The Secrets a Service asks service-ca for, each with the annotation that asks.
+pub fn serving_secrets(object: &DynamicObject) -> Vec<(&'static str, &str)> {
+    let Some(annotations) = object.metadata.annotations.as_ref() else {
+        return Vec::new();
+    };
+    SERVING_CERT_ANNOTATIONS
+        .iter()
+        .filter_map(|key| {
+            let secret = annotations.get(*key).filter(|s| !s.is_empty())?;
+            Some((*key, secret.as_str()))
+        })
+        .collect()
 }
 
 /// Every Secret a pod names, with the field path (relative to the pod spec).
@@ -321,10 +328,21 @@ pub(super) fn serving_certificate(
     among: &Among<'_>,
     v: &mut Report<'_>,
 ) {
-    let Some(secret) = serving_secret(object) else {
-        return;
-    };
-    let at = format!("metadata.annotations[{SERVING_CERT_ANNOTATION}] {secret:?}");
+    for (annotation, secret) in serving_secrets(object) {
+        serving_secret(annotation, secret, object, config, among, v);
+    }
+}
+
+/// One Secret a Service asks service-ca for with `annotation` ([`serving_certificate`]).
+fn serving_secret(
+    annotation: &str,
+    secret: &str,
+    object: &DynamicObject,
+    config: &PolicyConfig,
+    among: &Among<'_>,
+    v: &mut Report<'_>,
+) {
+    let at = format!("metadata.annotations[{annotation}] {secret:?}");
     let namespace = object.metadata.namespace.as_deref();
     if let Some((provider, _)) = CREDENTIALS.iter().find(|(_, s)| *s == secret) {
         v(

@@ -27,7 +27,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: w-manager-role
-  labels: {cluster.x-k8s.io/aggregate-to-manager: "true"}
+  labels: {w.infrastructure.cluster.x-k8s.io/aggregate-to-manager: "true"}
 rules:
 - apiGroups: [infrastructure.cluster.x-k8s.io, controlplane.cluster.x-k8s.io]
   resources: ["*"]
@@ -809,12 +809,50 @@ fn grants_inside_the_ceiling_pass() {
 
 #[test]
 fn aggregated_cluster_roles_only_under_the_ceilings_names() {
-    let doc = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: collect-more}\naggregationRule: {clusterRoleSelectors: [{matchLabels: {cluster.x-k8s.io/aggregate-to-manager: 'true'}}]}\n";
+    let doc = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: collect-more}\naggregationRule: {clusterRoleSelectors: [{matchLabels: {w.infrastructure.cluster.x-k8s.io/aggregate-to-manager: 'true'}}]}\n";
     let got = ceiling_violations(doc);
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(
         got[0].contains("only named \"w-aggregated-role\""),
         "{got:?}"
+    );
+}
+
+/// Issue 46: another provider's aggregated role is its own: not its name, not its label, not its
+/// selector (the installer holds `escalate` on the names; the label joins that provider's role).
+#[test]
+fn another_providers_aggregation_is_refused() {
+    let violations = |doc: &str| -> Vec<String> {
+        violations_with(&with(doc), &config())
+            .into_iter()
+            .filter(|v| v.rule == Rule::RbacAggregation)
+            .map(|v| v.detail)
+            .collect()
+    };
+    let named = violations(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: capi-aggregated-manager-role}\naggregationRule: {clusterRoleSelectors: [{matchLabels: {w.infrastructure.cluster.x-k8s.io/aggregate-to-manager: 'true'}}]}\n",
+    );
+    assert_eq!(
+        named,
+        ["aggregated ClusterRole \"capi-aggregated-manager-role\" is provider cluster-api's"]
+    );
+    let selecting = violations(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: w-aggregated-role}\naggregationRule: {clusterRoleSelectors: [{matchLabels: {cluster.x-k8s.io/aggregate-to-capz-manager: 'true'}}]}\n",
+    );
+    assert_eq!(
+        selecting,
+        [
+            "aggregationRule.clusterRoleSelectors[0] selects the aggregation label of provider \"infrastructure-azure\": it would collect that provider's roles"
+        ]
+    );
+    let joining = violations(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: w-extra, labels: {cluster.x-k8s.io/aggregate-to-manager: 'true'}}\nrules: []\n",
+    );
+    assert_eq!(
+        joining,
+        [
+            "label cluster.x-k8s.io/aggregate-to-manager is carried only by roles of \"cluster-api\", \"infrastructure-vsphere\": it would add this role to the aggregated role that selects it"
+        ]
     );
 }
 

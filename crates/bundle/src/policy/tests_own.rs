@@ -197,6 +197,18 @@ fn a_provider_reaches_into_no_other() {
             "metadata.annotations[service.beta.openshift.io/serving-cert-secret-name] \"capi-webhook-service-cert\" is a Secret of provider cluster-api",
         ),
         (
+            "a Service asking service-ca for core's serving Secret in the alpha spelling",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.alpha.openshift.io/serving-cert-secret-name: capi-webhook-service-cert}}\nspec: {selector: {app: w}, ports: [{port: 443}]}\n".into(),
+            &[ProvidersApart],
+            "metadata.annotations[service.alpha.openshift.io/serving-cert-secret-name] \"capi-webhook-service-cert\" is a Secret of provider cluster-api",
+        ),
+        (
+            "a role patching core's CRD by name",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: w-crd-patcher}\nrules: [{apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], resourceNames: [clusters.cluster.x-k8s.io], verbs: [patch]}]\n".into(),
+            &[ProvidersApart],
+            "rules[0].resourceNames names CustomResourceDefinition \"clusters.cluster.x-k8s.io\", which provider cluster-api serves",
+        ),
+        (
             "a Service asking service-ca for credentials",
             "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.beta.openshift.io/serving-cert-secret-name: capg-manager-bootstrap-credentials}}\nspec: {selector: {app: w}, ports: [{port: 443}]}\n".into(),
             &[References],
