@@ -74,7 +74,11 @@ fn test_fields() -> &'static FieldBound {
             serde_json::json!({
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
-                "metadata": {"name": "x", "namespace": "x", "labels": {"cluster.x-k8s.io/provider": "x"}},
+                "metadata": {"name": "x", "namespace": "x", "labels": {
+                    "cluster.x-k8s.io/provider": "x",
+                    // What a truthful.rs ConfigMap carries for an admission policy to keep it.
+                    "test.capi-installer/keep": "x",
+                }},
                 "data": {"x": "x"},
             }),
         ]);
