@@ -240,10 +240,12 @@ async fn prune_one(
 }
 
 /// The JSON patch that gives an adopted object back: our ownership label and desired-hash annotation
-/// removed, and our field ownership (the managedFields entries that own our ownership label: only we
-/// set it) dropped, so that every other field stays as it is, unowned, instead of being removed as a
-/// server-side apply without them would. Guarded by the resourceVersion read. `None` when nothing of
-/// ours is left on it.
+/// removed, and so is every other label and annotation that only our field ownership holds (what we
+/// added on adoption, such as the owner label: the object goes back with the metadata it had); our
+/// field ownership (the managedFields entries that own our ownership label: only we set it) dropped,
+/// so that every other field stays as it is, unowned, instead of being removed as a server-side apply
+/// without them would (a CRD's versions must never go with it). Guarded by the resourceVersion read.
+/// `None` when nothing of ours is left on it.
 pub(crate) fn release_patch(
     live: &DynamicObject,
     ownership: &OwnershipPolicy,
@@ -276,6 +278,30 @@ pub(crate) fn release_patch(
             .is_some_and(|l| l.contains_key(&format!("f:{label}")))
     };
     let kept: Vec<_> = entries.iter().filter(|e| !owns_label(e)).cloned().collect();
+    // Labels and annotations our entries hold and no other entry does: ours alone, added by us.
+    let held = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+                map: &str,
+                key: &str| {
+        e.fields_v1
+            .as_ref()
+            .and_then(|f| f.0.pointer(&format!("/f:metadata/f:{map}")))
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.contains_key(&format!("f:{key}")))
+    };
+    for (map, present) in [
+        ("labels", live.metadata.labels.as_ref()),
+        ("annotations", live.metadata.annotations.as_ref()),
+    ] {
+        for key in present.into_iter().flat_map(|m| m.keys()) {
+            let already = (map == "labels" && key == label)
+                || (map == "annotations" && key == crate::ownership::DEFAULT_HASH_ANNOTATION);
+            let ours_alone = entries.iter().any(|e| owns_label(e) && held(e, map, key))
+                && !kept.iter().any(|e| held(e, map, key));
+            if ours_alone && !already {
+                ops.push(serde_json::json!({"op": "remove", "path": format!("/metadata/{map}/{}", pointer(key))}));
+            }
+        }
+    }
     if kept.len() != entries.len() {
         // An empty list leaves managedFields as they are; one empty entry clears them.
         let value = if kept.is_empty() {
@@ -454,11 +480,16 @@ mod release_tests {
         let live: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": "widgets.example.io", "resourceVersion": "42",
-                "labels": {"app.kubernetes.io/managed-by": "capi-installer", "keep": "yes"},
-                "annotations": {"capi-installer.openshift.io/desired-hash": "abc"},
+                "labels": {"app.kubernetes.io/managed-by": "capi-installer", "keep": "yes",
+                    "cluster.x-k8s.io/provider": "cluster-api", "shared": "yes"},
+                "annotations": {"capi-installer.openshift.io/desired-hash": "abc", "theirs": "x"},
                 "managedFields": [
                     {"manager": "capi-installer", "operation": "Apply", "apiVersion": "apiextensions.k8s.io/v1",
-                     "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}, "f:spec": {}}},
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {
+                        "f:labels": {"f:app.kubernetes.io/managed-by": {}, "f:cluster.x-k8s.io/provider": {}, "f:shared": {}},
+                        "f:annotations": {"f:capi-installer.openshift.io/desired-hash": {}}}, "f:spec": {}}},
+                    {"manager": "cluster-version-operator", "operation": "Apply", "apiVersion": "apiextensions.k8s.io/v1",
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:keep": {}, "f:shared": {}}, "f:annotations": {"f:theirs": {}}}}},
                     {"manager": "kube-apiserver", "operation": "Update", "subresource": "status",
                      "apiVersion": "apiextensions.k8s.io/v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}
                 ]},
@@ -466,12 +497,16 @@ mod release_tests {
         }))
         .unwrap();
         let patch = serde_json::to_value(release_patch(&live, &policy).unwrap()).unwrap();
+        // The label only we hold (the owner label we added) goes; one another manager holds too stays.
         assert_eq!(
             patch,
             json!([
                 {"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1managed-by"},
                 {"op": "remove", "path": "/metadata/annotations/capi-installer.openshift.io~1desired-hash"},
+                {"op": "remove", "path": "/metadata/labels/cluster.x-k8s.io~1provider"},
                 {"op": "replace", "path": "/metadata/managedFields", "value": [
+                    {"manager": "cluster-version-operator", "operation": "Apply", "apiVersion": "apiextensions.k8s.io/v1",
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:keep": {}, "f:shared": {}}, "f:annotations": {"f:theirs": {}}}}},
                     {"manager": "kube-apiserver", "operation": "Update", "subresource": "status",
                      "apiVersion": "apiextensions.k8s.io/v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}
                 ]},

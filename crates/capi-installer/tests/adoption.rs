@@ -468,6 +468,12 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     })
     .await;
     assert_eq!(released.uid(), ipam_before.uid(), "released in place");
+    // As it was found: the labels the installer added (its own, the provider's) are gone too.
+    assert!(
+        !released.labels().contains_key("cluster.x-k8s.io/provider"),
+        "{:?}",
+        released.labels()
+    );
     assert!(
         !released
             .metadata
