@@ -406,13 +406,17 @@ enum Token {
 /// Accepts a character at 1-based position `i` of the token.
 type Accept = fn(char, usize) -> bool;
 
-/// The library's scanner: a buffer that escapes shorten as they are read, a position, and the start of
-/// the current token. Positions are in bytes, as in Go: a character's width decides how far an unread
-/// moves back, also where the library unreads after a peek of a wider character (`${V:é}`).
-struct Scanner {
-    buf: Vec<u8>,
+/// The library's scanner: a position in the text, and the start of the current token. Positions are in
+/// bytes, as in Go: a character's width decides how far an unread moves back, also where the library
+/// unreads after a peek of a wider character (`${V:é}`). The library shortens its buffer at each
+/// escape; here the text stays as it is and the token leaves the escape's first byte out (the same
+/// result, without copying the rest of a large text at every `$$` a hostile bundle may hold).
+struct Scanner<'a> {
+    buf: &'a [u8],
     pos: usize,
     start: usize,
+    /// The escapes' first bytes within the current token: not part of its text.
+    skipped: Vec<usize>,
     /// How far the last read moved (0 at the end): what an unread moves back.
     width: usize,
     mode: u8,
@@ -420,18 +424,18 @@ struct Scanner {
     accept: Accept,
     /// Where the current top-level `${` begins.
     expression: usize,
-    /// The line at `counted`: newlines are counted once, as the scan goes (escapes only ever remove
-    /// a `$` or a `\` at or after it).
+    /// The line at `counted`: newlines are counted once, as the scan goes.
     line: usize,
     counted: usize,
 }
 
-impl Scanner {
-    fn new(text: &str) -> Self {
+impl<'a> Scanner<'a> {
+    fn new(text: &'a str) -> Self {
         Scanner {
-            buf: text.as_bytes().to_vec(),
+            buf: text.as_bytes(),
             pos: 0,
             start: 0,
+            skipped: Vec::new(),
             width: 0,
             mode: 0,
             escapes: 0,
@@ -502,10 +506,11 @@ impl Scanner {
         self.pos -= self.width;
     }
 
-    /// Drops the byte before the position (an escape's first character, `$` or `\`); the one after
-    /// it is then part of the token.
+    /// Drops the byte before the position (an escape's first character, `$` or `\`) from the token;
+    /// the one after it (ASCII: `$`, `/` or `\`, as the escape requires) is part of the token, read.
     fn skip(&mut self) {
-        self.buf.remove(self.pos - 1);
+        self.skipped.push(self.pos - 1);
+        self.pos += 1;
     }
 
     fn peek(&mut self) -> Option<char> {
@@ -515,11 +520,20 @@ impl Scanner {
     }
 
     fn token(&self) -> String {
-        String::from_utf8_lossy(&self.buf[self.start..self.pos]).into_owned()
+        // `skipped` ascends: one pass.
+        let mut skipped = self.skipped.iter().peekable();
+        let mut bytes = Vec::with_capacity(self.pos - self.start);
+        for i in self.start..self.pos {
+            if skipped.next_if_eq(&&i).is_none() {
+                bytes.push(self.buf[i]);
+            }
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     fn scan(&mut self) -> Token {
         self.start = self.pos;
+        self.skipped.clear();
         let Some(c) = self.read() else {
             return Token::Eof;
         };

@@ -258,3 +258,15 @@ fn a_profiles_equals_default_renders() {
         Ok("args:\n- --namespace=openshift-cluster-api\n- --v=4\n")
     );
 }
+
+/// Escapes cost what the text costs: a bundle of nothing but `$$` (the budget allows 4 MiB) expands
+/// in one pass, not by copying the rest of the text at each escape.
+#[test]
+fn many_escapes_expand_in_one_pass() {
+    let text = format!("{}${{V}}{}", "$$".repeat(200_000), r"\/".repeat(10));
+    let want = format!("{}v{}", "$".repeat(200_000), r"\/".repeat(10));
+    assert_eq!(expand(&[("V", "v")], &text).as_deref(), Ok(want.as_str()));
+    let replaced = format!("${{V//{}/x}}", r"\/".repeat(50_000));
+    let value = "/".repeat(50_000);
+    assert_eq!(expand(&[("V", &value)], &replaced).as_deref(), Ok("x"));
+}
