@@ -270,15 +270,7 @@ pub(crate) fn release_patch(
         ops.push(serde_json::json!({"op": "remove", "path": format!("/metadata/annotations/{}", pointer(crate::ownership::DEFAULT_HASH_ANNOTATION))}));
     }
     let entries = live.metadata.managed_fields.clone().unwrap_or_default();
-    let owns_label = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
-        e.fields_v1
-            .as_ref()
-            .and_then(|f| f.0.pointer("/f:metadata/f:labels"))
-            .and_then(Value::as_object)
-            .is_some_and(|l| l.contains_key(&format!("f:{label}")))
-    };
-    let kept: Vec<_> = entries.iter().filter(|e| !owns_label(e)).cloned().collect();
-    // Labels and annotations our entries hold and no other entry does: ours alone, added by us.
+    // Whether managedFields entry `e` holds key `key` of the object's `labels` or `annotations`.
     let held = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
                 map: &str,
                 key: &str| {
@@ -288,6 +280,12 @@ pub(crate) fn release_patch(
             .and_then(Value::as_object)
             .is_some_and(|m| m.contains_key(&format!("f:{key}")))
     };
+    // Our entries: those that hold our ownership label (only we set it).
+    let owns_label = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
+        held(e, "labels", label)
+    };
+    let kept: Vec<_> = entries.iter().filter(|e| !owns_label(e)).cloned().collect();
+    // Labels and annotations our entries hold and no other entry does: ours alone, added by us.
     for (map, present) in [
         ("labels", live.metadata.labels.as_ref()),
         ("annotations", live.metadata.annotations.as_ref()),

@@ -103,16 +103,13 @@ fn evaluate(
     node: &Node,
     value: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, (String, String)> {
-    let Node::Expression {
-        param,
-        operator,
-        args,
-    } = node
-    else {
-        let Node::Text(text) = node else {
-            unreachable!()
-        };
-        return Ok(text.clone());
+    let (param, operator, args) = match node {
+        Node::Text(text) => return Ok(text.clone()),
+        Node::Expression {
+            param,
+            operator,
+            args,
+        } => (param, operator, args),
     };
     let args = args
         .iter()

@@ -13,9 +13,9 @@
 //! `spec.template.metadata.labels[control-plane]`): other controllers act on them by key (service-ca's
 //! certificates, the API server's AppArmor and seccomp annotations, aggregation labels), so each
 //! kind may carry only the keys real bundles put at that place. An administrator's field data may
-//! allow every key of one place with `[*]` (`metadata.annotations[*]`). The leaves of an object are judged: a
-//! scalar, an empty object or list, or an opaque subtree (a CRD's `openAPIV3Schema`, whose content is
-//! the CRD's own schema). For the [`SENSITIVE`] paths the bound also lists the values real bundles use
+//! allow every key of one place with `[*]` (`metadata.annotations[*]`). The leaves of an object are
+//! judged: a scalar, an empty object or list, or an opaque subtree (a CRD's `openAPIV3Schema`, whose
+//! content is the CRD's own schema). For the [`SENSITIVE`] paths the bound also lists the values real bundles use
 //! (or, for `spec.replicas`, the largest).
 //!
 //! The bound is data, like the ceiling: the release ships the union of what the real provider
