@@ -11,6 +11,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use crate::crd_safety::{self, CrdProblem};
 use crate::drift::{self, desired_hash, projection_hash};
 use crate::fight::{self, Fights};
+use crate::identity::{Identities, IdentityError};
 use crate::inventory::Inventory;
 use crate::key::{ObjectKey, api_for};
 use crate::ownership::{Ownership, OwnershipPolicy};
@@ -91,6 +92,13 @@ pub enum ApplyError {
     /// stored: defaults filled, aliases resolved, numbers typed); nothing was written.
     #[error("{key}: as the API server would store it: {reason}")]
     Refused { key: ObjectKey, reason: String },
+    /// The owner has no identity to write as ([`Applier::with_identities`]); nothing was written.
+    #[error("{key}: {source}")]
+    Identity {
+        key: ObjectKey,
+        #[source]
+        source: IdentityError,
+    },
 }
 
 /// What the caller says about an object as the API server would store it (the answer of a
@@ -113,7 +121,8 @@ impl ApplyError {
             | ApplyError::Api { key, .. }
             | ApplyError::UnsafeCrdChange { key, .. }
             | ApplyError::DryRun { key, .. }
-            | ApplyError::Refused { key, .. } => key,
+            | ApplyError::Refused { key, .. }
+            | ApplyError::Identity { key, .. } => key,
         }
     }
 }
@@ -210,6 +219,8 @@ pub struct Applier {
     cache: Option<LiveCache>,
     /// Repairs of drift per object: a write fight stops writing ([`crate::fight`]).
     fights: Mutex<Fights>,
+    /// Whom each owner's writes impersonate; `None`: every write is this applier's client's.
+    identities: Option<Identities>,
 }
 
 /// What [`Applier::preview`] found: the write apply would make, the live object it would replace,
@@ -237,6 +248,28 @@ impl Applier {
             passed: Mutex::new(HashMap::new()),
             cache: None,
             fights: Mutex::default(),
+            identities: None,
+        }
+    }
+
+    /// Writes each owner's objects as the identity `identities` assigns it ([`crate::identity`]):
+    /// the API server then authorizes every write, and the escalation of every role and binding, by
+    /// that identity's RBAC. Reads stay this applier's client's.
+    pub fn with_identities(mut self, identities: Identities) -> Self {
+        self.identities = Some(identities);
+        self
+    }
+
+    pub fn identities(&self) -> Option<&Identities> {
+        self.identities.as_ref()
+    }
+
+    /// The client that writes `owner`'s objects: its identity's, or this applier's own when it has
+    /// none configured.
+    pub fn writer(&self, owner: &str) -> Result<Client, IdentityError> {
+        match &self.identities {
+            Some(ids) => ids.client_for(owner),
+            None => Ok(self.client.clone()),
         }
     }
 
@@ -418,8 +451,15 @@ impl Applier {
             }
             Decision::Write { action, live } => (action, live),
         };
+        let writer = self
+            .writer(&record.owner)
+            .map_err(|source| ApplyError::Identity {
+                key: key.clone(),
+                source,
+            })?;
         if action == ApplyAction::Adopted {
-            self.absorb_retired(planned, existing.as_ref()).await?;
+            self.absorb_retired(&writer, planned, existing.as_ref())
+                .await?;
         }
         if action == ApplyAction::Configured
             && let Some(fight) = self.check_fight(key, &desired, existing.as_ref())
@@ -427,7 +467,7 @@ impl Applier {
             return Err(fight);
         }
         let after = self
-            .patch(planned, &desired, false)
+            .patch(&writer, planned, &desired, false)
             .await
             .map_err(|source| ApplyError::Api {
                 key: key.clone(),
@@ -487,6 +527,7 @@ impl Applier {
     /// when `live` is a slim copy or missing: only a full object carries the field sets.
     async fn absorb_retired(
         &self,
+        writer: &Client,
         planned: &PlannedObject,
         live: Option<&DynamicObject>,
     ) -> Result<(), ApplyError> {
@@ -502,7 +543,7 @@ impl Applier {
             _ => self.read(planned).await?,
         };
         let Some(full) = full else { return Ok(()) };
-        let api = api_for(&self.client, &planned.resource, &planned.key);
+        let api = api_for(writer, &planned.resource, &planned.key);
         let moved = takeover::move_ownership(
             &api,
             &full.metadata,
@@ -618,8 +659,14 @@ impl Applier {
                 after: None,
             });
         }
+        let writer = self
+            .writer(&record.owner)
+            .map_err(|source| ApplyError::Identity {
+                key: key.clone(),
+                source,
+            })?;
         let after = self
-            .patch(planned, &desired, true)
+            .patch(&writer, planned, &desired, true)
             .await
             .map_err(|source| ApplyError::DryRun {
                 key: key.clone(),
@@ -850,6 +897,7 @@ impl Applier {
     /// The server-side apply request (force, as our field manager), optionally as a dry-run.
     async fn patch(
         &self,
+        writer: &Client,
         planned: &PlannedObject,
         desired: &DynamicObject,
         dry_run: bool,
@@ -859,7 +907,7 @@ impl Applier {
             params = params.dry_run();
         }
         // Serialized straight from the object: a JSON copy of a large object first would double it.
-        api_for(&self.client, &planned.resource, &planned.key)
+        api_for(writer, &planned.resource, &planned.key)
             .patch(&planned.key.name, &params, &Patch::Apply(desired))
             .await
     }

@@ -502,7 +502,7 @@ fn refusal(e: &ApplyError) -> String {
         | ApplyError::AdoptionRefused { .. }
         | ApplyError::WriteFight { .. }
         | ApplyError::Terminating { .. } => e.to_string(),
-        ApplyError::Api { .. } => format!("cannot check: {e}"),
+        ApplyError::Api { .. } | ApplyError::Identity { .. } => format!("cannot check: {e}"),
         ApplyError::Refused { .. } => e.to_string(),
     }
 }

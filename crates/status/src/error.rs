@@ -218,6 +218,9 @@ pub enum ProviderError {
         #[source]
         source: kube::Error,
     },
+    /// The provider's identity cannot write (none assigned, or no client for it).
+    #[error("{0}")]
+    Identity(#[from] capi_apply::IdentityError),
     /// A rollback asked by hand that cannot be done.
     #[error("rollback: {0}")]
     Revision(#[from] RevisionError),
@@ -303,7 +306,9 @@ impl ProviderError {
             ProviderError::ClusterApi(_) => Reason::InvalidClusterAPI,
             ProviderError::Unmanaged(_) => Reason::UnmanagedCustomResourceDefinition,
             ProviderError::Request { source, .. } => kube_reason(source),
-            ProviderError::Revision(RevisionError::Stored { .. }) => Reason::ApplyFailed,
+            ProviderError::Revision(RevisionError::Stored { .. }) | ProviderError::Identity(_) => {
+                Reason::ApplyFailed
+            }
             ProviderError::Revision(_) => Reason::RollbackNotPossible,
             ProviderError::RolledBack { .. } => Reason::RevisionRolledBack,
         }
