@@ -137,7 +137,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let sa = env
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
-    let _installer = Running::start(installer_client(sa), config());
+    let _installer = Running::as_installer(sa, config());
     converged(&env.admin).await;
 
     let roles: Api<ClusterRole> = Api::all(env.admin.clone());
@@ -554,7 +554,7 @@ async fn a_write_fight_is_reported_and_stops() {
     let sa = env
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
-    let _installer = Running::start(installer_client(sa), config());
+    let _installer = Running::as_installer(sa, config());
     put_configmap(
         &env.admin,
         &aws_plus(

@@ -7,8 +7,9 @@
 //! tests run side by side, because a case is mostly waiting (a refusal must persist for spaced attempts
 //! before it degrades the operator), and one after another the 14 took 13 minutes. The installer runs
 //! as its own ServiceAccount under the
-//! shipped RBAC (no `escalate` or `bind`, the provider RBAC ceiling): what the policy refuses here, the
-//! API server would refuse too, but the policy must say so first, by name.
+//! shipped RBAC, writing each provider as that provider's own identity (no `escalate` or `bind`, each
+//! provider's RBAC ceiling): what the policy refuses here, the API server would often refuse too
+//! (`identities.rs`), but the policy must say so first, by name.
 
 use std::time::Duration;
 
@@ -443,7 +444,7 @@ async fn each_is_refused_whole_and_the_good_one_converges_again(bundles: Vec<Hos
     let sa = env
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
-    let _installer = Running::start(installer_client(sa), config());
+    let _installer = Running::as_installer(sa, config());
     wait_available(&env.admin, Duration::from_secs(240)).await;
     // The reference's per-controller pair: Available from the first success on.
     let installer_available = installer_controller_done(&env.admin).await;

@@ -397,11 +397,10 @@ fn the_installer_has_a_namespace_of_its_own() {
         namespaces,
         BTreeSet::from([INSTALLER_NAMESPACE, TARGET_NAMESPACE])
     );
-    // Rights of the installer among the providers (granting is holding, for the namespaced ceiling).
+    // Rights of the installer among the providers (its identities' are named capi-provider-*).
     let among_providers = [
         ("Role", "capi-installer"),
         ("RoleBinding", "capi-installer"),
-        ("RoleBinding", "capi-installer-provider-namespaced-ceiling"),
     ];
     for (file, d) in &docs {
         let (kind, name) = (
@@ -432,11 +431,14 @@ fn the_installer_has_a_namespace_of_its_own() {
             if subject["kind"] == "ServiceAccount" && name.starts_with("capi-") {
                 assert_eq!(
                     subject["namespace"],
-                    namespace_of(if name.starts_with("capi-installer") {
-                        "capi-installer"
-                    } else {
-                        "capi-controllers"
-                    }),
+                    namespace_of(
+                        if name.starts_with("capi-installer") || name.starts_with("capi-provider-")
+                        {
+                            "capi-installer"
+                        } else {
+                            "capi-controllers"
+                        }
+                    ),
                     "{file}: subject {subject}"
                 );
             }
@@ -474,7 +476,9 @@ fn the_installer_has_a_namespace_of_its_own() {
 /// The manifests of removal (`release.openshift.io/delete`) name what the earlier layout had in the
 /// providers' namespace and this one does not: never an object the release applies, each with the
 /// release's inclusion annotations, and at run level 30 before the installer's ServiceAccount, RBAC and
-/// Deployment (the cluster-version operator removes in file order).
+/// Deployment (the cluster-version operator removes in file order). The union ceiling the earlier
+/// installer held itself goes at run level 90, after the new installer, which writes as the providers'
+/// identities, replaced it.
 #[test]
 fn the_earlier_layout_is_removed_first() {
     let all = all_manifests();
@@ -487,6 +491,8 @@ fn the_earlier_layout_is_removed_first() {
         "ConfigMap openshift-cluster-api/capi-installer-images",
         "Service openshift-cluster-api/capi-installer-metrics",
         "ServiceMonitor openshift-cluster-api/capi-installer",
+        "ClusterRoleBinding capi-installer-provider-ceiling",
+        "RoleBinding openshift-cluster-api/capi-installer-provider-namespaced-ceiling",
     ] {
         assert!(
             removed.contains(expected),
@@ -499,7 +505,11 @@ fn the_earlier_layout_is_removed_first() {
             !applied.contains(&id),
             "{file}: {id} is removed and applied"
         );
-        assert_eq!(d["metadata"]["namespace"], TARGET_NAMESPACE, "{file}: {id}");
+        if id.contains("capi-installer-provider-") && id.contains("ceiling") {
+            assert!(file.starts_with("0000_90_"), "{file}: {id}");
+        } else {
+            assert_eq!(d["metadata"]["namespace"], TARGET_NAMESPACE, "{file}: {id}");
+        }
         assert_eq!(
             d["metadata"]["annotations"]["include.release.openshift.io/self-managed-high-availability"],
             "true",

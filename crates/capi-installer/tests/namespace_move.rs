@@ -190,7 +190,7 @@ async fn an_upgrade_moves_the_installer_into_its_namespace_with_its_records() {
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
     let user = format!("system:serviceaccount:{INSTALLER_NS}:capi-installer");
-    let _installer = Running::start(installer_client(account), config());
+    let _installer = Running::as_installer(account, config());
     let after = eventually(
         Duration::from_secs(300),
         "the records carried over and the old ones deleted",

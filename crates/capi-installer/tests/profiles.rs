@@ -508,15 +508,22 @@ fn write_images(dir: &Path, extra: &[(&str, &str)]) -> PathBuf {
 
 /// `render --platform <platform>` of the profiles under `profiles`: its `provider …` lines and its
 /// standard error (it must succeed).
-fn render_plan(platform: &str, profiles: &Path, images_file: &Path) -> (Vec<String>, String) {
-    let (code, stdout, stderr) = render(&[
+fn render_plan(
+    platform: &str,
+    profiles: &Path,
+    images_file: &Path,
+    more: &[&str],
+) -> (Vec<String>, String) {
+    let mut args = vec![
         "--platform",
         platform,
         "--profiles-dir",
         profiles.to_str().unwrap(),
         "--images-json",
         images_file.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(more);
+    let (code, stdout, stderr) = render(&args);
     assert_eq!(code, 0, "{stderr}");
     let providers = stdout
         .lines()
@@ -542,7 +549,7 @@ fn render_plans_profiles_offline() {
         return;
     };
     let images_file = write_images(tmp.path(), &[]);
-    let (providers, stderr) = render_plan("GCP", &dir, &images_file);
+    let (providers, stderr) = render_plan("GCP", &dir, &images_file, &[]);
     assert_eq!(
         providers,
         [
@@ -1097,7 +1104,7 @@ async fn every_forks_current_profile_installs_under_the_shipped_bounds() {
     let sa = env
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
-    let _installer = Running::start(installer_client(sa), config);
+    let _installer = Running::as_installer(sa, config);
     // Six providers in one round on the loaded 2 cores (debug build): a few minutes.
     eventually(
         Duration::from_secs(600),
@@ -1194,6 +1201,22 @@ async fn a_platform_only_a_profile_knows_is_installed_from_it() {
     set_platform(&env.admin, "Nutanix").await;
     load_infrastructure_provider_crd(&env.admin).await;
     apply_as_release_payload(&env.admin, &installer_rbac()).await;
+    // A provider the release ships no identity for: the administrator gives it one, with the ceiling
+    // its bundle needs (what the same bundle grants as openstack's, shipped).
+    let shipped = |name: &str| {
+        repo_manifests("0000_30_capi-installer_03_ceiling")
+            .into_iter()
+            .find(|d| d["metadata"]["name"] == name)
+            .map(|d| d["rules"].clone())
+            .unwrap_or_else(|| panic!("{name} in manifests/"))
+    };
+    let ceilings = give_identity(
+        &env.admin,
+        "infrastructure-nutanix",
+        &shipped("capi-provider-infrastructure-openstack-release"),
+        &shipped("capi-provider-infrastructure-openstack-namespaced-release"),
+    )
+    .await;
     let openstack_image =
         "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:".to_string() + &"0".repeat(64);
     let mut config = config();
@@ -1208,7 +1231,7 @@ async fn a_platform_only_a_profile_knows_is_installed_from_it() {
     let sa = env
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
-    let _installer = Running::start(installer_client(sa), config);
+    let _installer = Running::as_installer(sa, config);
     let status = eventually(
         Duration::from_secs(300),
         "the ClusterOperator settled on Nutanix",
@@ -1229,7 +1252,34 @@ async fn a_platform_only_a_profile_knows_is_installed_from_it() {
         tmp.path(),
         &[("openstack-cluster-api-controllers", &openstack_image)],
     );
-    let (providers, _) = render_plan("Nutanix", &dir, &images_file);
+    // ...judged with the administrator's ceilings for it, exported from the cluster.
+    let ceilings_file = tmp.path().join("ceilings.yaml");
+    std::fs::write(
+        &ceilings_file,
+        capi_manifests::yaml::to_multi_yaml(&ceilings).unwrap(),
+    )
+    .unwrap();
+    let (code, _, stderr) = render(&[
+        "--platform",
+        "Nutanix",
+        "--profiles-dir",
+        dir.to_str().unwrap(),
+        "--images-json",
+        images_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "without them, as the release alone: {stderr}");
+    assert!(
+        stderr.contains(
+            "outside the provider RBAC ceiling (ClusterRole capi-provider-infrastructure-nutanix;"
+        ),
+        "{stderr}"
+    );
+    let (providers, _) = render_plan(
+        "Nutanix",
+        &dir,
+        &images_file,
+        &["--policy-ceiling", ceilings_file.to_str().unwrap()],
+    );
     assert_eq!(
         providers.len(),
         2,

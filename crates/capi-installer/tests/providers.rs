@@ -88,7 +88,7 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
     let sa = env
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
-    let _running = Running::start(installer_client(sa), config());
+    let _running = Running::as_installer(sa, config());
 
     broken_platform_provider(&client).await;
     put_components(&client, AWS_CM, &aws).await;

@@ -1,9 +1,10 @@
 //! The installer under its own least-privilege RBAC, and killed in the middle of an install
-//! (issue 4, scenarios 8 and 9). Under that RBAC (no `escalate` or `bind`; the provider RBAC ceiling,
-//! issue 17) every real provider bundle installs as the installer's own ServiceAccount, in the
+//! (issue 4, scenarios 8 and 9). Under that RBAC (no `escalate` or `bind`; each provider written as its
+//! own identity, issue 46) every real provider bundle installs as the installer's own ServiceAccount, in the
 //! installer's namespace, and no ServiceAccount of the providers' namespace (each real bundle's as
 //! installed, the controllers pod's) can mint a token for the installer or its deployer, run a pod as
-//! it, exec into it, impersonate either or change their Deployments (SubjectAccessReviews), nor write
+//! it, exec into it, impersonate either or a provider's identity, or change their Deployments
+//! (SubjectAccessReviews), nor write
 //! anything in the installer's namespace, Secrets and ConfigMaps included, which RBAC grants them (the
 //! namespace fence, refusing each write as that ServiceAccount); tokens of the installer (and of the
 //! deployer) are only for their pods.
@@ -33,7 +34,7 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     let sa_config = env
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
-    let _installer = Running::start(installer_client(sa_config), config());
+    let _installer = Running::as_installer(sa_config, config());
 
     wait_available(&env.admin, Duration::from_secs(240)).await;
     // What `oc exec deploy/capi-installer -- capi-installer status` does (docs/admin/commands.md, "In
@@ -159,6 +160,21 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
                 "",
                 "capi-installer-deployer",
             ],
+            // Nor act as a provider's identity, whose ceiling is that provider's.
+            [
+                "impersonate",
+                "",
+                "serviceaccounts",
+                "",
+                "capi-provider-infrastructure-aws",
+            ],
+            [
+                "create",
+                "",
+                "serviceaccounts",
+                "token",
+                "capi-provider-cluster-api",
+            ],
             ["patch", "apps", "deployments", "", "capi-installer"],
             [
                 "patch",
@@ -204,9 +220,11 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     fenced_namespace(&env, &accounts).await;
     pod_tokens_only(&env).await;
 
-    // Take away one rule the installer needs (admission policies), then make it need it.
+    // Take away one rule the installer needs (writing admission policies, which it does as each
+    // provider's identity), then make it need it.
+    let writer = "capi-provider-writer";
     let roles: Api<ClusterRole> = Api::all(env.admin.clone());
-    let mut role = roles.get("capi-installer").await.unwrap();
+    let mut role = roles.get(writer).await.unwrap();
     let original = role.rules.clone();
     for rule in role.rules.iter_mut().flatten() {
         if let Some(resources) = rule.resources.as_mut() {
@@ -215,7 +233,7 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     }
     role.metadata.managed_fields = None;
     roles
-        .replace("capi-installer", &Default::default(), &role)
+        .replace(writer, &Default::default(), &role)
         .await
         .unwrap();
     let vap = fixture_objects(AWS_CM)
@@ -248,11 +266,11 @@ async fn installs_with_its_own_least_privilege_rbac_and_reports_forbidden() {
     assert!(degraded.message.contains("forbidden"), "{degraded:?}");
 
     // It kept running: giving the rule back recovers without a restart.
-    role = roles.get("capi-installer").await.unwrap();
+    role = roles.get(writer).await.unwrap();
     role.rules = original;
     role.metadata.managed_fields = None;
     roles
-        .replace("capi-installer", &Default::default(), &role)
+        .replace(writer, &Default::default(), &role)
         .await
         .unwrap();
     wait_available(&env.admin, Duration::from_secs(120)).await;
@@ -868,6 +886,25 @@ async fn pod_tokens_only(env: &Env) {
         .request_text(request_for("capi-installer-deployer", Value::Null))
         .await
         .expect_err("an unbound token of the deployer was issued");
+    assert!(
+        unbound
+            .to_string()
+            .contains("capi-installer-pod-tokens-only"),
+        "{unbound}"
+    );
+    // And a provider's identity, which the installer impersonates and no pod runs as.
+    let identity = repo_manifests("0000_30_capi-installer_03_ceiling")
+        .into_iter()
+        .find(|d| {
+            d["kind"] == "ServiceAccount"
+                && d["metadata"]["name"] == "capi-provider-infrastructure-aws"
+        })
+        .expect("aws's identity in manifests/");
+    apply_as_release_payload(&env.admin, &[identity]).await;
+    let unbound = controller
+        .request_text(request_for("capi-provider-infrastructure-aws", Value::Null))
+        .await
+        .expect_err("an unbound token of aws's identity was issued");
     assert!(
         unbound
             .to_string()

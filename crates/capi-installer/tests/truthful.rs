@@ -739,7 +739,7 @@ async fn a_new_process_writes_no_status_before_its_watches_have_listed() {
 
     let mark = audit_mark(&env);
     let ua = capi_installer_controller::user_agent();
-    let _running = Running::start(installer_client(sa_config), short_config());
+    let _running = Running::as_installer(sa_config, short_config());
     let refused_lists = |events: &[control_plane::AuditEvent]| {
         events
             .iter()

@@ -40,6 +40,12 @@ pub struct InstallerConfig {
     pub instance: Option<String>,
     /// Image-based profiles, a second source beside transport ConfigMaps.
     pub profiles: Option<ProfilesConfig>,
+    /// Write each provider's objects as its own identity, ServiceAccount
+    /// `capi-provider-<cluster.x-k8s.io/provider>` of `installer_namespace`
+    /// ([`capi_bundle::names::provider_identity`]), impersonated from this configuration's
+    /// credentials: the API server then bounds each provider's writes and grants by that identity's
+    /// RBAC (docs/design/ownership.md). `None`: every write is the installer's own.
+    pub identities: Option<capi_apply::Identities>,
 }
 
 /// Where image-based profiles are read from: `dir/<image>/capi-operator-manifests/<profile>/`.
@@ -70,6 +76,7 @@ impl Default for InstallerConfig {
             policy: PolicyConfig::default(),
             instance: None,
             profiles: None,
+            identities: None,
         }
     }
 }

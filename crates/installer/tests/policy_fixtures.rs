@@ -222,7 +222,7 @@ type Provenance = BTreeMap<(Scope, Triple), BTreeSet<String>>;
 
 /// The ceiling the real bundles imply: every rule of their ClusterRoles (cluster-wide) and Roles (in
 /// the namespace), and `escalate` on the names of their aggregated ClusterRoles.
-fn derive(bundles: &[Real]) -> (Ceiling, Provenance) {
+fn derive_of(bundles: &[&Real]) -> (Ceiling, Provenance) {
     // What the library derives from a bundle (as it does for a release image's), and where each
     // grant came from, for the printout.
     let derived = Ceiling::granted_by(
@@ -303,6 +303,7 @@ fn minimal(ceiling: &Ceiling) -> Ceiling {
     Ceiling {
         cluster: reduce(&ceiling.cluster, None),
         namespaced: reduce(&ceiling.namespaced, Some(&ceiling.cluster)),
+        providers: BTreeMap::new(),
     }
 }
 
@@ -321,84 +322,311 @@ fn not_covered(outer: &Ceiling, scope: Scope, inner: &Grants) -> Vec<(Scope, Tri
         .collect()
 }
 
+/// The release file of the providers' identities and ceilings.
+const CEILING_FILE: &str = "manifests/0000_30_capi-installer_03_ceiling.yaml";
+const INSTALLER_NS: &str = "openshift-cluster-api-operator";
+const RELEASE_ANNOTATIONS: &str = "  annotations:\n    exclude.release.openshift.io/internal-openshift-hosted: \"true\"\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n    include.release.openshift.io/single-node-developer: \"true\"\n    release.openshift.io/feature-set: CustomNoUpgrade,TechPreviewNoUpgrade\n";
+
+/// `rules` as the manifest's YAML lines (`[]` when empty).
+fn rules_yaml(grants: &Grants) -> String {
+    let rules = grants.to_rules();
+    if rules.is_empty() {
+        return "rules: []\n".into();
+    }
+    format!(
+        "rules:\n{}",
+        serde_saphyr::to_string(&rules).expect("rules serialize")
+    )
+}
+
+/// The aggregated ClusterRole of `label`'s ceiling in one scope: its own labelled roles and those
+/// every provider shares (no provider label).
+fn aggregated(name: &str, scope: &str, label: &str) -> String {
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {name}\n{RELEASE_ANNOTATIONS}aggregationRule:\n  clusterRoleSelectors:\n  - matchLabels:\n      {}: {scope}\n      {}: {label}\n  - matchLabels:\n      {}: {scope}\n    matchExpressions:\n    - key: {}\n      operator: DoesNotExist\nrules: []\n",
+        ceiling::LABEL,
+        ceiling::PROVIDER_LABEL,
+        ceiling::LABEL,
+        ceiling::PROVIDER_LABEL
+    )
+}
+
+fn labelled(name: &str, scope: &str, label: &str, grants: &Grants) -> String {
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {name}\n  labels:\n    {}: {scope}\n    {}: {label}\n{RELEASE_ANNOTATIONS}{}",
+        ceiling::LABEL,
+        ceiling::PROVIDER_LABEL,
+        rules_yaml(grants)
+    )
+}
+
+fn subjects(accounts: &[String]) -> String {
+    let mut text = String::from("subjects:\n");
+    for a in accounts {
+        text.push_str(&format!(
+            "- kind: ServiceAccount\n  name: {a}\n  namespace: {INSTALLER_NS}\n"
+        ));
+    }
+    text
+}
+
+fn binding(
+    kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+    role_kind: &str,
+    role: &str,
+    accounts: &[String],
+) -> String {
+    let ns = namespace
+        .map(|n| format!("  namespace: {n}\n"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata:\n  name: {name}\n{ns}{RELEASE_ANNOTATIONS}roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: {role_kind}\n  name: {role}\n{}",
+        subjects(accounts)
+    )
+}
+
+/// The release file: per provider, its identity (a ServiceAccount the installer impersonates) bound
+/// to its ceiling (what its real bundles grant), and the writes every identity needs.
+fn ceiling_manifest(per_provider: &BTreeMap<String, Ceiling>) -> String {
+    let mut docs = vec![format!(
+        "# The providers' identities and their RBAC ceilings. docs/admin/rbac.md and\n\
+         # docs/maintainers/bundles.md (\"The RBAC ceiling\") explain them.\n\
+         #\n\
+         # The installer writes each provider's objects as that provider's own identity: it impersonates\n\
+         # ServiceAccount {INSTALLER_NS}/capi-provider-<cluster.x-k8s.io/provider value> (it holds\n\
+         # `impersonate` on these names only, 0000_30_capi-installer_03_rbac.yaml). Each identity holds\n\
+         # - its ceiling: what that provider's bundles may grant, cluster-wide (ClusterRole\n\
+         #   capi-provider-<provider>) and in openshift-cluster-api (capi-provider-<provider>-namespaced,\n\
+         #   bound there), so that the API server's escalation check refuses, on its own, a role or binding\n\
+         #   of that provider granting more, whatever the bundle policy might miss; the `-release` roles are\n\
+         #   what the provider's real bundles grant (the transport ConfigMaps and every fork's current\n\
+         #   profile in ../shared/fixtures), a triple a `*` resource of its group covers left out;\n\
+         # - the writes of the kinds a bundle may contain (ClusterRole capi-provider-writer, and Role\n\
+         #   capi-provider-writer in openshift-cluster-api), and nothing else.\n\
+         #\n\
+         # Generated, never edited by hand:\n\
+         #   CAPI_WRITE_CEILING=1 cargo test -p capi-installer-controller --test policy_fixtures\n\
+         # writes this file from the fixtures, and the same test without the variable checks it.\n\
+         #\n\
+         # The bundle policy (crates/bundle/src/policy/ceiling.rs) reads the same labels: a ClusterRole\n\
+         # labelled {}: cluster (or namespaced) extends what a bundle may grant, only\n\
+         # provider P's when it is also labelled {}: P, every provider's\n\
+         # without it. An administrator extends a ceiling with such a ClusterRole of their own (never by\n\
+         # editing these, which the release payload owns): the aggregated roles below give it to the\n\
+         # identities, and the installer reads it into the policy. E.g.\n\
+         #\n\
+         #   apiVersion: rbac.authorization.k8s.io/v1\n\
+         #   kind: ClusterRole\n\
+         #   metadata:\n\
+         #     name: provider-ceiling-aws-extra\n\
+         #     labels:\n\
+         #       {}: cluster\n\
+         #       {}: infrastructure-aws\n\
+         #   rules:\n\
+         #   - apiGroups: [\"\"]\n\
+         #     resources: [persistentvolumes]\n\
+         #     verbs: [get, list, watch]\n\
+         #\n\
+         # A provider not listed here (an extra provider) has no identity until the administrator gives it\n\
+         # one: docs/admin/rbac.md, \"A provider's identity\".\n",
+        ceiling::LABEL,
+        ceiling::PROVIDER_LABEL,
+        ceiling::LABEL,
+        ceiling::PROVIDER_LABEL
+    )];
+    let mut accounts = Vec::new();
+    for (label, own) in per_provider {
+        let account = capi_bundle::names::provider_identity(label);
+        let one = [account.clone()];
+        docs.push(format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {account}\n  namespace: {INSTALLER_NS}\n{RELEASE_ANNOTATIONS}automountServiceAccountToken: false\n"
+        ));
+        let cluster = ceiling::role_of(label, Scope::Cluster);
+        docs.push(aggregated(&cluster, ceiling::CLUSTER, label));
+        docs.push(labelled(
+            &format!("{cluster}-release"),
+            ceiling::CLUSTER,
+            label,
+            &own.cluster,
+        ));
+        docs.push(binding(
+            "ClusterRoleBinding",
+            &cluster,
+            None,
+            "ClusterRole",
+            &cluster,
+            &one,
+        ));
+        let namespaced = ceiling::role_of(label, Scope::Namespaced);
+        docs.push(aggregated(&namespaced, ceiling::NAMESPACED, label));
+        docs.push(labelled(
+            &format!("{namespaced}-release"),
+            ceiling::NAMESPACED,
+            label,
+            &own.namespaced,
+        ));
+        docs.push(binding(
+            "RoleBinding",
+            &namespaced,
+            Some(NS),
+            "ClusterRole",
+            &namespaced,
+            &one,
+        ));
+        accounts.push(account);
+    }
+    docs.push(format!(
+        "# What every identity writes: the cluster-scoped kinds a bundle may contain, with server-side apply\n\
+         # (a PATCH that may create) and DELETE (prune); GET for prune's check before it deletes; the list\n\
+         # of a Cluster API group's objects (a CRD with instances is not pruned); and reading Infrastructures,\n\
+         # the `paramKind` of the bundles' admission policies (the API server lets only a writer who may read\n\
+         # a policy's parameters write it). No `update`: the installer never PUTs.\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: capi-provider-writer\n{RELEASE_ANNOTATIONS}rules:\n\
+         - apiGroups: [apiextensions.k8s.io]\n  resources: [customresourcedefinitions]\n  verbs: [get, create, patch, delete]\n\
+         - apiGroups: [rbac.authorization.k8s.io]\n  resources: [clusterroles, clusterrolebindings]\n  verbs: [get, create, patch, delete]\n\
+         - apiGroups: [admissionregistration.k8s.io]\n  resources: [validatingwebhookconfigurations, mutatingwebhookconfigurations, validatingadmissionpolicies, validatingadmissionpolicybindings]\n  verbs: [get, create, patch, delete]\n\
+         - apiGroups: [cluster.x-k8s.io, infrastructure.cluster.x-k8s.io, addons.cluster.x-k8s.io, ipam.cluster.x-k8s.io, runtime.cluster.x-k8s.io, bootstrap.cluster.x-k8s.io, controlplane.cluster.x-k8s.io]\n  resources: [\"*\"]\n  verbs: [list]\n\
+         - apiGroups: [config.openshift.io]\n  resources: [infrastructures]\n  verbs: [get, list, watch]\n"
+    ));
+    docs.push(binding(
+        "ClusterRoleBinding",
+        "capi-provider-writer",
+        None,
+        "ClusterRole",
+        "capi-provider-writer",
+        &accounts,
+    ));
+    docs.push(format!(
+        "# ... and the namespaced kinds a bundle may contain, in openshift-cluster-api only.\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: capi-provider-writer\n  namespace: {NS}\n{RELEASE_ANNOTATIONS}rules:\n\
+         - apiGroups: [\"\"]\n  resources: [configmaps, services, serviceaccounts]\n  verbs: [get, create, patch, delete]\n\
+         - apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, create, patch, delete]\n\
+         - apiGroups: [rbac.authorization.k8s.io]\n  resources: [roles, rolebindings]\n  verbs: [get, create, patch, delete]\n"
+    ));
+    docs.push(binding(
+        "RoleBinding",
+        "capi-provider-writer",
+        Some(NS),
+        "Role",
+        "capi-provider-writer",
+        &accounts,
+    ));
+    docs.push(format!(
+        "# The installer impersonates the identities, and no one else.\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: capi-installer-impersonate-providers\n  namespace: {INSTALLER_NS}\n{RELEASE_ANNOTATIONS}rules:\n\
+         - apiGroups: [\"\"]\n  resources: [serviceaccounts]\n  resourceNames: [{}]\n  verbs: [impersonate]\n",
+        accounts.join(", ")
+    ));
+    docs.push(binding(
+        "RoleBinding",
+        "capi-installer-impersonate-providers",
+        Some(INSTALLER_NS),
+        "Role",
+        "capi-installer-impersonate-providers",
+        &["capi-installer".to_string()],
+    ));
+    docs.join("---\n")
+}
+
 #[test]
-fn the_shipped_ceiling_is_the_union_of_what_real_bundles_grant() {
+fn the_shipped_ceilings_are_what_each_providers_real_bundles_grant() {
     let Some(bundles) = real_bundles() else {
         return;
     };
-    let (derived, from) = derive(&bundles);
-    println!(
-        "Derivation of the provider RBAC ceiling from ../shared/fixtures/transport-configmaps:"
-    );
-    for ((scope, triple), sources) in &from {
-        println!("  {triple} {scope}");
-        for s in sources {
-            println!("      <- {s}");
-        }
-    }
-    let minimal = minimal(&derived);
-    for (label, grants) in [
-        (ceiling::CLUSTER, &minimal.cluster),
-        (ceiling::NAMESPACED, &minimal.namespaced),
-    ] {
-        println!(
-            "\nrules of the ClusterRole labelled {}: {label}:",
-            ceiling::LABEL
-        );
-        println!(
-            "{}",
-            serde_saphyr::to_string(&grants.to_rules()).expect("rules serialize")
-        );
-    }
-
+    let mut labels: Vec<String> = bundles.iter().map(|r| r.provider.clone()).collect();
+    labels.sort();
+    labels.dedup();
     let shipped = Ceiling::release();
-    // Every grant of a real bundle is inside the shipped ceiling...
-    let mut missing = not_covered(&shipped, Scope::Cluster, &derived.cluster);
-    missing.extend(not_covered(
-        &shipped,
-        Scope::Namespaced,
-        &derived.namespaced,
-    ));
-    let missing: Vec<String> = missing
-        .into_iter()
-        .map(|(scope, triple, names)| {
-            let sources = from
-                .get(&(scope, triple.clone()))
-                .cloned()
-                .unwrap_or_default();
-            let sources: Vec<String> = sources.into_iter().collect();
-            format!(
-                "{triple} {scope} names {names}, granted by {}",
-                sources.join(", ")
-            )
-        })
-        .collect();
+    let mut per_provider = BTreeMap::new();
+    let mut missing = Vec::new();
+    let mut extra = Vec::new();
+    for label in &labels {
+        let of: Vec<&Real> = bundles.iter().filter(|r| &r.provider == label).collect();
+        let (derived, from) = derive_of(&of);
+        println!("\nprovider {label}:");
+        for ((scope, triple), sources) in &from {
+            println!("  {triple} {scope}");
+            for s in sources {
+                println!("      <- {s}");
+            }
+        }
+        let theirs = shipped.of(label);
+        for (scope, inner, outer) in [
+            (Scope::Cluster, &derived.cluster, &theirs),
+            (Scope::Namespaced, &derived.namespaced, &theirs),
+        ] {
+            for (scope, triple, names) in not_covered(outer, scope, inner) {
+                let sources: Vec<String> = from
+                    .get(&(scope, triple.clone()))
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect();
+                missing.push(format!(
+                    "{label}: {triple} {scope} names {names}, granted by {}",
+                    sources.join(", ")
+                ));
+            }
+        }
+        for (scope, inner) in [
+            (Scope::Cluster, &theirs.cluster),
+            (Scope::Namespaced, &theirs.namespaced),
+        ] {
+            for (scope, triple, names) in not_covered(&derived, scope, inner) {
+                extra.push(format!("{label}: {triple} {scope} names {names}"));
+            }
+        }
+        per_provider.insert(label.clone(), minimal(&derived));
+    }
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(CEILING_FILE);
+    let wanted = ceiling_manifest(&per_provider);
+    if std::env::var_os("CAPI_WRITE_CEILING").is_some() {
+        std::fs::write(&file, &wanted).unwrap();
+        println!("wrote {}", file.display());
+        return;
+    }
+    assert_eq!(
+        shipped.cluster.iter().count() + shipped.namespaced.iter().count(),
+        0,
+        "the release grants nothing to every provider alike: each provider's own"
+    );
     assert!(
         missing.is_empty(),
-        "real bundles grant triples outside the shipped ceiling (manifests/0000_30_capi-installer_03_ceiling.yaml), one per line:\n{}",
+        "real bundles grant triples outside their provider's shipped ceiling ({CEILING_FILE}; CAPI_WRITE_CEILING=1 rewrites it), one per line:\n{}",
         missing.join("\n")
     );
-    // ...and the shipped ceiling grants nothing that no real bundle grants.
-    let mut extra = not_covered(&derived, Scope::Cluster, &shipped.cluster);
-    extra.extend(not_covered(
-        &derived,
-        Scope::Namespaced,
-        &shipped.namespaced,
-    ));
-    let extra: Vec<String> = extra
-        .into_iter()
-        .map(|(scope, triple, names)| format!("{triple} {scope} names {names}"))
-        .collect();
     assert!(
         extra.is_empty(),
-        "the shipped ceiling grants triples no real bundle grants, one per line:\n{}",
+        "a provider's shipped ceiling grants triples none of its real bundles grants, one per line:\n{}",
         extra.join("\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        wanted,
+        "{CEILING_FILE} is the generated text (CAPI_WRITE_CEILING=1 rewrites it)"
     );
     // The cluster-wide and namespaced sets are judged apart: leader election's Lease deletion is
     // granted in the namespace only.
     let delete_leases = Triple::new("coordination.k8s.io", "leases", "delete");
+    let aws = shipped.of("infrastructure-aws");
     assert_eq!(
-        shipped.covers(Scope::Cluster, &delete_leases, &BTreeSet::new()),
+        aws.covers(Scope::Cluster, &delete_leases, &BTreeSet::new()),
+        Coverage::Outside
+    );
+    // Each provider's own: vSphere's manager writes RoleBindings, aws's does not.
+    let bindings = Triple::new("rbac.authorization.k8s.io", "rolebindings", "create");
+    assert_eq!(
+        shipped
+            .of("infrastructure-vsphere")
+            .covers(Scope::Cluster, &bindings, &BTreeSet::new()),
+        Coverage::Inside
+    );
+    assert_eq!(
+        aws.covers(Scope::Cluster, &bindings, &BTreeSet::new()),
         Coverage::Outside
     );
 }

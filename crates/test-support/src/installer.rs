@@ -175,6 +175,19 @@ impl Running {
         }
     }
 
+    /// The installer as the release runs it: as ServiceAccount credentials `sa` (its own, under the
+    /// release's RBAC), writing each provider's objects as that provider's identity
+    /// ([`InstallerConfig::identities`], the binary's default), with its user agent.
+    pub fn as_installer(sa: kube::Config, mut config: InstallerConfig) -> Running {
+        let mut writes = sa.clone();
+        writes.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_str(&user_agent()).expect("a valid user agent"),
+        ));
+        config.identities = Some(capi_apply::Identities::new(writes));
+        Running::start(installer_client(sa), config)
+    }
+
     /// The installer as cluster-admin, with its user agent.
     pub fn as_admin(env: &Env, config: InstallerConfig) -> Running {
         Running::start(installer_client(env.cp.admin_config()), config)

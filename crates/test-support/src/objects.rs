@@ -341,3 +341,100 @@ pub async fn cordon(client: &Client, unschedulable: bool) {
             .unwrap_or_else(|e| panic!("cordon Node {}: {e}", node.name_any()));
     }
 }
+
+/// What an administrator does for a provider the release ships no identity for
+/// (docs/admin/rbac.md, "Each provider's identity"): ServiceAccount `capi-provider-<label>` in the
+/// installer's namespace, a ceiling of its own (`cluster_rules` cluster-wide, `namespaced_rules` in
+/// the providers' namespace, ClusterRoles labelled for that provider, so the policy reads them too),
+/// bound to it with the writes every identity has, and `impersonate` on it for the installer; applied
+/// as an administrator, none of the shipped objects edited. Returns the two ceiling ClusterRoles.
+pub async fn give_identity(
+    client: &Client,
+    label: &str,
+    cluster_rules: &Value,
+    namespaced_rules: &Value,
+) -> Vec<Value> {
+    let installer_ns = capi_manifests::INSTALLER_NAMESPACE;
+    let ns = capi_manifests::TARGET_NAMESPACE;
+    let account = capi_bundle::names::provider_identity(label);
+    let subject = json!([{"kind": "ServiceAccount", "name": account, "namespace": installer_ns}]);
+    let rbac = "rbac.authorization.k8s.io/v1";
+    let role = |name: &str, scope: &str, rules: &Value| {
+        json!({"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": name, "labels": {
+            "capi-installer.openshift.io/provider-ceiling": scope,
+            "capi-installer.openshift.io/ceiling-provider": label}}, "rules": rules})
+    };
+    let bind = |kind: &str, name: &str, namespace: Option<&str>, role_kind: &str, role: &str| {
+        let mut metadata = json!({"name": name});
+        if let Some(n) = namespace {
+            metadata["namespace"] = json!(n);
+        }
+        json!({"apiVersion": rbac, "kind": kind, "metadata": metadata,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+            "subjects": subject})
+    };
+    let ceiling = format!("provider-ceiling-{label}");
+    let namespaced = format!("provider-namespaced-ceiling-{label}");
+    let docs = vec![
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": installer_ns},
+            "automountServiceAccountToken": false}),
+        role(&ceiling, "cluster", cluster_rules),
+        role(&namespaced, "namespaced", namespaced_rules),
+        bind(
+            "ClusterRoleBinding",
+            &account,
+            None,
+            "ClusterRole",
+            &ceiling,
+        ),
+        bind(
+            "RoleBinding",
+            &account,
+            Some(ns),
+            "ClusterRole",
+            &namespaced,
+        ),
+        bind(
+            "ClusterRoleBinding",
+            &format!("{account}-writer"),
+            None,
+            "ClusterRole",
+            "capi-provider-writer",
+        ),
+        bind(
+            "RoleBinding",
+            &format!("{account}-writer"),
+            Some(ns),
+            "Role",
+            "capi-provider-writer",
+        ),
+        json!({"apiVersion": rbac, "kind": "Role",
+            "metadata": {"name": format!("impersonate-{account}"), "namespace": installer_ns},
+            "rules": [{"apiGroups": [""], "resources": ["serviceaccounts"],
+                "resourceNames": [account], "verbs": ["impersonate"]}]}),
+        json!({"apiVersion": rbac, "kind": "RoleBinding",
+            "metadata": {"name": format!("impersonate-{account}"), "namespace": installer_ns},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                "name": format!("impersonate-{account}")},
+            "subjects": [{"kind": "ServiceAccount", "name": "capi-installer",
+                "namespace": installer_ns}]}),
+    ];
+    for doc in &docs {
+        let (group, version) = doc["apiVersion"]
+            .as_str()
+            .unwrap()
+            .split_once('/')
+            .unwrap_or(("", "v1"));
+        let kind = doc["kind"].as_str().unwrap();
+        let plural = format!("{}s", kind.to_lowercase());
+        apply(
+            client,
+            &ar(group, version, kind, &plural),
+            doc,
+            "administrator",
+        )
+        .await;
+    }
+    docs[1..3].to_vec()
+}

@@ -3,18 +3,21 @@
 //!
 //! The ceiling is RBAC data, not code: the rules of the ClusterRoles labelled [`LABEL`] (`cluster` for
 //! what a ClusterRole may grant, `namespaced` for what a Role in the providers' namespace may grant
-//! beyond that). The release ships one of each (`manifests/0000_30_capi-installer_03_ceiling.yaml`,
-//! the union of what the real provider bundles grant, derived and checked by
-//! `tests/policy_fixtures.rs`), and the installer holds them: the API server's own escalation check
-//! then refuses whatever this policy would miss. An administrator extends the ceiling with one more
-//! ClusterRole carrying the label; the aggregated ClusterRoles of the manifest give it to the
-//! installer, and the installer reads it into the policy.
+//! beyond that), one provider's when the role also carries [`PROVIDER_LABEL`] with the provider's
+//! `cluster.x-k8s.io/provider` value, every provider's without it. A provider's bound is
+//! [`Ceiling::of`] it: never another provider's grants. The release ships one pair per provider of the
+//! real bundles (`manifests/0000_30_capi-installer_03_ceiling.yaml`, generated and checked by
+//! `tests/policy_fixtures.rs`) and binds them, aggregated, to that provider's identity, which the
+//! installer impersonates for the provider's writes: the API server's own escalation check then refuses
+//! whatever this policy would miss. An administrator extends a ceiling with one more labelled
+//! ClusterRole; the aggregated roles give it to the identities, and the installer reads it into the
+//! policy.
 //!
 //! A ceiling rule with `resourceNames` allows the triple only for those names: a bundle rule for that
 //! triple must name a subset (names narrow, never widen). `*` as a ceiling resource allows every
 //! resource (and subresource) of its group for that verb. `escalate` on `clusterroles` with names is
 //! not a grant a bundle may make (rule `rbac-no-escalation-verbs`): it lists the aggregated
-//! ClusterRoles a bundle may ship, which the API server lets only a holder of `escalate` (or
+//! ClusterRoles a provider's bundle may ship, which the API server lets only a holder of `escalate` (or
 //! cluster-admin) create.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,9 +33,20 @@ pub const CLUSTER: &str = "cluster";
 /// [`LABEL`] value of what a Role of a bundle may grant in the providers' namespace, beyond
 /// [`CLUSTER`].
 pub const NAMESPACED: &str = "namespaced";
-/// The aggregated ClusterRoles (one per scope) the installer is bound to.
-pub const CLUSTER_ROLE: &str = "capi-installer-provider-ceiling";
-pub const NAMESPACED_ROLE: &str = "capi-installer-provider-namespaced-ceiling";
+/// The label that makes a labelled ClusterRole one provider's ceiling only: its value is the
+/// provider's `cluster.x-k8s.io/provider` value. Without it, the role extends every provider's.
+pub const PROVIDER_LABEL: &str = "capi-installer.openshift.io/ceiling-provider";
+
+/// The aggregated ClusterRole of provider `label`'s ceiling in `scope`, bound to its identity
+/// ([`crate::names::provider_identity`]): cluster-wide, or by a RoleBinding in the providers'
+/// namespace.
+pub fn role_of(label: &str, scope: Scope) -> String {
+    let identity = crate::names::provider_identity(label);
+    match scope {
+        Scope::Cluster => identity,
+        Scope::Namespaced => format!("{identity}-namespaced"),
+    }
+}
 
 /// One grant: an API group, a resource (possibly `name/subresource`) and a verb.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -240,23 +254,43 @@ pub struct Ceiling {
     pub cluster: Grants,
     /// In the providers' namespace (a Role), beyond `cluster`.
     pub namespaced: Grants,
+    /// What only one provider may grant beyond the two sets above, by its `cluster.x-k8s.io/provider`
+    /// value (roles labelled [`PROVIDER_LABEL`]); a provider's bound is [`Ceiling::of`].
+    pub providers: BTreeMap<String, Ceiling>,
 }
 
 impl Ceiling {
-    /// The ceiling of ClusterRoles labelled [`LABEL`] (others are ignored).
+    /// The ceiling of ClusterRoles labelled [`LABEL`] (others are ignored), one provider's when the
+    /// role also carries [`PROVIDER_LABEL`].
     pub fn from_roles<'a>(roles: impl IntoIterator<Item = &'a Value>) -> Ceiling {
         let mut c = Ceiling::default();
         for role in roles {
-            let scope = role
-                .pointer("/metadata/labels")
-                .and_then(|l| l.get(LABEL))
-                .and_then(Value::as_str);
-            let grants = match scope {
-                Some(CLUSTER) => &mut c.cluster,
-                Some(NAMESPACED) => &mut c.namespaced,
+            let labels = role.pointer("/metadata/labels");
+            let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+            let of = match label(PROVIDER_LABEL) {
+                Some(provider) => c.providers.entry(provider.to_string()).or_default(),
+                None => &mut c,
+            };
+            let grants = match label(LABEL) {
+                Some(CLUSTER) => &mut of.cluster,
+                Some(NAMESPACED) => &mut of.namespaced,
                 _ => continue,
             };
             grants.add_rules(role.get("rules"));
+        }
+        c
+    }
+
+    /// Provider `label`'s bound: what every provider may grant and what it alone may.
+    pub fn of(&self, label: &str) -> Ceiling {
+        let mut c = Ceiling {
+            cluster: self.cluster.clone(),
+            namespaced: self.namespaced.clone(),
+            providers: BTreeMap::new(),
+        };
+        if let Some(own) = self.providers.get(label) {
+            c.cluster.extend(&own.cluster);
+            c.namespaced.extend(&own.namespaced);
         }
         c
     }
@@ -304,10 +338,15 @@ impl Ceiling {
     pub fn with(mut self, other: &Ceiling) -> Ceiling {
         self.cluster.extend(&other.cluster);
         self.namespaced.extend(&other.namespaced);
+        for (provider, own) in &other.providers {
+            let mine = self.providers.remove(provider).unwrap_or_default();
+            self.providers.insert(provider.clone(), mine.with(own));
+        }
         self
     }
 
-    /// Whether a grant of `triple` for `names` in `scope` is inside the ceiling. A namespaced grant is
+    /// Whether a grant of `triple` for `names` in `scope` is inside the ceiling (what every provider
+    /// may grant; one provider's is [`Ceiling::of`] it). A namespaced grant is
     /// inside when either set covers it: what may be granted cluster-wide may be granted in one
     /// namespace.
     pub fn covers(&self, scope: Scope, triple: &Triple, names: &BTreeSet<&str>) -> Coverage {

@@ -871,7 +871,7 @@ fn one_violation_per_line() {
     assert_eq!(lines[0], "bundle policy: 2 violation(s):");
     assert_eq!(
         lines[1],
-        "ConfigMap openshift-cluster-api/w, document 12 (ClusterRole r): rule rbac-ceiling: rules[0] grants (\"\", pods, create) cluster-wide: outside the provider RBAC ceiling (ClusterRole capi-installer-provider-ceiling; README, \"Bundle policy\", says how an administrator extends it)"
+        "ConfigMap openshift-cluster-api/w, document 12 (ClusterRole r): rule rbac-ceiling: rules[0] grants (\"\", pods, create) cluster-wide: outside the provider RBAC ceiling (ClusterRole capi-provider-infrastructure-w; README, \"Bundle policy\", says how an administrator extends it)"
     );
     assert!(
         lines[2].contains("(\"\", pods, delete) cluster-wide"),
@@ -880,42 +880,61 @@ fn one_violation_per_line() {
 }
 
 #[test]
-fn the_release_ceiling_is_read_from_the_manifests_and_extended_by_labelled_roles() {
+fn the_release_ceiling_is_read_from_the_manifests_per_provider_and_extended_by_labelled_roles() {
     let release = Ceiling::release();
     let none = BTreeSet::new();
+    let aws = release.of("infrastructure-aws");
+    let vsphere = release.of("infrastructure-vsphere");
     let secrets = ceiling::Triple::new("", "secrets", "get");
     let leases = ceiling::Triple::new("coordination.k8s.io", "leases", "delete");
     let token = ceiling::Triple::new("", "serviceaccounts/token", "create");
     assert_eq!(
+        aws.covers(Scope::Cluster, &secrets, &none),
+        Coverage::Inside
+    );
+    assert_eq!(
+        aws.covers(Scope::Namespaced, &leases, &none),
+        Coverage::Inside
+    );
+    assert_eq!(
+        aws.covers(Scope::Cluster, &leases, &none),
+        Coverage::Outside
+    );
+    assert_eq!(aws.covers(Scope::Cluster, &token, &none), Coverage::Outside);
+    // Each provider's own: what only vSphere's bundles grant is not aws's, and nothing is everyone's.
+    let bindings = ceiling::Triple::new("rbac.authorization.k8s.io", "rolebindings", "create");
+    let delete_nodes = ceiling::Triple::new("", "nodes", "delete");
+    for triple in [&bindings, &delete_nodes] {
+        assert_eq!(
+            vsphere.covers(Scope::Cluster, triple, &none),
+            Coverage::Inside
+        );
+        assert_eq!(aws.covers(Scope::Cluster, triple, &none), Coverage::Outside);
+    }
+    assert_eq!(
         release.covers(Scope::Cluster, &secrets, &none),
-        Coverage::Inside
-    );
-    assert_eq!(
-        release.covers(Scope::Namespaced, &leases, &none),
-        Coverage::Inside
-    );
-    assert_eq!(
-        release.covers(Scope::Cluster, &leases, &none),
         Coverage::Outside
     );
+    let aggregated = |c: &Ceiling| c.cluster.aggregated_roles();
     assert_eq!(
-        release.covers(Scope::Cluster, &token, &none),
-        Coverage::Outside
+        aggregated(&release.of("cluster-api")),
+        BTreeSet::from(["capi-aggregated-manager-role".to_string()])
     );
     assert_eq!(
-        release.cluster.aggregated_roles(),
-        BTreeSet::from([
-            "capi-aggregated-manager-role".to_string(),
-            "capv-aggregated-manager-role".to_string(),
-            "capz-manager-role".to_string(),
-        ])
+        aggregated(&vsphere),
+        BTreeSet::from(["capv-aggregated-manager-role".to_string()])
     );
-    // An administrator's ClusterRole with the label extends it; one without is ignored.
+    assert_eq!(
+        aggregated(&release.of("infrastructure-azure")),
+        BTreeSet::from(["capz-manager-role".to_string()])
+    );
+    assert!(aggregated(&aws).is_empty());
+    // An administrator's ClusterRole with the label extends every provider's; one without is ignored.
     let extended = release.with(&test_ceiling());
     let widgets =
         ceiling::Triple::new("apiextensions.k8s.io", "customresourcedefinitions", "patch");
     assert_eq!(
-        extended.covers(
+        extended.of("infrastructure-aws").covers(
             Scope::Cluster,
             &widgets,
             &BTreeSet::from(["gadgets.infrastructure.cluster.x-k8s.io"])
@@ -924,9 +943,56 @@ fn the_release_ceiling_is_read_from_the_manifests_and_extended_by_labelled_roles
     );
     let pods = ceiling::Triple::new("", "pods", "create");
     assert_eq!(
-        extended.covers(Scope::Cluster, &pods, &none),
+        extended
+            .of("infrastructure-aws")
+            .covers(Scope::Cluster, &pods, &none),
         Coverage::Outside
     );
+    // With the provider label, only that provider's.
+    let only_gcp: Value = serde_json::json!({
+        "kind": "ClusterRole",
+        "metadata": {"name": "gcp-pods", "labels": {
+            ceiling::LABEL: ceiling::CLUSTER, ceiling::PROVIDER_LABEL: "infrastructure-gcp"}},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}],
+    });
+    let extended = extended.with(&Ceiling::from_roles([&only_gcp]));
+    assert_eq!(
+        extended
+            .of("infrastructure-gcp")
+            .covers(Scope::Cluster, &pods, &none),
+        Coverage::Inside
+    );
+    assert_eq!(
+        extended
+            .of("infrastructure-aws")
+            .covers(Scope::Cluster, &pods, &none),
+        Coverage::Outside
+    );
+}
+
+#[test]
+fn a_provider_grants_within_its_own_ceiling_not_another_providers() {
+    // vSphere's manager writes RoleBindings and deletes Nodes; aws's does not.
+    let grants = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: capx-grants}\nrules:\n- {apiGroups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [create]}\n- {apiGroups: [''], resources: [nodes], verbs: [delete]}\n";
+    let objects = parse(grants);
+    let bundle: Vec<BundleObject<'_>> = objects
+        .iter()
+        .map(|(origin, object)| BundleObject { origin, object })
+        .collect();
+    let release = PolicyConfig::installer(NS);
+    let judged = |provider: &str| {
+        check(&bundle, &release, &BTreeSet::new(), &Among::alone(provider))
+            .err()
+            .map(|v| v.to_string())
+    };
+    assert_eq!(judged("infrastructure-vsphere"), None);
+    let refused = judged("infrastructure-aws").expect("aws may not grant vSphere's");
+    for part in [
+        "rules[0] grants (\"rbac.authorization.k8s.io\", rolebindings, create) cluster-wide: outside the provider RBAC ceiling (ClusterRole capi-provider-infrastructure-aws;",
+        "rules[1] grants (\"\", nodes, delete) cluster-wide",
+    ] {
+        assert!(refused.contains(part), "{part:?} not in {refused}");
+    }
 }
 
 #[path = "tests_own.rs"]

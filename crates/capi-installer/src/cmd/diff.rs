@@ -82,7 +82,7 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
         }
     };
     let config = DiffConfig {
-        policy: args.policy.config(&args.namespaces.namespace),
+        policy: args.policy.config(&args.namespaces.namespace)?,
         namespace: args.namespaces.namespace,
         installer_namespace: args.namespaces.installer.installer_namespace,
         images,

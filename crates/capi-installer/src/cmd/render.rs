@@ -145,7 +145,7 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
         Some(dir) => Input::read(dir, &args.namespace)?,
         None => Input::default(),
     };
-    let policy = args.policy.config(&args.namespace);
+    let policy = args.policy.config(&args.namespace)?;
     let ctx = offline::context(&args.namespace, images, &substitutions, policy);
     for note in &input.notes {
         eprintln!("note: {note}");

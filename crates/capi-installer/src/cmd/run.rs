@@ -57,6 +57,13 @@ pub(crate) struct RunArgs {
     /// others are images kept mounted for earlier revisions (set in the Deployment `deployer` applies).
     #[arg(long, requires = "profiles_dir")]
     release_images_only: bool,
+    /// Write each provider's objects as its own identity: ServiceAccount
+    /// `capi-provider-<cluster.x-k8s.io/provider>` of --installer-namespace, impersonated, whose RBAC
+    /// (the release's `0000_30_capi-installer_03_identities.yaml`) bounds what the API server lets that
+    /// provider write and grant. `false`: every write is the installer's own (a cluster without that
+    /// RBAC; the bundle policy alone bounds each provider).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    provider_identities: bool,
     #[command(flatten)]
     adopt: AdoptArgs,
     #[command(flatten)]
@@ -112,14 +119,18 @@ pub(crate) async fn main(args: RunArgs) -> Result<()> {
         resync: args.resync,
         retired_managers: args.adopt.retired_managers(),
         adoptable_managers: args.adopt.adopt_from_managers,
-        policy: args.policy.config(&namespaces.namespace),
+        policy: args.policy.config(&namespaces.namespace)?,
         instance: args.leader.instance.clone(),
         profiles,
+        identities: None,
     };
     let kube_config = capi_runtime::process::config(&args.kube, &user_agent())
         .await?
         .config;
     let client = kube::Client::try_from(kube_config.clone())?;
+    config.identities = args
+        .provider_identities
+        .then(|| capi_apply::Identities::new(kube_config.clone()));
     // Before anything is written: a release whose images cannot be read installs nothing.
     config.images = match images {
         Some(images) => images,

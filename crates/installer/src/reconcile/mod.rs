@@ -68,7 +68,7 @@ use crate::prepare::{Prepared, RenderContext, RenderError};
 use crate::revision::Stored;
 use crate::revision::store::Revisions;
 use crate::round::{Planner, Round};
-use crate::source::{Payload, SourceError, Target};
+use crate::source::{Payload, SourceError, SourceId, Target};
 use finish::Run;
 
 /// How far an install got, and whether every gate passed (the version is fully rolled out) even when a
@@ -108,7 +108,10 @@ impl Reconciler {
         // One owner per object: the provider named by `cluster.x-k8s.io/provider`.
         let ownership =
             crate::names::ownership(&config.adoptable_managers, &config.retired_managers);
-        let applier = Applier::new(client.clone(), FIELD_MANAGER, ownership);
+        let mut applier = Applier::new(client.clone(), FIELD_MANAGER, ownership);
+        if let Some(identities) = &config.identities {
+            applier = applier.with_identities(identities.clone());
+        }
         let cache = LiveCache::new(
             client.clone(),
             &applier,
@@ -219,6 +222,7 @@ impl Reconciler {
         round: &Round,
         until: Option<&Until>,
     ) -> Outcome {
+        self.act_as(&target.source.id, &target.clusterctl_label);
         let prepared = match prepared {
             Ok(mut p) => self.take_unmanaged(&mut p, round).await.map(|()| p),
             Err(e) => Err(e),
@@ -234,6 +238,17 @@ impl Reconciler {
         };
         run.content_id = content_id;
         self.finish(run).await
+    }
+
+    /// From now on the writes of source `id` are provider `label`'s identity's (when the installer
+    /// writes as the providers, [`InstallerConfig::identities`]).
+    pub(crate) fn act_as(&self, id: &SourceId, label: &str) {
+        if let Some(identities) = self.applier.identities() {
+            identities.assign(
+                &id.inventory_key(),
+                &capi_bundle::names::provider_user(&self.config.installer_namespace, label),
+            );
+        }
     }
 
     /// The outcome of a provider that is not reconciled this time: blocked behind another, or refused

@@ -32,8 +32,12 @@ impl Reconciler {
         // resolved with stale discovery would be "deleted" through a version that no longer exists.
         let resolver = self.resolver(true).await?;
         let targets = old.prune_targets(&new, &resolver);
+        let writer = self
+            .applier
+            .writer(&old.owner)
+            .map_err(ProviderError::Identity)?;
         let report = capi_apply::prune(
-            &self.client,
+            &writer,
             targets,
             self.applier.ownership(),
             Some(&target.clusterctl_label),

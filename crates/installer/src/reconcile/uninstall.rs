@@ -82,8 +82,13 @@ impl Reconciler {
             removal.kept.push((key.name.clone(), why.to_string()));
         }
         let targets = doomed.prune_targets(&Inventory::new(inventory.owner.clone()), resolver);
+        self.act_as(id, &u.clusterctl_label);
+        let writer = self
+            .applier
+            .writer(&inventory.owner)
+            .map_err(|e| e.to_string())?;
         let report = capi_apply::prune(
-            &self.client,
+            &writer,
             targets,
             self.applier.ownership(),
             Some(&u.clusterctl_label),
