@@ -69,6 +69,10 @@ k patch infrastructure cluster --subresource=status --type=merge \
 for n in "$ns" "$installer_ns"; do
   k create namespace "$n" --dry-run=client -o yaml | k apply --server-side --field-manager=cluster-version-operator -f - >/dev/null
 done
+# Each provider's identity and its RBAC ceiling, as the release ships them: the installer writes each
+# provider's objects as that identity (impersonated; here from the demo's administrator credentials).
+say "the providers' identities (manifests/0000_30_capi-installer_03_ceiling.yaml)"
+k apply --server-side --field-manager=cluster-version-operator -f "$root/manifests/0000_30_capi-installer_03_ceiling.yaml" >/dev/null
 
 fixtures="${DEMO_FIXTURES:-$root/../shared/fixtures/transport-configmaps}"
 payload="$DEMO_DIR/payload"
