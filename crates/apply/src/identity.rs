@@ -73,12 +73,6 @@ impl Identities {
         }
     }
 
-    /// The user `owner` writes as, if assigned.
-    pub fn user_of(&self, owner: &str) -> Option<String> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        inner.users.get(owner).cloned()
-    }
-
     /// The client `owner`'s writes go through.
     pub fn client_for(&self, owner: &str) -> Result<Client, IdentityError> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
