@@ -158,9 +158,9 @@ done
 
 say "installed in $(( $(date +%s) - start ))s"
 
-say "the controllers pod: its ServiceAccounts, RBAC and admission policy (manifests/0000_31_capi-controllers_0[0-2]_*)"
+say "the controllers pod: its ServiceAccounts, RBAC and admission policies (manifests/0000_31_capi-controllers_0[0125]_*)"
 k create namespace openshift-machine-api --dry-run=client -o yaml | k apply --server-side --field-manager=cluster-version-operator -f - >/dev/null
-for f in manifests/0000_31_capi-controllers_0[012]_*.yaml; do
+for f in manifests/0000_31_capi-controllers_0[0125]_*.yaml; do
   k apply --server-side --field-manager=cluster-version-operator -f "$f" >/dev/null
 done
 mapi_crds="$root/../shared/fixtures/machine-api-crds"
