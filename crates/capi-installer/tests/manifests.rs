@@ -853,3 +853,47 @@ fn tar_entries(bytes: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
     }
     files
 }
+
+/// Every object of the release payload, its manifests of removal included, is the `ClusterAPI`
+/// capability's and gated by `ClusterAPIMachineManagement`, as the reference's are: a cluster with the
+/// capability disabled, or the gate off, gets none of them; and each carries the inclusion
+/// annotations of the release profiles it belongs to.
+#[test]
+fn every_release_object_carries_the_capability_and_its_feature_gate() {
+    let mut missing = Vec::new();
+    for (file, d) in all_manifests() {
+        let annotations = &d["metadata"]["annotations"];
+        let gates: Vec<&str> = annotations["release.openshift.io/feature-gate"]
+            .as_str()
+            .unwrap_or_default()
+            .split(',')
+            .collect();
+        let checks = [
+            (
+                "capability.openshift.io/name: ClusterAPI",
+                annotations["capability.openshift.io/name"] == "ClusterAPI",
+            ),
+            (
+                "release.openshift.io/feature-gate naming ClusterAPIMachineManagement",
+                gates.contains(&"ClusterAPIMachineManagement"),
+            ),
+            (
+                "include.release.openshift.io/self-managed-high-availability: \"true\"",
+                annotations["include.release.openshift.io/self-managed-high-availability"]
+                    == "true",
+            ),
+            (
+                "no release.openshift.io/feature-set (the gate decides)",
+                annotations
+                    .get("release.openshift.io/feature-set")
+                    .is_none(),
+            ),
+        ];
+        for (what, ok) in checks {
+            if !ok {
+                missing.push(format!("{file}: {}: {what}", identity(&d)));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

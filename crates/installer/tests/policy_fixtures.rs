@@ -325,7 +325,7 @@ fn not_covered(outer: &Ceiling, scope: Scope, inner: &Grants) -> Vec<(Scope, Tri
 /// The release file of the providers' identities and ceilings.
 const CEILING_FILE: &str = "manifests/0000_30_capi-installer_03_ceiling.yaml";
 const INSTALLER_NS: &str = "openshift-cluster-api-operator";
-const RELEASE_ANNOTATIONS: &str = "  annotations:\n    exclude.release.openshift.io/internal-openshift-hosted: \"true\"\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n    include.release.openshift.io/single-node-developer: \"true\"\n    release.openshift.io/feature-set: CustomNoUpgrade,TechPreviewNoUpgrade\n";
+const RELEASE_ANNOTATIONS: &str = "  annotations:\n    exclude.release.openshift.io/internal-openshift-hosted: \"true\"\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n    include.release.openshift.io/single-node-developer: \"true\"\n    release.openshift.io/feature-gate: \"ClusterAPIMachineManagement\"\n    capability.openshift.io/name: ClusterAPI\n";
 
 /// `rules` as the manifest's YAML lines (`[]` when empty).
 fn rules_yaml(grants: &Grants) -> String {
@@ -671,7 +671,8 @@ fn fields_manifest(bound: &FieldBound) -> String {
          \x20   exclude.release.openshift.io/internal-openshift-hosted: \"true\"\n\
          \x20   include.release.openshift.io/self-managed-high-availability: \"true\"\n\
          \x20   include.release.openshift.io/single-node-developer: \"true\"\n\
-         \x20   release.openshift.io/feature-set: CustomNoUpgrade,TechPreviewNoUpgrade\n\
+         \x20   release.openshift.io/feature-gate: \"ClusterAPIMachineManagement\"\n\
+         \x20   capability.openshift.io/name: ClusterAPI\n\
          data:\n\
          \x20 fields.yaml: |\n",
     );
