@@ -57,7 +57,7 @@ fn earlier_release_manifest() -> Value {
             .as_object()
             .unwrap()
             .keys()
-            .all(|k| k.contains("release.openshift.io/")),
+            .all(|k| payload_annotation(k)),
         "{annotations}"
     );
     deployment["metadata"]["annotations"] = annotations;
@@ -72,10 +72,16 @@ fn managers(d: &Deployment) -> BTreeSet<String> {
         .collect()
 }
 
+/// An annotation the release payload's manifests carry for the cluster-version operator (inclusion,
+/// feature gate, capability).
+fn payload_annotation(key: &str) -> bool {
+    key.contains("release.openshift.io/") || key.starts_with("capability.openshift.io/")
+}
+
 fn release_annotations(d: &Deployment) -> Vec<String> {
     d.annotations()
         .keys()
-        .filter(|k| k.contains("release.openshift.io/"))
+        .filter(|k| payload_annotation(k))
         .cloned()
         .collect()
 }
