@@ -84,6 +84,9 @@ EOF
 k patch infrastructure cluster --subresource=status --type=merge -p '{"status":{"platform":"AWS","platformStatus":{"type":"AWS","aws":{"region":"us-east-1"}},"infrastructureName":"demo","apiServerURL":"https://api.demo.example.com:6443","apiServerInternalURI":"https://api-int.demo.example.com:6443"}}' >/dev/null
 for f in "$fixtures"/machine-api-crds/*.yaml; do apply cluster-version-operator "$f"; done
 k create namespace openshift-machine-api --dry-run=client -o yaml | apply cluster-version-operator -
+# The Cloud Credential Operator's namespace, where the payload's CredentialsRequests go (the operator
+# itself is not here: a stand-in below mints the Secret aws's request names).
+k create namespace openshift-cloud-credential-operator --dry-run=client -o yaml | apply cluster-version-operator -
 k wait --for=condition=Established --timeout=60s crd/machines.machine.openshift.io >/dev/null
 k apply --server-side --field-manager=openshift-installer -f - >/dev/null <<EOF
 apiVersion: machine.openshift.io/v1beta1
@@ -131,12 +134,6 @@ pin_images() {
   done <"$1"
 }
 for f in "${payload[@]}"; do
-  if [[ "$(basename "$f")" == 0000_30_capi-installer_01_serviceaccount.yaml ]]; then
-    # The cloud-credential operator's Secret for the AWS provider, once the namespace exists.
-    k -n "$ns" create secret generic capa-manager-bootstrap-credentials \
-      --from-literal=credentials=$'[default]\naws_access_key_id = demo\naws_secret_access_key = demo\n' \
-      --dry-run=client -o yaml | apply cloud-credential-operator -
-  fi
   echo "   $(basename "$f")"
   if grep -q '^    release.openshift.io/delete: "true"' "$f"; then
     # A manifest of removal: the cluster-version operator deletes what it names (on an upgrade;
@@ -154,6 +151,16 @@ for f in "${payload[@]}"; do
       apply cluster-version-operator -
   else
     apply cluster-version-operator "$f"
+  fi
+  if [[ "$(basename "$f")" == 0000_30_capi-installer_10_credentials-requests.yaml ]]; then
+    # The Cloud Credential Operator's part, played here: the Secret aws's request names, where it names it.
+    request=(k -n openshift-cloud-credential-operator get credentialsrequest openshift-cluster-api-aws -o)
+    secret_ns="$("${request[@]}" jsonpath='{.spec.secretRef.namespace}')"
+    secret_name="$("${request[@]}" jsonpath='{.spec.secretRef.name}')"
+    echo "   (the Cloud Credential Operator's stand-in: Secret $secret_ns/$secret_name)"
+    k -n "$secret_ns" create secret generic "$secret_name" \
+      --from-literal=credentials=$'[default]\naws_access_key_id = demo\naws_secret_access_key = demo\n' \
+      --dry-run=client -o yaml | apply cloud-credential-operator -
   fi
 done
 

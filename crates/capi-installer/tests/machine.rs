@@ -71,9 +71,8 @@ async fn a_machineset_makes_worker_machines_in_the_emulated_ec2() {
         ec2.endpoint()
     );
 
-    // The Machine API with a control-plane Machine, the worker user data (machine-config operator)
-    // and the AWS provider's credentials (cloud-credential operator, keys as it writes them), whose
-    // profile names the emulated endpoint.
+    // The Machine API with a control-plane Machine and the worker user data (machine-config
+    // operator).
     install_machine_api_crds(&admin).await;
     create_control_plane_machine(
         &admin,
@@ -85,19 +84,11 @@ async fn a_machineset_makes_worker_machines_in_the_emulated_ec2() {
         json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": name, "namespace": ns}, "stringData": data})
     };
-    for object in [
-        secret(
-            MAPI_NS,
-            "worker-user-data",
-            json!({"userData": WORKER_IGNITION, "disableTemplating": "false"}),
-        ),
-        secret(
-            NS,
-            CREDENTIALS_SECRET,
-            json!({"aws_access_key_id": "machines", "aws_secret_access_key": "machines",
-                "credentials": ec2.credentials_file("machines", "machines")}),
-        ),
-    ] {
+    for object in [secret(
+        MAPI_NS,
+        "worker-user-data",
+        json!({"userData": WORKER_IGNITION, "disableTemplating": "false"}),
+    )] {
         apply(
             &admin,
             &ar("", "v1", "Secret", "secrets"),
@@ -107,8 +98,21 @@ async fn a_machineset_makes_worker_machines_in_the_emulated_ec2() {
         .await;
     }
 
-    // The release payload as the cluster-version operator applies it (see real_node.rs).
+    // The release payload as the cluster-version operator applies it (see real_node.rs), its
+    // CredentialsRequests included: the Cloud Credential Operator's stand-in mints the Secret aws's
+    // request names, as the operator would in passthrough mode (keys as it writes them, the profile
+    // naming the emulated endpoint).
     apply_release_manifests_edited(&admin, "0000_30_capi-installer", without_image_volumes).await;
+    let minted = mint_credentials(
+        &admin,
+        "openshift-cluster-api-aws",
+        json!({"aws_access_key_id": "machines", "aws_secret_access_key": "machines",
+            "credentials": ec2.credentials_file("machines", "machines")})
+        .as_object()
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(minted, (NS.to_string(), CREDENTIALS_SECRET.to_string()));
     let core_crds = fixture(&format!("transport-configmaps/{CORE_CRDS}")).unwrap();
     apply_as_release_payload(&admin, &read_documents(&core_crds)).await;
     for file in [CORE_CM, AWS_CM] {

@@ -870,8 +870,13 @@ fn every_release_object_carries_the_capability_and_its_feature_gate() {
             .collect();
         let checks = [
             (
-                "capability.openshift.io/name: ClusterAPI",
-                annotations["capability.openshift.io/name"] == "ClusterAPI",
+                "capability.openshift.io/name: ClusterAPI (or with CloudCredential, for a CredentialsRequest)",
+                annotations["capability.openshift.io/name"]
+                    == if d["kind"] == "CredentialsRequest" {
+                        "CloudCredential+ClusterAPI"
+                    } else {
+                        "ClusterAPI"
+                    },
             ),
             (
                 "release.openshift.io/feature-gate naming ClusterAPIMachineManagement",
@@ -896,4 +901,45 @@ fn every_release_object_carries_the_capability_and_its_feature_gate() {
         }
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// One CredentialsRequest per cloud provider, each naming, in the providers' namespace, the Secret its
+/// provider's bundle reads (the bundle policy's list of credentials Secrets, one definition), plus the
+/// Secret the controllers pod names as OpenStack's identity; the ClusterAPI and CloudCredential
+/// capabilities both, as a request means nothing without the Cloud Credential Operator.
+#[test]
+fn a_credentials_request_for_each_credentials_secret_a_provider_reads() {
+    let requests: Vec<(String, Value)> = manifests()
+        .into_iter()
+        .filter(|(_, d)| d["kind"] == "CredentialsRequest")
+        .collect();
+    let mut minted = BTreeSet::new();
+    for (file, d) in &requests {
+        let id = identity(d);
+        assert_eq!(
+            d["apiVersion"], "cloudcredential.openshift.io/v1",
+            "{file}: {id}"
+        );
+        assert_eq!(
+            d["metadata"]["namespace"], "openshift-cloud-credential-operator",
+            "{file}: {id}"
+        );
+        assert_eq!(
+            d["metadata"]["annotations"]["capability.openshift.io/name"],
+            "CloudCredential+ClusterAPI",
+            "{file}: {id}"
+        );
+        let secret = &d["spec"]["secretRef"];
+        assert_eq!(secret["namespace"], TARGET_NAMESPACE, "{file}: {id}");
+        minted.insert(secret["name"].as_str().unwrap().to_string());
+    }
+    let mut read: BTreeSet<String> = capi_installer_controller::policy::references::CREDENTIALS
+        .iter()
+        .map(|(_, secret)| secret.to_string())
+        .collect();
+    // OpenStack's bundle reads no Secret: the controllers pod names this one as the OpenStackCluster's
+    // identity (crates/cluster-controllers/src/infracluster/spec.rs).
+    read.insert("openstack-cloud-credentials".to_string());
+    assert_eq!(minted, read, "the Secrets requested and the Secrets read");
+    assert_eq!(requests.len(), read.len(), "one request per Secret");
 }

@@ -57,8 +57,7 @@ async fn the_installed_providers_run_on_a_real_node() {
     let admin = cp.admin_client().await.expect("admin client");
 
     // What OpenShift's installer and other operators leave: Infrastructure/cluster on AWS, the Machine
-    // API with a control-plane Machine, the worker user data (machine-config operator) and the AWS
-    // provider's credentials (cloud-credential operator).
+    // API with a control-plane Machine and the worker user data (machine-config operator).
     openshift_on_aws(&admin).await;
     install_machine_api_crds(&admin).await;
     create_control_plane_machine(
@@ -68,20 +67,12 @@ async fn the_installed_providers_run_on_a_real_node() {
     )
     .await;
     ensure_namespace(&admin, TEST_NS).await;
-    for (ns, name, key, value) in [
-        (
-            MAPI_NS,
-            "worker-user-data",
-            "userData",
-            r#"{"ignition":{"version":"3.4.0"}}"#,
-        ),
-        (
-            NS,
-            "capa-manager-bootstrap-credentials",
-            "credentials",
-            "[default]\naws_access_key_id = e2e\naws_secret_access_key = e2e\n",
-        ),
-    ] {
+    for (ns, name, key, value) in [(
+        MAPI_NS,
+        "worker-user-data",
+        "userData",
+        r#"{"ignition":{"version":"3.4.0"}}"#,
+    )] {
         apply(
             &admin,
             &ar("", "v1", "Secret", "secrets"),
@@ -105,6 +96,16 @@ async fn the_installed_providers_run_on_a_real_node() {
             doc["data"] = json!(release);
         }
     })
+    .await;
+    // The AWS provider's credentials from its CredentialsRequest in the payload, minted by the Cloud
+    // Credential Operator's stand-in.
+    mint_credentials(
+        &admin,
+        "openshift-cluster-api-aws",
+        json!({"credentials": "[default]\naws_access_key_id = e2e\naws_secret_access_key = e2e\n"})
+            .as_object()
+            .unwrap(),
+    )
     .await;
     apply_release_manifests(&admin, "0000_31_capi-controllers").await;
 

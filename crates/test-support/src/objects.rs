@@ -438,3 +438,53 @@ pub async fn give_identity(
     }
     docs[1..3].to_vec()
 }
+
+/// The Cloud Credential Operator's namespace, where the release's CredentialsRequests are.
+pub const CLOUD_CREDENTIAL_NS: &str = "openshift-cloud-credential-operator";
+
+/// The Cloud Credential Operator's part, played for the tests (the operator is not part of this
+/// project): from CredentialsRequest `request` of [`CLOUD_CREDENTIAL_NS`], as the release payload
+/// applied it, the Secret its `spec.secretRef` names, in the namespace it names, holding `data` (what
+/// the operator would mint for that cloud), written as the operator's field manager. Returns the
+/// Secret's namespace and name. Panics when the request is missing.
+pub async fn mint_credentials(
+    client: &Client,
+    request: &str,
+    data: &serde_json::Map<String, Value>,
+) -> (String, String) {
+    let requests = namespaced(
+        client,
+        CLOUD_CREDENTIAL_NS,
+        &ar(
+            "cloudcredential.openshift.io",
+            "v1",
+            "CredentialsRequest",
+            "credentialsrequests",
+        ),
+    );
+    let request = requests
+        .get(request)
+        .await
+        .unwrap_or_else(|e| panic!("CredentialsRequest {CLOUD_CREDENTIAL_NS}/{request}: {e}"));
+    let secret_ref = &request.data["spec"]["secretRef"];
+    let (namespace, name) = (
+        secret_ref["namespace"]
+            .as_str()
+            .expect("secretRef.namespace")
+            .to_string(),
+        secret_ref["name"]
+            .as_str()
+            .expect("secretRef.name")
+            .to_string(),
+    );
+    apply(
+        client,
+        &ar("", "v1", "Secret", "secrets"),
+        &json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "stringData": data}),
+        "cloud-credential-operator",
+    )
+    .await;
+    (namespace, name)
+}
