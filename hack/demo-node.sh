@@ -71,7 +71,7 @@ apply() { k apply --server-side --force-conflicts --field-manager="$1" -f "$2" >
 k get nodes -o wide
 say "node ready in $(elapsed)"
 
-say "what OpenShift leaves: Infrastructure/cluster on AWS, the Machine API, credentials and user data"
+say "what OpenShift leaves: Infrastructure/cluster on AWS, the Machine API and the worker user data"
 k apply --server-side --field-manager=openshift-installer -f - >/dev/null <<EOF
 apiVersion: config.openshift.io/v1
 kind: Infrastructure
