@@ -112,6 +112,14 @@ fn accept(_: &PlannedObject, _: &DynamicObject) -> Result<(), String> {
 }
 
 impl ApplyError {
+    /// [`ApplyError::Identity`] of the object `key` that could not be written.
+    fn identity(key: &ObjectKey) -> impl FnOnce(IdentityError) -> ApplyError + '_ {
+        |source| ApplyError::Identity {
+            key: key.clone(),
+            source,
+        }
+    }
+
     pub fn key(&self) -> &ObjectKey {
         match self {
             ApplyError::Conflict { key, .. }
@@ -453,10 +461,7 @@ impl Applier {
         };
         let writer = self
             .writer(&record.owner)
-            .map_err(|source| ApplyError::Identity {
-                key: key.clone(),
-                source,
-            })?;
+            .map_err(ApplyError::identity(key))?;
         if action == ApplyAction::Adopted {
             self.absorb_retired(&writer, planned, existing.as_ref())
                 .await?;
@@ -661,10 +666,7 @@ impl Applier {
         }
         let writer = self
             .writer(&record.owner)
-            .map_err(|source| ApplyError::Identity {
-                key: key.clone(),
-                source,
-            })?;
+            .map_err(ApplyError::identity(key))?;
         let after = self
             .patch(&writer, planned, &desired, true)
             .await

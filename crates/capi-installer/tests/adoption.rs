@@ -24,26 +24,6 @@ use test_support::*;
 const RECONCILES: Duration = Duration::from_secs(180);
 const WIDGETS: &str = "widgets.infrastructure.cluster.x-k8s.io";
 
-/// The aws ConfigMap with `extra` (YAML documents) added to its components.
-fn aws_plus(extra: &str) -> Value {
-    let mut objects: Vec<Value> =
-        capi_manifests::yaml::parse_documents("aws", &fixture_components(AWS_CM))
-            .unwrap()
-            .into_iter()
-            .map(|d| d.value)
-            .collect();
-    objects.extend(
-        capi_manifests::yaml::parse_documents("extra", extra)
-            .unwrap()
-            .into_iter()
-            .map(|d| d.value),
-    );
-    with_components(
-        AWS_CM,
-        &capi_manifests::yaml::to_multi_yaml(&objects).unwrap(),
-    )
-}
-
 /// Whether RBAC lets an anonymous request list Secrets in every namespace.
 async fn anonymous_lists_secrets(client: &Client) -> bool {
     lists_secrets(client, "system:anonymous", "system:unauthenticated").await
@@ -158,7 +138,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let mark = env.audit().len();
     put_configmap(
         &env.admin,
-        &aws_plus(
+        &components_plus(AWS_CM,
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: 'system:public-info-viewer'\n  annotations: {capi-operator.openshift.io/adopt-existing: always}\nrules: [{apiGroups: [''], resources: [secrets, configmaps], verbs: [get, list, watch, create, update, patch, delete]}]\n",
         ),
     )
@@ -183,7 +163,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let mark = env.audit().len();
     put_configmap(
         &env.admin,
-        &aws_plus(
+        &components_plus(AWS_CM,
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kube-root-ca.crt\n  namespace: openshift-cluster-api\n  annotations: {capi-operator.openshift.io/adopt-existing: always}\ndata: {ca.crt: not-a-ca}\n",
         ),
     )
@@ -221,7 +201,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let mark = env.audit().len();
     put_configmap(
         &env.admin,
-        &aws_plus(
+        &components_plus(AWS_CM,
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: capa-settings\n  namespace: openshift-cluster-api\n  annotations: {capi-operator.openshift.io/adopt-existing: always}\ndata: {owner: aws}\n",
         ),
     )
@@ -287,7 +267,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {everyone}}}\nrules: [{{apiGroups: [''], resources: [secrets], verbs: [get, list, watch]}}]\n"
     );
     let mark = env.audit().len();
-    put_configmap(&env.admin, &aws_plus(&secrets_role)).await;
+    put_configmap(&env.admin, &components_plus(AWS_CM, &secrets_role)).await;
     let message = refused(
         &env.admin,
         "the release's ClusterRole refused",
@@ -324,7 +304,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let mark = env.audit().len();
     put_configmap(
         &env.admin,
-        &aws_plus(&secrets_role.replace(everyone, "capa-forged")),
+        &components_plus(AWS_CM, &secrets_role.replace(everyone, "capa-forged")),
     )
     .await;
     refused(
@@ -354,7 +334,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let mark = env.audit().len();
     put_configmap(
         &env.admin,
-        &aws_plus(
+        &components_plus(AWS_CM,
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: capa-disguised\n  namespace: openshift-cluster-api\n  labels: {cluster.x-k8s.io/provider: cluster-api}\ndata: {a: b}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: capa-ceiling\n  labels: {capi-installer.openshift.io/provider-ceiling: cluster}\nrules: [{apiGroups: [''], resources: [nodes], verbs: [delete]}]\n",
         ),
     )
@@ -401,7 +381,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let mark = env.audit().len();
     put_configmap(
         &env.admin,
-        &aws_plus(&serde_json::to_string(&marked).unwrap()),
+        &components_plus(AWS_CM, &serde_json::to_string(&marked).unwrap()),
     )
     .await;
     refused(
@@ -500,7 +480,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let mark = env.audit().len();
     put_configmap(
         &env.admin,
-        &aws_plus(
+        &components_plus(AWS_CM,
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: capa-created, namespace: openshift-cluster-api}\ndata: {created: 'yes'}\n",
         ),
     )
@@ -557,7 +537,7 @@ async fn a_write_fight_is_reported_and_stops() {
     let _installer = Running::as_installer(sa, config());
     put_configmap(
         &env.admin,
-        &aws_plus(
+        &components_plus(AWS_CM,
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: capa-fight, namespace: openshift-cluster-api}\ndata: {value: ours}\n",
         ),
     )

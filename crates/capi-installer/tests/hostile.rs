@@ -68,17 +68,6 @@ fn aws_deployment(name: &str, labels: &str, container: &str, spec: &str) -> Stri
     )
 }
 
-fn plus(extra: &str) -> Value {
-    let mut objects = aws_objects();
-    objects.extend(
-        capi_manifests::yaml::parse_documents("extra", extra)
-            .unwrap()
-            .into_iter()
-            .map(|d| d.value),
-    );
-    aws_with(&objects)
-}
-
 fn modified(f: impl Fn(&mut Value)) -> Value {
     let mut objects = aws_objects();
     objects.iter_mut().for_each(f);
@@ -101,7 +90,8 @@ fn hostile_bundles() -> Vec<Hostile> {
     vec![
         Hostile {
             what: "every triple family outside the RBAC ceiling (issue 17)",
-            configmap: plus(
+            configmap: components_plus(
+                AWS_CM,
                 "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: mint-tokens}\nrules: [{apiGroups: [''], resources: [serviceaccounts/token], verbs: [create]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: mint-tokens}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: mint-tokens}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: kubelets}\nrules: [{apiGroups: [''], resources: [nodes/proxy], verbs: [get]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: certificates}\nrules: [{apiGroups: [certificates.k8s.io], resources: [certificatesigningrequests/approval], verbs: [update]}, {apiGroups: [certificates.k8s.io], resources: [signers], resourceNames: [kubernetes.io/kube-apiserver-client], verbs: [approve]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: privileged-scc}\nrules: [{apiGroups: [security.openshift.io], resources: [securitycontextconstraints], resourceNames: [privileged], verbs: [use]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: rbac-writer}\nrules: [{apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles, clusterrolebindings], verbs: [create]}, {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], verbs: [create]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: run-pods, namespace: openshift-cluster-api}\nrules: [{apiGroups: [''], resources: [pods, pods/exec], verbs: [create]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: run-pods, namespace: openshift-cluster-api}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: run-pods}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n",
             ),
             reason: "BundlePolicyViolation",
@@ -153,7 +143,8 @@ fn hostile_bundles() -> Vec<Hostile> {
         },
         Hostile {
             what: "Services that leave the cluster, webhooks through them or through others', policy parameters of Secrets (issue 17)",
-            configmap: plus(
+            configmap: components_plus(
+                AWS_CM,
                 "apiVersion: v1\nkind: Service\nmetadata: {name: intercept, namespace: openshift-cluster-api}\nspec: {ports: [{port: 443}], externalIPs: [192.0.2.10]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: exposed, namespace: openshift-cluster-api}\nspec: {type: NodePort, ports: [{port: 443}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: outside, namespace: openshift-cluster-api}\nspec: {type: ExternalName, externalName: evil.example.com}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: leaky}\nwebhooks:\n- {name: out.infrastructure.cluster.x-k8s.io, clientConfig: {service: {name: outside, namespace: openshift-cluster-api}}, rules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [awsclusters]}], sideEffects: None, admissionReviewVersions: [v1]}\n- {name: theirs.infrastructure.cluster.x-k8s.io, clientConfig: {service: {name: someone-elses, namespace: openshift-cluster-api}}, rules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [awsclusters]}], sideEffects: None, admissionReviewVersions: [v1]}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: echo-secrets}\nspec: {paramKind: {apiVersion: v1, kind: Secret}, matchConstraints: {resourceRules: [{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [awsclusters]}]}, validations: [{expression: 'false', messageExpression: 'string(params.data)'}]}\n",
             ),
             reason: "BundlePolicyViolation",
@@ -212,12 +203,15 @@ fn hostile_bundles() -> Vec<Hostile> {
         },
         Hostile {
             what: "what the API server stores differently: the serviceAccount alias, runAsUser 0.0, hostPort 8080.0 (issue 29)",
-            configmap: plus(&aws_deployment(
-                "sneaky",
-                "{app: sneaky}",
-                ", ports: [{containerPort: 8080, hostPort: 8080.0}]",
-                ", serviceAccountName: '', serviceAccount: capi-controllers, securityContext: {runAsUser: 0.0}",
-            )),
+            configmap: components_plus(
+                AWS_CM,
+                &aws_deployment(
+                    "sneaky",
+                    "{app: sneaky}",
+                    ", ports: [{containerPort: 8080, hostPort: 8080.0}]",
+                    ", serviceAccountName: '', serviceAccount: capi-controllers, securityContext: {runAsUser: 0.0}",
+                ),
+            ),
             reason: "BundlePolicyViolation",
             drift: false,
             expect: &[
@@ -232,12 +226,15 @@ fn hostile_bundles() -> Vec<Hostile> {
         },
         Hostile {
             what: "core's webhook serving Secret read as a volume, a projected source, a secretKeyRef and envFrom (issue 29)",
-            configmap: plus(&aws_deployment(
-                "reader",
-                "{app: reader}",
-                ", env: [{name: KEY, valueFrom: {secretKeyRef: {name: capi-webhook-service-cert, key: tls.key}}}], envFrom: [{secretRef: {name: capi-webhook-service-cert}}]",
-                ", serviceAccountName: capa-controller-manager, volumes: [{name: a, secret: {secretName: capi-webhook-service-cert}}, {name: b, projected: {sources: [{secret: {name: capi-webhook-service-cert}}]}}]",
-            )),
+            configmap: components_plus(
+                AWS_CM,
+                &aws_deployment(
+                    "reader",
+                    "{app: reader}",
+                    ", env: [{name: KEY, valueFrom: {secretKeyRef: {name: capi-webhook-service-cert, key: tls.key}}}], envFrom: [{secretRef: {name: capi-webhook-service-cert}}]",
+                    ", serviceAccountName: capa-controller-manager, volumes: [{name: a, secret: {secretName: capi-webhook-service-cert}}, {name: b, projected: {sources: [{secret: {name: capi-webhook-service-cert}}]}}]",
+                ),
+            ),
             reason: "BundlePolicyViolation",
             drift: false,
             expect: &[
@@ -250,15 +247,18 @@ fn hostile_bundles() -> Vec<Hostile> {
         },
         Hostile {
             what: "aws reaching into core: its pod labels, its serving Secret by annotation, admission on its resources (issue 29)",
-            configmap: plus(&format!(
-                "{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: steal, namespace: openshift-cluster-api, annotations: {{service.beta.openshift.io/serving-cert-secret-name: capi-webhook-service-cert}}}}\nspec: {{selector: {{app: steal}}, ports: [{{port: 443}}]}}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: capa-on-clusters}}\nwebhooks: [{{name: x.cluster.x-k8s.io, clientConfig: {{service: {{name: capa-webhook-service, namespace: openshift-cluster-api}}}}, rules: [{{apiGroups: [cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE, UPDATE], resources: [clusters]}}], sideEffects: None, admissionReviewVersions: [v1]}}]\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: capa-on-machines}}\nspec: {{matchConstraints: {{resourceRules: [{{apiGroups: [cluster.x-k8s.io], apiVersions: ['*'], operations: [DELETE], resources: [machines]}}]}}, validations: [{{expression: 'false'}}]}}\n",
-                aws_deployment(
-                    "impostor",
-                    "{cluster.x-k8s.io/provider: cluster-api}",
-                    "",
-                    ", serviceAccountName: capa-controller-manager",
-                )
-            )),
+            configmap: components_plus(
+                AWS_CM,
+                &format!(
+                    "{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: steal, namespace: openshift-cluster-api, annotations: {{service.beta.openshift.io/serving-cert-secret-name: capi-webhook-service-cert}}}}\nspec: {{selector: {{app: steal}}, ports: [{{port: 443}}]}}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: capa-on-clusters}}\nwebhooks: [{{name: x.cluster.x-k8s.io, clientConfig: {{service: {{name: capa-webhook-service, namespace: openshift-cluster-api}}}}, rules: [{{apiGroups: [cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE, UPDATE], resources: [clusters]}}], sideEffects: None, admissionReviewVersions: [v1]}}]\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: capa-on-machines}}\nspec: {{matchConstraints: {{resourceRules: [{{apiGroups: [cluster.x-k8s.io], apiVersions: ['*'], operations: [DELETE], resources: [machines]}}]}}, validations: [{{expression: 'false'}}]}}\n",
+                    aws_deployment(
+                        "impostor",
+                        "{cluster.x-k8s.io/provider: cluster-api}",
+                        "",
+                        ", serviceAccountName: capa-controller-manager",
+                    )
+                ),
+            ),
             reason: "BundlePolicyViolation",
             drift: false,
             expect: &[
@@ -271,7 +271,8 @@ fn hostile_bundles() -> Vec<Hostile> {
         },
         Hostile {
             what: "a ClusterRoleBinding of cluster-admin",
-            configmap: plus(
+            configmap: components_plus(
+                AWS_CM,
                 "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: own-the-cluster}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n",
             ),
             reason: "BundlePolicyViolation",
@@ -284,7 +285,8 @@ fn hostile_bundles() -> Vec<Hostile> {
         },
         Hostile {
             what: "a ClusterRole with * on *",
-            configmap: plus(
+            configmap: components_plus(
+                AWS_CM,
                 "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: everything}\nrules: [{apiGroups: ['*'], resources: ['*'], verbs: ['*']}]\n",
             ),
             reason: "BundlePolicyViolation",
@@ -297,7 +299,8 @@ fn hostile_bundles() -> Vec<Hostile> {
         },
         Hostile {
             what: "a change to a payload CRD that no provider ships",
-            configmap: plus(
+            configmap: components_plus(
+                AWS_CM,
                 "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: featuregates.config.openshift.io}\nspec: {group: config.openshift.io, scope: Cluster, names: {kind: FeatureGate, plural: featuregates, singular: featuregate, listKind: FeatureGateList}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n",
             ),
             reason: "BundlePolicyViolation",

@@ -9,30 +9,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::Api;
-use serde_json::Value;
 use test_support::*;
 
 const MINUTE: Duration = Duration::from_secs(60);
-
-/// The aws ConfigMap with `extra` (YAML documents) after its own components.
-fn aws_plus(extra: &str) -> Value {
-    let mut objects: Vec<Value> =
-        capi_manifests::yaml::parse_documents("aws", &fixture_components(AWS_CM))
-            .unwrap()
-            .into_iter()
-            .map(|d| d.value)
-            .collect();
-    objects.extend(
-        capi_manifests::yaml::parse_documents("extra", extra)
-            .unwrap()
-            .into_iter()
-            .map(|d| d.value),
-    );
-    with_components(
-        AWS_CM,
-        &capi_manifests::yaml::to_multi_yaml(&objects).unwrap(),
-    )
-}
 
 /// The first condition message of `ClusterOperator/cluster-api` that contains `text`.
 async fn reported(client: &kube::Client, text: &str) -> String {
@@ -92,7 +71,7 @@ async fn with_the_policy_off_the_api_server_bounds_each_provider_by_its_own_iden
     let mark = env.audit().len();
     put_configmap(
         &env.admin,
-        &aws_plus(
+        &components_plus(AWS_CM,
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: capa-vsphere-grants}\nrules:\n- {apiGroups: [rbac.authorization.k8s.io], resources: [rolebindings], verbs: [create]}\n- {apiGroups: [''], resources: [nodes], verbs: [delete]}\n",
         ),
     )
@@ -125,7 +104,7 @@ async fn with_the_policy_off_the_api_server_bounds_each_provider_by_its_own_iden
     // grants, and aws's identity does not hold core's grants.
     put_configmap(
         &env.admin,
-        &aws_plus(
+        &components_plus(AWS_CM,
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: capa-takes-core}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: capi-manager-role}\nsubjects: [{kind: ServiceAccount, name: capa-controller-manager, namespace: openshift-cluster-api}]\n",
         ),
     )

@@ -157,6 +157,24 @@ pub fn with_components(file: &str, components: &str) -> Value {
     content.encode().expect("edited ConfigMap encodes")
 }
 
+/// The transport ConfigMap `file` with `extra` (YAML documents) after its own components: a provider
+/// version with more objects, as a hostile or newer bundle would bring.
+pub fn components_plus(file: &str, extra: &str) -> Value {
+    let documents = |name: &str, text: &str| {
+        capi_manifests::yaml::parse_documents(name, text)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.value)
+    };
+    let objects: Vec<Value> = documents(file, &fixture_components(file))
+        .chain(documents("extra", extra))
+        .collect();
+    with_components(
+        file,
+        &capi_manifests::yaml::to_multi_yaml(&objects).unwrap(),
+    )
+}
+
 /// Replaces a transport ConfigMap's components in place (an edit, as a new release payload would apply
 /// it).
 pub async fn put_components(client: &Client, file: &str, components: &str) {
