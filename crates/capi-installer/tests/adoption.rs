@@ -113,11 +113,7 @@ async fn inventory(client: &Client, key: &str) -> Value {
 async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     require_fixture!("transport-configmaps");
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
-    apply_as_release_payload(&env.admin, &installer_rbac()).await;
-    let sa = env
-        .service_account_config(INSTALLER_NS, "capi-installer")
-        .await;
-    let _installer = Running::as_installer(sa, config());
+    let _installer = Running::under_release_rbac(&env, config()).await;
     converged(&env.admin).await;
 
     let roles: Api<ClusterRole> = Api::all(env.admin.clone());
@@ -530,11 +526,7 @@ async fn converge_back(env: &Env, mark: usize) {
 async fn a_write_fight_is_reported_and_stops() {
     require_fixture!("transport-configmaps");
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
-    apply_as_release_payload(&env.admin, &installer_rbac()).await;
-    let sa = env
-        .service_account_config(INSTALLER_NS, "capi-installer")
-        .await;
-    let _installer = Running::as_installer(sa, config());
+    let _installer = Running::under_release_rbac(&env, config()).await;
     put_configmap(
         &env.admin,
         &components_plus(AWS_CM,

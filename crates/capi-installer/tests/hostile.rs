@@ -443,11 +443,7 @@ async fn the_third_share_of_hostile_bundles_is_refused_whole_and_the_good_one_co
 async fn each_is_refused_whole_and_the_good_one_converges_again(bundles: Vec<Hostile>) {
     require_fixture!("transport-configmaps");
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
-    apply_as_release_payload(&env.admin, &installer_rbac()).await;
-    let sa = env
-        .service_account_config(INSTALLER_NS, "capi-installer")
-        .await;
-    let _installer = Running::as_installer(sa, config());
+    let _installer = Running::under_release_rbac(&env, config()).await;
     wait_available(&env.admin, Duration::from_secs(240)).await;
     // The reference's per-controller pair: Available from the first success on.
     let installer_available = installer_controller_done(&env.admin).await;

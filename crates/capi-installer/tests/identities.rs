@@ -30,13 +30,9 @@ async fn reported(client: &kube::Client, text: &str) -> String {
 async fn with_the_policy_off_the_api_server_bounds_each_provider_by_its_own_identity() {
     require_fixture!("transport-configmaps");
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
-    apply_as_release_payload(&env.admin, &installer_rbac()).await;
-    let sa = env
-        .service_account_config(INSTALLER_NS, "capi-installer")
-        .await;
     let mut unchecked = config();
     unchecked.policy.enforce = false;
-    let _installer = Running::as_installer(sa, unchecked);
+    let _installer = Running::under_release_rbac(&env, unchecked).await;
     wait_available(&env.admin, 4 * MINUTE).await;
     let roles: Api<ClusterRole> = Api::all(env.admin.clone());
     let bindings: Api<ClusterRoleBinding> = Api::all(env.admin.clone());

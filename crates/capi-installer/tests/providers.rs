@@ -84,11 +84,7 @@ async fn two_infrastructure_providers_one_broken_and_an_uninstall() {
         return;
     };
     let client = env.admin.clone();
-    apply_as_release_payload(&client, &installer_rbac()).await;
-    let sa = env
-        .service_account_config(INSTALLER_NS, "capi-installer")
-        .await;
-    let _running = Running::as_installer(sa, config());
+    let _running = Running::under_release_rbac(&env, config()).await;
 
     broken_platform_provider(&client).await;
     put_components(&client, AWS_CM, &aws).await;

@@ -188,6 +188,17 @@ impl Running {
         Running::start(installer_client(sa), config)
     }
 
+    /// The installer on `env` as the release runs it: the release's RBAC for it and the providers'
+    /// identities applied ([`crate::installer_rbac`]), then [`Running::as_installer`] as its own
+    /// ServiceAccount.
+    pub async fn under_release_rbac(env: &Env, config: InstallerConfig) -> Running {
+        crate::apply_as_release_payload(&env.admin, &crate::installer_rbac()).await;
+        let sa = env
+            .service_account_config(crate::INSTALLER_NS, "capi-installer")
+            .await;
+        Running::as_installer(sa, config)
+    }
+
     /// The installer as cluster-admin, with its user agent.
     pub fn as_admin(env: &Env, config: InstallerConfig) -> Running {
         Running::start(installer_client(env.cp.admin_config()), config)
