@@ -905,8 +905,9 @@ fn within_ceiling(
     }
 }
 
-/// An aggregated ClusterRole only under a name the ceiling lists: the API server lets only a holder of
-/// `escalate` on that name (or cluster-admin) write one, and the installer holds it for those names.
+/// An aggregated ClusterRole only under a name the provider's ceiling lists: the API server lets only a
+/// holder of `escalate` on that name (or cluster-admin) write one, and the provider's identity holds it
+/// for those names.
 fn aggregated_name(
     key: &ObjectKey,
     data: &Value,

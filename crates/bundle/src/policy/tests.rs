@@ -819,7 +819,7 @@ fn aggregated_cluster_roles_only_under_the_ceilings_names() {
 }
 
 /// Issue 46: another provider's aggregated role is its own: not its name, not its label, not its
-/// selector (the installer holds `escalate` on the names; the label joins that provider's role).
+/// selector (each provider's identity holds `escalate` on its names; the label joins that provider's role).
 #[test]
 fn another_providers_aggregation_is_refused() {
     let violations = |doc: &str| -> Vec<String> {
