@@ -4,7 +4,8 @@
 //! payloads and selection; the source kinds that read them are the installer's), which provider a
 //! platform needs ([`platform`]), one pass's inputs and its planner ([`round`]), and each provider's
 //! plan ([`prepare`]): the run-time substitutions of its components ([`render`]: `${VAR}`s, images,
-//! fields owned elsewhere; [`tls`]: the cluster's TLS profile as substitutions), what a provider bundle
+//! fields owned elsewhere; [`tls`]: the cluster's TLS profile as substitutions; [`proxy`]: the
+//! cluster-wide proxy on every provider Deployment), what a provider bundle
 //! may contain ([`policy`]), judged on the rendered objects before anything of it is written, and the
 //! apply plan. Also the names of the installer's own objects that no bundle may touch ([`names`]) and
 //! the reference's names and content IDs ([`reference`]). No I/O and no Kubernetes client: the
@@ -23,6 +24,7 @@ pub mod names;
 pub mod platform;
 pub mod policy;
 pub mod prepare;
+pub mod proxy;
 pub mod reference;
 pub mod render;
 pub mod round;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::platform;
 use crate::policy::{self, Among, BundleObject, Origin, PolicyConfig, Stored, Violations};
+use crate::proxy::{self, ClusterProxy};
 use crate::reference;
 use crate::render::{self, Images};
 use crate::source::{Payload, Target};
@@ -35,6 +36,8 @@ pub struct RenderContext {
     pub policy: PolicyConfig,
     /// The components texts parsed before (clones of the context share it).
     pub parsed: ParseMemo,
+    /// The cluster-wide proxy, added to every provider Deployment after the bundle policy.
+    pub proxy: ClusterProxy,
 }
 
 /// Why a provider's payload cannot be turned into a plan. Every message names the source and, where
@@ -309,6 +312,9 @@ pub fn render(
                 continue;
             }
         };
+        for setting in proxy::own_settings(&dynamic) {
+            rendered.problems.push(fail(setting));
+        }
         // What the release ships for this provider, existing before it (the IPAM CRDs the payload
         // applies), is taken over whether or not the manifest says so: the transport ConfigMaps of the
         // first generation have no `adopt-existing`.
@@ -401,12 +407,15 @@ impl Rendered {
                 source: origin.to_string(),
                 document,
             };
-            let object: DynamicObject =
+            let mut object: DynamicObject =
                 serde_json::from_value(value).map_err(|e| RenderError::Object {
                     origin: structured.to_string(),
                     object: String::new(),
                     message: format!("not a Kubernetes object: {e}"),
                 })?;
+            // The proxy of the revision's time: the policy judges the content without it, and the
+            // plan gets the current one.
+            proxy::strip(&mut object);
             rendered
                 .inputs
                 .push(PlanInput::new(object, structured.to_string()));
@@ -534,11 +543,17 @@ pub(crate) fn plan_rendered(
         all.sort_by(|a, b| a.origin.cmp(&b.origin));
         policy = Err(policy::Violations(all));
     }
-    let digest = digest(&rendered.inputs);
+    // The cluster's proxy, after the policy judged what the bundle wrote (see [`proxy`]); in the
+    // digest, so a changed proxy is a new revision, as a changed TLS profile is.
+    let mut inputs = rendered.inputs;
+    for input in &mut inputs {
+        proxy::inject(&mut input.object, &ctx.proxy);
+    }
+    let digest = digest(&inputs);
     let mut problems = rendered.problems;
     // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such, with the
     // objects' own problems; the policy judges bundles that would otherwise apply.
-    let plan = match capi_apply::plan(rendered.inputs, resolver) {
+    let plan = match capi_apply::plan(inputs, resolver) {
         Ok(plan) => Some(plan),
         Err(e) => {
             problems.push(RenderError::Plan(e));

@@ -278,6 +278,74 @@ fn render_yaml_gives_the_final_objects_with_release_images() {
 }
 
 #[test]
+fn render_shows_the_cluster_proxy_on_every_provider_container() {
+    let Some(dir) = fixtures() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let images = write_images(tmp.path(), &images());
+    let proxy = tmp.path().join("proxy.yaml");
+    std::fs::write(
+        &proxy,
+        "apiVersion: config.openshift.io/v1\nkind: Proxy\nmetadata: {name: cluster}\n\
+         spec: {trustedCA: {name: user-ca-bundle}}\n\
+         status: {httpsProxy: 'http://proxy.example:3128', noProxy: .cluster.local}\n",
+    )
+    .unwrap();
+    let out = render(
+        &dir,
+        &images,
+        &["--output", "yaml", "--proxy", proxy.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "render failed: {}", stderr(&out));
+    let docs = capi_manifests::yaml::parse_documents("render output", &stdout(&out)).unwrap();
+    let mut containers = 0;
+    for d in docs.iter().filter(|d| d.value["kind"] == "Deployment") {
+        let pod = &d.value["spec"]["template"]["spec"];
+        for c in pod["containers"].as_array().unwrap() {
+            containers += 1;
+            let proxy: Vec<&Value> = c["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["name"].as_str().is_some_and(|n| n.ends_with("PROXY")))
+                .collect();
+            assert_eq!(
+                proxy,
+                [
+                    &json!({"name": "HTTPS_PROXY", "value": "http://proxy.example:3128"}),
+                    &json!({"name": "NO_PROXY", "value": ".cluster.local"})
+                ],
+                "{}: {}",
+                d.value["metadata"]["name"],
+                c["name"]
+            );
+            assert!(c["volumeMounts"].as_array().unwrap().contains(
+                &json!({"name": "trusted-ca-bundle", "mountPath": "/etc/pki/ca-trust/extracted/pem", "readOnly": true})
+            ));
+        }
+        assert!(
+            pod["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v["configMap"]["name"] == "capi-trusted-ca-bundle")
+        );
+    }
+    assert!(containers >= 2, "core's and aws's managers");
+    // Without --proxy: as on a cluster without a proxy.
+    let plain = stdout(&render(&dir, &images, &["--output", "yaml"]));
+    assert!(!plain.contains("HTTPS_PROXY") && !plain.contains("trusted-ca-bundle"));
+    // A file that is not a Proxy is named.
+    std::fs::write(&proxy, "kind: ConfigMap\n").unwrap();
+    let bad = render(&dir, &images, &["--proxy", proxy.to_str().unwrap()]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("expected a Proxy object"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
 fn a_missing_image_key_fails_naming_the_key_and_the_object() {
     let Some(dir) = fixtures() else { return };
     let tmp = tempfile::tempdir().unwrap();

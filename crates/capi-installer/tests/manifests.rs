@@ -943,3 +943,31 @@ fn a_credentials_request_for_each_credentials_secret_a_provider_reads() {
     assert_eq!(minted, read, "the Secrets requested and the Secrets read");
     assert_eq!(requests.len(), read.len(), "one request per Secret");
 }
+
+#[test]
+fn the_trusted_ca_bundle_the_installer_mounts_is_shipped_for_injection() {
+    use capi_installer_controller::proxy::TRUSTED_CA_CONFIGMAP;
+    let docs = manifests();
+    let (file, configmap) = find(&docs, "ConfigMap", TRUSTED_CA_CONFIGMAP);
+    assert_eq!(
+        configmap["metadata"]["namespace"], TARGET_NAMESPACE,
+        "{file}"
+    );
+    assert_eq!(
+        configmap["metadata"]["labels"]["config.openshift.io/inject-trusted-cabundle"], "true",
+        "{file}: the cluster network operator fills only labelled ConfigMaps"
+    );
+    assert!(
+        configmap.get("data").is_none(),
+        "{file}: the data is the network operator's, never the release's"
+    );
+    let rules = &find(&docs, "ClusterRole", "capi-installer").1["rules"];
+    let proxies = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| strs(&r["resources"]) == ["proxies"])
+        .expect("the installer reads Proxy/cluster");
+    assert_eq!(strs(&proxies["resourceNames"]), ["cluster"]);
+    assert_eq!(strs(&proxies["verbs"]), ["get", "list", "watch"]);
+}

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capi_openshift::resources::{
-    APISERVER, APISERVER_NAME, CLUSTER_OPERATOR, CLUSTER_OPERATOR_NAME,
+    APISERVER, APISERVER_NAME, CLUSTER_OPERATOR, CLUSTER_OPERATOR_NAME, PROXY, PROXY_NAME,
 };
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use capi_runtime::pace::{self, Coalesce, Pass};
@@ -56,6 +56,7 @@ use crate::order::{self, Admit};
 use crate::outcome::{Outcome, ProviderState, Removal};
 use crate::policy;
 use crate::prepare::Prepared;
+use crate::proxy::ClusterProxy;
 use crate::reconcile::Reconciler;
 use crate::report;
 use crate::report::operator::KnownOperator;
@@ -156,13 +157,15 @@ pub struct Installer {
     fields: reflector::Store<ConfigMap>,
     /// `APIServer/cluster` (the TLS profile of the providers' servers).
     apiserver: OptionalKind,
+    /// `Proxy/cluster` (the cluster-wide proxy of the providers' Deployments).
+    proxy: OptionalKind,
     /// Every kind of provider source; a new kind is one more catalog. Shared with the blocking pool,
     /// where a source's payload is decoded.
     catalogs: Arc<Vec<Box<dyn SourceCatalog>>>,
     metrics: Arc<Metrics>,
     /// Woken by the watches of what the round and the providers' inputs are made from (the platform,
     /// the sources, the rollback requests, the `InfrastructureProvider`s, the inventory's owners,
-    /// `ClusterAPI`, the TLS profile, the policy's extensions): a pass of every provider when the
+    /// `ClusterAPI`, the TLS profile, the proxy, the policy's extensions): a pass of every provider when the
     /// round's fingerprint changed, of the providers whose inputs changed when only those did, of
     /// none when the installer's own writes come back ([`last_pass`]).
     wake: Arc<Notify>,
@@ -347,6 +350,13 @@ impl Installer {
             "APIServer cluster",
             Wake::OnChange(wake.clone()),
         );
+        let (proxy, proxy_watch) = OptionalKind::start_named(
+            client.clone(),
+            &capi_openshift::resources::api_resource(&PROXY),
+            PROXY_NAME,
+            "Proxy cluster",
+            Wake::OnChange(wake.clone()),
+        );
         let (ceiling, ceiling_watch) = {
             let (store, writer) = reflector::store();
             let api: Api<ClusterRole> = Api::all(client.clone());
@@ -384,6 +394,7 @@ impl Installer {
             ceiling,
             fields,
             apiserver,
+            proxy,
             catalogs,
             metrics,
             wake,
@@ -402,6 +413,7 @@ impl Installer {
                 ceiling_watch,
                 fields_watch,
                 apiserver_watch,
+                proxy_watch,
             ],
         })
     }
@@ -445,7 +457,8 @@ impl Installer {
                 self.cluster_operator.wait_known(),
                 self.ceiling.wait_until_ready(),
                 self.fields.wait_until_ready(),
-                self.apiserver.wait_known()
+                self.apiserver.wait_known(),
+                self.proxy.wait_known()
             )
         };
         tokio::select! {
@@ -744,6 +757,13 @@ impl Installer {
         let mut ctx = self.reconciler.context().clone();
         (ctx.substitutions, ctx.unavailable) =
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
+        let proxy = self.proxy.objects().unwrap_or_default();
+        ctx.proxy = ClusterProxy::read(
+            proxy
+                .first()
+                .map(|p| serde_json::to_value(&**p).expect("an object serializes"))
+                .as_ref(),
+        );
         let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
             .with_ceiling(&ceiling)
             .with_fields(&fields)

@@ -20,7 +20,7 @@ use capi_apply::{
     Applier, ApplyAction, ApplyError, FieldChange, Inventory, InventoryStore, KeepReason,
     KindResolver, PlannedObject,
 };
-use capi_openshift::resources::{APISERVER, APISERVER_NAME, api_resource};
+use capi_openshift::resources::{APISERVER, APISERVER_NAME, PROXY, PROXY_NAME, api_resource};
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRole;
@@ -33,6 +33,7 @@ use crate::desired::{self, Desired};
 use crate::names::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
 use crate::policy::{self, Ceiling, FieldBound, PolicyConfig};
 use crate::prepare::{Prepared, RenderContext};
+use crate::proxy::ClusterProxy;
 use crate::round::{Planner, Round};
 use crate::source::{ProviderSource, SourceId, Target, configmap};
 
@@ -176,16 +177,8 @@ pub async fn diff(
         FIELD_MANAGER,
     );
     let owners = owners(&store, &candidates).await?;
-    let apiserver = Api::<DynamicObject>::all_with(client.clone(), &api_resource(&APISERVER))
-        .get_opt(APISERVER_NAME)
-        .await
-        .or_else(|e| match e {
-            // No such kind (not OpenShift): as without the object.
-            kube::Error::Api(s) if s.code == 404 => Ok(None),
-            e => Err(e),
-        })
-        .map_err(read_error("APIServer cluster"))?;
-    let apiserver = apiserver.map(|a| serde_json::to_value(a).expect("an object serializes"));
+    let apiserver = cluster_config(client, &APISERVER, APISERVER_NAME).await?;
+    let proxy = cluster_config(client, &PROXY, PROXY_NAME).await?;
     let (substitutions, unavailable) =
         crate::tls::with_cluster_profile(apiserver.as_ref(), &config.substitutions);
     let ctx = RenderContext {
@@ -195,6 +188,7 @@ pub async fn diff(
         unavailable,
         policy: config.policy.clone(),
         parsed: Default::default(),
+        proxy: ClusterProxy::read(proxy.as_ref()),
     };
     let (ceiling, fields) = policy_extensions(client, &config.installer_namespace).await?;
     let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
@@ -237,6 +231,24 @@ pub async fn diff(
 fn read_error(what: &str) -> impl FnOnce(kube::Error) -> DiffError {
     let what = what.to_owned();
     move |source| DiffError::Read { what, source }
+}
+
+/// One of the cluster's configuration singletons (`APIServer/cluster`, `Proxy/cluster`) as JSON;
+/// `None` without the object or its kind (not OpenShift), as the installer reads them.
+async fn cluster_config(
+    client: &Client,
+    kind: &capi_object::KnownKind,
+    name: &str,
+) -> Result<Option<Value>, DiffError> {
+    let object = Api::<DynamicObject>::all_with(client.clone(), &api_resource(kind))
+        .get_opt(name)
+        .await
+        .or_else(|e| match e {
+            kube::Error::Api(s) if s.code == 404 => Ok(None),
+            e => Err(e),
+        })
+        .map_err(read_error(&format!("{} {name}", kind.kind)))?;
+    Ok(object.map(|o| serde_json::to_value(o).expect("an object serializes")))
 }
 
 /// What the platform of `Infrastructure/cluster` asks for.

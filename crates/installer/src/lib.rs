@@ -48,6 +48,7 @@ pub(crate) mod order;
 /// The bundle policy, from the pure planning crate (see [`capi_bundle`]).
 pub use capi_bundle::policy;
 pub use capi_bundle::prepare;
+pub use capi_bundle::proxy;
 pub(crate) use capi_status::outcome;
 pub(crate) mod reconcile;
 pub mod records;

@@ -290,6 +290,8 @@ pub fn context(
         unavailable,
         policy,
         parsed: Default::default(),
+        // As on a cluster without a proxy, unless the caller sets one.
+        proxy: Default::default(),
     }
 }
 

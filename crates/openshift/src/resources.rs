@@ -10,6 +10,8 @@ pub const CLUSTER_OPERATOR: KnownKind = config("ClusterOperator", "clusteroperat
 /// `APIServer`: the cluster's API server configuration, whose TLS profile the installer passes on to
 /// the providers.
 pub const APISERVER: KnownKind = config("APIServer", "apiservers");
+/// `Proxy`: the cluster-wide proxy, which the installer passes on to the providers.
+pub const PROXY: KnownKind = config("Proxy", "proxies");
 
 /// The one `Infrastructure` object OpenShift keeps.
 pub const INFRASTRUCTURE_NAME: &str = "cluster";
@@ -18,6 +20,8 @@ pub const INFRASTRUCTURE_NAME: &str = "cluster";
 pub const CLUSTER_OPERATOR_NAME: &str = "cluster-api";
 /// The one `APIServer` object OpenShift keeps.
 pub const APISERVER_NAME: &str = "cluster";
+/// The one `Proxy` object OpenShift keeps.
+pub const PROXY_NAME: &str = "cluster";
 
 /// "Ours": the label key both pods stamp on the objects they create, each with its own value (the
 /// installer `capi-installer`, the controllers pod `capi-controllers`).
@@ -64,7 +68,7 @@ mod tests {
         assert_eq!(co.plural, "clusteroperators");
         assert_eq!(api_resource(&INFRASTRUCTURE).kind, "Infrastructure");
         assert_eq!(api_resource(&APISERVER).plural, "apiservers");
-        for kind in [INFRASTRUCTURE, CLUSTER_OPERATOR, APISERVER] {
+        for kind in [INFRASTRUCTURE, CLUSTER_OPERATOR, APISERVER, PROXY] {
             assert!(capi_object::is_cluster_scoped(kind.group, kind.kind));
         }
     }

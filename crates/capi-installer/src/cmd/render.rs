@@ -51,6 +51,11 @@ pub struct RenderArgs {
     /// YAML or JSON map of variables for `${VAR}` substitution.
     #[arg(long, value_name = "PATH")]
     substitutions: Option<PathBuf>,
+    /// The cluster-wide proxy, as `oc get proxy cluster -o yaml` writes it: its `status` values become
+    /// the proxy variables of every provider Deployment, its `spec.trustedCA.name` the CA bundle's
+    /// mount (default: a cluster without a proxy).
+    #[arg(long, value_name = "PATH")]
+    proxy: Option<PathBuf>,
     /// The providers' namespace: the transport ConfigMaps and every namespaced provider object.
     #[arg(
         short,
@@ -146,7 +151,10 @@ fn read(args: &RenderArgs) -> Result<(Sources, RenderContext)> {
         None => Input::default(),
     };
     let policy = args.policy.config(&args.namespace)?;
-    let ctx = offline::context(&args.namespace, images, &substitutions, policy);
+    let mut ctx = offline::context(&args.namespace, images, &substitutions, policy);
+    if let Some(path) = &args.proxy {
+        ctx.proxy = crate::inputs::read_proxy(path)?;
+    }
     for note in &input.notes {
         eprintln!("note: {note}");
     }

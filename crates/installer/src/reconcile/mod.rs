@@ -137,6 +137,8 @@ impl Reconciler {
                 // Shared by every pass's context (a clone of this one): a provider's text is parsed
                 // once, not at every pass that plans it.
                 parsed: Default::default(),
+                // Per pass: the round's, from `Proxy/cluster`.
+                proxy: Default::default(),
             },
             client,
             config,
