@@ -312,9 +312,6 @@ pub fn render(
                 continue;
             }
         };
-        for setting in proxy::own_settings(&dynamic) {
-            rendered.problems.push(fail(setting));
-        }
         // What the release ships for this provider, existing before it (the IPAM CRDs the payload
         // applies), is taken over whether or not the manifest says so: the transport ConfigMaps of the
         // first generation have no `adopt-existing`.

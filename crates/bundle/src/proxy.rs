@@ -6,8 +6,9 @@
 //! CAs from.
 //!
 //! These fields are the cluster's, never a bundle's: a bundle's own `HTTPS_PROXY` would send its cloud
-//! calls, signed with its credentials, through a host of its choosing. So a fresh payload that sets
-//! one itself is refused ([`own_settings`]); content read back from a revision, which carries the
+//! calls, signed with its credentials, through a host of its choosing. So a payload that sets one
+//! itself is refused by the bundle policy ([`own_settings`], rule `workload-no-proxy-of-its-own`);
+//! content read back from a revision, which carries the
 //! proxy of its time, is cleared ([`strip`]) before the bundle policy judges it; and the current
 //! proxy is added ([`inject`]) after the policy, to every plan, fresh or replayed. The bundle policy
 //! therefore judges only what the bundle wrote, and what is applied has exactly the fields below.

@@ -188,7 +188,8 @@ async fn the_cluster_proxy_is_set_changed_and_removed_on_every_provider_containe
     )
     .await;
     for part in [
-        "ConfigMap aws",
+        "ConfigMap openshift-cluster-api/aws",
+        "rule workload-no-proxy-of-its-own",
         "Deployment",
         "capa-controller-manager",
         "env",

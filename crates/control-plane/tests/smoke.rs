@@ -227,6 +227,7 @@ async fn openshift_crds_are_established_and_infrastructure_status_is_writable() 
             "credentialsrequests.cloudcredential.openshift.io",
             "featuregates.config.openshift.io",
             "infrastructures.config.openshift.io",
+            "proxies.config.openshift.io",
         ]
     );
 

@@ -30,6 +30,7 @@
 //! | [`Rule::WorkloadPrivilege`] | no privileged containers, added capabilities, `runAsUser: 0` or `allowPrivilegeEscalation: true` |
 //! | [`Rule::WorkloadVolumes`] | volumes only of the kinds providers use (Secret, ConfigMap, projected, emptyDir, downward API) |
 //! | [`Rule::WorkloadImage`] | container images only images of the release payload (after substitution) |
+//! | [`Rule::ClusterProxy`] | no proxy variable, `envFrom` or trusted CA bundle of its own: those are the cluster's proxy's ([`crate::proxy`]) |
 //! | [`Rule::Adoption`] | `adopt-existing` only on what the release ships for that provider (a release image's profile; else only core's IPAM CRDs), never on a built-in object ([`adoption`]) |
 //! | [`Rule::Reserved`] | nothing created under a built-in name (`system:`, the cluster's own objects), with the bootstrapping label, another provider's `cluster.x-k8s.io/provider` value or the policy's own extension labels ([`adoption`]) |
 //! | [`Rule::FieldPath`] | per kind, only the field paths real bundles have (the [`fields`] bound; judged on an object no other rule refused) |
@@ -90,6 +91,7 @@ pub enum Rule {
     WorkloadPrivilege,
     WorkloadVolumes,
     WorkloadImage,
+    ClusterProxy,
     Adoption,
     Reserved,
     StoredAsWritten,
@@ -101,7 +103,7 @@ pub enum Rule {
 
 impl Rule {
     #[cfg(test)]
-    pub const ALL: [Rule; 24] = [
+    pub const ALL: [Rule; 25] = [
         Rule::Kind,
         Rule::Protected,
         Rule::RbacWildcard,
@@ -119,6 +121,7 @@ impl Rule {
         Rule::WorkloadPrivilege,
         Rule::WorkloadVolumes,
         Rule::WorkloadImage,
+        Rule::ClusterProxy,
         Rule::Adoption,
         Rule::Reserved,
         Rule::StoredAsWritten,
@@ -147,6 +150,7 @@ impl Rule {
             Rule::WorkloadPrivilege => "workload-no-privilege",
             Rule::WorkloadVolumes => "workload-volume-kinds",
             Rule::WorkloadImage => "workload-payload-images-only",
+            Rule::ClusterProxy => "workload-no-proxy-of-its-own",
             Rule::Adoption => "adopt-existing-bounded",
             Rule::Reserved => "reserved-names-and-labels",
             Rule::StoredAsWritten => "stored-as-written",
@@ -530,6 +534,9 @@ fn check_object(
             if let Some(pod) = data.pointer("/spec/template/spec") {
                 workload(key, pod, config, bundle, v);
                 references::pod_references(pod, "spec.template.spec", bundle, among, v);
+            }
+            for setting in crate::proxy::own_settings(object) {
+                v(Rule::ClusterProxy, setting);
             }
         }
         _ => {}

@@ -92,7 +92,8 @@ fn pods_read_only_their_own_secrets_and_configmaps() {
             &[References],
         ),
         ("through env[].valueFrom.secretKeyRef", "", &[References]),
-        ("through envFrom", "", &[References]),
+        // envFrom is also refused on its own: its keys could set a proxy variable.
+        ("through envFrom", "", &[References, ClusterProxy]),
         (
             "through a projected volume",
             ", volumes: [{name: c, projected: {sources: [{secret: {name: capi-webhook-service-cert}}, {serviceAccountToken: {path: t, audience: openshift}}]}}]",
