@@ -183,6 +183,34 @@ fn hostile_bundles() -> Vec<Hostile> {
             ],
         },
         Hostile {
+            what: "sizes beyond what real bundles ask: requests that reserve a node, a day's grace period, a year-long token, a webhook's timeout (issue 46)",
+            configmap: modified(|o| {
+                if o["kind"] == "Deployment" {
+                    let pod = &mut o["spec"]["template"]["spec"];
+                    pod["terminationGracePeriodSeconds"] = json!(86400);
+                    pod["containers"][0]["resources"]["requests"]["memory"] = json!("512Gi");
+                    pod["containers"][0]["resources"]["requests"]["cpu"] = json!(64);
+                    pod["volumes"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!({"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "t", "expirationSeconds": 31536000}}]}}));
+                }
+                if o["kind"] == "ValidatingWebhookConfiguration" {
+                    o["webhooks"][0]["timeoutSeconds"] = json!(30);
+                }
+            }),
+            reason: "BundlePolicyViolation",
+            drift: false,
+            expect: &[
+                "openshift-cluster-api/aws",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule field-values-in-real-bundles-only: spec.template.spec.terminationGracePeriodSeconds is 86400: real provider bundles use at most 10 (2 times that is allowed)",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule field-values-in-real-bundles-only: spec.template.spec.containers[0].resources.requests.memory is \"512Gi\": real provider bundles ask at most \"50Mi\" (2 times that is allowed)",
+                "(Deployment openshift-cluster-api/capa-controller-manager): rule field-values-in-real-bundles-only: spec.template.spec.containers[0].resources.requests.cpu is 64: real provider bundles ask at most \"10m\" (2 times that is allowed)",
+                "serviceAccountToken.expirationSeconds is 31536000: real provider bundles use at most 3600 (2 times that is allowed)",
+                "webhooks[0].timeoutSeconds",
+            ],
+        },
+        Hostile {
             what: "fields no real bundle has: the provider's DNS sent elsewhere, a finalizer (issue 29)",
             configmap: modified(|o| {
                 if o["kind"] == "Deployment" {

@@ -939,6 +939,31 @@ fn judge_one(real: &mut Real, index: usize, path: &str, value: Value, bound: &Fi
             Some(n) => allowed.maxima.get(path).is_none_or(|m| n > *m),
             None => true,
         },
+        // Refused unless an integer within the margin over the real bundles' maximum.
+        Some(policy::fields::Sense::Size) => match value.as_i64() {
+            Some(n) => allowed
+                .maxima
+                .get(path)
+                .is_none_or(|m| n > m.saturating_mul(policy::fields::SIZE_MARGIN)),
+            None => true,
+        },
+        // Refused unless a quantity within the margin over what real bundles ask for that resource
+        // (the generated key is a resource no real bundle asks for).
+        Some(policy::fields::Sense::Quantity) => {
+            let keyed = path
+                .strip_suffix(".*")
+                .map(|p| format!("{p}.generated-key"));
+            let max = allowed
+                .quantities
+                .get(keyed.as_deref().unwrap_or(path))
+                .and_then(|m| policy::fields::parse_quantity(m));
+            let asked = match &value {
+                Value::String(s) => policy::fields::parse_quantity(s),
+                Value::Number(n) => policy::fields::parse_quantity(&n.to_string()),
+                _ => None,
+            };
+            !matches!((asked, max), (Some(a), Some(m)) if a <= m * policy::fields::SIZE_MARGIN as f64)
+        }
         None => false,
     };
     if refused_value {

@@ -16,7 +16,7 @@
 //! allow every key of one place with `[*]` (`metadata.annotations[*]`). The leaves of an object are
 //! judged: a scalar, an empty object or list, or an opaque subtree (a CRD's `openAPIV3Schema`, whose
 //! content is the CRD's own schema). For the [`SENSITIVE`] paths the bound also lists the values real bundles use
-//! (or, for `spec.replicas`, the largest).
+//! (or, for `spec.replicas`, the largest; for sizes, the largest with a [`SIZE_MARGIN`]).
 //!
 //! The bound is data, like the ceiling: the release ships the union of what the real provider
 //! bundles have (`manifests/0000_30_capi-installer_03_fields.yaml`, a ConfigMap labelled [`LABEL`],
@@ -43,14 +43,52 @@ pub const DATA_KEY: &str = "fields.yaml";
 pub enum Sense {
     /// Only the values real bundles use.
     Values,
-    /// An integer at most the largest real bundles use.
+    /// An integer at most the largest real bundles use (a count whose every unit matters:
+    /// `spec.replicas`).
     Maximum,
+    /// An integer at most [`SIZE_MARGIN`] times the largest real bundles use: a size or a duration
+    /// (a grace period, a token's lifetime, a webhook's timeout), where a provider's next version may
+    /// reasonably ask a little more, and a bundle's own number far beyond it only harms others.
+    Size,
+    /// A resource quantity (`100m`, `50Mi`), per resource name, at most [`SIZE_MARGIN`] times the
+    /// largest real bundles ask: a pod's requests reserve a node's capacity for it alone.
+    Quantity,
 }
+
+/// How far a [`Sense::Size`] or [`Sense::Quantity`] may exceed the largest value real bundles use.
+pub const SIZE_MARGIN: i64 = 2;
 
 /// The paths whose values are bounded too, per kind (`Kind.group`, or `Kind` for the core group): a
 /// path and everything below it (`…securityContext` covers `…securityContext.seccompProfile.type`).
 pub const SENSITIVE: &[(&str, &str, Sense)] = &[
     ("Deployment.apps", "spec.replicas", Sense::Maximum),
+    ("Deployment.apps", "spec.revisionHistoryLimit", Sense::Size),
+    (
+        "Deployment.apps",
+        "spec.progressDeadlineSeconds",
+        Sense::Size,
+    ),
+    ("Deployment.apps", "spec.minReadySeconds", Sense::Size),
+    (
+        "Deployment.apps",
+        "spec.template.spec.terminationGracePeriodSeconds",
+        Sense::Size,
+    ),
+    (
+        "Deployment.apps",
+        "spec.template.spec.volumes[].projected.sources[].serviceAccountToken.expirationSeconds",
+        Sense::Size,
+    ),
+    (
+        "Deployment.apps",
+        "spec.template.spec.containers[].resources",
+        Sense::Quantity,
+    ),
+    (
+        "Deployment.apps",
+        "spec.template.spec.initContainers[].resources",
+        Sense::Quantity,
+    ),
     (
         "Deployment.apps",
         "spec.template.spec.priorityClassName",
@@ -137,6 +175,11 @@ pub const SENSITIVE: &[(&str, &str, Sense)] = &[
     ),
     (
         "MutatingWebhookConfiguration.admissionregistration.k8s.io",
+        "webhooks[].timeoutSeconds",
+        Sense::Size,
+    ),
+    (
+        "MutatingWebhookConfiguration.admissionregistration.k8s.io",
         "webhooks[].reinvocationPolicy",
         Sense::Values,
     ),
@@ -164,6 +207,11 @@ pub const SENSITIVE: &[(&str, &str, Sense)] = &[
         "ValidatingWebhookConfiguration.admissionregistration.k8s.io",
         "webhooks[].sideEffects",
         Sense::Values,
+    ),
+    (
+        "ValidatingWebhookConfiguration.admissionregistration.k8s.io",
+        "webhooks[].timeoutSeconds",
+        Sense::Size,
     ),
     (
         "ValidatingWebhookConfiguration.admissionregistration.k8s.io",
@@ -240,9 +288,13 @@ pub struct KindFields {
     /// The values of each [`Sense::Values`] path.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub values: BTreeMap<String, Vec<Value>>,
-    /// The largest value of each [`Sense::Maximum`] path.
+    /// The largest value of each [`Sense::Maximum`] and [`Sense::Size`] path.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub maxima: BTreeMap<String, i64>,
+    /// The largest quantity of each [`Sense::Quantity`] path, keyed by resource name
+    /// (`spec.template.spec.containers[].resources.requests.memory`), as written.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quantities: BTreeMap<String, String>,
 }
 
 impl KindFields {
@@ -270,6 +322,78 @@ impl KindFields {
             let mine = self.maxima.entry(path.clone()).or_insert(*max);
             *mine = (*mine).max(*max);
         }
+        for (path, max) in &other.quantities {
+            add_quantity(&mut self.quantities, path, max);
+        }
+    }
+}
+
+/// Records `quantity` at `path` when it is larger than what is there (or nothing is).
+fn add_quantity(quantities: &mut BTreeMap<String, String>, path: &str, quantity: &str) {
+    let Some(new) = parse_quantity(quantity) else {
+        return;
+    };
+    let larger = quantities
+        .get(path)
+        .and_then(|q| parse_quantity(q))
+        .is_none_or(|old| new > old);
+    if larger {
+        quantities.insert(path.to_string(), quantity.to_string());
+    }
+}
+
+/// A Kubernetes resource quantity's value (`100m` = 0.1, `50Mi` = 52428800, `1e3` = 1000), or `None`
+/// when `text` is not one. A float is exact enough to compare sizes.
+pub fn parse_quantity(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        exponent => 10f64.powi(exponent.strip_prefix(['e', 'E'])?.parse().ok()?),
+    };
+    (number >= 0.0).then_some(number * scale)
+}
+
+/// A quantity as JSON holds it: a string, or a bare number (`cpu: 1`).
+fn quantity_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The path of a [`Sense::Quantity`] leaf with its resource name instead of the map's `*`: the
+/// written path (`at`) has the collapsed path's segments, then the key, which may hold dots
+/// (`nvidia.com/gpu`).
+fn keyed_path(path: &str, at: &str) -> String {
+    let Some(parent) = path.strip_suffix(".*") else {
+        return path.to_string();
+    };
+    let segments = parent.split('.').count();
+    let key: Vec<&str> = at.splitn(segments + 1, '.').collect();
+    match key.get(segments) {
+        Some(key) => format!("{parent}.{key}"),
+        None => path.to_string(),
     }
 }
 
@@ -400,10 +524,19 @@ impl FieldBound {
                     fields.values.entry(leaf.path.clone()).or_default(),
                     leaf.value,
                 ),
-                Some(Sense::Maximum) => {
+                Some(Sense::Maximum | Sense::Size) => {
                     if let Some(n) = leaf.value.as_i64() {
                         let max = fields.maxima.entry(leaf.path.clone()).or_insert(n);
                         *max = (*max).max(n);
+                    }
+                }
+                Some(Sense::Quantity) => {
+                    if let Some(q) = quantity_text(leaf.value) {
+                        add_quantity(
+                            &mut fields.quantities,
+                            &keyed_path(&leaf.path, &leaf.at),
+                            &q,
+                        );
                     }
                 }
                 None => {}
@@ -602,6 +735,42 @@ pub fn check(
                     );
                 }
             }
+            Some(Sense::Size) => {
+                let max = allowed.maxima.get(&leaf.path);
+                let n = leaf.value.as_i64();
+                if !matches!((n, max), (Some(n), Some(max)) if n <= max.saturating_mul(SIZE_MARGIN))
+                {
+                    v(
+                        Rule::FieldValue,
+                        format!(
+                            "{} is {}: real provider bundles use at most {} ({SIZE_MARGIN} times that is allowed)",
+                            leaf.at,
+                            leaf.value,
+                            max.map_or("nothing".to_string(), i64::to_string)
+                        ),
+                    );
+                }
+            }
+            Some(Sense::Quantity) => {
+                let path = keyed_path(&leaf.path, &leaf.at);
+                let max = allowed.quantities.get(&path);
+                let asked = quantity_text(leaf.value).and_then(|q| parse_quantity(&q));
+                let within = match (asked, max.and_then(|m| parse_quantity(m))) {
+                    (Some(asked), Some(max)) => asked <= max * SIZE_MARGIN as f64,
+                    _ => false,
+                };
+                if !within {
+                    v(
+                        Rule::FieldValue,
+                        format!(
+                            "{} is {}: real provider bundles ask at most {} ({SIZE_MARGIN} times that is allowed)",
+                            leaf.at,
+                            leaf.value,
+                            max.map_or("nothing here".to_string(), |m| format!("{m:?}"))
+                        ),
+                    );
+                }
+            }
             None => {}
         }
     }
@@ -765,6 +934,106 @@ mod tests {
                 .starts_with("ConfigMap ns/extra: fields.yaml: "),
             "{}",
             errors[0]
+        );
+    }
+
+    #[test]
+    fn quantities_of_every_suffix_compare_by_value() {
+        for (text, value) in [
+            ("100m", 0.1),
+            ("1", 1.0),
+            ("1.5", 1.5),
+            ("50Mi", 50.0 * 1024.0 * 1024.0),
+            ("2Gi", 2.0 * 1024f64.powi(3)),
+            ("1k", 1e3),
+            ("1e3", 1e3),
+            ("5E-3", 5e-3),
+            ("3M", 3e6),
+        ] {
+            assert_eq!(parse_quantity(text), Some(value), "{text}");
+        }
+        for bad in ["", "Mi", "1Xi", "-1", "1.2.3", "1e"] {
+            assert_eq!(parse_quantity(bad), None, "{bad}");
+        }
+        assert_eq!(
+            keyed_path(
+                "spec.template.spec.containers[].resources.requests.*",
+                "spec.template.spec.containers[2].resources.requests.nvidia.com/gpu"
+            ),
+            "spec.template.spec.containers[].resources.requests.nvidia.com/gpu"
+        );
+    }
+
+    #[test]
+    fn sizes_are_bounded_with_a_margin_and_requests_per_resource() {
+        let real = deployment(json!({
+            "terminationGracePeriodSeconds": 10,
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "10m", "memory": "50Mi"}}}],
+        }));
+        let bound = FieldBound::of_objects([&real]);
+        assert_eq!(
+            bound.kinds["Deployment.apps"].quantities,
+            BTreeMap::from([
+                (
+                    "spec.template.spec.containers[].resources.requests.cpu".to_string(),
+                    "10m".to_string()
+                ),
+                (
+                    "spec.template.spec.containers[].resources.requests.memory".to_string(),
+                    "50Mi".to_string()
+                ),
+            ])
+        );
+        // Within the margin: twice the real values, and a smaller one.
+        let within = deployment(json!({
+            "terminationGracePeriodSeconds": 20,
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "0.02", "memory": "100Mi"}}}],
+        }));
+        assert_eq!(refusals(&bound, &within), vec![]);
+        let hostile = deployment(json!({
+            "terminationGracePeriodSeconds": 86400,
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": 64, "memory": "512Gi", "nvidia.com/gpu": "1"}}}],
+        }));
+        let found = refusals(&bound, &hostile);
+        let details: Vec<&str> = found.iter().map(|(_, d)| d.as_str()).collect();
+        assert!(
+            found
+                .iter()
+                .all(|(r, _)| *r == Rule::FieldValue || *r == Rule::FieldPath),
+            "{found:?}"
+        );
+        for expected in [
+            "spec.template.spec.terminationGracePeriodSeconds is 86400: real provider bundles use at most 10 (2 times that is allowed)",
+            "spec.template.spec.containers[0].resources.requests.cpu is 64: real provider bundles ask at most \"10m\" (2 times that is allowed)",
+            "spec.template.spec.containers[0].resources.requests.memory is \"512Gi\": real provider bundles ask at most \"50Mi\" (2 times that is allowed)",
+            "spec.template.spec.containers[0].resources.requests.nvidia.com/gpu is \"1\": real provider bundles ask at most nothing here (2 times that is allowed)",
+        ] {
+            assert!(
+                details.contains(&expected),
+                "{expected}\nnot in {details:#?}"
+            );
+        }
+        // An administrator's field data raises a quantity as it raises a maximum.
+        let mut raised = bound.clone();
+        raised.extend(&FieldBound {
+            kinds: BTreeMap::from([(
+                "Deployment.apps".to_string(),
+                KindFields {
+                    quantities: BTreeMap::from([(
+                        "spec.template.spec.containers[].resources.requests.memory".to_string(),
+                        "1Ti".to_string(),
+                    )]),
+                    ..Default::default()
+                },
+            )]),
+        });
+        let details: Vec<String> = refusals(&raised, &hostile)
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect();
+        assert!(
+            !details.iter().any(|d| d.contains("requests.memory")),
+            "{details:#?}"
         );
     }
 }
