@@ -64,8 +64,8 @@ use error::{io, kube as kube_err};
 use process::{Process, Spawner};
 
 /// Which OpenShift config CRDs (`Infrastructure`, `ClusterOperator`, `ClusterVersion`, `FeatureGate`,
-/// `ClusterAPI`; `APIServer` and the Cloud Credential Operator's `CredentialsRequest` from
-/// [`repository_crds_dir`]) to load before [`ControlPlane::start`]
+/// `ClusterAPI`; `APIServer`, the Cloud Credential Operator's `CredentialsRequest` and
+/// `CompatibilityRequirement` from [`repository_crds_dir`]) to load before [`ControlPlane::start`]
 /// returns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum OpenShiftCrds {
@@ -393,8 +393,9 @@ impl ControlPlane {
         if let Some(crd_dir) = crd_dir {
             let mut crds = crds::read_dir(&crd_dir)?;
             // The CRDs the fixtures lack, kept in this repository as test data (APIServer, for the TLS
-            // profile; CredentialsRequest, for the release's requests of cloud credentials); with the
-            // fixtures' only, as a folder given instead replaces both.
+            // profile; CredentialsRequest, for the release's requests of cloud credentials;
+            // CompatibilityRequirement, for other users' pins on provider CRDs); with the fixtures'
+            // only, as a folder given instead replaces both.
             if crd_dir == shared_fixtures_dir().join("openshift-crds") {
                 crds.extend(crds::read_dir(&repository_crds_dir())?);
             }

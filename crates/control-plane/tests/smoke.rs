@@ -224,6 +224,7 @@ async fn openshift_crds_are_established_and_infrastructure_status_is_writable() 
             "clusterapis.operator.openshift.io",
             "clusteroperators.config.openshift.io",
             "clusterversions.config.openshift.io",
+            "compatibilityrequirements.apiextensions.openshift.io",
             "credentialsrequests.cloudcredential.openshift.io",
             "featuregates.config.openshift.io",
             "infrastructures.config.openshift.io",

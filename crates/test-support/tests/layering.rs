@@ -37,6 +37,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("capi-openshift", 1),
     // Pure planning over the data model: the bundle policy (no client).
     ("capi-bundle", 2),
+    // The CRD compatibility judgement (no client), over the data model's budgeted YAML.
+    ("capi-compat", 2),
     // Pure status from the planning's outcomes (no client).
     ("capi-status", 3),
     // The controller libraries.
