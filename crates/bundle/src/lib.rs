@@ -17,6 +17,7 @@
 #![warn(unreachable_pub)]
 
 pub mod api;
+pub mod compatibility;
 pub mod desired;
 pub mod envsubst;
 pub mod images;

@@ -15,6 +15,7 @@ use capi_object::kinds::is_cluster_scoped;
 use kube_core::DynamicObject;
 use serde_json::{Value, json};
 
+use crate::compatibility;
 use crate::platform;
 use crate::policy::{self, Among, BundleObject, Origin, PolicyConfig, Stored, Violations};
 use crate::proxy::{self, ClusterProxy};
@@ -38,6 +39,9 @@ pub struct RenderContext {
     pub parsed: ParseMemo,
     /// The cluster-wide proxy, added to every provider Deployment after the bundle policy.
     pub proxy: ClusterProxy,
+    /// The cluster's CRD compatibility requirements, judged on every CRD of a plan
+    /// ([`compatibility`]).
+    pub requirements: Vec<capi_compat::Requirement>,
 }
 
 /// Why a provider's payload cannot be turned into a plan. Every message names the source and, where
@@ -84,6 +88,13 @@ pub enum RenderError {
     /// never establish them.
     #[error("{0}")]
     NameConflict(#[source] NameConflicts),
+    /// Its CRDs break compatibility requirements whose action is Deny: one finding per requirement,
+    /// version and field.
+    #[error("{origin}: CRDs incompatible with {} finding(s) of compatibility requirements: {}", .findings.len(), .findings.join("; "))]
+    Incompatible {
+        origin: String,
+        findings: Vec<String>,
+    },
 }
 
 impl RenderError {
@@ -160,6 +171,8 @@ pub struct Prepared {
     /// The bundle policy of this version, to judge its objects again as the API server would store
     /// them (the preflight's dry-run answers).
     pub stored: Stored,
+    /// What its CRDs break of compatibility requirements whose action is Warn (applied, reported).
+    pub compatibility_warnings: Vec<String>,
 }
 
 impl Prepared {
@@ -548,6 +561,17 @@ pub(crate) fn plan_rendered(
     }
     let digest = digest(&inputs);
     let mut problems = rendered.problems;
+    let judged = compatibility::judge(inputs.iter().map(|i| &i.object), &ctx.requirements);
+    if !judged.denied.is_empty() {
+        problems.push(RenderError::Incompatible {
+            origin: rendered
+                .origins
+                .first()
+                .map(|o| o.source.clone())
+                .unwrap_or_default(),
+            findings: judged.denied.iter().map(ToString::to_string).collect(),
+        });
+    }
     // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such, with the
     // objects' own problems; the policy judges bundles that would otherwise apply.
     let plan = match capi_apply::plan(inputs, resolver) {
@@ -572,6 +596,7 @@ pub(crate) fn plan_rendered(
         reference_id: rendered.reference_id,
         dropped_short_names: Vec::new(),
         stored,
+        compatibility_warnings: judged.warned.iter().map(ToString::to_string).collect(),
     })
 }
 

@@ -31,7 +31,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capi_openshift::resources::{
-    APISERVER, APISERVER_NAME, CLUSTER_OPERATOR, CLUSTER_OPERATOR_NAME, PROXY, PROXY_NAME,
+    APISERVER, APISERVER_NAME, CLUSTER_OPERATOR, CLUSTER_OPERATOR_NAME, COMPATIBILITY_REQUIREMENT,
+    PROXY, PROXY_NAME,
 };
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use capi_runtime::pace::{self, Coalesce, Pass};
@@ -159,6 +160,8 @@ pub struct Installer {
     apiserver: OptionalKind,
     /// `Proxy/cluster` (the cluster-wide proxy of the providers' Deployments).
     proxy: OptionalKind,
+    /// The `CompatibilityRequirement`s: judged on every CRD a provider brings, and reported on.
+    requirements: OptionalKind,
     /// Every kind of provider source; a new kind is one more catalog. Shared with the blocking pool,
     /// where a source's payload is decoded.
     catalogs: Arc<Vec<Box<dyn SourceCatalog>>>,
@@ -357,6 +360,13 @@ impl Installer {
             "Proxy cluster",
             Wake::OnChange(wake.clone()),
         );
+        let (requirements, requirements_watch) = OptionalKind::start(
+            client.clone(),
+            &capi_openshift::resources::api_resource(&COMPATIBILITY_REQUIREMENT),
+            watcher::Config::default(),
+            "CompatibilityRequirements",
+            Wake::OnChange(wake.clone()),
+        );
         let (ceiling, ceiling_watch) = {
             let (store, writer) = reflector::store();
             let api: Api<ClusterRole> = Api::all(client.clone());
@@ -395,6 +405,7 @@ impl Installer {
             fields,
             apiserver,
             proxy,
+            requirements,
             catalogs,
             metrics,
             wake,
@@ -414,6 +425,7 @@ impl Installer {
                 fields_watch,
                 apiserver_watch,
                 proxy_watch,
+                requirements_watch,
             ],
         })
     }
@@ -458,7 +470,8 @@ impl Installer {
                 self.ceiling.wait_until_ready(),
                 self.fields.wait_until_ready(),
                 self.apiserver.wait_known(),
-                self.proxy.wait_known()
+                self.proxy.wait_known(),
+                self.requirements.wait_known()
             )
         };
         tokio::select! {
@@ -588,6 +601,8 @@ impl Installer {
         };
         self.report_providers(&observed, &asked.objects, &asked.requested, requests)
             .await;
+        let requirements = self.requirements.objects().unwrap_or_default();
+        report::requirements::write_all(&self.client, &requirements).await;
         let next = match self.report_operator(&observed).await {
             Ok(()) => outcomes[installed.selected..]
                 .iter()
@@ -726,6 +741,19 @@ impl Installer {
         self.catalogs.iter().find_map(|c| c.image_component(id))
     }
 
+    /// The `CompatibilityRequirement`s that can be read (one that cannot is reported on its own status,
+    /// [`report::requirements`], and asks nothing of the providers' CRDs).
+    fn requirements(&self) -> Vec<capi_compat::Requirement> {
+        let objects = self.requirements.objects().unwrap_or_default();
+        objects
+            .iter()
+            .filter_map(|o| {
+                let value = serde_json::to_value(&**o).expect("an object serializes");
+                capi_compat::Requirement::read(&value).ok()
+            })
+            .collect()
+    }
+
     /// The unmanaged CRDs of `ClusterAPI/cluster` (none when the object or its kind does not exist).
     fn unmanaged(&self) -> Result<Unmanaged, UnmanagedError> {
         let objects = self.cluster_api.objects().unwrap_or_default();
@@ -757,6 +785,7 @@ impl Installer {
         let mut ctx = self.reconciler.context().clone();
         (ctx.substitutions, ctx.unavailable) =
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
+        ctx.requirements = self.requirements();
         let proxy = self.proxy.objects().unwrap_or_default();
         ctx.proxy = ClusterProxy::read(
             proxy

@@ -189,6 +189,7 @@ pub async fn diff(
         policy: config.policy.clone(),
         parsed: Default::default(),
         proxy: ClusterProxy::read(proxy.as_ref()),
+        requirements: requirements(client).await?,
     };
     let (ceiling, fields) = policy_extensions(client, &config.installer_namespace).await?;
     let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
@@ -249,6 +250,27 @@ async fn cluster_config(
         })
         .map_err(read_error(&format!("{} {name}", kind.kind)))?;
     Ok(object.map(|o| serde_json::to_value(o).expect("an object serializes")))
+}
+
+/// The cluster's `CompatibilityRequirement`s that can be read (none without the kind), as the
+/// installer judges a provider's CRDs against them.
+async fn requirements(client: &Client) -> Result<Vec<capi_compat::Requirement>, DiffError> {
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &api_resource(&capi_openshift::resources::COMPATIBILITY_REQUIREMENT),
+    );
+    let list = match api.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+        Err(e) => return Err(read_error("CompatibilityRequirements")(e)),
+    };
+    Ok(list
+        .iter()
+        .filter_map(|o| {
+            capi_compat::Requirement::read(&serde_json::to_value(o).expect("an object serializes"))
+                .ok()
+        })
+        .collect())
 }
 
 /// What the platform of `Infrastructure/cluster` asks for.

@@ -292,6 +292,8 @@ pub fn context(
         parsed: Default::default(),
         // As on a cluster without a proxy, unless the caller sets one.
         proxy: Default::default(),
+        // As on a cluster without compatibility requirements.
+        requirements: Vec::new(),
     }
 }
 

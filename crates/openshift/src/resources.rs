@@ -13,6 +13,17 @@ pub const APISERVER: KnownKind = config("APIServer", "apiservers");
 /// `Proxy`: the cluster-wide proxy, which the installer passes on to the providers.
 pub const PROXY: KnownKind = config("Proxy", "proxies");
 
+/// `CompatibilityRequirement` (`apiextensions.openshift.io/v1alpha1`, cluster-scoped): what others
+/// rely on of a CRD, which the installer respects before it writes one and reports on.
+pub const COMPATIBILITY_REQUIREMENT: KnownKind = KnownKind {
+    group: "apiextensions.openshift.io",
+    version: "v1alpha1",
+    kind: "CompatibilityRequirement",
+    plural: "compatibilityrequirements",
+    namespaced: false,
+    origin: KindOrigin::OpenShift,
+};
+
 /// The one `Infrastructure` object OpenShift keeps.
 pub const INFRASTRUCTURE_NAME: &str = "cluster";
 /// The ClusterOperator of Cluster API: the installer's conditions, `versions` and `relatedObjects`, and

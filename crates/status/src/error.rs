@@ -43,6 +43,9 @@ pub enum Reason {
     /// provider's, or one on the cluster), or two providers bring the same CRD (found before anything
     /// was written).
     CustomResourceDefinitionNameConflict,
+    /// A CRD of the provider breaks a `CompatibilityRequirement` whose action is Deny (found before
+    /// anything was written).
+    CompatibilityRequirementNotMet,
     /// The API server refused a request for lack of permission.
     Forbidden,
     /// An object exists and is managed by someone else (another field manager, or another provider);
@@ -100,6 +103,7 @@ impl Reason {
         Reason::BundlePolicyViolation,
         Reason::UnsafeCustomResourceDefinitionChange,
         Reason::CustomResourceDefinitionNameConflict,
+        Reason::CompatibilityRequirementNotMet,
         Reason::Forbidden,
         Reason::OwnershipConflict,
         Reason::WriteFight,
@@ -132,6 +136,7 @@ impl Reason {
             Reason::BundlePolicyViolation => "BundlePolicyViolation",
             Reason::UnsafeCustomResourceDefinitionChange => "UnsafeCustomResourceDefinitionChange",
             Reason::CustomResourceDefinitionNameConflict => "CustomResourceDefinitionNameConflict",
+            Reason::CompatibilityRequirementNotMet => "CompatibilityRequirementNotMet",
             Reason::Forbidden => "Forbidden",
             Reason::OwnershipConflict => "OwnershipConflict",
             Reason::WriteFight => "WriteFight",
@@ -265,6 +270,9 @@ impl ProviderError {
             ProviderError::Render(RenderError::Policy(_)) => Reason::BundlePolicyViolation,
             ProviderError::Render(RenderError::NameConflict(_)) => {
                 Reason::CustomResourceDefinitionNameConflict
+            }
+            ProviderError::Render(RenderError::Incompatible { .. }) => {
+                Reason::CompatibilityRequirementNotMet
             }
             ProviderError::Source(SourceError::Decode(_) | SourceError::Profile(_))
             | ProviderError::Render(_) => Reason::InvalidProviderManifests,
@@ -408,6 +416,13 @@ mod tests {
             (
                 ProviderError::Render(RenderError::Policy(capi_bundle::policy::Violations(vec![]))),
                 Reason::BundlePolicyViolation,
+            ),
+            (
+                ProviderError::Render(RenderError::Incompatible {
+                    origin: "ConfigMap openshift-cluster-api/aws".into(),
+                    findings: vec!["CompatibilityRequirement pin: x version v1, spec.a: field removed".into()],
+                }),
+                Reason::CompatibilityRequirementNotMet,
             ),
             (
                 ProviderError::Prune {

@@ -1,7 +1,7 @@
 //! Status from outcomes, pure: what each provider's reconcile returned ([`outcome`], with its failure
 //! as a typed error and a reason, [`error`]) becomes the ClusterOperator's conditions, versions and
 //! `relatedObjects` ([`conditions`], [`operator`]), each `InfrastructureProvider`'s status
-//! ([`provider`]) and `ClusterAPI/cluster`'s revisions ([`cluster_api`]); the installer's own revision
+//! ([`provider`]), each `CompatibilityRequirement`'s ([`requirement`]) and `ClusterAPI/cluster`'s revisions ([`cluster_api`]); the installer's own revision
 //! log of every applied version, for rollback, is here too ([`revision`]: the record, the choice of
 //! what to apply, the stored form).
 //!
@@ -18,4 +18,5 @@ pub mod error;
 pub mod operator;
 pub mod outcome;
 pub mod provider;
+pub mod requirement;
 pub mod revision;

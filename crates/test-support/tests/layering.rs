@@ -35,23 +35,24 @@ const LAYERS: &[(&str, u8)] = &[
     ("capi-manifests", 1),
     ("capi-apply", 1),
     ("capi-openshift", 1),
-    // Pure planning over the data model: the bundle policy (no client).
-    ("capi-bundle", 2),
     // The CRD compatibility judgement (no client), over the data model's budgeted YAML.
     ("capi-compat", 2),
+    // Pure planning over the data model: the bundle policy, CRD compatibility before a write (no
+    // client).
+    ("capi-bundle", 3),
     // Pure status from the planning's outcomes (no client).
-    ("capi-status", 3),
+    ("capi-status", 4),
     // The controller libraries.
-    ("capi-installer-controller", 4),
-    ("capi-deployer", 4),
-    ("capi-cluster-controllers", 4),
+    ("capi-installer-controller", 5),
+    ("capi-deployer", 5),
+    ("capi-cluster-controllers", 5),
     // The binaries.
-    ("capi-installer", 5),
-    ("capi-controllers", 5),
-    ("manifests-gen", 5),
+    ("capi-installer", 6),
+    ("capi-controllers", 6),
+    ("manifests-gen", 6),
     // Dev-only, above every shipped crate: no shipped crate may depend on them but as a dev-dependency.
-    ("control-plane", 6),
-    ("test-support", 7),
+    ("control-plane", 7),
+    ("test-support", 8),
 ];
 
 #[test]

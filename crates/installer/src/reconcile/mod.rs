@@ -137,8 +137,9 @@ impl Reconciler {
                 // Shared by every pass's context (a clone of this one): a provider's text is parsed
                 // once, not at every pass that plans it.
                 parsed: Default::default(),
-                // Per pass: the round's, from `Proxy/cluster`.
+                // Per pass: the round's, from `Proxy/cluster` and the `CompatibilityRequirement`s.
                 proxy: Default::default(),
+                requirements: Vec::new(),
             },
             client,
             config,
@@ -189,6 +190,10 @@ impl Reconciler {
             }
             other => other,
         }?;
+        for warning in &prepared.compatibility_warnings {
+            tracing::warn!(source = %target.source.id, %warning,
+                "applied although it breaks a compatibility requirement whose action is Warn");
+        }
         if !prepared.stripped.is_empty() {
             tracing::debug!(source = %target.source.id, fields = ?prepared.stripped,
                 "removed fields that other controllers own (service-ca, clusterrole aggregation) and narrowed CRD writes");

@@ -1,5 +1,7 @@
 //! The installer's status writes: the ClusterOperator ([`operator`]) and each `InfrastructureProvider`
-//! ([`provider`]), from the statuses [`capi_status`] computes from the providers' outcomes.
+//! ([`provider`]), from the statuses [`capi_status`] computes from the providers' outcomes; each
+//! `CompatibilityRequirement` ([`requirements`]), from the live CRD it pins.
 
 pub(crate) mod operator;
 pub(crate) mod provider;
+pub(crate) mod requirements;

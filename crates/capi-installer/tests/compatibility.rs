@@ -1,0 +1,251 @@
+//! CRD compatibility requirements (issue 49) on the real control plane: a requirement pinning aws's
+//! AWSMachine CRD as installed is read and judged Compatible; a new aws version whose CRD removes a
+//! pinned field and changes another's type is refused before any write (action Deny), naming the
+//! requirement, the version and the fields, while the running version stays; with action Warn the same
+//! version is applied and the requirement reports what it breaks; the good version converges again.
+//! The installer runs as its own ServiceAccount under exactly the shipped RBAC.
+
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use test_support::*;
+
+const MINUTE: Duration = Duration::from_secs(60);
+const CRD: &str = "awsmachines.infrastructure.cluster.x-k8s.io";
+const REQUIREMENT: &str = "pin-awsmachines";
+
+fn requirements(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client.clone(),
+        &ar(
+            "apiextensions.openshift.io",
+            "v1alpha1",
+            "CompatibilityRequirement",
+            "compatibilityrequirements",
+        ),
+    )
+}
+
+/// The live CRD as a requirement's owner pins it: what they rely on, without what the API server adds.
+async fn pinned(client: &kube::Client) -> String {
+    let crds = api_for(
+        client,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    )
+    .await;
+    let live = serde_json::to_value(crds.get(CRD).await.unwrap()).unwrap();
+    let pinned = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": CRD},
+        "spec": live["spec"],
+    });
+    serde_json::to_string(&pinned).unwrap()
+}
+
+/// `(status, reason, message)` of a condition of the requirement, once it has one.
+async fn requirement_condition(client: &kube::Client, type_: &str, want: &str) -> (String, String) {
+    eventually(
+        2 * MINUTE,
+        &format!("{REQUIREMENT} {type_} {want}"),
+        || async {
+            let r = requirements(client).get(REQUIREMENT).await.ok()?;
+            let c = r.data["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == type_)?
+                .clone();
+            let reason = c["reason"].as_str()?.to_string();
+            (reason == want).then(|| {
+                (
+                    c["status"].as_str().unwrap().to_string(),
+                    c["message"].as_str().unwrap().to_string(),
+                )
+            })
+        },
+    )
+    .await
+}
+
+/// The aws components with `spec.instanceType` removed from the AWSMachine CRD's schemas and
+/// `spec.rootVolume.size` turned into a string.
+fn breaking_aws() -> Value {
+    let mut objects: Vec<Value> =
+        capi_manifests::yaml::parse_documents("aws", &fixture_components(AWS_CM))
+            .unwrap()
+            .into_iter()
+            .map(|d| d.value)
+            .collect();
+    let crd = objects
+        .iter_mut()
+        .find(|o| o["kind"] == "CustomResourceDefinition" && o["metadata"]["name"] == CRD)
+        .expect("aws ships the AWSMachine CRD");
+    for version in crd["spec"]["versions"].as_array_mut().unwrap() {
+        let spec = &mut version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+        spec.as_object_mut().unwrap().remove("instanceType");
+        spec["rootVolume"]["properties"]["size"]["type"] = json!("string");
+        spec["rootVolume"]["properties"]["size"]
+            .as_object_mut()
+            .unwrap()
+            .remove("format");
+    }
+    with_components(
+        AWS_CM,
+        &capi_manifests::yaml::to_multi_yaml(&objects).unwrap(),
+    )
+}
+
+fn good_aws() -> Value {
+    with_components(AWS_CM, &fixture_components(AWS_CM))
+}
+
+/// The first condition message of `ClusterOperator/cluster-api` that contains `text`.
+async fn reported(client: &kube::Client, text: &str) -> String {
+    eventually(3 * MINUTE, text, || async {
+        let status = co_status(client).await?;
+        ["Available", "Progressing", "Degraded"]
+            .into_iter()
+            .filter_map(|t| condition(&status, t))
+            .map(|c| c.message)
+            .find(|m| m.contains(text))
+    })
+    .await
+}
+
+/// Whether the live AWSMachine CRD's storage version has `spec.instanceType`.
+async fn live_has_instance_type(client: &kube::Client) -> bool {
+    let crds = api_for(
+        client,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    )
+    .await;
+    let live = serde_json::to_value(crds.get(CRD).await.unwrap()).unwrap();
+    live["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["storage"] == true)
+        .all(|v| {
+            !v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["instanceType"]
+                .is_null()
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_and_reports() {
+    require_fixture!("transport-configmaps");
+    let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
+    let _installer = Running::under_release_rbac(&env, config()).await;
+    wait_available(&env.admin, 4 * MINUTE).await;
+
+    // Pinned as installed: read, judged Compatible, the CRD observed.
+    let requirement = json!({
+        "apiVersion": "apiextensions.openshift.io/v1alpha1", "kind": "CompatibilityRequirement",
+        "metadata": {"name": REQUIREMENT},
+        "spec": {
+            "compatibilitySchema": {
+                "customResourceDefinition": {"type": "YAML", "data": pinned(&env.admin).await},
+                "requiredVersions": {"defaultSelection": "StorageOnly"},
+            },
+            "customResourceDefinitionSchemaValidation": {"action": "Deny"},
+        },
+    });
+    requirements(&env.admin)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(requirement).unwrap(),
+        )
+        .await
+        .unwrap();
+    let (status, _) = requirement_condition(&env.admin, "Compatible", "Compatible").await;
+    assert_eq!(status, "True");
+    let (status, _) = requirement_condition(&env.admin, "Progressing", "UpToDate").await;
+    assert_eq!(status, "False");
+    let (status, message) = requirement_condition(&env.admin, "Admitted", "NotAdmitted").await;
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("installer's own CRD writes only"),
+        "{message}"
+    );
+    let written = requirements(&env.admin).get(REQUIREMENT).await.unwrap();
+    assert_eq!(written.data["status"]["crdName"], CRD);
+    let crds = api_for(
+        &env.admin,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    )
+    .await;
+    let live = crds.get(CRD).await.unwrap();
+    assert_eq!(
+        written.data["status"]["observedCRD"]["uid"].as_str(),
+        live.metadata.uid.as_deref()
+    );
+
+    // Deny: the breaking version is refused before any write, every finding named.
+    let mark = env.audit().len();
+    put_configmap(&env.admin, &breaking_aws()).await;
+    let message = reported(
+        &env.admin,
+        &format!("CompatibilityRequirement {REQUIREMENT}"),
+    )
+    .await;
+    for part in [
+        "ConfigMap",
+        "aws",
+        &format!("{CRD} version v1beta2, spec.instanceType: field removed"),
+        &format!(
+            "{CRD} version v1beta2, spec.rootVolume.size: type changed from integer to string"
+        ),
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    let crd_writes: Vec<String> = installer_writes(&env.audit()[mark..], None)
+        .iter()
+        .filter(|e| !e.request_uri.contains("dryRun"))
+        .filter(|e| e.object_ref.as_ref().and_then(|o| o.name.as_deref()) == Some(CRD))
+        .map(describe)
+        .collect();
+    assert!(crd_writes.is_empty(), "{crd_writes:#?}");
+    assert!(live_has_instance_type(&env.admin).await);
+
+    // The good version back: converged, still compatible.
+    put_configmap(&env.admin, &good_aws()).await;
+    wait_available(&env.admin, 3 * MINUTE).await;
+    requirement_condition(&env.admin, "Compatible", "Compatible").await;
+
+    // Warn: the same version is applied, and the requirement says what it breaks.
+    requirements(&env.admin)
+        .patch(
+            REQUIREMENT,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"customResourceDefinitionSchemaValidation": {"action": "Warn"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    put_configmap(&env.admin, &breaking_aws()).await;
+    eventually(
+        3 * MINUTE,
+        "the breaking CRD applied under Warn",
+        || async { (!live_has_instance_type(&env.admin).await).then_some(()) },
+    )
+    .await;
+    let (status, message) =
+        requirement_condition(&env.admin, "Compatible", "RequirementsNotMet").await;
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("spec.instanceType: field removed"),
+        "{message}"
+    );
+
+    put_configmap(&env.admin, &good_aws()).await;
+    wait_available(&env.admin, 3 * MINUTE).await;
+    requirement_condition(&env.admin, "Compatible", "Compatible").await;
+    assert!(live_has_instance_type(&env.admin).await);
+}
