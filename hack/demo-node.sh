@@ -8,8 +8,11 @@
 # pod running; the real Cluster API core and AWS managers running beside them, answering their webhooks
 # through their Services. Ctrl-C tears everything down.
 # DEMO_ONCE=1: non-interactive, exits 0 once everything is shown, non-zero on a timeout.
-# DEMO_SOURCE=transport: the earlier generation instead: the fixtures' transport ConfigMaps in the
-# payload and the deployer told to mount no image (--without-image-volumes).
+# DEMO_SOURCE=transport: the earlier generation instead: the transport ConfigMaps (hack/providers.sh
+# makes them with the profiles, from the same sources) in the payload and the deployer told to mount no
+# image (--without-image-volumes).
+# Everything comes from this repository and the pinned Go modules (tools/): the providers' sources
+# (hack/providers.sh), the OpenShift CRDs (tools/openshift-api), the binaries.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,18 +31,19 @@ bin="$target/debug"
 # The providers' namespace and the installer's, as the release payload names them.
 ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_providers-namespace.yaml | head -1)
 installer_ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_namespace.yaml | head -1)
-fixtures="$root/../shared/fixtures"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 elapsed() { echo "$(( $(date +%s) - start ))s"; }
 
-for need in "$fixtures/transport-configmaps" "$fixtures/machine-api-crds"; do
-  [[ -d "$need" ]] || { echo "demo: $need is missing (../shared beside the repository)" >&2; exit 1; }
+for tool in go python3; do
+  command -v "$tool" >/dev/null || { echo "demo: $tool not found; install it (Go 1.26 or newer; Python 3)" >&2; exit 1; }
 done
 hack/node-prerequisites.sh
-say "building (cargo build -p control-plane, containerd) and the images (hack/images.sh: the installer, the managers and every provider image with its profile, the sandbox)"
+say "building (cargo build -p control-plane, containerd) and the images (hack/images.sh: the installer, the managers and every provider image with its profile made from the provider's module by hack/providers.sh, the sandbox)"
 cargo build --locked -q -p control-plane
 images="$(hack/images.sh)"
+providers="$target/providers"
+openshift_crds="$(tools/openshift-api/build.sh)"
 cp_bin="$(tools/control-plane/build.sh)"
 CAPI_CONTAINERD_BIN_DIR="$(tools/containerd/build.sh)"
 export CAPI_CONTAINERD_BIN_DIR
@@ -82,7 +86,7 @@ spec:
     type: AWS
 EOF
 k patch infrastructure cluster --subresource=status --type=merge -p '{"status":{"platform":"AWS","platformStatus":{"type":"AWS","aws":{"region":"us-east-1"}},"infrastructureName":"demo","apiServerURL":"https://api.demo.example.com:6443","apiServerInternalURI":"https://api-int.demo.example.com:6443"}}' >/dev/null
-for f in "$fixtures"/machine-api-crds/*.yaml; do apply cluster-version-operator "$f"; done
+for f in "$openshift_crds"/machine-api/*.yaml; do apply cluster-version-operator "$f"; done
 k create namespace openshift-machine-api --dry-run=client -o yaml | apply cluster-version-operator -
 # The Cloud Credential Operator's namespace, where the payload's CredentialsRequests go (the operator
 # itself is not here: a stand-in below mints the Secret aws's request names).
@@ -107,9 +111,9 @@ k -n openshift-machine-api create secret generic worker-user-data \
 say "the release payload, in file order, as the cluster-version operator applies it (webhooks included; providers from: $DEMO_SOURCE)"
 payload=("$root"/manifests/0000_30_capi-installer_*.yaml)
 if [[ "$DEMO_SOURCE" == transport ]]; then
-  payload+=("$fixtures"/transport-configmaps/0000_30_cluster-api_04_crd.core-cluster-api.yaml
-    "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.core-cluster-api.yaml
-    "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.infrastructure-aws.yaml)
+  payload+=("$providers"/transport/0000_30_cluster-api_04_crd.core-cluster-api.yaml
+    "$providers"/transport/0000_30_cluster-api_04_cm.core-cluster-api.yaml
+    "$providers"/transport/0000_30_cluster-api_04_cm.infrastructure-aws.yaml)
 fi
 payload+=("$root"/manifests/0000_31_capi-controllers_*.yaml)
 # The release tooling pins every image reference to its digest (image-references): here, the images
