@@ -31,7 +31,8 @@ struct StartArgs {
     /// The OCI image layout of hack/images.sh (default: $CARGO_TARGET_DIR/images or target/images).
     #[arg(long, requires = "with_node")]
     images: Option<PathBuf>,
-    /// Folder of OpenShift CRDs to load (default: ../shared/fixtures/openshift-crds).
+    /// Folder of OpenShift CRDs to load (default: the pinned github.com/openshift/api module's, from
+    /// tools/openshift-api/build.sh, and crates/control-plane/openshift-crds).
     #[arg(long, conflicts_with = "skip_openshift_crds")]
     openshift_crds: Option<PathBuf>,
     #[arg(long)]
