@@ -15,7 +15,9 @@
 # (tools/kustomize) and customized by this project's manifests-gen (target/debug/manifests-gen) into the
 # transport ConfigMap; the profile from it (hack/profile_from_transport.py). Takes seconds; nothing is
 # cached but the Go builds.
-# IMAGES_BUILT=1: take manifests-gen from a `cargo test --workspace --no-run` (as hack/images.sh).
+# IMAGES_BUILT=1: manifests-gen is built already (by `make test`'s `cargo test --workspace --no-run`, or
+# hack/demo.sh's build): no cargo build here, which would compile its dependencies again with other
+# features.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
