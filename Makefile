@@ -3,11 +3,12 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin network-policies-bin moto images node-prerequisites prerequisites bin
+.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin network-policies-bin moto images providers node-prerequisites prerequisites bin
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
 	@command -v go >/dev/null || { echo "make: go not found; install Go 1.26 or newer (the control-plane binaries are built from Go modules)" >&2; exit 1; }
+	@command -v python3 >/dev/null || { echo "make: python3 not found; install Python 3 (the node's images and the providers' profiles are written by scripts in hack/)" >&2; exit 1; }
 
 # The binaries alone, release build, without the control plane (no Go, no Kubernetes build): into
 # target/release/ (or $CARGO_TARGET_DIR/release/). `make bin BINARIES=manifests-gen` for one of them.
@@ -43,6 +44,12 @@ network-policies-bin: prerequisites
 # The emulated EC2 of the machine tests (moto, from PyPI) in a cached venv (tools/moto/build.sh).
 moto:
 	@tools/moto/build.sh >/dev/null
+
+# The providers' parts of the release payload (transport ConfigMaps, image-based profiles) made from
+# the core and AWS providers' pinned modules with the overlays in providers/ (hack/providers.sh), into
+# $(CARGO_TARGET_DIR)/providers.
+providers: prerequisites
+	@hack/providers.sh >/dev/null
 
 # The real node's images (the project's, the managers', the sandbox) as an OCI layout in
 # $(CARGO_TARGET_DIR)/images (hack/images.sh).

@@ -35,9 +35,8 @@ installer_ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_name
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 elapsed() { echo "$(( $(date +%s) - start ))s"; }
 
-for tool in go python3; do
-  command -v "$tool" >/dev/null || { echo "demo: $tool not found; install it (Go 1.26 or newer; Python 3)" >&2; exit 1; }
-done
+command -v go >/dev/null || { echo "demo: go not found; install Go 1.26 or newer (the binaries, kustomize and the providers' sources come from Go modules)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "demo: python3 not found; install Python 3 (hack/ writes the images and the profiles with it)" >&2; exit 1; }
 hack/node-prerequisites.sh
 say "building (cargo build -p control-plane, containerd) and the images (hack/images.sh: the installer, the managers and every provider image with its profile made from the provider's module by hack/providers.sh, the sandbox)"
 cargo build --locked -q -p control-plane

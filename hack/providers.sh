@@ -25,10 +25,14 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/providers"
 work="$target/providers-work"
 fail() { echo "providers: $*" >&2; exit 1; }
+# The one line of a tool's log that says what went wrong (manifests-gen's `error: ...`, kustomize's
+# `Error: ...`), else its last line.
+last_error() {
+  { grep -m1 -i '^error: ' "$1" || tail -n 1 "$1"; } | sed 's/^[Ee]rror: //'
+}
 
-for tool in go python3; do
-  command -v "$tool" >/dev/null || fail "$tool not found; install it (Go 1.26 or newer; Python 3)"
-done
+command -v go >/dev/null || fail "go not found; install Go 1.26 or newer (kustomize and the providers' sources are Go modules)"
+command -v python3 >/dev/null || fail "python3 not found; install Python 3"
 kustomize_bin="$(tools/kustomize/build.sh)" || fail "kustomize could not be built (tools/kustomize/build.sh, output above)"
 if [[ -z "${IMAGES_BUILT:-}" ]]; then
   cargo build --locked -q -p manifests-gen
@@ -71,13 +75,12 @@ for provider in core aws; do
     if ! PATH="$kustomize_bin:$PATH" "$manifests_gen" --base-path "$tree" --kustomize-dir openshift \
       --manifests-path "$out/transport" --provider-name "$NAME" --provider-type "$TYPE" \
       --provider-version "$version" --metadata "$tree/metadata.yaml" 2>"$tree/manifests-gen.log"; then
-      cat "$tree/manifests-gen.log" >&2
-      fail "manifests-gen refused $provider ($MODULE@$version with providers/$provider; its message above)"
+      fail "$provider ($MODULE@$version with providers/$provider/) does not render: $(last_error "$tree/manifests-gen.log"); mend providers/$provider/ (log: $tree/manifests-gen.log)"
     fi
     if [[ -d "providers/$provider/ipam" ]]; then
       "$kustomize_bin/kustomize" build "$tree/openshift/ipam" \
         -o "$out/transport/0000_30_cluster-api_04_crd.core-cluster-api.yaml" 2>"$tree/ipam.log" ||
-        { cat "$tree/ipam.log" >&2; fail "kustomize could not render providers/$provider/ipam (its message above)"; }
+        fail "providers/$provider/ipam does not render: $(last_error "$tree/ipam.log"); mend providers/$provider/ipam/"
     fi
     kind=infrastructure
     [[ "$TYPE" == CoreProvider ]] && kind=core
