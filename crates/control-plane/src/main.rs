@@ -99,6 +99,11 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("start the control plane in {}", dir.display()))?;
             println!("kubeconfig: {}", cp.kubeconfig_path().display());
+            // Where a script enters the node's namespaces (hack/demo-node.sh runs the emulated EC2
+            // there).
+            if let Some(pid) = cp.node_pid() {
+                println!("node pid: {pid}");
+            }
             let mut term = signal(SignalKind::terminate())?;
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
