@@ -56,10 +56,10 @@ providers: prerequisites
 images: capi-managers-bin
 	@hack/images.sh >/dev/null
 
-# The four Go builds (the control plane and the managers: minutes each, the first time; containerd;
-# the NetworkPolicy agent) run in the background beside the Rust checks and builds, so the cores are
-# never idle while one of them links; build.sh's lock makes the later calls wait for them (and fail
-# with their output if they failed). hack/images.sh waits for the managers the same way, the real node
+# The Go builds (the control plane and the managers: minutes each, the first time; containerd; the
+# NetworkPolicy agent; kustomize) and moto's install run in the background beside the Rust checks and
+# builds, so the cores are never idle while one of them links; build.sh's lock makes the later calls
+# wait for them (and fail with their output if they failed). hack/images.sh waits for the managers the same way, the real node
 # for containerd.
 test: prerequisites node-prerequisites
 	@mkdir -p target
@@ -68,11 +68,13 @@ test: prerequisites node-prerequisites
 	@tools/containerd/build.sh >target/containerd-build.log 2>&1 &
 	@tools/network-policies/build.sh >target/network-policies-build.log 2>&1 &
 	@tools/moto/build.sh >target/moto-build.log 2>&1 &
+	@tools/kustomize/build.sh >target/kustomize-build.log 2>&1 &
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) test --workspace --locked --no-run -q
 	@tools/control-plane/build.sh >/dev/null || { cat target/control-plane-build.log >&2; exit 1; }
 	@tools/network-policies/build.sh >/dev/null || { cat target/network-policies-build.log >&2; exit 1; }
+	@tools/kustomize/build.sh >/dev/null || { cat target/kustomize-build.log >&2; exit 1; }
 	IMAGES_BUILT=1 hack/images.sh >/dev/null
 	DEMO_ONCE=1 hack/demo.sh
 	@tools/containerd/build.sh >/dev/null || { cat target/containerd-build.log >&2; exit 1; }
