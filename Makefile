@@ -3,11 +3,12 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin network-policies-bin moto images node-prerequisites prerequisites bin
+.PHONY: test demo demo-kwok fuzz control-plane-bin capi-managers-bin containerd-bin network-policies-bin moto images providers node-prerequisites prerequisites bin
 
 prerequisites:
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo not found; install Rust (rustup) 1.95 or newer" >&2; exit 1; }
 	@command -v go >/dev/null || { echo "make: go not found; install Go 1.26 or newer (the control-plane binaries are built from Go modules)" >&2; exit 1; }
+	@command -v python3 >/dev/null || { echo "make: python3 not found; install Python 3 (the node's images and the providers' profiles are written by scripts in hack/)" >&2; exit 1; }
 
 # The binaries alone, release build, without the control plane (no Go, no Kubernetes build): into
 # target/release/ (or $CARGO_TARGET_DIR/release/). `make bin BINARIES=manifests-gen` for one of them.
@@ -44,15 +45,21 @@ network-policies-bin: prerequisites
 moto:
 	@tools/moto/build.sh >/dev/null
 
+# The providers' parts of the release payload (transport ConfigMaps, image-based profiles) made from
+# the core and AWS providers' pinned modules with the overlays in providers/ (hack/providers.sh), into
+# $(CARGO_TARGET_DIR)/providers.
+providers: prerequisites
+	@hack/providers.sh >/dev/null
+
 # The real node's images (the project's, the managers', the sandbox) as an OCI layout in
 # $(CARGO_TARGET_DIR)/images (hack/images.sh).
 images: capi-managers-bin
 	@hack/images.sh >/dev/null
 
-# The four Go builds (the control plane and the managers: minutes each, the first time; containerd;
-# the NetworkPolicy agent) run in the background beside the Rust checks and builds, so the cores are
-# never idle while one of them links; build.sh's lock makes the later calls wait for them (and fail
-# with their output if they failed). hack/images.sh waits for the managers the same way, the real node
+# The Go builds (the control plane and the managers: minutes each, the first time; containerd; the
+# NetworkPolicy agent; kustomize) and moto's install run in the background beside the Rust checks and
+# builds, so the cores are never idle while one of them links; build.sh's lock makes the later calls
+# wait for them (and fail with their output if they failed). hack/images.sh waits for the managers the same way, the real node
 # for containerd.
 test: prerequisites node-prerequisites
 	@mkdir -p target
@@ -61,11 +68,13 @@ test: prerequisites node-prerequisites
 	@tools/containerd/build.sh >target/containerd-build.log 2>&1 &
 	@tools/network-policies/build.sh >target/network-policies-build.log 2>&1 &
 	@tools/moto/build.sh >target/moto-build.log 2>&1 &
+	@tools/kustomize/build.sh >target/kustomize-build.log 2>&1 &
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) test --workspace --locked --no-run -q
 	@tools/control-plane/build.sh >/dev/null || { cat target/control-plane-build.log >&2; exit 1; }
 	@tools/network-policies/build.sh >/dev/null || { cat target/network-policies-build.log >&2; exit 1; }
+	@tools/kustomize/build.sh >/dev/null || { cat target/kustomize-build.log >&2; exit 1; }
 	IMAGES_BUILT=1 hack/images.sh >/dev/null
 	DEMO_ONCE=1 hack/demo.sh
 	@tools/containerd/build.sh >/dev/null || { cat target/containerd-build.log >&2; exit 1; }

@@ -6,10 +6,15 @@
 # Deployment with every release image mounted as an image volume, the installer installing core and aws
 # from the profiles in those images, and recording the revision in ClusterAPI/cluster; the controllers
 # pod running; the real Cluster API core and AWS managers running beside them, answering their webhooks
-# through their Services. Ctrl-C tears everything down.
+# through their Services; then a worker machine: a MachineSet shaped like OpenShift's scaled to one, its
+# instance made by the AWS provider in an emulated EC2 (moto, tools/moto, inside the node), and back to
+# zero. Ctrl-C tears everything down.
 # DEMO_ONCE=1: non-interactive, exits 0 once everything is shown, non-zero on a timeout.
-# DEMO_SOURCE=transport: the earlier generation instead: the fixtures' transport ConfigMaps in the
-# payload and the deployer told to mount no image (--without-image-volumes).
+# DEMO_SOURCE=transport: the earlier generation instead: the transport ConfigMaps (hack/providers.sh
+# makes them with the profiles, from the same sources) in the payload and the deployer told to mount no
+# image (--without-image-volumes).
+# Everything comes from this repository and the pinned Go modules (tools/): the providers' sources
+# (hack/providers.sh), the OpenShift CRDs (tools/openshift-api), the binaries.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,28 +33,31 @@ bin="$target/debug"
 # The providers' namespace and the installer's, as the release payload names them.
 ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_providers-namespace.yaml | head -1)
 installer_ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_namespace.yaml | head -1)
-fixtures="$root/../shared/fixtures"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 elapsed() { echo "$(( $(date +%s) - start ))s"; }
 
-for need in "$fixtures/transport-configmaps" "$fixtures/machine-api-crds"; do
-  [[ -d "$need" ]] || { echo "demo: $need is missing (../shared beside the repository)" >&2; exit 1; }
-done
+command -v go >/dev/null || { echo "demo: go not found; install Go 1.26 or newer (the binaries, kustomize and the providers' sources come from Go modules)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "demo: python3 not found; install Python 3 (hack/ writes the images and the profiles with it)" >&2; exit 1; }
 hack/node-prerequisites.sh
-say "building (cargo build -p control-plane, containerd) and the images (hack/images.sh: the installer, the managers and every provider image with its profile, the sandbox)"
+say "building (cargo build -p control-plane, containerd) and the images (hack/images.sh: the installer, the managers and every provider image with its profile made from the provider's module by hack/providers.sh, the sandbox)"
 cargo build --locked -q -p control-plane
 images="$(hack/images.sh)"
+providers="$target/providers"
+openshift_crds="$(tools/openshift-api/build.sh)"
 cp_bin="$(tools/control-plane/build.sh)"
+moto_bin="$(tools/moto/build.sh)"
 CAPI_CONTAINERD_BIN_DIR="$(tools/containerd/build.sh)"
 export CAPI_CONTAINERD_BIN_DIR
 kubectl="$cp_bin/kubectl"
 export CAPI_CONTROL_PLANE_BIN_DIR="$cp_bin"
 
 node_pid=""
+ec2_pid=""
 teardown() {
   trap - EXIT INT TERM
   say "tearing down (every process, mount and network device of the node goes with it)"
+  if [[ -n "$ec2_pid" ]]; then kill -- "-$ec2_pid" 2>/dev/null || true; wait "$ec2_pid" 2>/dev/null || true; fi
   if [[ -n "$node_pid" ]]; then kill "$node_pid" 2>/dev/null || true; wait "$node_pid" 2>/dev/null || true; fi
 }
 rm -rf "$DEMO_DIR"
@@ -71,6 +79,25 @@ apply() { k apply --server-side --force-conflicts --field-manager="$1" -f "$2" >
 k get nodes -o wide
 say "node ready in $(elapsed)"
 
+# The emulated EC2 (moto) inside the node's namespaces, on the node's own address at an AWS endpoint's
+# port, where the AWS manager's pod reaches it (docs/maintainers/machines.md); its own process group,
+# so that the teardown reaches it through nsenter.
+region=us-east-1
+infra_id=demo
+node_ns_pid="$(sed -n 's/^node pid: //p' "$DEMO_DIR/control-plane.log")"
+node_ip="$(k get node -o jsonpath='{.items[0].status.addresses[?(@.type=="InternalIP")].address}')"
+[[ -n "$node_ns_pid" && -n "$node_ip" ]] || { echo "demo: the control plane named no node pid or address" >&2; exit 1; }
+ec2_endpoint="http://$node_ip:443"
+in_node() { /usr/bin/nsenter --target="$node_ns_pid" --net --mount --pid -- "$@"; }
+ec2() { in_node "$moto_bin/python" "$root/tools/moto/ec2.py" "$@" --endpoint "$ec2_endpoint" --region "$region"; }
+mkdir -p "$DEMO_DIR/logs"
+setsid /usr/bin/nsenter --target="$node_ns_pid" --net --mount --pid -- \
+  "$moto_bin/moto_server" -H "$node_ip" -p 443 >"$DEMO_DIR/logs/moto.log" 2>&1 &
+ec2_pid=$!
+ec2 wait --timeout 120 >/dev/null
+ami="$(ec2 seed --infra-id "$infra_id" --zones a,b,c | python3 -c 'import json, sys; print(json.load(sys.stdin)["ami"])')"
+say "the emulated EC2 at $ec2_endpoint (inside the node), with the AWS account OpenShift's installer leaves for $infra_id (image $ami)"
+
 say "what OpenShift leaves: Infrastructure/cluster on AWS, the Machine API and the worker user data"
 k apply --server-side --field-manager=openshift-installer -f - >/dev/null <<EOF
 apiVersion: config.openshift.io/v1
@@ -81,8 +108,8 @@ spec:
   platformSpec:
     type: AWS
 EOF
-k patch infrastructure cluster --subresource=status --type=merge -p '{"status":{"platform":"AWS","platformStatus":{"type":"AWS","aws":{"region":"us-east-1"}},"infrastructureName":"demo","apiServerURL":"https://api.demo.example.com:6443","apiServerInternalURI":"https://api-int.demo.example.com:6443"}}' >/dev/null
-for f in "$fixtures"/machine-api-crds/*.yaml; do apply cluster-version-operator "$f"; done
+k patch infrastructure cluster --subresource=status --type=merge -p '{"status":{"platform":"AWS","platformStatus":{"type":"AWS","aws":{"region":"'"$region"'"}},"infrastructureName":"'"$infra_id"'","apiServerURL":"https://api.demo.example.com:6443","apiServerInternalURI":"https://api-int.demo.example.com:6443"}}' >/dev/null
+for f in "$openshift_crds"/machine-api/*.yaml; do apply cluster-version-operator "$f"; done
 k create namespace openshift-machine-api --dry-run=client -o yaml | apply cluster-version-operator -
 # The Cloud Credential Operator's namespace, where the payload's CredentialsRequests go (the operator
 # itself is not here: a stand-in below mints the Secret aws's request names).
@@ -107,9 +134,9 @@ k -n openshift-machine-api create secret generic worker-user-data \
 say "the release payload, in file order, as the cluster-version operator applies it (webhooks included; providers from: $DEMO_SOURCE)"
 payload=("$root"/manifests/0000_30_capi-installer_*.yaml)
 if [[ "$DEMO_SOURCE" == transport ]]; then
-  payload+=("$fixtures"/transport-configmaps/0000_30_cluster-api_04_crd.core-cluster-api.yaml
-    "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.core-cluster-api.yaml
-    "$fixtures"/transport-configmaps/0000_30_cluster-api_04_cm.infrastructure-aws.yaml)
+  payload+=("$providers"/transport/0000_30_cluster-api_04_crd.core-cluster-api.yaml
+    "$providers"/transport/0000_30_cluster-api_04_cm.core-cluster-api.yaml
+    "$providers"/transport/0000_30_cluster-api_04_cm.infrastructure-aws.yaml)
 fi
 payload+=("$root"/manifests/0000_31_capi-controllers_*.yaml)
 # The release tooling pins every image reference to its digest (image-references): here, the images
@@ -153,13 +180,15 @@ for f in "${payload[@]}"; do
     apply cluster-version-operator "$f"
   fi
   if [[ "$(basename "$f")" == 0000_30_capi-installer_10_credentials-requests.yaml ]]; then
-    # The Cloud Credential Operator's part, played here: the Secret aws's request names, where it names it.
+    # The Cloud Credential Operator's part, played here: the Secret aws's request names, where it names
+    # it, its shared credentials file's profile pointing the AWS SDK at the emulated EC2.
     request=(k -n openshift-cloud-credential-operator get credentialsrequest openshift-cluster-api-aws -o)
     secret_ns="$("${request[@]}" jsonpath='{.spec.secretRef.namespace}')"
     secret_name="$("${request[@]}" jsonpath='{.spec.secretRef.name}')"
     echo "   (the Cloud Credential Operator's stand-in: Secret $secret_ns/$secret_name)"
     k -n "$secret_ns" create secret generic "$secret_name" \
-      --from-literal=credentials=$'[default]\naws_access_key_id = demo\naws_secret_access_key = demo\n' \
+      --from-literal=aws_access_key_id=demo --from-literal=aws_secret_access_key=demo \
+      --from-literal=credentials=$'[default]\naws_access_key_id = demo\naws_secret_access_key = demo\nendpoint_url = '"$ec2_endpoint"$'\n' \
       --dry-run=client -o yaml | apply cloud-credential-operator -
   fi
 done
@@ -231,6 +260,100 @@ spec:
     version: "3.4"
     storageType: UnencryptedUserData
 EOF
+say "a worker machine: a MachineSet as OpenShift makes one (AWSMachineTemplate, Ignition user data), scaled to one"
+zone="${region}a"
+machineset="$infra_id-worker-$zone"
+machine_start=$(date +%s)
+k apply --server-side --field-manager=demo -f - >/dev/null <<EOF
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: AWSMachineTemplate
+metadata:
+  name: $machineset
+  namespace: $ns
+spec:
+  template:
+    spec:
+      ami: {id: $ami}
+      instanceType: m6i.xlarge
+      iamInstanceProfile: $infra_id-worker-profile
+      ignition: {version: "3.4", storageType: UnencryptedUserData}
+      uncompressedUserData: true
+      subnet: {filters: [{name: "tag:Name", values: [$infra_id-subnet-private-$zone]}]}
+      additionalSecurityGroups:
+      - filters: [{name: "tag:Name", values: [$infra_id-node]}]
+      - filters: [{name: "tag:Name", values: [$infra_id-lb]}]
+      rootVolume: {size: 120, type: gp3, encrypted: true}
+      instanceMetadataOptions: {httpTokens: required, httpEndpoint: enabled, httpPutResponseHopLimit: 1, instanceMetadataTags: disabled}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineSet
+metadata:
+  name: $machineset
+  namespace: $ns
+  labels: {cluster.x-k8s.io/cluster-name: $infra_id}
+spec:
+  clusterName: $infra_id
+  replicas: 1
+  selector:
+    matchLabels: {cluster.x-k8s.io/cluster-name: $infra_id, cluster.x-k8s.io/set-name: $machineset}
+  template:
+    metadata:
+      labels: {cluster.x-k8s.io/cluster-name: $infra_id, cluster.x-k8s.io/set-name: $machineset}
+    spec:
+      clusterName: $infra_id
+      bootstrap: {dataSecretName: worker-user-data}
+      infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachineTemplate, name: $machineset}
+      failureDomain: $zone
+EOF
+machines() { k -n "$ns" get machines.cluster.x-k8s.io -l "cluster.x-k8s.io/set-name=$machineset" "$@"; }
+machine_timeout=$((machine_start + TIMEOUT))
+# No kubelet runs on the emulated instance: the Node it would register (named as a kubelet on AWS names
+# itself, with the Machine's providerID) is created here once the Machine has its address.
+until [[ "$(machines -o jsonpath='{.items[*].status.phase}')" == Running ]]; do
+  for m in $(machines -o jsonpath='{.items[*].metadata.name}'); do
+    provider_id="$(k -n "$ns" get machine.cluster.x-k8s.io "$m" -o jsonpath='{.spec.providerID}')"
+    ip="$(k -n "$ns" get machine.cluster.x-k8s.io "$m" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')"
+    if [[ -n "$provider_id" && -n "$ip" ]]; then
+      node="ip-${ip//./-}.$region.compute.internal"
+      k get node "$node" >/dev/null 2>&1 || k apply --server-side --field-manager=demo -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $node
+  labels: {node-role.kubernetes.io/worker: "", capi-installer.demo/worker: "true"}
+spec:
+  providerID: $provider_id
+EOF
+    fi
+  done
+  if (( $(date +%s) > machine_timeout )); then
+    echo "demo: the Machine is not Running after ${TIMEOUT}s:" >&2
+    machines -o wide >&2 || true
+    k -n "$ns" get awsmachines -o jsonpath='{range .items[*]}{.metadata.name}{": "}{range .status.conditions[*]}{.type}={.status} {.reason} {.message}; {end}{"\n"}{end}' >&2 || true
+    exit 1
+  fi
+  sleep 2
+done
+say "Machine Running in $(( $(date +%s) - machine_start ))s"
+machines -o custom-columns='MACHINE:.metadata.name,PHASE:.status.phase,PROVIDERID:.spec.providerID,NODE:.status.nodeRef.name'
+ec2 instances | python3 -c 'import json, sys
+for i in json.load(sys.stdin):
+    print("   instance %s: %s in %s, %s, image %s, Name %s" % (i["id"], i["state"], i["zone"], i["type"], i["image"], i["tags"].get("Name")))'
+
+say "scaled back to zero: the Machine deleted, its instance terminated"
+k -n "$ns" scale machineset.cluster.x-k8s.io "$machineset" --replicas=0 >/dev/null
+until [[ -z "$(machines -o jsonpath='{.items[*].metadata.name}')" ]]; do
+  if (( $(date +%s) > machine_timeout )); then echo "demo: the Machine is not gone after ${TIMEOUT}s" >&2; exit 1; fi
+  sleep 2
+done
+# OpenShift's cloud node lifecycle controller removes a terminated instance's Node; none runs here.
+k delete node -l capi-installer.demo/worker=true --wait=false >/dev/null
+ec2 instances | python3 -c 'import json, sys
+left = [i["id"] for i in json.load(sys.stdin) if i["state"] != "terminated"]
+print("   instances left:", ", ".join(left) if left else "none (every instance terminated)")
+sys.exit(1 if left else 0)'
+say "the machine step took $(( $(date +%s) - machine_start ))s"
+
 echo
 "$bin/capi-installer" status --kubeconfig "$KUBECONFIG" || true
 echo
@@ -239,13 +362,8 @@ echo "   export KUBECONFIG=$KUBECONFIG"
 echo "   $kubectl -n $installer_ns get pods -o wide   # the installer"
 echo "   $kubectl -n $ns get pods -o wide   # the providers and the controllers pod"
 echo "   $kubectl -n $ns logs deploy/capa-controller-manager"
-echo "   node logs: $DEMO_DIR/logs/ (kubelet, containerd, kube-proxy, ...)"
+echo "   node logs: $DEMO_DIR/logs/ (kubelet, containerd, kube-proxy, ...; moto.log: the emulated EC2's requests)"
 echo
-say "worker machines: not made by this demo"
-echo "   A MachineSet of these providers scaled to two Running Machines against an emulated EC2 (moto on"
-echo "   the node), each Machine printed with its providerID (aws:///<zone>/<instance id>), then to zero:"
-echo "   cargo test -p capi-installer --test machine -- --nocapture   (docs/maintainers/machines.md)"
-
 if [[ -n "$DEMO_ONCE" ]]; then
   say "done in $(elapsed)"
   exit 0

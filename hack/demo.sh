@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: a local control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK) with
 # the OpenShift config CRDs, Infrastructure/cluster on PLATFORM (default AWS), the release payload's
-# core CRD manifest and transport ConfigMaps, and the installer installing the providers, shown phase by
-# phase, then the controllers pod creating the InfraCluster, Cluster, kubeconfig and user data. Ctrl-C
+# core CRD manifest and transport ConfigMaps (core and aws made from their pinned modules by
+# hack/providers.sh, gcp from examples/providers), and the installer installing the providers, shown
+# phase by phase, then the controllers pod creating the InfraCluster, Cluster, kubeconfig and user data. Ctrl-C
 # tears everything down. DEMO_ONCE=1: non-interactive, exits 0 after the status table, or
 # non-zero when the ClusterOperator is not Available within 3 minutes.
 set -euo pipefail
@@ -74,23 +75,20 @@ done
 say "the providers' identities (manifests/0000_30_capi-installer_03_ceiling.yaml)"
 k apply --server-side --field-manager=cluster-version-operator -f "$root/manifests/0000_30_capi-installer_03_ceiling.yaml" >/dev/null
 
-fixtures="${DEMO_FIXTURES:-$root/../shared/fixtures/transport-configmaps}"
 payload="$DEMO_DIR/payload"
 mkdir -p "$payload"
-if [[ -d "$fixtures" ]]; then
-  say "release payload: transport ConfigMaps from ../shared/fixtures/transport-configmaps"
-  cp "$fixtures"/*.yaml "$payload/"
-else
-  say "release payload: ../shared/fixtures is absent; generating ConfigMaps from examples/providers with manifests-gen"
-  for p in core aws gcp; do
-    # shellcheck disable=SC1090
-    source "examples/providers/$p/provider.env"
-    "$bin/manifests-gen" --base-path "examples/providers/$p" --manifests-path "$payload" \
-      --provider-name "$NAME" --provider-type "$TYPE" --provider-version "$VERSION" \
-      --components "examples/providers/$p/components.yaml" --metadata "examples/providers/$p/metadata.yaml"
-  done
-  rm -rf examples/providers/*/openshift
-fi
+say "release payload: core and aws made from their pinned modules by hack/providers.sh (kustomize, the overlays in providers/, manifests-gen); gcp from examples/providers/gcp"
+# manifests-gen is built above (IMAGES_BUILT: hack/providers.sh builds nothing of this tree).
+providers="$(IMAGES_BUILT=1 hack/providers.sh)"
+cp "$providers"/transport/*.yaml "$payload/"
+# A small example for a second platform (no GCP manager is pinned here): PLATFORM=GCP installs it.
+# shellcheck disable=SC1091
+source examples/providers/gcp/provider.env
+mkdir -p "$DEMO_DIR/gcp"
+"$bin/manifests-gen" --base-path "$DEMO_DIR/gcp" --manifests-path "$payload" \
+  --provider-name "$NAME" --provider-type "$TYPE" --provider-version "$VERSION" \
+  --components examples/providers/gcp/components.yaml --metadata examples/providers/gcp/metadata.yaml \
+  2>"$DEMO_DIR/gcp/manifests-gen.log" || { cat "$DEMO_DIR/gcp/manifests-gen.log" >&2; exit 1; }
 # KWOK runs no containers: nothing would answer the providers' admission webhooks, and with
 # failurePolicy Fail every Cluster and InfraCluster would be refused. The demo's payload goes without them.
 say "removing the providers' admission webhooks from the payload (no webhook server runs under KWOK)"
@@ -163,21 +161,17 @@ k create namespace openshift-machine-api --dry-run=client -o yaml | k apply --se
 for f in manifests/0000_31_capi-controllers_0[0125]_*.yaml; do
   k apply --server-side --field-manager=cluster-version-operator -f "$f" >/dev/null
 done
-mapi_crds="$root/../shared/fixtures/machine-api-crds"
-if [[ -d "$mapi_crds" ]]; then
-  say "what OpenShift's installer leaves: the Machine API CRDs, a control-plane Machine, the worker user data"
-  for f in "$mapi_crds"/*.yaml; do k apply --server-side --field-manager=cluster-version-operator -f "$f" >/dev/null; done
-  k wait --for=condition=Established --timeout=60s crd/machines.machine.openshift.io >/dev/null
-else
-  say "../shared/fixtures/machine-api-crds is absent: no Machine API, so the InfraCluster has no provider spec"
-fi
+say "what OpenShift's installer leaves: the Machine API CRDs (github.com/openshift/api), a control-plane Machine, the worker user data"
+for f in "$(tools/openshift-api/build.sh)"/machine-api/*.yaml; do
+  k apply --server-side --field-manager=cluster-version-operator -f "$f" >/dev/null
+done
+k wait --for=condition=Established --timeout=60s crd/machines.machine.openshift.io >/dev/null
 case "$PLATFORM" in
   AWS) provider_spec='{"loadBalancers":[{"name":"demo-int","type":"network"},{"name":"demo-ext","type":"network"}]}'; infra_kind=awsclusters ;;
   GCP) provider_spec='{"projectID":"demo-project","networkInterfaces":[{"network":"demo-network"}]}'; infra_kind=gcpclusters ;;
   *) provider_spec='{}'; infra_kind="" ;;
 esac
-if [[ -d "$mapi_crds" ]]; then
-  k apply --server-side --field-manager=openshift-installer -f - >/dev/null <<EOF
+k apply --server-side --field-manager=openshift-installer -f - >/dev/null <<EOF
 apiVersion: machine.openshift.io/v1beta1
 kind: Machine
 metadata:
@@ -190,7 +184,6 @@ spec:
   providerSpec:
     value: $provider_spec
 EOF
-fi
 k -n openshift-machine-api create secret generic worker-user-data \
   --from-literal=userData='{"ignition":{"version":"3.2.0"}}' --dry-run=client -o yaml \
   | k apply --server-side --field-manager=machine-config-operator -f - >/dev/null

@@ -8,13 +8,11 @@
 #   at /capi-operator-manifests/default/ as the providers' images do (the installer's pod mounts them
 #   as image volumes):
 #     cluster-capi-controllers, aws-cluster-api-controllers  the real Cluster API core and AWS managers,
-#                                                            with the profiles of their versions (made
-#                                                            from the fixtures' transport ConfigMaps of
-#                                                            those versions: hack/profile_from_transport.py)
-#     the other providers' (no manager is built here)        the fixtures' profiles (../shared/fixtures/
-#                                                            profiles), read here, never copied into the
-#                                                            repository
-#     the rest (kube-rbac-proxy, baremetal: no profile here) a stand-in: one file saying so
+#                                                            with the profiles hack/providers.sh makes
+#                                                            from those managers' own modules (their
+#                                                            kustomize trees, the overlay in providers/,
+#                                                            manifests-gen)
+#     the rest (no manager or profile of them here)          a stand-in: one file saying so
 #   <aws-cluster-api-controllers>-next                       the same AWS manager, its profile's log level
 #                                                            raised: a next release's image, for upgrades
 #   registry.ci.openshift.org/openshift:pod                  the pod sandbox (containerd's sandbox_image)
@@ -63,17 +61,10 @@ pause_image="${installer_image%%:*}:pod"
 for v in installer_image core_image aws_image; do
   [[ -n "${!v}" ]] || { log "no $v in manifests/"; exit 1; }
 done
-fixtures="$root/../shared/fixtures"
-for need in "$fixtures/profiles" "$fixtures/transport-configmaps"; do
-  [[ -d "$need" ]] || { log "$need is missing (../shared beside the repository)"; exit 1; }
-done
-# The profiles of the two managers built here, of their versions.
-transport="$fixtures/transport-configmaps"
-mkdir -p "$work/profiles/core" "$work/profiles/aws" "$work/profiles/aws-next"
-python3 hack/profile_from_transport.py "$transport/0000_30_cluster-api_04_cm.core-cluster-api.yaml" \
-  "$core_image" "$work/profiles/core"
-python3 hack/profile_from_transport.py "$transport/0000_30_cluster-api_04_cm.infrastructure-aws.yaml" \
-  "$aws_image" AWS "$work/profiles/aws"
+# The profiles of the two managers built here, of their versions, from their sources.
+providers="$(hack/providers.sh)"
+mkdir -p "$work/profiles/aws-next"
+cp -r "$providers/profiles/core" "$providers/profiles/aws" "$work/profiles/"
 cp "$work/profiles/aws/metadata.yaml" "$work/profiles/aws-next/"
 sed 's/--v=${CAPA_LOGLEVEL:=0}/--v=2/' "$work/profiles/aws/manifests.yaml" >"$work/profiles/aws-next/manifests.yaml"
 if cmp -s "$work/profiles/aws/manifests.yaml" "$work/profiles/aws-next/manifests.yaml"; then
@@ -107,27 +98,16 @@ manager_image() {
  "layers": [{"comment": "$3", "files": [["/manager", "$managers/$2", 493]]}, $(profile_layer "$4")]},
 EOF
 }
-# Every other image of the images ConfigMap: the fixture profile whose selfImageRef it is, else a
-# stand-in that says what it is (no manager, no profile: the installer skips an image without one).
+# Every other image of the images ConfigMap: a stand-in that says what it is (no manager, no profile:
+# the installer skips an image without one).
 other_images() {
-  local key image dir d
+  local key image
   while read -r key image; do
     case "$key" in cluster-capi-controllers | aws-cluster-api-controllers) continue ;; esac
-    dir=""
-    for d in "$fixtures"/profiles/*; do
-      if [[ "$(sed -n 's/^selfImageRef: *//p' "$d/metadata.yaml")" == "$image" ]]; then dir="$d"; fi
-    done
-    if [[ -n "$dir" ]]; then
-      cat <<EOF
-{"name": "$image", "config": {"Labels": {"io.capi-installer.profile-only": "no manager of it is built here"}},
- "layers": [$(profile_layer "$dir")]},
-EOF
-    else
-      cat <<EOF
+    cat <<EOF
 {"name": "$image", "config": {"Labels": {"io.capi-installer.stand-in": "no manager or profile of it is built here"}},
  "layers": [{"comment": "a stand-in", "text": [["/stand-in", "$key: a stand-in; no manager or profile of it is built here\\n", 420]]}]},
 EOF
-    fi
   done < <(sed -n '/^data:/,$ s/^  \([a-z0-9-]*\): *\([^ ]*\)$/\1 \2/p' manifests/0000_30_capi-installer_02_images-configmap.yaml)
 }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes the image-based profile of a provider whose manager the real node runs, from the transport
-ConfigMap of the same version (the fixtures' transport ConfigMaps are the release manifests of the
-managers tools/capi-managers builds; the fixtures' profiles are of newer versions, whose flags and
-feature gates those managers refuse). The profile is what the provider image of that version would
-carry: OUT/manifests.yaml (the components, the provider's image placeholder replaced by its
-selfImageRef) and OUT/metadata.yaml (name, installOrder, ocpPlatform, selfImageRef, attributes), as
-the reference's generator writes them.
+ConfigMap of the same version (hack/providers.sh makes that ConfigMap with manifests-gen from the
+provider's pinned module, the version tools/capi-managers builds; the image-based generation of the
+reference reads a fork's newer overlay, of newer versions whose flags and feature gates those managers
+refuse). The profile is what the provider image of that version would carry: OUT/manifests.yaml (the
+components, the provider's image placeholder replaced by its selfImageRef) and OUT/metadata.yaml
+(name, installOrder, ocpPlatform, selfImageRef, attributes), as the reference's generator writes them.
 
 usage: profile_from_transport.py CONFIGMAP.yaml SELF_IMAGE_REF [OCP_PLATFORM] OUT_DIR
 """
@@ -30,7 +30,7 @@ def field(text, key, source):
 
 
 def components(text, source):
-    """The components of the zstd form (the fixtures' core and aws ConfigMaps are over 950,000 bytes)."""
+    """The components of the zstd form (core's and aws's ConfigMaps are over 950,000 bytes)."""
     packed = field(text, "components-zstd", source)
     return subprocess.run(
         ["zstd", "-d", "-c"], input=base64.b64decode(packed), check=True, capture_output=True

@@ -1,4 +1,4 @@
-//! CustomResourceDefinitions from a folder of YAML files (the OpenShift config API fixtures).
+//! CustomResourceDefinitions from a folder of YAML files (the OpenShift API module's, or a folder given).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -63,14 +63,16 @@ pub use error::Error;
 use error::{io, kube as kube_err};
 use process::{Process, Spawner};
 
-/// Which OpenShift config CRDs (`Infrastructure`, `ClusterOperator`, `ClusterVersion`, `FeatureGate`,
+/// Which OpenShift CRDs (`Infrastructure`, `ClusterOperator`, `ClusterVersion`, `FeatureGate`, `Proxy`,
 /// `ClusterAPI`; `APIServer`, the Cloud Credential Operator's `CredentialsRequest` and
 /// `CompatibilityRequirement` from [`repository_crds_dir`]) to load before [`ControlPlane::start`]
 /// returns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum OpenShiftCrds {
-    /// `<repo root>/../shared/fixtures/openshift-crds`. When that folder is missing the CRDs are
-    /// skipped with a printed reason, except with env `CI=true`, where it is an error.
+    /// The CRDs of the pinned `github.com/openshift/api` module (`tools/openshift-api/build.sh`'s
+    /// `openshift/`) and this crate's [`repository_crds_dir`]. When they cannot be had (no Go, the
+    /// module proxy unreachable) they are skipped with a printed reason, except with env `CI=true`,
+    /// where it is an error.
     #[default]
     Default,
     Skip,
@@ -369,34 +371,27 @@ impl ControlPlane {
             workloads::start(&mut cp, &bin, &files, &client).await?;
         }
 
+        let with_repository_crds = opts.openshift_crds == OpenShiftCrds::Default;
         let crd_dir = match opts.openshift_crds {
             OpenShiftCrds::Skip => None,
             OpenShiftCrds::From(dir) => Some(dir),
-            OpenShiftCrds::Default => {
-                let dir = shared_fixtures_dir().join("openshift-crds");
-                if dir.is_dir() {
-                    Some(dir)
-                } else if is_ci() {
-                    return Err(Error::State {
-                        dir: cp.dir.clone(),
-                        message: format!("OpenShift CRDs: {} is missing (CI=true)", dir.display()),
-                    });
-                } else {
-                    eprintln!(
-                        "control-plane: OpenShift CRDs not loaded: {} is missing",
-                        dir.display()
-                    );
+            OpenShiftCrds::Default => match openshift_api_crds_dir() {
+                Ok(dir) => Some(dir.join("openshift")),
+                Err(e) if is_ci() => return Err(e),
+                Err(e) => {
+                    eprintln!("control-plane: OpenShift CRDs not loaded: {e}");
                     None
                 }
-            }
+            },
         };
         if let Some(crd_dir) = crd_dir {
             let mut crds = crds::read_dir(&crd_dir)?;
-            // The CRDs the fixtures lack, kept in this repository as test data (APIServer, for the TLS
-            // profile; CredentialsRequest, for the release's requests of cloud credentials;
-            // CompatibilityRequirement, for other users' pins on provider CRDs); with the fixtures'
-            // only, as a folder given instead replaces both.
-            if crd_dir == shared_fixtures_dir().join("openshift-crds") {
+            // The CRDs the module lacks, kept in this repository (APIServer, at the feature set whose
+            // TLS profile fields the installer reads; CredentialsRequest, the Cloud Credential
+            // Operator's, for the release's requests of cloud credentials; CompatibilityRequirement,
+            // for other users' pins on provider CRDs); with the module's only, as a folder given
+            // instead replaces both.
+            if with_repository_crds {
                 crds.extend(crds::read_dir(&repository_crds_dir())?);
             }
             let apply = crds::apply_and_wait(&client, &crds, CRD_TIMEOUT);
@@ -927,15 +922,15 @@ fn is_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
-/// Path of a file or folder under `../shared/fixtures` (relative to the repository root). `None`,
-/// with the reason printed, when it is absent; with env `CI=true` an absent fixture panics instead,
-/// because CI must fail rather than skip.
-/// This crate's `openshift-crds/`: OpenShift config CRDs that `../shared/fixtures/openshift-crds` does
-/// not have, loaded with those (see [`OpenShiftCrds::Default`]).
+/// This crate's `openshift-crds/`: OpenShift CRDs that the pinned `github.com/openshift/api` module
+/// does not give, loaded with its (see [`OpenShiftCrds::Default`]).
 pub fn repository_crds_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("openshift-crds")
 }
 
+/// Path of a file or folder under `../shared/fixtures` (relative to the repository root). `None`,
+/// with the reason printed, when it is absent; with env `CI=true` an absent fixture panics instead,
+/// because CI must fail rather than skip.
 pub fn shared_fixture(relative: &str) -> Option<PathBuf> {
     let path = shared_fixtures_dir().join(relative);
     if path.exists() {
@@ -1007,6 +1002,19 @@ pub(crate) fn built_bin_dir(
         .ok_or_else(|| build_err("printed no folder".into()))?;
     *built = Some(dir.clone());
     Ok(dir)
+}
+
+/// The OpenShift CRDs of the pinned `github.com/openshift/api` module: env `CAPI_OPENSHIFT_CRDS_DIR`
+/// when set, else what `tools/openshift-api/build.sh` prints (it fetches the module through the Go
+/// module proxy on first use). Its `openshift/` holds the config and operator CRDs a cluster has
+/// before any operator runs, `machine-api/` the Machine API's.
+fn openshift_api_crds_dir() -> Result<PathBuf, Error> {
+    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
+    built_bin_dir(
+        "CAPI_OPENSHIFT_CRDS_DIR",
+        repo_root().join("tools/openshift-api/build.sh"),
+        &BUILT,
+    )
 }
 
 /// The OCI image layout of the real node's images: env `CAPI_IMAGES_DIR` when set, else

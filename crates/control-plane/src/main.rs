@@ -31,7 +31,8 @@ struct StartArgs {
     /// The OCI image layout of hack/images.sh (default: $CARGO_TARGET_DIR/images or target/images).
     #[arg(long, requires = "with_node")]
     images: Option<PathBuf>,
-    /// Folder of OpenShift CRDs to load (default: ../shared/fixtures/openshift-crds).
+    /// Folder of OpenShift CRDs to load (default: the pinned github.com/openshift/api module's, from
+    /// tools/openshift-api/build.sh, and crates/control-plane/openshift-crds).
     #[arg(long, conflicts_with = "skip_openshift_crds")]
     openshift_crds: Option<PathBuf>,
     #[arg(long)]
@@ -98,6 +99,11 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("start the control plane in {}", dir.display()))?;
             println!("kubeconfig: {}", cp.kubeconfig_path().display());
+            // Where a script enters the node's namespaces (hack/demo-node.sh runs the emulated EC2
+            // there).
+            if let Some(pid) = cp.node_pid() {
+                println!("node pid: {pid}");
+            }
             let mut term = signal(SignalKind::terminate())?;
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
