@@ -164,11 +164,13 @@ async fn a_machineset_makes_worker_machines_in_the_emulated_ec2() {
     // A worker MachineSet as OpenShift makes one, at zero replicas, then scaled to two.
     let name = format!("{infra_id}-worker-{zone}");
     let machine_sets = namespaced(&admin, NS, &machine_set_resource());
-    apply(
+    // Right after Available, the AWS webhook's endpoint may not be reachable yet.
+    apply_through_webhooks(
         &admin,
         &aws_machine_template_resource(),
         &aws_machine_template(&name, &infra_id, &zone, &account.ami),
         MANAGER,
+        T,
     )
     .await;
     apply(

@@ -55,6 +55,49 @@ pub async fn apply(client: &Client, r: &ApiResource, obj: &Value, manager: &str)
     .unwrap_or_else(|e| panic!("applying {} {name}: {e}", r.kind))
 }
 
+/// [`apply`], retried while the API server cannot reach the object's admission webhook: a provider
+/// just reported Available may still be missing from its Service's endpoints, or from the node's
+/// NetworkPolicy rules, for a moment. Any other error, or `timeout` passed, fails.
+pub async fn apply_through_webhooks(
+    client: &Client,
+    r: &ApiResource,
+    obj: &Value,
+    manager: &str,
+    timeout: std::time::Duration,
+) -> DynamicObject {
+    let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+    let api: Api<DynamicObject> = match obj["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, r),
+        None => Api::all_with(client.clone(), r),
+    };
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match api
+            .patch(
+                &name,
+                &PatchParams::apply(manager).force(),
+                &Patch::Apply(obj),
+            )
+            .await
+        {
+            Ok(applied) => return applied,
+            Err(e)
+                if e.to_string().contains("failed calling webhook")
+                    && std::time::Instant::now() < deadline =>
+            {
+                // The webhook's Service has no reachable endpoint yet.
+                eprintln!(
+                    "{} {name}: webhook not reachable yet, retrying: {e}",
+                    r.kind
+                );
+                // Polled: a refused connection comes back at once.
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            Err(e) => panic!("applying {} {name}: {e}", r.kind),
+        }
+    }
+}
+
 /// Namespace `ns`, as the release payload creates it.
 pub async fn ensure_namespace(client: &Client, ns: &str) {
     apply(
