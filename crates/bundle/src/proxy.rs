@@ -220,15 +220,16 @@ fn items_mut(v: Option<&mut Value>) -> impl Iterator<Item = &mut Value> {
     v.and_then(Value::as_array_mut).into_iter().flatten()
 }
 
-/// Keeps the entries of list `key` of `object` that `keep`; a list left empty is removed, as the
-/// bundle had none.
+/// Keeps the entries of list `key` of `object` that `keep`; a list that only the proxy's entries
+/// filled is removed, as the bundle had none (an empty list the bundle wrote stays).
 fn retain(object: &mut Value, key: &str, keep: impl Fn(&Value) -> bool) {
     let Some(map) = object.as_object_mut() else {
         return;
     };
     if let Some(Value::Array(list)) = map.get_mut(key) {
+        let before = list.len();
         list.retain(keep);
-        if list.is_empty() {
+        if list.is_empty() && before > 0 {
             map.remove(key);
         }
     }

@@ -67,6 +67,7 @@ use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configmap};
 use crate::tls;
 use crate::unmanaged::{self, Unmanaged, UnmanagedError};
+use capi_compat::{Requirement, RequirementError};
 use capi_runtime::optional_watch::{OptionalKind, Wake};
 use capi_runtime::trigger::spawn_trigger;
 use capi_status::cluster_api::{self, Recording};
@@ -194,6 +195,9 @@ struct Asked {
     requests: desired::Requests,
     desired: Desired,
     unmanaged: Result<Unmanaged, UnmanagedError>,
+    /// The `CompatibilityRequirement` objects, each as read (once a pass: judged on the providers'
+    /// CRDs, reported on).
+    requirements: Vec<(Arc<DynamicObject>, Result<Requirement, RequirementError>)>,
 }
 
 /// What installing the wanted providers came to, for the pass's report.
@@ -498,7 +502,15 @@ impl Installer {
         let asked = self.gather();
         self.reconciler.inventories().repair().await;
         let installed = match &asked.desired {
-            Desired::Install(wants) => self.install(wants, &asked.unmanaged, &changes).await,
+            Desired::Install(wants) => {
+                let requirements = asked
+                    .requirements
+                    .iter()
+                    .filter_map(|(_, read)| read.as_ref().ok().cloned())
+                    .collect();
+                self.install(wants, &asked.unmanaged, requirements, &changes)
+                    .await
+            }
             _ => {
                 *self.last_pass.lock().expect("last pass") = None;
                 Installed::default()
@@ -551,6 +563,16 @@ impl Installer {
             requests,
             desired,
             unmanaged: self.unmanaged(),
+            requirements: self
+                .requirements
+                .objects()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|o| {
+                    let value = serde_json::to_value(&*o).expect("an object serializes");
+                    (o, Requirement::read(&value))
+                })
+                .collect(),
         }
     }
 
@@ -601,8 +623,7 @@ impl Installer {
         };
         self.report_providers(&observed, &asked.objects, &asked.requested, requests)
             .await;
-        let requirements = self.requirements.objects().unwrap_or_default();
-        report::requirements::write_all(&self.client, &requirements).await;
+        report::requirements::write_all(&self.client, &asked.requirements).await;
         let next = match self.report_operator(&observed).await {
             Ok(()) => outcomes[installed.selected..]
                 .iter()
@@ -741,19 +762,6 @@ impl Installer {
         self.catalogs.iter().find_map(|c| c.image_component(id))
     }
 
-    /// The `CompatibilityRequirement`s that can be read (one that cannot is reported on its own status,
-    /// [`report::requirements`], and asks nothing of the providers' CRDs).
-    fn requirements(&self) -> Vec<capi_compat::Requirement> {
-        let objects = self.requirements.objects().unwrap_or_default();
-        objects
-            .iter()
-            .filter_map(|o| {
-                let value = serde_json::to_value(&**o).expect("an object serializes");
-                capi_compat::Requirement::read(&value).ok()
-            })
-            .collect()
-    }
-
     /// The unmanaged CRDs of `ClusterAPI/cluster` (none when the object or its kind does not exist).
     fn unmanaged(&self) -> Result<Unmanaged, UnmanagedError> {
         let objects = self.cluster_api.objects().unwrap_or_default();
@@ -766,6 +774,7 @@ impl Installer {
         &self,
         wants: &Wants,
         unmanaged: &Result<Unmanaged, UnmanagedError>,
+        requirements: Vec<Requirement>,
         changes: &Changes,
     ) -> Installed {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
@@ -785,7 +794,8 @@ impl Installer {
         let mut ctx = self.reconciler.context().clone();
         (ctx.substitutions, ctx.unavailable) =
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
-        ctx.requirements = self.requirements();
+        // Those that can be read; one that cannot is reported on its own status and asks nothing.
+        ctx.requirements = requirements;
         let proxy = self.proxy.objects().unwrap_or_default();
         ctx.proxy = ClusterProxy::read(
             proxy

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use capi_compat::Requirement;
+use capi_compat::{Requirement, RequirementError};
 use capi_openshift::resources::{COMPATIBILITY_REQUIREMENT, api_resource, api_version};
 use capi_status::provider::differs;
 use capi_status::requirement::{Observed, status};
@@ -16,28 +16,33 @@ use serde_json::json;
 
 use crate::names::FIELD_MANAGER;
 
-/// Every requirement's status, each written when it changed.
-pub(crate) async fn write_all(client: &Client, requirements: &[Arc<DynamicObject>]) {
-    for object in requirements {
-        let name = object.metadata.name.clone().unwrap_or_default();
-        if let Err(e) = write(client, object).await {
+/// Every requirement's status (each as read, [`Requirement::read`]), each written when it changed.
+pub(crate) async fn write_all(
+    client: &Client,
+    requirements: &[(Arc<DynamicObject>, Result<Requirement, RequirementError>)],
+) {
+    for (object, read) in requirements {
+        if let Err(e) = write(client, object, read).await {
+            let name = object.metadata.name.as_deref().unwrap_or_default();
             tracing::warn!(requirement = %name, error = %e, "cannot write CompatibilityRequirement status");
         }
     }
 }
 
-async fn write(client: &Client, object: &DynamicObject) -> Result<(), kube::Error> {
+async fn write(
+    client: &Client,
+    object: &DynamicObject,
+    read: &Result<Requirement, RequirementError>,
+) -> Result<(), kube::Error> {
     let name = object.metadata.name.clone().unwrap_or_default();
-    let value = serde_json::to_value(object).expect("an object serializes");
-    let read = Requirement::read(&value);
-    let crd = match &read {
+    let crd = match read {
         Ok(requirement) => Api::<CustomResourceDefinition>::all(client.clone())
             .get_opt(&requirement.crd_name)
             .await?
             .map(|crd| serde_json::to_value(crd).expect("an object serializes")),
         Err(_) => None,
     };
-    let observed = match &read {
+    let observed = match read {
         Ok(requirement) => Observed::Read {
             requirement,
             crd: crd.as_ref(),
