@@ -114,7 +114,7 @@ progress() {
 say "building what the demo runs, side by side (logs: $builds/): the Rust binaries, Kubernetes, the managers, containerd, the NetworkPolicy agent, kustomize, the OpenShift CRDs, moto"
 build cargo "cargo build -p control-plane -p capi-installer -p capi-controllers -p manifests-gen" \
   cargo build --locked -p control-plane -p capi-installer -p capi-controllers -p manifests-gen
-build control-plane "tools/control-plane/build.sh: Kubernetes, etcd, kwok" tools/control-plane/build.sh
+build control-plane "tools/control-plane/build.sh --without-kwok: Kubernetes and etcd" tools/control-plane/build.sh --without-kwok
 build capi-managers "tools/capi-managers/build.sh: the Cluster API core and AWS managers" tools/capi-managers/build.sh
 build containerd "tools/containerd/build.sh" tools/containerd/build.sh
 build network-policies "tools/network-policies/build.sh" tools/network-policies/build.sh
