@@ -67,8 +67,10 @@ build() {
   build_start[$name]=$(date +%s)
   build_what[$name]="$what"
   build_order+=("$name")
-  # The exit code and the end time, into NAME.rc when it ends.
-  setsid bash -c '"$@" >"$0.out" 2>"$0.log"; echo "$? $(date +%s)" >"$0.rc"' "$builds/$name" "$@" </dev/null &
+  # The exit code and the end time into NAME.rc when it ends; a failure signals this script at once
+  # (USR1), whichever build it is waiting for.
+  setsid bash -c '"$@" >"$0.out" 2>"$0.log"; rc=$?; echo "$rc $(date +%s)" >"$0.rc"
+    if [ "$rc" != 0 ]; then kill -USR1 '"$$"'; fi' "$builds/$name" "$@" </dev/null &
   build_pid[$name]=$!
 }
 ticker_pid=""
@@ -80,19 +82,29 @@ stop_builds() {
   done
   for name in "${build_order[@]}"; do wait "${build_pid[$name]}" 2>/dev/null || true; done
 }
-# Waits for one build; its folder (the build's stdout) into the variable named $2. On a failure: the
-# log's tail, one line naming what failed and what to do, the other builds ended, exit 1.
+# A failed build: the other builds ended, its log's tail, one line naming what failed and what to do,
+# exit 1.
+build_failed() {
+  local name="$1" rc="$2"
+  stop_builds
+  echo "--- the last lines of $builds/$name.log:" >&2
+  tail -n 25 "$builds/$name.log" >&2
+  echo "demo: building $name failed (${build_what[$name]}, exit $rc); the log's tail is above, the whole log in $builds/$name.log: mend what it names (a missing tool, the network or the module proxy) and run make demo again" >&2
+  exit 1
+}
+# The first failed build, when one signals (USR1).
+on_failure() {
+  local name rc end
+  for name in "${build_order[@]}"; do
+    if read -r rc end 2>/dev/null <"$builds/$name.rc" && [[ "$rc" != 0 ]]; then build_failed "$name" "$rc"; fi
+  done
+}
+# Waits for one build; its folder (the build's stdout) into the variable named $2.
 await() {
   local name="$1" rc end
   wait "${build_pid[$name]}" 2>/dev/null || true
-  read -r rc end <"$builds/$name.rc" 2>/dev/null || { rc=1; end=$(date +%s); }
-  if [[ "$rc" != 0 ]]; then
-    stop_builds
-    echo "--- the last lines of $builds/$name.log:" >&2
-    tail -n 25 "$builds/$name.log" >&2
-    echo "demo: building $name failed (${build_what[$name]}, exit $rc); the log's tail is above, the whole log in $builds/$name.log: mend what it names (a missing tool, the network or the module proxy) and run make demo again" >&2
-    exit 1
-  fi
+  read -r rc end 2>/dev/null <"$builds/$name.rc" || { rc=1; end=$(date +%s); }
+  if [[ "$rc" != 0 ]]; then build_failed "$name" "$rc"; fi
   printf '   built %-16s in %s\n' "$name" "$(since "${build_start[$name]}" "$end")"
   if [[ -n "${2:-}" ]]; then printf -v "$2" '%s' "$(tail -n 1 "$builds/$name.out")"; fi
 }
@@ -111,6 +123,9 @@ progress() {
     [[ -n "$running" ]] && echo "   still building: $running"
   done
 }
+trap 'stop_builds' EXIT
+trap 'exit 130' INT TERM
+trap on_failure USR1
 say "building what the demo runs, side by side (logs: $builds/): the Rust binaries, Kubernetes, the managers, containerd, the NetworkPolicy agent, kustomize, the OpenShift CRDs, moto"
 build cargo "cargo build -p control-plane -p capi-installer -p capi-controllers -p manifests-gen" \
   cargo build --locked -p control-plane -p capi-installer -p capi-controllers -p manifests-gen
@@ -123,8 +138,6 @@ build openshift-api "tools/openshift-api/build.sh: the OpenShift CRDs from githu
 build moto "tools/moto/build.sh: moto from PyPI" tools/moto/build.sh
 progress &
 ticker_pid=$!
-trap 'stop_builds' EXIT
-trap 'exit 130' INT TERM
 # In the order the next steps need them; the images need the managers, kustomize and the Rust binaries.
 await kustomize
 await openshift-api openshift_crds
@@ -144,7 +157,7 @@ await network-policies CAPI_NETWORK_POLICIES_BIN_DIR
 await control-plane cp_bin
 await moto moto_bin
 stop_builds
-trap - EXIT INT TERM
+trap - EXIT INT TERM USR1
 say "built everything in $(since "$t0")"
 export CAPI_CONTAINERD_BIN_DIR CAPI_NETWORK_POLICIES_BIN_DIR
 kubectl="$cp_bin/kubectl"
