@@ -84,8 +84,9 @@ test: prerequisites node-prerequisites
 # The main job on a real node (hack/demo-node.sh): the release payload applied as the cluster-version
 # operator would, the installer and the real providers running as pods, core and aws installed from
 # the profiles in their images (image volumes). DEMO_ONCE=1 to exit at the end; DEMO_SOURCE=transport
-# to install from the transport ConfigMaps instead.
-demo: control-plane-bin containerd-bin network-policies-bin node-prerequisites
+# to install from the transport ConfigMaps instead. The script builds what it runs, side by side (the
+# Go builds, moto and one cargo build at once), and prints each build's time.
+demo: prerequisites node-prerequisites
 	hack/demo-node.sh
 
 # The demo on KWOK (a simulated node: no container runs, the providers' webhooks are dropped); quicker.

@@ -15,6 +15,9 @@
 # image (--without-image-volumes).
 # Everything comes from this repository and the pinned Go modules (tools/): the providers' sources
 # (hack/providers.sh), the OpenShift CRDs (tools/openshift-api), the binaries.
+# No fixed port on the host: etcd, the API server, the registry and moto listen inside the node's network
+# namespace; the one host socket, the API server's proxy, is a free loopback port the kernel picks. Two
+# demos (of two work trees) can run at once.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,21 +39,130 @@ installer_ns=$(sed -n 's/^  name: *//p' manifests/0000_30_capi-installer_00_name
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 elapsed() { echo "$(( $(date +%s) - start ))s"; }
+# Minutes and seconds from $1 to $2 (epoch seconds; $2 now when not given).
+since() { local s=$(( ${2:-$(date +%s)} - $1 )); if (( s >= 60 )); then echo "$((s / 60))m$((s % 60))s"; else echo "${s}s"; fi; }
+t0=$(date +%s)
 
 command -v go >/dev/null || { echo "demo: go not found; install Go 1.26 or newer (the binaries, kustomize and the providers' sources come from Go modules)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "demo: python3 not found; install Python 3 (hack/ writes the images and the profiles with it)" >&2; exit 1; }
 hack/node-prerequisites.sh
-say "building (cargo build -p control-plane, containerd) and the images (hack/images.sh: the installer, the managers and every provider image with its profile made from the provider's module by hack/providers.sh, the sandbox)"
-cargo build --locked -q -p control-plane
-images="$(hack/images.sh)"
+
+# The builds, side by side. Everything below needs them all before the node starts (the control plane,
+# the node's containerd and NetworkPolicy agent, the images with the managers and the profiles, the
+# OpenShift CRDs), moto seconds after; on an empty 2-core machine one after another they left a core
+# idle through every download, link and single-threaded step (23.5 minutes, issue 47). Each is its own
+# process group, so that a failure or Ctrl-C ends every one of them (go and cargo children included).
+# The Rust binaries the demo runs in one `cargo build`: one feature set for their shared dependencies,
+# compiled once (hack/images.sh and hack/providers.sh take them with IMAGES_BUILT=1). Nothing else is
+# built: no tests, no other binary. The tools' caches each hold their own lock, so a `make test` or
+# another work tree building the same set waits for it instead of building it twice.
+builds="$target/demo-builds"
+rm -rf "$builds"
+mkdir -p "$builds"
+declare -A build_pid build_start build_what
+build_order=()
+build() {
+  local name="$1" what="$2"
+  shift 2
+  build_start[$name]=$(date +%s)
+  build_what[$name]="$what"
+  build_order+=("$name")
+  # The exit code and the end time into NAME.rc when it ends; a failure signals this script at once
+  # (USR1), whichever build it is waiting for.
+  setsid bash -c '"$@" >"$0.out" 2>"$0.log"; rc=$?; echo "$rc $(date +%s)" >"$0.rc"
+    if [ "$rc" != 0 ]; then kill -USR1 '"$$"'; fi' "$builds/$name" "$@" </dev/null &
+  build_pid[$name]=$!
+}
+ticker_pid=""
+stop_builds() {
+  local name
+  if [[ -n "$ticker_pid" ]]; then kill "$ticker_pid" 2>/dev/null || true; wait "$ticker_pid" 2>/dev/null || true; ticker_pid=""; fi
+  for name in "${build_order[@]}"; do
+    if [[ ! -e "$builds/$name.rc" ]]; then kill -- "-${build_pid[$name]}" 2>/dev/null || true; fi
+  done
+  for name in "${build_order[@]}"; do wait "${build_pid[$name]}" 2>/dev/null || true; done
+}
+# A failed build: the other builds ended, its log's tail, one line naming what failed and what to do,
+# exit 1.
+build_failed() {
+  local name="$1" rc="$2"
+  stop_builds
+  echo "--- the last lines of $builds/$name.log:" >&2
+  tail -n 25 "$builds/$name.log" >&2
+  echo "demo: building $name failed (${build_what[$name]}, exit $rc); the log's tail is above, the whole log in $builds/$name.log: mend what it names (a missing tool, the network or the module proxy) and run make demo again" >&2
+  exit 1
+}
+# The first failed build, when one signals (USR1).
+on_failure() {
+  local name rc end
+  for name in "${build_order[@]}"; do
+    if read -r rc end 2>/dev/null <"$builds/$name.rc" && [[ "$rc" != 0 ]]; then build_failed "$name" "$rc"; fi
+  done
+}
+# Waits for one build; its folder (the build's stdout) into the variable named $2.
+await() {
+  local name="$1" rc end
+  wait "${build_pid[$name]}" 2>/dev/null || true
+  read -r rc end 2>/dev/null <"$builds/$name.rc" || { rc=1; end=$(date +%s); }
+  if [[ "$rc" != 0 ]]; then build_failed "$name" "$rc"; fi
+  printf '   built %-16s in %s\n' "$name" "$(since "${build_start[$name]}" "$end")"
+  if [[ -n "${2:-}" ]]; then printf -v "$2" '%s' "$(tail -n 1 "$builds/$name.out")"; fi
+}
+# Every 30 s while builds run: which are still running and for how long.
+progress() {
+  local name running tick=""
+  trap '[[ -n "$tick" ]] && kill "$tick" 2>/dev/null; exit 0' TERM
+  while true; do
+    sleep 30 &
+    tick=$!
+    wait "$tick"
+    running=""
+    for name in "${build_order[@]}"; do
+      [[ -e "$builds/$name.rc" ]] || running+="${running:+, }$name ($(since "${build_start[$name]}"))"
+    done
+    [[ -n "$running" ]] && echo "   still building: $running"
+  done
+}
+trap 'stop_builds' EXIT
+trap 'exit 130' INT TERM
+trap on_failure USR1
+say "building what the demo runs, side by side (logs: $builds/): the Rust binaries, Kubernetes, the managers, containerd, the NetworkPolicy agent, kustomize, the OpenShift CRDs, moto"
+build cargo "cargo build -p control-plane -p capi-installer -p capi-controllers -p manifests-gen" \
+  cargo build --locked -p control-plane -p capi-installer -p capi-controllers -p manifests-gen
+build control-plane "tools/control-plane/build.sh --without-kwok: Kubernetes and etcd" tools/control-plane/build.sh --without-kwok
+build capi-managers "tools/capi-managers/build.sh: the Cluster API core and AWS managers" tools/capi-managers/build.sh
+build containerd "tools/containerd/build.sh" tools/containerd/build.sh
+build network-policies "tools/network-policies/build.sh" tools/network-policies/build.sh
+build kustomize "tools/kustomize/build.sh" tools/kustomize/build.sh
+build openshift-api "tools/openshift-api/build.sh: the OpenShift CRDs from github.com/openshift/api" tools/openshift-api/build.sh
+build moto "tools/moto/build.sh: moto from PyPI" tools/moto/build.sh
+progress &
+ticker_pid=$!
+# In the order the next steps need them; the images need the managers, kustomize and the Rust binaries.
+await kustomize
+await openshift-api openshift_crds
+await cargo
+await capi-managers
+phase=$(date +%s)
+images="$(IMAGES_BUILT=1 hack/images.sh 2>"$builds/images.log")" || {
+  stop_builds
+  cat "$builds/images.log" >&2
+  echo "demo: hack/images.sh failed (output above; log: $builds/images.log)" >&2
+  exit 1
+}
+echo "   made the images and the providers' profiles (hack/images.sh, hack/providers.sh) in $(since "$phase")"
 providers="$target/providers"
-openshift_crds="$(tools/openshift-api/build.sh)"
-cp_bin="$(tools/control-plane/build.sh)"
-moto_bin="$(tools/moto/build.sh)"
-CAPI_CONTAINERD_BIN_DIR="$(tools/containerd/build.sh)"
-export CAPI_CONTAINERD_BIN_DIR
+await containerd CAPI_CONTAINERD_BIN_DIR
+await network-policies CAPI_NETWORK_POLICIES_BIN_DIR
+await control-plane cp_bin
+await moto moto_bin
+stop_builds
+trap - EXIT INT TERM USR1
+say "built everything in $(since "$t0")"
+export CAPI_CONTAINERD_BIN_DIR CAPI_NETWORK_POLICIES_BIN_DIR
 kubectl="$cp_bin/kubectl"
 export CAPI_CONTROL_PLANE_BIN_DIR="$cp_bin"
+export CAPI_OPENSHIFT_CRDS_DIR="$openshift_crds"
 
 node_pid=""
 ec2_pid=""
@@ -210,7 +322,7 @@ until [[ "$(condition Available status)" == True ]]; do
   fi
   sleep 2
 done
-say "Available in $(elapsed): $(condition Available message)"
+say "Available in $(elapsed) after the node started, $(since "$t0") after the demo started: $(condition Available message)"
 k -n "$installer_ns" get deployments,pods -o wide
 k -n "$ns" get deployments,pods -o wide
 if [[ "$DEMO_SOURCE" == profiles ]]; then
