@@ -1,29 +1,20 @@
 //! CRD compatibility requirements respected before the first write (issue 49): a provider's CRDs
-//! judged against every `CompatibilityRequirement` that pins them ([`capi_compat::judge`], the one
-//! judgement the requirements' `Compatible` condition uses too). A requirement whose
-//! `customResourceDefinitionSchemaValidation.action` is `Deny` refuses the provider's version whole —
-//! nothing of it is written, and the installer keeps the last good version running — with every
-//! finding named; `Warn` lets it apply and reports the findings. A requirement without that stanza asks
-//! nothing of CRD changes.
+//! judged against every `CompatibilityRequirement` that pins them ([`capi_compat::crd_write`], the one
+//! verdict admission gives other writers, over the judgement the requirements' `Compatible` condition
+//! uses too). A requirement whose `customResourceDefinitionSchemaValidation.action` is `Deny` refuses
+//! the provider's version whole — nothing of it is written, and the installer keeps the last good
+//! version running — with every finding named; `Warn` lets it apply and reports the findings. A
+//! requirement without that stanza asks nothing of CRD changes.
 
-use capi_compat::{Action, Finding, Requirement};
+use capi_compat::{Requirement, Verdict, crd_write};
 use kube_core::DynamicObject;
-
-/// What the requirements say of one provider's CRDs.
-#[derive(Debug, Default, PartialEq)]
-pub struct Judged {
-    /// Findings of requirements whose action is Deny: the version is refused.
-    pub denied: Vec<Finding>,
-    /// Findings of requirements whose action is Warn: applied, and reported.
-    pub warned: Vec<Finding>,
-}
 
 /// Every CRD among `objects` judged against the requirements that pin it (by name).
 pub fn judge<'a>(
     objects: impl IntoIterator<Item = &'a DynamicObject>,
     requirements: &[Requirement],
-) -> Judged {
-    let mut judged = Judged::default();
+) -> Verdict {
+    let mut verdict = Verdict::default();
     for object in objects {
         let is_crd = object.types.as_ref().is_some_and(|t| {
             t.kind == "CustomResourceDefinition" && t.api_version == "apiextensions.k8s.io/v1"
@@ -31,20 +22,12 @@ pub fn judge<'a>(
         let Some(name) = object.metadata.name.as_deref().filter(|_| is_crd) else {
             continue;
         };
-        let pinning = requirements.iter().filter(|r| r.crd_name == name);
-        for requirement in pinning {
-            let Some(action) = requirement.crd_action else {
-                continue;
-            };
+        if requirements.iter().any(|r| r.crd_name == name) {
             let candidate = serde_json::to_value(object).expect("an object serializes");
-            let findings = capi_compat::judge(requirement, &candidate);
-            match action {
-                Action::Deny => judged.denied.extend(findings),
-                Action::Warn => judged.warned.extend(findings),
-            }
+            verdict.extend(crd_write(requirements, name, Some(&candidate)));
         }
     }
-    judged
+    verdict
 }
 
 #[cfg(test)]
@@ -64,19 +47,17 @@ mod tests {
         })
     }
 
-    fn requirement(name: &str, action: Option<&str>) -> Requirement {
+    fn requirement(name: &str) -> Requirement {
         let pinned = crd(json!({"size": {"type": "string"}, "zone": {"type": "string"}}));
-        let mut object = json!({
+        Requirement::read(&json!({
             "apiVersion": "apiextensions.openshift.io/v1alpha1", "kind": "CompatibilityRequirement",
             "metadata": {"name": name},
             "spec": {"compatibilitySchema": {
                 "customResourceDefinition": {"type": "YAML", "data": serde_json::to_string(&pinned).unwrap()},
-                "requiredVersions": {"defaultSelection": "StorageOnly"}}},
-        });
-        if let Some(action) = action {
-            object["spec"]["customResourceDefinitionSchemaValidation"] = json!({"action": action});
-        }
-        Requirement::read(&object).unwrap()
+                "requiredVersions": {"defaultSelection": "StorageOnly"}},
+                "customResourceDefinitionSchemaValidation": {"action": "Deny"}},
+        }))
+        .unwrap()
     }
 
     fn object(value: Value) -> DynamicObject {
@@ -84,36 +65,17 @@ mod tests {
     }
 
     #[test]
-    fn deny_refuses_warn_reports_and_no_action_asks_nothing() {
-        let requirements = [
-            requirement("hypershift-pins-gadgets", Some("Deny")),
-            requirement("acm-watches-gadgets", Some("Warn")),
-            requirement("only-objects", None),
-        ];
+    fn only_the_bundles_crds_are_judged_each_by_its_name() {
+        let requirements = [requirement("hypershift-pins-gadgets")];
         // `zone` removed, `size` now an integer.
         let broken = object(crd(json!({"size": {"type": "integer"}})));
+        // Another kind under the pinned CRD's name is not a CRD.
         let other: DynamicObject = object(
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gadgets.infrastructure.cluster.x-k8s.io"}}),
         );
-        let judged = judge([&broken, &other], &requirements);
-        let denied: Vec<String> = judged.denied.iter().map(ToString::to_string).collect();
-        assert_eq!(denied.len(), 2, "{denied:#?}");
-        assert!(denied.iter().all(|d| d.starts_with(
-            "CompatibilityRequirement hypershift-pins-gadgets: gadgets.infrastructure.cluster.x-k8s.io version v1beta2, spec."
-        )));
-        assert!(denied.iter().any(|d| d.contains("spec.zone")));
-        assert!(denied.iter().any(|d| d.contains("spec.size")));
-        assert_eq!(judged.warned.len(), 2);
-        assert!(
-            judged
-                .warned
-                .iter()
-                .all(|f| f.requirement == "acm-watches-gadgets")
-        );
-        // The pinned CRD itself, or one that only adds a field, breaks nothing.
-        let grown = object(crd(
-            json!({"size": {"type": "string"}, "zone": {"type": "string"}, "new": {"type": "string"}}),
-        ));
-        assert_eq!(judge([&grown], &requirements), Judged::default());
+        let verdict = judge([&broken, &other], &requirements);
+        assert_eq!(verdict.denied.len(), 2, "{verdict:#?}");
+        assert!(verdict.warned.is_empty());
+        assert_eq!(judge([&other], &requirements), Verdict::default());
     }
 }

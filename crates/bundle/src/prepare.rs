@@ -561,15 +561,15 @@ pub(crate) fn plan_rendered(
     }
     let digest = digest(&inputs);
     let mut problems = rendered.problems;
-    let judged = compatibility::judge(inputs.iter().map(|i| &i.object), &ctx.requirements);
-    if !judged.denied.is_empty() {
+    let verdict = compatibility::judge(inputs.iter().map(|i| &i.object), &ctx.requirements);
+    if !verdict.denied.is_empty() {
         problems.push(RenderError::Incompatible {
             origin: rendered
                 .origins
                 .first()
                 .map(|o| o.source.clone())
                 .unwrap_or_default(),
-            findings: judged.denied.iter().map(ToString::to_string).collect(),
+            findings: verdict.denied.iter().map(ToString::to_string).collect(),
         });
     }
     // A set that cannot even be planned (an unknown kind, a duplicate) is reported as such, with the
@@ -596,7 +596,7 @@ pub(crate) fn plan_rendered(
         reference_id: rendered.reference_id,
         dropped_short_names: Vec::new(),
         stored,
-        compatibility_warnings: judged.warned.iter().map(ToString::to_string).collect(),
+        compatibility_warnings: verdict.warned.iter().map(ToString::to_string).collect(),
     })
 }
 

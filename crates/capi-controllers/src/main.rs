@@ -1,7 +1,11 @@
 //! `capi-controllers`: the Cluster API controllers pod (InfraCluster, core Cluster, kubeconfig and
 //! user-data sync, crate `capi-cluster-controllers`) on the process runtime every binary of the
-//! project shares (`capi-runtime`: leader election, /healthz, /readyz, /metrics, logging, signals).
+//! project shares (`capi-runtime`: leader election, /healthz, /readyz, /metrics, logging, signals),
+//! and, on every replica, the admission webhooks of the CRD compatibility requirements
+//! (`capi-admission`).
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -42,6 +46,17 @@ struct RunArgs {
     leader: LeaderElectionArgs,
     #[command(flatten)]
     http: HttpArgs,
+    /// Address of the admission webhooks of the CRD compatibility requirements (HTTPS), served by
+    /// every replica.
+    #[arg(long, default_value = "0.0.0.0:9443", value_name = "ADDR")]
+    webhook_addr: SocketAddr,
+    /// PEM certificate of the webhooks, e.g. the service-ca serving certificate `tls.crt` (read again
+    /// when it changes). Default: a self-signed certificate, which the API server does not trust.
+    #[arg(long, value_name = "PATH", requires = "webhook_key_file")]
+    webhook_cert_file: Option<PathBuf>,
+    /// PEM private key of --webhook-cert-file (`tls.key`).
+    #[arg(long, value_name = "PATH", requires = "webhook_cert_file")]
+    webhook_key_file: Option<PathBuf>,
     #[command(flatten)]
     log: LogArgs,
 }
@@ -79,6 +94,20 @@ async fn run(args: RunArgs) -> Result<()> {
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::register(&mut registry));
     tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %args.namespace, "starting controllers");
+    // Every replica answers admission, the leader or not: the API server calls whichever the Service
+    // picks.
+    let (requirements, _requirements_watch) = capi_admission::Requirements::watch(client.clone());
+    let certificate = args
+        .webhook_cert_file
+        .as_deref()
+        .zip(args.webhook_key_file.as_deref());
+    capi_runtime::serve_tls(
+        args.webhook_addr,
+        certificate,
+        capi_admission::router(requirements),
+        "the CompatibilityRequirements' admission webhooks (HTTPS)",
+    )
+    .await?;
     let runtime = capi_runtime::Runtime {
         config,
         namespace: args.namespace,

@@ -4,9 +4,16 @@
 //! requirement, the version and the fields, while the running version stays; with action Warn the same
 //! version is applied and the requirement reports what it breaks; the good version converges again.
 //! The installer runs as its own ServiceAccount under exactly the shipped RBAC.
+//!
+//! Admission: the installer registers the requirement (the shipped, empty registration filled, matching
+//! only the pinned CRD, and not the installer's own writes) and then says `Admitted`; with no
+//! controllers pod on this control plane to answer, an administrator's write of the pinned CRD is
+//! refused (the webhooks fail closed), and a CRD nobody pins is written as before. What the webhooks
+//! answer when they can is `real_node.rs`'s.
 
 use std::time::Duration;
 
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use test_support::*;
@@ -165,14 +172,6 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
     assert_eq!(status, "True");
     let (status, _) = requirement_condition(&env.admin, "Progressing", "UpToDate").await;
     assert_eq!(status, "False");
-    let (status, message) = requirement_condition(&env.admin, "Admitted", "NotAdmitted").await;
-    assert_eq!(status, "False");
-    assert!(
-        message.contains("installer's own CRD writes only"),
-        "{message}"
-    );
-    let written = requirements(&env.admin).get(REQUIREMENT).await.unwrap();
-    assert_eq!(written.data["status"]["crdName"], CRD);
     let crds = api_for(
         &env.admin,
         "apiextensions.k8s.io/v1",
@@ -180,6 +179,67 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
         None,
     )
     .await;
+    let (status, message) = requirement_condition(&env.admin, "Admitted", "Admitted").await;
+    assert_eq!(status, "True");
+    assert_eq!(
+        message,
+        format!("every write of CustomResourceDefinition {CRD} is judged by admission")
+    );
+    let registration = Api::<ValidatingWebhookConfiguration>::all(env.admin.clone())
+        .get("capi-compatibility-requirements")
+        .await
+        .unwrap();
+    let webhooks = registration.webhooks.unwrap_or_default();
+    assert_eq!(webhooks.len(), 1, "{webhooks:#?}");
+    let conditions: Vec<String> = webhooks[0]
+        .match_conditions
+        .iter()
+        .flatten()
+        .map(|c| c.expression.clone())
+        .collect();
+    assert_eq!(
+        conditions,
+        [
+            format!(
+                "(request.operation == 'DELETE' ? oldObject : object).metadata.name in ['{CRD}']"
+            ),
+            format!(
+                "!request.userInfo.username.startsWith('system:serviceaccount:{INSTALLER_NS}:')"
+            ),
+        ]
+    );
+    let service = webhooks[0].client_config.service.as_ref().unwrap();
+    assert_eq!(
+        (
+            service.namespace.as_str(),
+            service.name.as_str(),
+            service.path.as_deref()
+        ),
+        (NS, "capi-controllers-webhook", Some("/validate/crds"))
+    );
+    assert_eq!(webhooks[0].failure_policy.as_deref(), Some("Fail"));
+    // No pod answers here: an administrator's write of the pinned CRD is refused, not let through
+    // unjudged; a CRD nobody pins is none of the webhook's business.
+    let label = Patch::Merge(json!({"metadata": {"labels": {"example.com/touched": "yes"}}}));
+    let refused = crds
+        .patch(CRD, &PatchParams::default(), &label)
+        .await
+        .expect_err("the pinned CRD's write waits for a webhook that cannot answer");
+    assert!(
+        refused
+            .to_string()
+            .contains("compatibility.capi.openshift.io"),
+        "{refused}"
+    );
+    crds.patch(
+        "awsclusters.infrastructure.cluster.x-k8s.io",
+        &PatchParams::default(),
+        &label,
+    )
+    .await
+    .expect("an unpinned CRD is written without the webhook");
+    let written = requirements(&env.admin).get(REQUIREMENT).await.unwrap();
+    assert_eq!(written.data["status"]["crdName"], CRD);
     let live = crds.get(CRD).await.unwrap();
     assert_eq!(
         written.data["status"]["observedCRD"]["uid"].as_str(),

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use control_plane::{ControlPlane, ControlPlaneOptions, NodeOptions};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -290,6 +291,9 @@ async fn the_installed_providers_run_on_a_real_node() {
         .await
         .expect("the AWS webhook accepts an Ignition-based AWSMachine");
 
+    // A CRD compatibility requirement, enforced by the controllers pod's webhooks on others' writes.
+    compatibility_requirement_enforced(&cp, &admin).await;
+
     // The release's NetworkPolicies, enforced by the node's agent since they were applied: the
     // webhook checks above passed through them; each allowed path works, each denied one is dropped.
     let running = |ns: &'static str, deployment: &'static str| {
@@ -459,6 +463,235 @@ fn writes_of(
         })
         .map(|e| format!("{} {}", e.verb, e.request_uri))
         .collect()
+}
+
+const REQUIREMENT: &str = "e2e-pins-awsmachines";
+const AWS_MACHINE_CRD: &str = "awsmachines.infrastructure.cluster.x-k8s.io";
+
+/// kubectl as cluster-admin with `stdin`: whether it succeeded, and what it wrote to stderr (the
+/// refusal, or the API server's warnings).
+async fn kubectl(cp: &ControlPlane, args: &[&str], stdin: &str) -> (bool, String) {
+    use tokio::io::AsyncWriteExt;
+    let bin = control_plane::bin_dir()
+        .expect("the control plane's binaries")
+        .join("kubectl");
+    let mut child = tokio::process::Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig_path())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl runs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).await.unwrap();
+    drop(input);
+    let out = child.wait_with_output().await.unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The live AWSMachine CRD's spec.
+async fn aws_machine_crd(admin: &Client) -> serde_json::Value {
+    let crds = api_for(
+        admin,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        None,
+    )
+    .await;
+    serde_json::to_value(crds.get(AWS_MACHINE_CRD).await.unwrap()).unwrap()
+}
+
+/// The live CRD as an administrator would put it back (`kubectl replace`, the whole object at the
+/// version read): `spec.instanceType` taken out of every version. (A server-side apply that leaves a
+/// field out removes nothing its applier does not own.)
+fn without_instance_type(live: &serde_json::Value) -> String {
+    let mut crd = live.clone();
+    let object = crd.as_object_mut().unwrap();
+    object.remove("status");
+    object["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    for version in crd["spec"]["versions"].as_array_mut().unwrap() {
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("instanceType");
+    }
+    crd.to_string()
+}
+
+/// A requirement pinning aws's AWSMachine CRD as installed, its `spec.instanceType` pinned to the one
+/// type its owner relies on (stricter than the live schema, so the installed CRD still meets it):
+/// admitted; an administrator's `kubectl replace` that removes `spec.instanceType` is denied under
+/// Deny, naming the requirement and the field, and warned under Warn (and the installer puts its
+/// field back); an AWSMachine of another type, which the live CRD and aws's own webhook accept, is
+/// refused by the pinned schema. Deleted at the end, which empties the registration again.
+async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
+    let live = aws_machine_crd(admin).await;
+    let mut pinned = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                            "metadata": {"name": AWS_MACHINE_CRD}, "spec": live["spec"].clone()});
+    for version in pinned["spec"]["versions"].as_array_mut().unwrap() {
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["instanceType"]
+            ["enum"] = json!(["m6i.xlarge"]);
+    }
+    let requirements = api_for(
+        admin,
+        "apiextensions.openshift.io/v1alpha1",
+        "CompatibilityRequirement",
+        None,
+    )
+    .await;
+    let requirement = json!({
+        "apiVersion": "apiextensions.openshift.io/v1alpha1", "kind": "CompatibilityRequirement",
+        "metadata": {"name": REQUIREMENT},
+        "spec": {
+            "compatibilitySchema": {
+                "customResourceDefinition": {"type": "YAML", "data": pinned.to_string()},
+                "requiredVersions": {"defaultSelection": "StorageOnly"},
+            },
+            "customResourceDefinitionSchemaValidation": {"action": "Deny"},
+            "objectSchemaValidation": {"action": "Deny"},
+        },
+    });
+    requirements
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(requirement).unwrap(),
+        )
+        .await
+        .unwrap();
+    let condition_of = |type_: &'static str| {
+        let requirements = requirements.clone();
+        async move {
+            let r = requirements.get(REQUIREMENT).await.ok()?;
+            r.data["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == type_)
+                .map(|c| {
+                    (
+                        c["status"].as_str().unwrap_or_default().to_string(),
+                        c["message"].to_string(),
+                    )
+                })
+        }
+    };
+    eventually(T, "the requirement Admitted and Compatible", || async {
+        let admitted = condition_of("Admitted").await?;
+        let compatible = condition_of("Compatible").await?;
+        (admitted.0 == "True" && compatible.0 == "True").then_some(())
+    })
+    .await;
+
+    // Deny: refused by the webhook (once service-ca's CA is in the registration and a replica
+    // answers, the refusal is the webhook's own), naming the requirement and the field.
+    let breaking = without_instance_type(&live);
+    let apply = [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=administrator",
+        "-f",
+        "-",
+    ];
+    let refusal = eventually(
+        T,
+        "kubectl apply refused by the compatibility webhook",
+        || async {
+            let (applied, stderr) = kubectl(cp, &apply, &breaking).await;
+            assert!(
+                !applied,
+                "an incompatible CRD was applied under Deny: {stderr}"
+            );
+            stderr
+                .contains("breaks what CompatibilityRequirements pin")
+                .then_some(stderr)
+        },
+    )
+    .await;
+    assert!(
+        refusal.contains(&format!(
+            "CompatibilityRequirement {REQUIREMENT}: {AWS_MACHINE_CRD} version v1beta2, spec.instanceType: field removed"
+        )),
+        "{refusal}"
+    );
+    assert!(!aws_machine_crd(admin).await["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["instanceType"].is_null());
+
+    // An object the live CRD and aws's webhook accept, but not the pinned schema.
+    let machine = json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSMachine",
+        "metadata": {"name": "not-pinned-type", "namespace": TEST_NS},
+        "spec": {"instanceType": "t3.large", "ignition": {"version": "3.4", "storageType": "UnencryptedUserData"}},
+    })
+    .to_string();
+    let (created, stderr) = kubectl(cp, &["create", "-f", "-"], &machine).await;
+    assert!(
+        !created,
+        "an AWSMachine the pinned schema refuses was created"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "AWSMachine {TEST_NS}/not-pinned-type breaks the schema CompatibilityRequirement {REQUIREMENT} pins: spec.instanceType: \"t3.large\" is not one of the allowed values: \"m6i.xlarge\""
+        )),
+        "{stderr}"
+    );
+
+    // Warn: applied, with the finding as kubectl's warning; the installer then puts its field back.
+    requirements
+        .patch(
+            REQUIREMENT,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"spec": {"customResourceDefinitionSchemaValidation": {"action": "Warn"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let warned = eventually(
+        T,
+        "kubectl apply warned by the compatibility webhook",
+        || async {
+            let (applied, stderr) = kubectl(cp, &apply, &breaking).await;
+            applied.then_some(stderr)
+        },
+    )
+    .await;
+    assert!(
+        warned.contains(&format!(
+            "Warning: CompatibilityRequirement {REQUIREMENT}: {AWS_MACHINE_CRD} version v1beta2, spec.instanceType: field removed"
+        )),
+        "{warned}"
+    );
+    eventually(T, "the installer's spec.instanceType back in the AWSMachine CRD", || async {
+        let live = aws_machine_crd(admin).await;
+        (!live["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["instanceType"].is_null())
+            .then_some(())
+    })
+    .await;
+
+    requirements
+        .delete(REQUIREMENT, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(T, "the registration emptied", || async {
+        let registration = Api::<ValidatingWebhookConfiguration>::all(admin.clone())
+            .get("capi-compatibility-requirements")
+            .await
+            .ok()?;
+        registration
+            .webhooks
+            .unwrap_or_default()
+            .is_empty()
+            .then_some(())
+    })
+    .await;
 }
 
 fn cluster_resource(version: &str) -> kube::core::ApiResource {

@@ -60,6 +60,8 @@ pub enum Change {
     Kind { from: String, to: String },
     /// `spec.names.plural`: the resource's path.
     Plural { from: String, to: String },
+    /// The CRD itself deleted.
+    Deleted,
     /// The pinned version is not in the candidate at all.
     VersionRemoved,
     /// The pinned version is in the candidate but no longer served.
@@ -117,6 +119,7 @@ impl fmt::Display for Change {
             Change::Group { from, to } => write!(f, "group changed from {from} to {to}"),
             Change::Kind { from, to } => write!(f, "kind changed from {from} to {to}"),
             Change::Plural { from, to } => write!(f, "plural changed from {from} to {to}"),
+            Change::Deleted => f.write_str("the CRD would be deleted"),
             Change::VersionRemoved => f.write_str("the version is gone from the CRD"),
             Change::VersionNotServed => f.write_str("the version is no longer served"),
             Change::FieldRemoved => f.write_str("field removed"),

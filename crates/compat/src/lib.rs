@@ -11,6 +11,10 @@
 //! bound or pattern, a new CEL rule, unknown fields or `null` no longer accepted, a list's or map's
 //! merge semantics changed, a scope, group or kind changed. Loosening is never a finding.
 //!
+//! The same requirement also judges the CRD's objects ([`validate`]): against the pinned schema,
+//! without pruning what it does not know. [`registration`] says which writes admission sends to the
+//! judgement: only those of what a requirement pins.
+//!
 //! Pure: values in, findings out. The pinned CRD's YAML is read with the data model's budgeted parser
 //! (`capi_manifests::yaml`), because anyone who may create a requirement writes it and the installer
 //! reads it.
@@ -22,10 +26,17 @@
 #![warn(unreachable_pub)]
 
 mod judge;
+mod object;
+mod registration;
 mod requirement;
 mod schema;
+mod verdict;
 
 pub use judge::{Change, Finding, judge};
+pub use object::{Violation, validate};
+pub use registration::{CRDS_PATH, Endpoint, OBJECTS_PATH, WEBHOOK_CONFIGURATION, registration};
 pub use requirement::{
-    Action, ExcludedField, RequiredVersions, Requirement, RequirementError, Selection,
+    Action, ExcludedField, ObjectValidation, RequiredVersions, Requirement, RequirementError,
+    Selection,
 };
+pub use verdict::{Verdict, crd_write};

@@ -25,6 +25,21 @@ pub struct Requirement {
     /// `spec.customResourceDefinitionSchemaValidation.action`; `None` when the stanza is absent, and
     /// then changes of the CRD are not judged (the reference's meaning).
     pub crd_action: Option<Action>,
+    /// `spec.objectSchemaValidation`; `None` when the stanza is absent, and then the CRD's objects are
+    /// not judged.
+    pub objects: Option<ObjectValidation>,
+}
+
+/// `spec.objectSchemaValidation`: the CRD's objects judged against the pinned schema on admission.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectValidation {
+    pub action: Action,
+    /// `namespaceSelector` and `objectSelector` (`metav1.LabelSelector`), as written: they go into
+    /// the webhook's registration unchanged, where the API server evaluates them. `None` when absent.
+    pub namespace_selector: Option<Value>,
+    pub object_selector: Option<Value>,
+    /// `matchConditions` (CEL), as written, for the registration too.
+    pub match_conditions: Vec<Value>,
 }
 
 /// `spec.compatibilitySchema.requiredVersions`.
@@ -81,6 +96,7 @@ const SCHEMA: &str = "spec.compatibilitySchema";
 const CRD_DATA: &str = "spec.compatibilitySchema.customResourceDefinition.data";
 const CRD_TYPE: &str = "spec.compatibilitySchema.customResourceDefinition.type";
 const ACTION: &str = "spec.customResourceDefinitionSchemaValidation.action";
+const OBJECTS: &str = "spec.objectSchemaValidation";
 
 impl Requirement {
     /// Reads one object as the API server returns it (JSON value). Errors name the requirement and
@@ -189,18 +205,48 @@ impl Requirement {
             excluded.push(field);
         }
 
+        let action = |stanza: &Value, path: &str| match str_at(stanza, "/action") {
+            "Deny" => Ok(Action::Deny),
+            "Warn" => Ok(Action::Warn),
+            other => Err(fail(
+                path,
+                format!("{other:?} is neither \"Deny\" nor \"Warn\""),
+            )),
+        };
         let crd_action = match object.pointer("/spec/customResourceDefinitionSchemaValidation") {
             None | Some(Value::Null) => None,
-            Some(stanza) => match str_at(stanza, "/action") {
-                "Deny" => Some(Action::Deny),
-                "Warn" => Some(Action::Warn),
-                other => {
-                    return Err(fail(
-                        ACTION,
-                        format!("{other:?} is neither \"Deny\" nor \"Warn\""),
-                    ));
-                }
-            },
+            Some(stanza) => Some(action(stanza, ACTION)?),
+        };
+        let objects = match object.pointer("/spec/objectSchemaValidation") {
+            None | Some(Value::Null) => None,
+            Some(stanza) => {
+                let selector = |key: &str| -> Result<Option<Value>, RequirementError> {
+                    match stanza.get(key) {
+                        None | Some(Value::Null) => Ok(None),
+                        Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
+                        Some(_) => Err(fail(
+                            &format!("{OBJECTS}.{key}"),
+                            "not a label selector".into(),
+                        )),
+                    }
+                };
+                let match_conditions = match stanza.get("matchConditions") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(conditions)) => conditions.clone(),
+                    Some(_) => {
+                        return Err(fail(
+                            &format!("{OBJECTS}.matchConditions"),
+                            "not a list".into(),
+                        ));
+                    }
+                };
+                Some(ObjectValidation {
+                    action: action(stanza, &format!("{OBJECTS}.action"))?,
+                    namespace_selector: selector("namespaceSelector")?,
+                    object_selector: selector("objectSelector")?,
+                    match_conditions,
+                })
+            }
         };
 
         Ok(Requirement {
@@ -213,6 +259,7 @@ impl Requirement {
             },
             excluded,
             crd_action,
+            objects,
         })
     }
 
@@ -336,7 +383,7 @@ spec:
         });
         for (key, value) in spec.as_object().expect("an object") {
             match (key.as_str(), value) {
-                ("customResourceDefinitionSchemaValidation", _) => {
+                ("customResourceDefinitionSchemaValidation" | "objectSchemaValidation", _) => {
                     object["spec"][key] = value.clone()
                 }
                 (_, Value::Null) => {
@@ -361,6 +408,11 @@ spec:
                     {"path": "status.conditions.lastTransitionTime", "versions": ["v1"]},
                     {"path": "spec.size"}],
                 "customResourceDefinitionSchemaValidation": {"action": "Warn"},
+                "objectSchemaValidation": {
+                    "action": "Deny",
+                    "namespaceSelector": {"matchLabels": {"team": "hosted"}},
+                    "matchConditions": [{"name": "not-paused", "expression": "!has(object.spec.paused)"}],
+                },
             }),
         ))
         .expect("readable");
@@ -388,10 +440,22 @@ spec:
             ]
         );
         assert_eq!(read.crd_action, Some(Action::Warn));
+        assert_eq!(
+            read.objects,
+            Some(ObjectValidation {
+                action: Action::Deny,
+                namespace_selector: Some(json!({"matchLabels": {"team": "hosted"}})),
+                object_selector: None,
+                match_conditions: vec![
+                    json!({"name": "not-paused", "expression": "!has(object.spec.paused)"})
+                ],
+            })
+        );
         assert_eq!(read.versions(), vec!["v1alpha1", "v1"]);
 
         let without_stanza = Requirement::read(&object(PINNED, json!({}))).expect("readable");
         assert_eq!(without_stanza.crd_action, None);
+        assert_eq!(without_stanza.objects, None);
         assert_eq!(without_stanza.versions(), vec!["v1alpha1", "v1"]);
     }
 
@@ -465,6 +529,16 @@ spec:
                 "an unknown action",
                 object(PINNED, json!({"customResourceDefinitionSchemaValidation": {"action": "Block"}})),
                 "spec.customResourceDefinitionSchemaValidation.action: \"Block\" is neither \"Deny\" nor \"Warn\"".into(),
+            ),
+            (
+                "an unknown object action",
+                object(PINNED, json!({"objectSchemaValidation": {"action": ""}})),
+                "spec.objectSchemaValidation.action: \"\" is neither \"Deny\" nor \"Warn\"".into(),
+            ),
+            (
+                "a selector that is not one",
+                object(PINNED, json!({"objectSchemaValidation": {"action": "Deny", "objectSelector": "app=x"}})),
+                "spec.objectSchemaValidation.objectSelector: not a label selector".into(),
             ),
             (
                 "no compatibility schema",

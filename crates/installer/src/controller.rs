@@ -36,6 +36,7 @@ use capi_openshift::resources::{
 };
 use capi_openshift::{INFRASTRUCTURE, INFRASTRUCTURE_NAME};
 use capi_runtime::pace::{self, Coalesce, Pass};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
@@ -161,6 +162,8 @@ pub struct Installer {
     apiserver: OptionalKind,
     /// `Proxy/cluster` (the cluster-wide proxy of the providers' Deployments).
     proxy: OptionalKind,
+    /// The CompatibilityRequirements' admission registration, which the installer writes.
+    registration: OptionalKind,
     /// The `CompatibilityRequirement`s: judged on every CRD a provider brings, and reported on.
     requirements: OptionalKind,
     /// Every kind of provider source; a new kind is one more catalog. Shared with the blocking pool,
@@ -364,6 +367,13 @@ impl Installer {
             "Proxy cluster",
             Wake::OnChange(wake.clone()),
         );
+        let (registration, registration_watch) = OptionalKind::start_named(
+            client.clone(),
+            &kube::core::ApiResource::erase::<ValidatingWebhookConfiguration>(&()),
+            capi_compat::WEBHOOK_CONFIGURATION,
+            "the CompatibilityRequirements' admission registration",
+            Wake::OnChange(wake.clone()),
+        );
         let (requirements, requirements_watch) = OptionalKind::start(
             client.clone(),
             &capi_openshift::resources::api_resource(&COMPATIBILITY_REQUIREMENT),
@@ -409,6 +419,7 @@ impl Installer {
             fields,
             apiserver,
             proxy,
+            registration,
             requirements,
             catalogs,
             metrics,
@@ -429,6 +440,7 @@ impl Installer {
                 fields_watch,
                 apiserver_watch,
                 proxy_watch,
+                registration_watch,
                 requirements_watch,
             ],
         })
@@ -623,7 +635,14 @@ impl Installer {
         };
         self.report_providers(&observed, &asked.objects, &asked.requested, requests)
             .await;
-        report::requirements::write_all(&self.client, &asked.requirements).await;
+        let registration = self.registration.objects().unwrap_or_default();
+        report::requirements::write_all(
+            &self.client,
+            &self.config,
+            registration.first().map(|o| &**o),
+            &asked.requirements,
+        )
+        .await;
         let next = match self.report_operator(&observed).await {
             Ok(()) => outcomes[installed.selected..]
                 .iter()

@@ -28,3 +28,8 @@ pub(crate) fn ownership(
 pub fn user_agent() -> String {
     format!("capi-installer/{}", env!("CARGO_PKG_VERSION"))
 }
+
+/// The Service in front of the controllers pod's admission webhooks (in the providers' namespace,
+/// `0000_31_capi-controllers_03_webhook.yaml`), and its port.
+pub(crate) const WEBHOOK_SERVICE: &str = "capi-controllers-webhook";
+pub(crate) const WEBHOOK_PORT: u16 = 443;

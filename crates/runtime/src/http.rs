@@ -5,8 +5,12 @@
 //! - HTTPS, `/metrics`, with the service-ca serving certificate (re-read when rotated) and only for
 //!   callers whose bearer token the API server authenticates and authorizes ([`crate::auth`]): 401
 //!   without a valid token, 403 without RBAC for `get` on `/metrics`.
+//!
+//! A binary serves other HTTPS endpoints of its own (the controllers pod's admission webhooks) with
+//! [`serve_tls`], the same listener and certificate handling.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -88,19 +92,6 @@ pub(crate) async fn serve_metrics(
     registry: Arc<Registry>,
     client: kube::Client,
 ) -> Result<SocketAddr, Error> {
-    let resolver: Arc<dyn rustls::server::ResolvesServerCert> = match (
-        &args.metrics_cert_file,
-        &args.metrics_key_file,
-    ) {
-        (Some(cert), Some(key)) => Arc::new(ReloadingCert::load(cert, key)?),
-        _ => {
-            tracing::warn!(
-                "no --metrics-cert-file/--metrics-key-file: serving /metrics with a self-signed certificate"
-            );
-            Arc::new(SelfSigned::generate()?)
-        }
-    };
-    let acceptor = TlsAcceptor::from(Arc::new(server_config(resolver)?));
     let authorizer = Arc::new(Authorizer::new(client, METRICS_PATH));
     let app = Router::new().route(
         METRICS_PATH,
@@ -109,14 +100,46 @@ pub(crate) async fn serve_metrics(
             async move { metrics(&registry, &authorizer, &headers).await }
         }),
     );
-    let addr = args.metrics_addr;
+    let certificate = match (&args.metrics_cert_file, &args.metrics_key_file) {
+        (Some(cert), Some(key)) => Some((cert.as_path(), key.as_path())),
+        _ => None,
+    };
+    serve_tls(
+        args.metrics_addr,
+        certificate,
+        app,
+        "/metrics (HTTPS, TokenReview + SubjectAccessReview)",
+    )
+    .await
+}
+
+/// Serves `app` over TLS on `addr` in the background, with the certificate and key of `certificate`
+/// (PEM files, re-read when they change: the service-ca serving certificate) or a self-signed one;
+/// returns the bound address. `what` names the endpoint in the logs.
+pub async fn serve_tls(
+    addr: SocketAddr,
+    certificate: Option<(&Path, &Path)>,
+    app: Router,
+    what: &'static str,
+) -> Result<SocketAddr, Error> {
+    let resolver: Arc<dyn rustls::server::ResolvesServerCert> = match certificate {
+        Some((cert, key)) => Arc::new(ReloadingCert::load(cert, key)?),
+        None => {
+            tracing::warn!(
+                endpoint = what,
+                "no certificate given: serving with a self-signed one"
+            );
+            Arc::new(SelfSigned::generate()?)
+        }
+    };
+    let acceptor = TlsAcceptor::from(Arc::new(server_config(resolver)?));
     let tcp = bind(addr).await?;
     let bound = local_addr(&tcp, addr)?;
     let listener = TlsListener::start(tcp, acceptor, bound);
-    tracing::info!(addr = %bound, "serving /metrics (HTTPS, TokenReview + SubjectAccessReview)");
+    tracing::info!(addr = %bound, "serving {what}");
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "metrics server stopped");
+            tracing::error!(error = %e, "{what}: server stopped");
         }
     });
     Ok(bound)
@@ -204,7 +227,7 @@ impl TlsListener {
                 let (stream, peer) = match tcp.accept().await {
                     Ok(accepted) => accepted,
                     Err(e) => {
-                        tracing::warn!(error = %e, "accepting a /metrics connection");
+                        tracing::warn!(error = %e, "accepting a TLS connection");
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         continue;
                     }

@@ -98,4 +98,6 @@ pub use duration::parse_duration_arg;
 #[cfg(feature = "process")]
 pub use error::Error;
 #[cfg(feature = "process")]
+pub use http::serve_tls;
+#[cfg(feature = "process")]
 pub use run::{Runtime, Shutdown, run};

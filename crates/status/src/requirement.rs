@@ -3,11 +3,12 @@
 //! and `Compatible`. `Compatible` is the same judgement the installer makes before it writes a CRD
 //! ([`capi_compat::judge`]), against the live CRD.
 //!
-//! `Admitted` says whether the requirement is enforced by admission on every writer of the CRD. Here
-//! it is enforced on the installer's own writes only (a provider version that breaks it is not
-//! applied), not on others' (an administrator's `kubectl apply`), so `Admitted` stays `False` with
-//! reason `NotAdmitted` and a message that says so: a tool that waits for `Admitted=True` before it
-//! relies on the requirement is not misled.
+//! `Admitted` says whether the requirement is enforced by admission on every writer: `True` once the
+//! webhook registration that matches what it pins ([`capi_compat::registration`]) is written, from
+//! which moment every write it matches is judged or, while the webhook cannot answer, refused (the
+//! webhooks fail closed); `False` with reason `NotAdmitted` while the registration is not written,
+//! saying why. A tool that waits for `Admitted=True` before it relies on the requirement is not
+//! misled. The installer's own writes are judged before admission, whatever `Admitted` says.
 
 use capi_compat::{Requirement, RequirementError};
 use capi_openshift::conditions::{self, Condition};
@@ -24,17 +25,15 @@ pub enum Observed<'a> {
     Read {
         requirement: &'a Requirement,
         crd: Option<&'a Value>,
+        /// Whether its webhooks are registered: `Err` says why not.
+        registered: Result<(), &'a str>,
     },
 }
 
 /// The three conditions of the reference, every one with a message (the API requires one).
 pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
-    let not_admitted = Condition::new(
-        "Admitted",
-        false,
-        "NotAdmitted".to_string(),
-        "enforced on the installer's own CRD writes only (a provider version that breaks it is not applied); other writers' CRD changes are not judged by admission",
-    );
+    let not_admitted =
+        |why: String| Condition::new("Admitted", false, "NotAdmitted".to_string(), why);
     match observed {
         Observed::Invalid(e) => vec![
             Condition::new(
@@ -43,7 +42,7 @@ pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
                 "ConfigurationError".to_string(),
                 e.to_string(),
             ),
-            not_admitted,
+            not_admitted("the requirement cannot be read, so nothing enforces it".into()),
             Condition::new(
                 "Compatible",
                 false,
@@ -51,7 +50,22 @@ pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
                 e.to_string(),
             ),
         ],
-        Observed::Read { requirement, crd } => {
+        Observed::Read {
+            requirement,
+            crd,
+            registered,
+        } => {
+            let admitted = match registered {
+                Err(why) => {
+                    not_admitted(format!("the admission webhooks are not registered: {why}"))
+                }
+                Ok(()) => Condition::new(
+                    "Admitted",
+                    true,
+                    "Admitted".to_string(),
+                    enforced(requirement),
+                ),
+            };
             let compatible = match crd {
                 None => Condition::new(
                     "Compatible",
@@ -99,10 +113,27 @@ pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
                     "UpToDate".to_string(),
                     "the requirement is read and judged",
                 ),
-                not_admitted,
+                admitted,
                 compatible,
             ]
         }
+    }
+}
+
+/// What admission enforces of `requirement`, once registered.
+fn enforced(requirement: &Requirement) -> String {
+    let crd = &requirement.crd_name;
+    match (requirement.crd_action, &requirement.objects) {
+        (Some(_), Some(_)) => format!(
+            "every write of CustomResourceDefinition {crd}, and of its objects in the pinned versions, is judged by admission"
+        ),
+        (Some(_), None) => {
+            format!("every write of CustomResourceDefinition {crd} is judged by admission")
+        }
+        (None, Some(_)) => format!(
+            "every write of the objects of CustomResourceDefinition {crd} in the pinned versions is judged by admission"
+        ),
+        (None, None) => "asks admission for nothing (neither customResourceDefinitionSchemaValidation nor objectSchemaValidation)".to_string(),
     }
 }
 
@@ -124,7 +155,10 @@ pub fn status(
         })
         .collect();
     let mut status = json!({"conditions": conditions});
-    if let Observed::Read { requirement, crd } = observed {
+    if let Observed::Read {
+        requirement, crd, ..
+    } = observed
+    {
         status["crdName"] = json!(requirement.crd_name);
         let uid = crd.and_then(|c| c.pointer("/metadata/uid"));
         let crd_generation = crd.and_then(|c| c.pointer("/metadata/generation"));
@@ -175,6 +209,7 @@ mod tests {
             &Observed::Read {
                 requirement: &r,
                 crd: Some(&live),
+                registered: Ok(()),
             },
             Some(2),
             None,
@@ -182,7 +217,14 @@ mod tests {
         );
         assert_eq!(by_type(&ok, "Compatible").1, "Compatible");
         assert_eq!(by_type(&ok, "Progressing").1, "UpToDate");
-        assert_eq!(by_type(&ok, "Admitted").0, "False");
+        assert_eq!(
+            by_type(&ok, "Admitted"),
+            (
+                "True".into(),
+                "Admitted".into(),
+                "asks admission for nothing (neither customResourceDefinitionSchemaValidation nor objectSchemaValidation)".into()
+            )
+        );
         assert_eq!(ok["crdName"], "gadgets.infrastructure.cluster.x-k8s.io");
         assert_eq!(
             ok["observedCRD"],
@@ -201,12 +243,21 @@ mod tests {
             &Observed::Read {
                 requirement: &r,
                 crd: None,
+                registered: Err("forbidden"),
             },
             Some(2),
             Some(&ok),
             now,
         );
         assert_eq!(by_type(&missing, "Compatible").1, "CRDNotFound");
+        assert_eq!(
+            by_type(&missing, "Admitted"),
+            (
+                "False".into(),
+                "NotAdmitted".into(),
+                "the admission webhooks are not registered: forbidden".into()
+            )
+        );
         assert!(missing.get("observedCRD").is_none());
 
         live["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
@@ -215,6 +266,7 @@ mod tests {
             &Observed::Read {
                 requirement: &r,
                 crd: Some(&live),
+                registered: Ok(()),
             },
             Some(2),
             Some(&ok),
@@ -226,6 +278,12 @@ mod tests {
             ("False", "RequirementsNotMet")
         );
         assert!(message.contains("spec.size"), "{message}");
+        let mut enforcing = r.clone();
+        enforcing.crd_action = Some(capi_compat::Action::Deny);
+        assert_eq!(
+            enforced(&enforcing),
+            "every write of CustomResourceDefinition gadgets.infrastructure.cluster.x-k8s.io is judged by admission"
+        );
 
         let error = RequirementError {
             requirement: "pin-gadgets".into(),
@@ -234,6 +292,7 @@ mod tests {
         };
         let invalid = status(&Observed::Invalid(&error), Some(2), None, now);
         assert_eq!(by_type(&invalid, "Progressing").1, "ConfigurationError");
+        assert_eq!(by_type(&invalid, "Admitted").1, "NotAdmitted");
         assert!(by_type(&invalid, "Compatible").2.contains("not YAML"));
     }
 }

@@ -191,8 +191,9 @@ pub fn repo_manifests(prefix: &str) -> Vec<Value> {
     files.iter().flat_map(|f| read_documents(f)).collect()
 }
 
-/// The installer's own RBAC as the release ships it: its rules (`..._03_rbac.yaml`) and the provider
-/// RBAC ceiling it holds (`..._03_ceiling.yaml`).
+/// The installer's own RBAC as the release ships it: its rules (`..._03_rbac.yaml`), the provider
+/// RBAC ceiling it holds (`..._03_ceiling.yaml`), the field bound, and the empty admission registration
+/// it may fill (`..._03_compatibility-registration.yaml`).
 pub fn installer_rbac() -> Vec<Value> {
     repo_manifests("0000_30_capi-installer_03_")
 }

@@ -46,6 +46,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("capi-installer-controller", 5),
     ("capi-deployer", 5),
     ("capi-cluster-controllers", 5),
+    ("capi-admission", 5),
     // The binaries.
     ("capi-installer", 6),
     ("capi-controllers", 6),

@@ -1,38 +1,103 @@
-//! Writes the `status` of each `CompatibilityRequirement` ([`capi_status::requirement`]) from the live
-//! CRD it pins, read whole (the watch cache keeps CRDs without their schemas), on the status
-//! subresource with the installer's field manager, only when it differs from the live one. A failure
-//! is logged and tried again at the next pass: nothing else waits for these statuses.
+//! Registers the requirements with admission and writes their status.
+//!
+//! First the one `ValidatingWebhookConfiguration` that sends the writes each requirement pins to the
+//! controllers pod's webhooks ([`capi_compat::registration`]), applied only when the live one (from
+//! its watch) lacks what it must say or holds a webhook it must not; then the `status` of each
+//! `CompatibilityRequirement` ([`capi_status::requirement`]) from the live CRD it pins, read whole
+//! (the watch cache keeps CRDs without their schemas), on the status subresource with the installer's
+//! field manager, only when it differs from the live one. `Admitted` is `True` once the registration
+//! is written. A failure is logged and tried again at the next pass: nothing else waits for these.
 
 use std::sync::Arc;
 
-use capi_compat::{Requirement, RequirementError};
+use capi_apply::drift::is_subset;
+use capi_compat::{Endpoint, Requirement, RequirementError, WEBHOOK_CONFIGURATION, registration};
 use capi_openshift::resources::{COMPATIBILITY_REQUIREMENT, api_resource, api_version};
 use capi_status::provider::differs;
 use capi_status::requirement::{Observed, status};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::names::FIELD_MANAGER;
+use crate::config::InstallerConfig;
+use crate::names::{FIELD_MANAGER, WEBHOOK_PORT, WEBHOOK_SERVICE};
 
-/// Every requirement's status (each as read, [`Requirement::read`]), each written when it changed.
+/// Registers every requirement that could be read with admission (`live`: the registration as its
+/// watch has it), then writes every requirement's status (each as read, [`Requirement::read`]) where
+/// it changed.
 pub(crate) async fn write_all(
     client: &Client,
+    config: &InstallerConfig,
+    live: Option<&DynamicObject>,
     requirements: &[(Arc<DynamicObject>, Result<Requirement, RequirementError>)],
 ) {
+    let readable: Vec<&Requirement> = requirements
+        .iter()
+        .filter_map(|(_, read)| read.as_ref().ok())
+        .collect();
+    let endpoint = Endpoint {
+        namespace: &config.namespace,
+        service: WEBHOOK_SERVICE,
+        port: WEBHOOK_PORT,
+        installer_namespace: &config.installer_namespace,
+    };
+    let registered = register(client, live, &registration(&readable, endpoint))
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "cannot register the CompatibilityRequirements with admission");
+            e.to_string()
+        });
     for (object, read) in requirements {
-        if let Err(e) = write(client, object, read).await {
+        let registered = registered.as_ref().map(|_| ()).map_err(String::as_str);
+        if let Err(e) = write(client, object, read, registered).await {
             let name = object.metadata.name.as_deref().unwrap_or_default();
             tracing::warn!(requirement = %name, error = %e, "cannot write CompatibilityRequirement status");
         }
     }
 }
 
+/// Applies `desired` unless the live registration already says all of it and holds no other webhook
+/// (service-ca's `caBundle` and the API server's defaults are the live object's own).
+async fn register(
+    client: &Client,
+    live: Option<&DynamicObject>,
+    desired: &Value,
+) -> Result<(), kube::Error> {
+    let webhooks = |v: &Value| {
+        v.get("webhooks")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    match live {
+        // Nothing to enforce, and nothing registered: a cluster without requirements gets no
+        // registration at all.
+        None if webhooks(desired) == 0 => return Ok(()),
+        None => {}
+        Some(live) => {
+            let live = serde_json::to_value(live).expect("an object serializes");
+            if webhooks(&live) == webhooks(desired) && is_subset(desired, &live) {
+                return Ok(());
+            }
+        }
+    }
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(WEBHOOK_CONFIGURATION, &params, &Patch::Apply(desired))
+        .await?;
+    tracing::info!(
+        webhooks = webhooks(desired),
+        "registered the CompatibilityRequirements with admission"
+    );
+    Ok(())
+}
+
 async fn write(
     client: &Client,
     object: &DynamicObject,
     read: &Result<Requirement, RequirementError>,
+    registered: Result<(), &str>,
 ) -> Result<(), kube::Error> {
     let name = object.metadata.name.clone().unwrap_or_default();
     let crd = match read {
@@ -46,6 +111,7 @@ async fn write(
         Ok(requirement) => Observed::Read {
             requirement,
             crd: crd.as_ref(),
+            registered,
         },
         Err(e) => Observed::Invalid(e),
     };
