@@ -39,8 +39,15 @@ const BODY_LIMIT: usize = 8 * 1024 * 1024;
 /// The cluster's requirements as this replica knows them.
 pub struct Requirements {
     kind: OptionalKind,
-    /// Each requirement as read, by name, with the `resourceVersion` it was read at.
-    read: Mutex<HashMap<String, (String, Option<Arc<Requirement>>)>>,
+    /// Each requirement as read, by name.
+    read: Mutex<HashMap<String, Read>>,
+}
+
+/// A requirement as read at a `resourceVersion`: `None` when it cannot be read (it judges nothing;
+/// its status says why).
+struct Read {
+    resource_version: String,
+    requirement: Option<Arc<Requirement>>,
 }
 
 impl Requirements {
@@ -69,16 +76,23 @@ impl Requirements {
             let name = object.metadata.name.clone().unwrap_or_default();
             let version = object.metadata.resource_version.clone().unwrap_or_default();
             let entry = match read.remove(&name) {
-                Some(entry) if entry.0 == version => entry,
+                Some(entry) if entry.resource_version == version => entry,
                 _ => {
                     let value = serde_json::to_value(&*object).expect("an object serializes");
-                    (version, Requirement::read(&value).ok().map(Arc::new))
+                    Read {
+                        resource_version: version,
+                        requirement: Requirement::read(&value).ok().map(Arc::new),
+                    }
                 }
             };
             now.insert(name, entry);
         }
         *read = now;
-        Some(read.values().filter_map(|(_, r)| r.clone()).collect())
+        Some(
+            read.values()
+                .filter_map(|r| r.requirement.clone())
+                .collect(),
+        )
     }
 }
 

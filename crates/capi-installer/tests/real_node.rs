@@ -616,6 +616,7 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
         },
     )
     .await;
+    eprintln!("kubectl replace under Deny: {refusal}");
     assert!(
         refusal.contains(&format!(
             "CompatibilityRequirement {REQUIREMENT}: {AWS_MACHINE_CRD} version v1beta2, spec.instanceType: field removed"
@@ -632,6 +633,7 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
     })
     .to_string();
     let (created, stderr) = kubectl(cp, &["create", "-f", "-"], &machine).await;
+    eprintln!("kubectl create of an AWSMachine the pinned schema refuses: {stderr}");
     assert!(
         !created,
         "an AWSMachine the pinned schema refuses was created"
@@ -663,6 +665,7 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
         },
     )
     .await;
+    eprintln!("kubectl replace under Warn: {warned}");
     assert!(
         warned.contains(&format!(
             "Warning: CompatibilityRequirement {REQUIREMENT}: {AWS_MACHINE_CRD} version v1beta2, spec.instanceType: field removed"
