@@ -47,9 +47,10 @@ struct RunArgs {
     #[command(flatten)]
     http: HttpArgs,
     /// Address of the admission webhooks of the CRD compatibility requirements (HTTPS), served by
-    /// every replica.
-    #[arg(long, default_value = "0.0.0.0:9443", value_name = "ADDR")]
-    webhook_addr: SocketAddr,
+    /// every replica; none without it (the shipped Deployment passes 0.0.0.0:9443, behind Service
+    /// capi-controllers-webhook, which is where the API server calls them).
+    #[arg(long, value_name = "ADDR")]
+    webhook_addr: Option<SocketAddr>,
     /// PEM certificate of the webhooks, e.g. the service-ca serving certificate `tls.crt` (read again
     /// when it changes). Default: a self-signed certificate, which the API server does not trust.
     #[arg(long, value_name = "PATH", requires = "webhook_key_file")]
@@ -96,18 +97,24 @@ async fn run(args: RunArgs) -> Result<()> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), namespace = %args.namespace, "starting controllers");
     // Every replica answers admission, the leader or not: the API server calls whichever the Service
     // picks.
-    let (requirements, _requirements_watch) = capi_admission::Requirements::watch(client.clone());
-    let certificate = args
-        .webhook_cert_file
-        .as_deref()
-        .zip(args.webhook_key_file.as_deref());
-    capi_runtime::serve_tls(
-        args.webhook_addr,
-        certificate,
-        capi_admission::router(requirements),
-        "the CompatibilityRequirements' admission webhooks (HTTPS)",
-    )
-    .await?;
+    let _requirements_watch = match args.webhook_addr {
+        Some(addr) => {
+            let (requirements, watch) = capi_admission::Requirements::watch(client.clone());
+            let certificate = args
+                .webhook_cert_file
+                .as_deref()
+                .zip(args.webhook_key_file.as_deref());
+            capi_runtime::serve_tls(
+                addr,
+                certificate,
+                capi_admission::router(requirements),
+                "the CompatibilityRequirements' admission webhooks (HTTPS)",
+            )
+            .await?;
+            Some(watch)
+        }
+        None => None,
+    };
     let runtime = capi_runtime::Runtime {
         config,
         namespace: args.namespace,
