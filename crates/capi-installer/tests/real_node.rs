@@ -529,7 +529,8 @@ fn without_instance_type(live: &serde_json::Value) -> String {
 
 /// A requirement pinning aws's AWSMachine CRD as installed, its `spec.instanceType` pinned to the one
 /// type its owner relies on (stricter than the live schema, so the installed CRD still meets it):
-/// admitted; an administrator's `kubectl replace` that removes `spec.instanceType` is denied under
+/// admitted; an administrator's `kubectl replace` that removes `spec.instanceType`, or `kubectl apply`
+/// that changes its type, is denied under
 /// Deny, naming the requirement and the field, and warned under Warn (and the installer puts its
 /// field back); an AWSMachine of another type, which the live CRD and aws's own webhook accept, is
 /// refused by the pinned schema. Deleted at the end, which empties the registration again.
@@ -624,6 +625,26 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
         "{refusal}"
     );
     assert!(!aws_machine_crd(admin).await["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["instanceType"].is_null());
+
+    // `kubectl apply` of the CRD with `spec.instanceType` turned into an integer: refused too.
+    let mut retyped = aws_machine_crd(admin).await;
+    for version in retyped["spec"]["versions"].as_array_mut().unwrap() {
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["instanceType"] =
+            json!({"type": "integer"});
+    }
+    let retyped = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                         "metadata": {"name": AWS_MACHINE_CRD}, "spec": retyped["spec"]})
+    .to_string();
+    let apply = ["apply", "--server-side", "--force-conflicts", "--field-manager=administrator", "-f", "-"];
+    let (applied, stderr) = kubectl(cp, &apply, &retyped).await;
+    eprintln!("kubectl apply under Deny: {stderr}");
+    assert!(!applied, "an incompatible CRD was applied under Deny");
+    assert!(
+        stderr.contains(&format!(
+            "CompatibilityRequirement {REQUIREMENT}: {AWS_MACHINE_CRD} version v1beta2, spec.instanceType: type changed from string to integer"
+        )),
+        "{stderr}"
+    );
 
     // An object the live CRD and aws's webhook accept, but not the pinned schema.
     let machine = json!({
