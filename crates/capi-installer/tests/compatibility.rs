@@ -3,6 +3,7 @@
 //! pinned field and changes another's type is refused before any write (action Deny), naming the
 //! requirement, the version and the fields, while the running version stays; with action Warn the same
 //! version is applied and the requirement reports what it breaks; the good version converges again.
+//! While a version is held back, the ClusterOperator is not Upgradeable.
 //! The installer runs as its own ServiceAccount under exactly the shipped RBAC.
 //!
 //! Admission: the installer registers the requirement (the shipped, empty registration filled, matching
@@ -272,11 +273,28 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
         .collect();
     assert!(crd_writes.is_empty(), "{crd_writes:#?}");
     assert!(live_has_instance_type(&env.admin).await);
+    // Held back: not upgradeable, for the same findings.
+    let status = co_status(&env.admin).await.unwrap();
+    let upgradeable = condition(&status, "Upgradeable").unwrap();
+    assert_eq!(
+        (upgradeable.status.as_str(), upgradeable.reason.as_str()),
+        ("False", "CompatibilityRequirementNotMet"),
+        "{upgradeable:?}"
+    );
+    assert!(
+        upgradeable.message.contains("spec.instanceType: field removed"),
+        "{upgradeable:?}"
+    );
 
-    // The good version back: converged, still compatible.
+    // The good version back: converged, still compatible, upgradeable again.
     put_configmap(&env.admin, &good_aws()).await;
     wait_available(&env.admin, 3 * MINUTE).await;
     requirement_condition(&env.admin, "Compatible", "Compatible").await;
+    eventually(MINUTE, "Upgradeable again", || async {
+        let status = co_status(&env.admin).await?;
+        is(&status, "Upgradeable", "True").then_some(())
+    })
+    .await;
 
     // Warn: the same version is applied, and the requirement says what it breaks.
     requirements(&env.admin)

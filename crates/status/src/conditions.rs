@@ -8,6 +8,7 @@ use capi_openshift::controller_status::ControllerResult;
 use serde_json::{Value, json};
 
 use crate::error::{ProviderError, Reason};
+use capi_bundle::prepare::RenderError;
 use crate::outcome::Removal;
 use crate::outcome::{Outcome, ProviderState};
 use capi_bundle::desired::{Desired, Wanted};
@@ -151,7 +152,7 @@ pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
         }
     };
     let progressing = with_removals(progressing, observed.removals);
-    let upgradeable = upgradeable(&degraded, observed.unselected);
+    let upgradeable = upgradeable(&degraded, observed.unselected, &all);
     // The reference's own pair, kept for consumers that read them (ref §2.8).
     let installer_available = condition(
         "CapiInstallerControllerAvailable",
@@ -277,7 +278,34 @@ fn with_removals(progressing: Condition, removals: &[Removal]) -> Condition {
     condition("Progressing", true, reason, parts.join("; "))
 }
 
-fn upgradeable(degraded: &Condition, unselected: &[Unselected]) -> Condition {
+fn upgradeable(degraded: &Condition, unselected: &[Unselected], outcomes: &[&Outcome]) -> Condition {
+    // A provider version held back by a requirement (action Deny) first, whether or not it degrades
+    // the operator yet: the next release's CRDs of that provider are likely to break it too, and the
+    // cluster should not move on while one of its providers cannot.
+    let held: Vec<String> = outcomes
+        .iter()
+        .filter(|o| {
+            matches!(
+                &o.state,
+                ProviderState::Failed {
+                    error: ProviderError::Render(RenderError::Incompatible { .. }),
+                    ..
+                }
+            )
+        })
+        .filter_map(|o| o.failure_message())
+        .collect();
+    if !held.is_empty() {
+        return condition(
+            "Upgradeable",
+            false,
+            Reason::CompatibilityRequirementNotMet,
+            format!(
+                "a provider's version is held back by CRD compatibility requirements, which the next release's CRDs of that provider may break too; fix the CRD or agree a change of the requirement with its owner before upgrading: {}",
+                held.join("; ")
+            ),
+        );
+    }
     if degraded.status {
         return condition(
             "Upgradeable",

@@ -384,6 +384,32 @@ fn unselected_providers_make_the_operator_not_upgradeable() {
 }
 
 #[test]
+fn a_version_held_back_by_a_requirement_makes_the_operator_not_upgradeable() {
+    let held = outcome(
+        "aws",
+        ProviderState::Failed {
+            error: ProviderError::Render(capi_bundle::prepare::RenderError::Incompatible {
+                origin: "ConfigMap openshift-cluster-api/aws".into(),
+                findings: vec!["CompatibilityRequirement pin: awsmachines.infrastructure.cluster.x-k8s.io version v1beta2, spec.instanceType: field removed".into()],
+            }),
+            attempts: 1,
+            failing_for: Duration::ZERO,
+        },
+    );
+    let cs = installing(&[outcome("cluster-api", ProviderState::Installed), held]);
+    let upgradeable = get(&cs, "Upgradeable");
+    assert!(!upgradeable.status);
+    assert_eq!(upgradeable.reason, Reason::CompatibilityRequirementNotMet);
+    assert!(
+        upgradeable.message.starts_with("a provider's version is held back by CRD compatibility requirements")
+            && upgradeable.message.contains("CompatibilityRequirement pin: awsmachines.infrastructure.cluster.x-k8s.io version v1beta2, spec.instanceType: field removed"),
+        "{upgradeable:?}"
+    );
+    // Not degraded yet (one attempt), but not upgradeable at once.
+    assert!(!get(&cs, "Degraded").status);
+}
+
+#[test]
 fn unsupported_platform_is_available_with_the_reference_message() {
     let cs = conditions(
         &Desired::Unsupported {
