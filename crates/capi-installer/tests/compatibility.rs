@@ -282,7 +282,9 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
         "{upgradeable:?}"
     );
     assert!(
-        upgradeable.message.contains("spec.instanceType: field removed"),
+        upgradeable
+            .message
+            .contains("spec.instanceType: field removed"),
         "{upgradeable:?}"
     );
 

@@ -632,10 +632,18 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
         version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["instanceType"] =
             json!({"type": "integer"});
     }
-    let retyped = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    let retyped =
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                          "metadata": {"name": AWS_MACHINE_CRD}, "spec": retyped["spec"]})
-    .to_string();
-    let apply = ["apply", "--server-side", "--force-conflicts", "--field-manager=administrator", "-f", "-"];
+        .to_string();
+    let apply = [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=administrator",
+        "-f",
+        "-",
+    ];
     let (applied, stderr) = kubectl(cp, &apply, &retyped).await;
     eprintln!("kubectl apply under Deny: {stderr}");
     assert!(!applied, "an incompatible CRD was applied under Deny");

@@ -8,10 +8,10 @@ use capi_openshift::controller_status::ControllerResult;
 use serde_json::{Value, json};
 
 use crate::error::{ProviderError, Reason};
-use capi_bundle::prepare::RenderError;
 use crate::outcome::Removal;
 use crate::outcome::{Outcome, ProviderState};
 use capi_bundle::desired::{Desired, Wanted};
+use capi_bundle::prepare::RenderError;
 use capi_bundle::source::SourceId;
 
 /// A failure becomes `Degraded=True` only once it persists, never on one transient error.
@@ -278,7 +278,11 @@ fn with_removals(progressing: Condition, removals: &[Removal]) -> Condition {
     condition("Progressing", true, reason, parts.join("; "))
 }
 
-fn upgradeable(degraded: &Condition, unselected: &[Unselected], outcomes: &[&Outcome]) -> Condition {
+fn upgradeable(
+    degraded: &Condition,
+    unselected: &[Unselected],
+    outcomes: &[&Outcome],
+) -> Condition {
     // A provider version held back by a requirement (action Deny) first, whether or not it degrades
     // the operator yet: the next release's CRDs of that provider are likely to break it too, and the
     // cluster should not move on while one of its providers cannot.
