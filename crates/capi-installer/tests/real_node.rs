@@ -507,30 +507,36 @@ async fn aws_machine_crd(admin: &Client) -> serde_json::Value {
     serde_json::to_value(crds.get(AWS_MACHINE_CRD).await.unwrap()).unwrap()
 }
 
-/// The live CRD as an administrator would put it back (`kubectl replace`, the whole object at the
-/// version read): `spec.instanceType` taken out of every version. (A server-side apply that leaves a
-/// field out removes nothing its applier does not own.)
+/// The AWSMachine CRD as an administrator would apply it, `spec.instanceType` taken out of every
+/// version: a CRD's schema is atomic for server-side apply, so applying it removes the field, whoever
+/// owned it.
 fn without_instance_type(live: &serde_json::Value) -> String {
-    let mut crd = live.clone();
-    let object = crd.as_object_mut().unwrap();
-    object.remove("status");
-    object["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("managedFields");
-    for version in crd["spec"]["versions"].as_array_mut().unwrap() {
+    let mut spec = live["spec"].clone();
+    for version in spec["versions"].as_array_mut().unwrap() {
         version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
             .as_object_mut()
             .unwrap()
             .remove("instanceType");
     }
-    crd.to_string()
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": AWS_MACHINE_CRD}, "spec": spec})
+    .to_string()
 }
+
+/// An administrator's `kubectl apply` of a CRD from stdin, taking over what it changes.
+const APPLY: [&str; 6] = [
+    "apply",
+    "--server-side",
+    "--force-conflicts",
+    "--field-manager=administrator",
+    "-f",
+    "-",
+];
 
 /// A requirement pinning aws's AWSMachine CRD as installed, its `spec.instanceType` pinned to the one
 /// type its owner relies on (stricter than the live schema, so the installed CRD still meets it):
-/// admitted; an administrator's `kubectl replace` that removes `spec.instanceType`, or `kubectl apply`
-/// that changes its type, is denied under
+/// admitted; an administrator's `kubectl apply` that removes `spec.instanceType`, or changes its
+/// type, is denied under
 /// Deny, naming the requirement and the field, and warned under Warn (and the installer puts its
 /// field back); an AWSMachine of another type, which the live CRD and aws's own webhook accept, is
 /// refused by the pinned schema. Deleted at the end, which empties the registration again.
@@ -594,19 +600,11 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
     // Deny: refused by the webhook (once service-ca's CA is in the registration and a replica
     // answers, the refusal is the webhook's own), naming the requirement and the field.
     let breaking = without_instance_type(&live);
-    let apply = [
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=administrator",
-        "-f",
-        "-",
-    ];
     let refusal = eventually(
         T,
         "kubectl apply refused by the compatibility webhook",
         || async {
-            let (applied, stderr) = kubectl(cp, &apply, &breaking).await;
+            let (applied, stderr) = kubectl(cp, &APPLY, &breaking).await;
             assert!(
                 !applied,
                 "an incompatible CRD was applied under Deny: {stderr}"
@@ -617,7 +615,7 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
         },
     )
     .await;
-    eprintln!("kubectl replace under Deny: {refusal}");
+    eprintln!("kubectl apply under Deny: {refusal}");
     assert!(
         refusal.contains(&format!(
             "CompatibilityRequirement {REQUIREMENT}: {AWS_MACHINE_CRD} version v1beta2, spec.instanceType: field removed"
@@ -636,16 +634,8 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
         json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                          "metadata": {"name": AWS_MACHINE_CRD}, "spec": retyped["spec"]})
         .to_string();
-    let apply = [
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=administrator",
-        "-f",
-        "-",
-    ];
-    let (applied, stderr) = kubectl(cp, &apply, &retyped).await;
-    eprintln!("kubectl apply under Deny: {stderr}");
+    let (applied, stderr) = kubectl(cp, &APPLY, &retyped).await;
+    eprintln!("kubectl apply of a retyped field under Deny: {stderr}");
     assert!(!applied, "an incompatible CRD was applied under Deny");
     assert!(
         stderr.contains(&format!(
@@ -689,12 +679,12 @@ async fn compatibility_requirement_enforced(cp: &ControlPlane, admin: &Client) {
         T,
         "kubectl apply warned by the compatibility webhook",
         || async {
-            let (applied, stderr) = kubectl(cp, &apply, &breaking).await;
+            let (applied, stderr) = kubectl(cp, &APPLY, &breaking).await;
             applied.then_some(stderr)
         },
     )
     .await;
-    eprintln!("kubectl replace under Warn: {warned}");
+    eprintln!("kubectl apply under Warn: {warned}");
     assert!(
         warned.contains(&format!(
             "Warning: CompatibilityRequirement {REQUIREMENT}: {AWS_MACHINE_CRD} version v1beta2, spec.instanceType: field removed"
