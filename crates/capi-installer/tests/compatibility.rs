@@ -3,7 +3,9 @@
 //! pinned field and changes another's type is refused before any write (action Deny), naming the
 //! requirement, the version and the fields, while the running version stays; with action Warn the same
 //! version is applied and the requirement reports what it breaks; the good version converges again.
-//! While a version is held back, the ClusterOperator is not Upgradeable.
+//! While a version is held back, the ClusterOperator is not Upgradeable. A CRD no provider installs,
+//! pinned by a requirement, has its change by an administrator reported without anything else waking
+//! the installer.
 //! The installer runs as its own ServiceAccount under exactly the shipped RBAC.
 //!
 //! Admission: the installer registers the requirement (the shipped, empty registration filled, matching
@@ -328,4 +330,80 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
     wait_available(&env.admin, 3 * MINUTE).await;
     requirement_condition(&env.admin, "Compatible", "Compatible").await;
     assert!(live_has_instance_type(&env.admin).await);
+
+    // A CRD no provider installs, pinned without asking admission for anything: an administrator's
+    // change of it is reported at once, with nothing else to wake the installer.
+    let widget_crd = |size_type: &str| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Widget", "plural": "widgets"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                       "spec": {"type": "object", "properties": {"size": {"type": size_type}}}}}}}]},
+        })
+    };
+    apply(
+        &env.admin,
+        &ar(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+        ),
+        &widget_crd("string"),
+        "administrator",
+    )
+    .await;
+    requirements(&env.admin)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "apiextensions.openshift.io/v1alpha1", "kind": "CompatibilityRequirement",
+                "metadata": {"name": "pin-widgets"},
+                "spec": {"compatibilitySchema": {
+                    "customResourceDefinition": {"type": "YAML", "data": widget_crd("string").to_string()},
+                    "requiredVersions": {"defaultSelection": "StorageOnly"}}},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let widgets = |reason: &'static str| {
+        let admin = env.admin.clone();
+        async move {
+            eventually(
+                MINUTE,
+                &format!("pin-widgets Compatible {reason}"),
+                || async {
+                    let r = requirements(&admin).get("pin-widgets").await.ok()?;
+                    r.data["status"]["conditions"]
+                        .as_array()?
+                        .iter()
+                        .find(|c| c["type"] == "Compatible" && c["reason"] == reason)
+                        .map(|c| c["message"].to_string())
+                },
+            )
+            .await
+        }
+    };
+    widgets("Compatible").await;
+    apply(
+        &env.admin,
+        &ar(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+        ),
+        &widget_crd("integer"),
+        "administrator",
+    )
+    .await;
+    let message = widgets("RequirementsNotMet").await;
+    assert!(
+        message.contains("spec.size: type changed from string to integer"),
+        "{message}"
+    );
 }

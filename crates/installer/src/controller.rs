@@ -62,6 +62,7 @@ use crate::proxy::ClusterProxy;
 use crate::reconcile::Reconciler;
 use crate::report;
 use crate::report::operator::KnownOperator;
+use crate::report::pinned_crds::PinnedCrds;
 use crate::revision;
 use crate::round::{self, Planner, PlannerState, Round};
 use crate::source::profile::ProfileCatalog;
@@ -166,6 +167,8 @@ pub struct Installer {
     registration: OptionalKind,
     /// The `CompatibilityRequirement`s: judged on every CRD a provider brings, and reported on.
     requirements: OptionalKind,
+    /// The CRDs they pin, each watched whole: a change by anyone wakes a pass.
+    pinned_crds: PinnedCrds,
     /// Every kind of provider source; a new kind is one more catalog. Shared with the blocking pool,
     /// where a source's payload is decoded.
     catalogs: Arc<Vec<Box<dyn SourceCatalog>>>,
@@ -421,6 +424,7 @@ impl Installer {
             proxy,
             registration,
             requirements,
+            pinned_crds: PinnedCrds::default(),
             catalogs,
             metrics,
             wake,
@@ -636,10 +640,18 @@ impl Installer {
         self.report_providers(&observed, &asked.objects, &asked.requested, requests)
             .await;
         let registration = self.registration.objects().unwrap_or_default();
+        let pinned: BTreeSet<&str> = asked
+            .requirements
+            .iter()
+            .filter_map(|(_, read)| read.as_ref().ok())
+            .map(|r| r.crd_name.as_str())
+            .collect();
+        self.pinned_crds.follow(&self.client, &pinned, &self.wake);
         report::requirements::write_all(
             &self.client,
             &self.config,
             registration.first().map(|o| &**o),
+            &self.pinned_crds,
             &asked.requirements,
         )
         .await;

@@ -3,9 +3,9 @@
 //! First the one `ValidatingWebhookConfiguration` that sends the writes each requirement pins to the
 //! controllers pod's webhooks ([`capi_compat::registration`]), applied only when the live one (from
 //! its watch) lacks what it must say or holds a webhook it must not; then the `status` of each
-//! `CompatibilityRequirement` ([`capi_status::requirement`]) from the live CRD it pins, read whole
-//! (the watch cache keeps CRDs without their schemas), on the status subresource with the installer's
-//! field manager, only when it differs from the live one. `Admitted` is `True` once the registration
+//! `CompatibilityRequirement` ([`capi_status::requirement`]) from the live CRD it pins, as its own
+//! watch has it whole ([`super::pinned_crds`]; read once while that watch has not listed yet), on the
+//! status subresource with the installer's field manager, only when it differs from the live one. `Admitted` is `True` once the registration
 //! is written. A failure is logged and tried again at the next pass: nothing else waits for these.
 
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
+use super::pinned_crds::{Pinned, PinnedCrds};
 use crate::config::InstallerConfig;
 use crate::names::{FIELD_MANAGER, WEBHOOK_PORT, WEBHOOK_SERVICE};
 
@@ -31,6 +32,7 @@ pub(crate) async fn write_all(
     client: &Client,
     config: &InstallerConfig,
     live: Option<&DynamicObject>,
+    pinned: &PinnedCrds,
     requirements: &[(Arc<DynamicObject>, Result<Requirement, RequirementError>)],
 ) {
     let readable: Vec<&Requirement> = requirements
@@ -51,7 +53,7 @@ pub(crate) async fn write_all(
         });
     for (object, read) in requirements {
         let registered = registered.as_ref().map(|_| ()).map_err(String::as_str);
-        if let Err(e) = write(client, object, read, registered).await {
+        if let Err(e) = write(client, pinned, object, read, registered).await {
             let name = object.metadata.name.as_deref().unwrap_or_default();
             tracing::warn!(requirement = %name, error = %e, "cannot write CompatibilityRequirement status");
         }
@@ -97,16 +99,22 @@ async fn register(
 
 async fn write(
     client: &Client,
+    pinned: &PinnedCrds,
     object: &DynamicObject,
     read: &Result<Requirement, RequirementError>,
     registered: Result<(), &str>,
 ) -> Result<(), kube::Error> {
     let name = object.metadata.name.clone().unwrap_or_default();
     let crd = match read {
-        Ok(requirement) => Api::<CustomResourceDefinition>::all(client.clone())
-            .get_opt(&requirement.crd_name)
-            .await?
-            .map(|crd| serde_json::to_value(crd).expect("an object serializes")),
+        Ok(requirement) => match pinned.get(&requirement.crd_name) {
+            Pinned::Known(crd) => {
+                crd.map(|crd| serde_json::to_value(&*crd).expect("an object serializes"))
+            }
+            Pinned::Unknown => Api::<CustomResourceDefinition>::all(client.clone())
+                .get_opt(&requirement.crd_name)
+                .await?
+                .map(|crd| serde_json::to_value(crd).expect("an object serializes")),
+        },
         Err(_) => None,
     };
     let observed = match read {
