@@ -406,4 +406,56 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
         message.contains("spec.size: type changed from string to integer"),
         "{message}"
     );
+
+    // A requirement whose pinned "CRD" names a built-in resource (every Secret) asks for its objects
+    // to be judged: no webhook is registered for them, and the requirement says why.
+    let fake = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "secrets.example.com"},
+        "spec": {"group": "", "scope": "Namespaced", "names": {"kind": "Secret", "plural": "secrets"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+    });
+    requirements(&env.admin)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "apiextensions.openshift.io/v1alpha1", "kind": "CompatibilityRequirement",
+                "metadata": {"name": "pin-every-secret"},
+                "spec": {"compatibilitySchema": {
+                    "customResourceDefinition": {"type": "YAML", "data": fake.to_string()},
+                    "requiredVersions": {"defaultSelection": "StorageOnly"}},
+                    "objectSchemaValidation": {"action": "Deny"}},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let admitted = eventually(MINUTE, "pin-every-secret NotAdmitted", || async {
+        let r = requirements(&env.admin)
+            .get("pin-every-secret")
+            .await
+            .ok()?;
+        r.data["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Admitted" && c["reason"] == "NotAdmitted")
+            .map(|c| c["message"].to_string())
+    })
+    .await;
+    assert!(
+        admitted.contains("objectSchemaValidation waits for CustomResourceDefinition secrets.example.com to exist with the pinned group and plural"),
+        "{admitted}"
+    );
+    let registration = Api::<ValidatingWebhookConfiguration>::all(env.admin.clone())
+        .get("capi-compatibility-requirements")
+        .await
+        .unwrap();
+    let names: Vec<String> = registration
+        .webhooks
+        .unwrap_or_default()
+        .into_iter()
+        .map(|w| w.name)
+        .collect();
+    assert_eq!(names, ["crds.compatibility.capi.openshift.io"], "{names:?}");
 }

@@ -46,8 +46,15 @@ pub struct Endpoint<'a> {
 }
 
 /// The configuration (JSON, ready for server-side apply) for `requirements`, each as read; one that
-/// could not be read has no webhook (its status says why).
-pub fn registration(requirements: &[&Requirement], endpoint: Endpoint<'_>) -> Value {
+/// could not be read has no webhook (its status says why). Their objects are judged only for those of
+/// them `live` says are the live CRD (the same name, group and plural): a requirement's pinned CRD is
+/// whatever its writer wrote, and a webhook for a resource no CRD defines would be sent the writes of
+/// a built-in one (every Secret, say).
+pub fn registration(
+    requirements: &[&Requirement],
+    live: impl Fn(&Requirement) -> bool,
+    endpoint: Endpoint<'_>,
+) -> Value {
     let client = |path: String| {
         json!({"service": {"namespace": endpoint.namespace, "name": endpoint.service,
                            "path": path, "port": endpoint.port}})
@@ -99,7 +106,7 @@ pub fn registration(requirements: &[&Requirement], endpoint: Endpoint<'_>) -> Va
     let mut objects: Vec<&Requirement> = requirements
         .iter()
         .copied()
-        .filter(|r| r.objects.is_some())
+        .filter(|r| r.objects.is_some() && live(r))
         .collect();
     objects.sort_by(|a, b| a.name.cmp(&b.name));
     for requirement in objects {
@@ -221,7 +228,7 @@ mod tests {
                 "namespaceSelector": {"matchLabels": {"hosted": "true"}},
                 "matchConditions": [{"name": "x", "expression": "true"}]})),
         );
-        let registration = registration(&[&hypershift, &acm], ENDPOINT);
+        let registration = registration(&[&hypershift, &acm], |_| true, ENDPOINT);
         let webhooks = registration["webhooks"].as_array().unwrap();
         assert_eq!(webhooks.len(), 2, "{registration:#}");
         let crds = &webhooks[0];
@@ -267,10 +274,18 @@ mod tests {
     }
 
     #[test]
-    fn nothing_pinned_matches_nothing() {
+    fn nothing_pinned_or_not_live_matches_nothing() {
         let objects_only = requirement("objects-only", false, None);
-        let registration = registration(&[&objects_only], ENDPOINT);
-        assert_eq!(registration["webhooks"], json!([]));
+        let registration_of = |live: bool| registration(&[&objects_only], |_| live, ENDPOINT);
+        assert_eq!(registration_of(true)["webhooks"], json!([]));
+        // Objects judged, but the pinned CRD is not the live one: nothing is sent to the webhook.
+        let objects = requirement("objects", false, Some(json!({"action": "Deny"})));
+        let registration_of = |live: bool| registration(&[&objects], |_| live, ENDPOINT);
+        assert_eq!(
+            registration_of(true)["webhooks"].as_array().unwrap().len(),
+            1
+        );
+        assert_eq!(registration_of(false)["webhooks"], json!([]));
     }
 
     #[test]

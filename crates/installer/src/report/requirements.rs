@@ -5,8 +5,9 @@
 //! its watch) lacks what it must say or holds a webhook it must not; then the `status` of each
 //! `CompatibilityRequirement` ([`capi_status::requirement`]) from the live CRD it pins, as its own
 //! watch has it whole ([`super::pinned_crds`]; read once while that watch has not listed yet), on the
-//! status subresource with the installer's field manager, only when it differs from the live one. `Admitted` is `True` once the registration
-//! is written. A failure is logged and tried again at the next pass: nothing else waits for these.
+//! status subresource with the installer's field manager, only when it differs from the live one.
+//! `Admitted` is `True` once the registration is written. A failure is logged and tried again at the
+//! next pass: nothing else waits for these.
 
 use std::sync::Arc;
 
@@ -45,14 +46,40 @@ pub(crate) async fn write_all(
         port: WEBHOOK_PORT,
         installer_namespace: &config.installer_namespace,
     };
-    let registered = register(client, live, &registration(&readable, endpoint))
+    // Objects are judged only for a pinned CRD that is the live one ([`registration`]).
+    let is_live = |r: &Requirement| match pinned.get(&r.crd_name) {
+        Pinned::Known(Some(crd)) => {
+            let at = |pointer: &str| crd.data.pointer(pointer).and_then(Value::as_str);
+            at("/spec/group") == r.pinned.pointer("/spec/group").and_then(Value::as_str)
+                && at("/spec/names/plural")
+                    == r.pinned
+                        .pointer("/spec/names/plural")
+                        .and_then(Value::as_str)
+        }
+        _ => false,
+    };
+    let registered = register(client, live, &registration(&readable, is_live, endpoint))
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, "cannot register the CompatibilityRequirements with admission");
             e.to_string()
         });
+    let not_live = |r: &Requirement| {
+        format!(
+            "objectSchemaValidation waits for CustomResourceDefinition {} to exist with the pinned group and plural",
+            r.crd_name
+        )
+    };
     for (object, read) in requirements {
-        let registered = registered.as_ref().map(|_| ()).map_err(String::as_str);
+        let waiting = match read {
+            Ok(r) if r.objects.is_some() && !is_live(r) => Some(not_live(r)),
+            _ => None,
+        };
+        let registered = match (&registered, &waiting) {
+            (Err(e), _) => Err(e.as_str()),
+            (Ok(()), Some(why)) => Err(why.as_str()),
+            (Ok(()), None) => Ok(()),
+        };
         if let Err(e) = write(client, pinned, object, read, registered).await {
             let name = object.metadata.name.as_deref().unwrap_or_default();
             tracing::warn!(requirement = %name, error = %e, "cannot write CompatibilityRequirement status");
