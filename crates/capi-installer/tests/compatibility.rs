@@ -55,27 +55,34 @@ async fn pinned(client: &kube::Client) -> String {
     serde_json::to_string(&pinned).unwrap()
 }
 
-/// `(status, reason, message)` of a condition of the requirement, once it has one.
+/// `(status, message)` of the condition `type_` of requirement [`REQUIREMENT`], once its reason is
+/// `want`.
 async fn requirement_condition(client: &kube::Client, type_: &str, want: &str) -> (String, String) {
-    eventually(
-        2 * MINUTE,
-        &format!("{REQUIREMENT} {type_} {want}"),
-        || async {
-            let r = requirements(client).get(REQUIREMENT).await.ok()?;
-            let c = r.data["status"]["conditions"]
-                .as_array()?
-                .iter()
-                .find(|c| c["type"] == type_)?
-                .clone();
-            let reason = c["reason"].as_str()?.to_string();
-            (reason == want).then(|| {
-                (
-                    c["status"].as_str().unwrap().to_string(),
-                    c["message"].as_str().unwrap().to_string(),
-                )
-            })
-        },
-    )
+    condition_of(client, REQUIREMENT, type_, want).await
+}
+
+/// `(status, message)` of the condition `type_` of requirement `name`, once its reason is `want`.
+async fn condition_of(
+    client: &kube::Client,
+    name: &str,
+    type_: &str,
+    want: &str,
+) -> (String, String) {
+    eventually(2 * MINUTE, &format!("{name} {type_} {want}"), || async {
+        let r = requirements(client).get(name).await.ok()?;
+        let c = r.data["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == type_)?
+            .clone();
+        let reason = c["reason"].as_str()?.to_string();
+        (reason == want).then(|| {
+            (
+                c["status"].as_str().unwrap().to_string(),
+                c["message"].as_str().unwrap().to_string(),
+            )
+        })
+    })
     .await
 }
 
@@ -370,25 +377,8 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
         )
         .await
         .unwrap();
-    let widgets = |reason: &'static str| {
-        let admin = env.admin.clone();
-        async move {
-            eventually(
-                MINUTE,
-                &format!("pin-widgets Compatible {reason}"),
-                || async {
-                    let r = requirements(&admin).get("pin-widgets").await.ok()?;
-                    r.data["status"]["conditions"]
-                        .as_array()?
-                        .iter()
-                        .find(|c| c["type"] == "Compatible" && c["reason"] == reason)
-                        .map(|c| c["message"].to_string())
-                },
-            )
-            .await
-        }
-    };
-    widgets("Compatible").await;
+    // (The resync is 10 minutes away: only the pinned CRD's watch can wake the pass in time.)
+    condition_of(&env.admin, "pin-widgets", "Compatible", "Compatible").await;
     apply(
         &env.admin,
         &ar(
@@ -401,7 +391,13 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
         "administrator",
     )
     .await;
-    let message = widgets("RequirementsNotMet").await;
+    let (_, message) = condition_of(
+        &env.admin,
+        "pin-widgets",
+        "Compatible",
+        "RequirementsNotMet",
+    )
+    .await;
     assert!(
         message.contains("spec.size: type changed from string to integer"),
         "{message}"
@@ -431,18 +427,8 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
         )
         .await
         .unwrap();
-    let admitted = eventually(MINUTE, "pin-every-secret NotAdmitted", || async {
-        let r = requirements(&env.admin)
-            .get("pin-every-secret")
-            .await
-            .ok()?;
-        r.data["status"]["conditions"]
-            .as_array()?
-            .iter()
-            .find(|c| c["type"] == "Admitted" && c["reason"] == "NotAdmitted")
-            .map(|c| c["message"].to_string())
-    })
-    .await;
+    let (_, admitted) =
+        condition_of(&env.admin, "pin-every-secret", "Admitted", "NotAdmitted").await;
     assert!(
         admitted.contains("objectSchemaValidation waits for CustomResourceDefinition secrets.example.com to exist with the pinned group and plural"),
         "{admitted}"
