@@ -25,6 +25,19 @@ const MINUTE: Duration = Duration::from_secs(60);
 const CRD: &str = "awsmachines.infrastructure.cluster.x-k8s.io";
 const REQUIREMENT: &str = "pin-awsmachines";
 
+fn crd_resource() -> kube::core::ApiResource {
+    ar(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+    )
+}
+
+fn crds(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &crd_resource())
+}
+
 fn requirements(client: &kube::Client) -> Api<DynamicObject> {
     Api::all_with(
         client.clone(),
@@ -39,13 +52,7 @@ fn requirements(client: &kube::Client) -> Api<DynamicObject> {
 
 /// The live CRD as a requirement's owner pins it: what they rely on, without what the API server adds.
 async fn pinned(client: &kube::Client) -> String {
-    let crds = api_for(
-        client,
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-        None,
-    )
-    .await;
+    let crds = crds(client);
     let live = serde_json::to_value(crds.get(CRD).await.unwrap()).unwrap();
     let pinned = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -118,28 +125,9 @@ fn good_aws() -> Value {
     with_components(AWS_CM, &fixture_components(AWS_CM))
 }
 
-/// The first condition message of `ClusterOperator/cluster-api` that contains `text`.
-async fn reported(client: &kube::Client, text: &str) -> String {
-    eventually(3 * MINUTE, text, || async {
-        let status = co_status(client).await?;
-        ["Available", "Progressing", "Degraded"]
-            .into_iter()
-            .filter_map(|t| condition(&status, t))
-            .map(|c| c.message)
-            .find(|m| m.contains(text))
-    })
-    .await
-}
-
 /// Whether the live AWSMachine CRD's storage version has `spec.instanceType`.
 async fn live_has_instance_type(client: &kube::Client) -> bool {
-    let crds = api_for(
-        client,
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-        None,
-    )
-    .await;
+    let crds = crds(client);
     let live = serde_json::to_value(crds.get(CRD).await.unwrap()).unwrap();
     live["spec"]["versions"]
         .as_array()
@@ -182,13 +170,7 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
     assert_eq!(status, "True");
     let (status, _) = requirement_condition(&env.admin, "Progressing", "UpToDate").await;
     assert_eq!(status, "False");
-    let crds = api_for(
-        &env.admin,
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-        None,
-    )
-    .await;
+    let crds = crds(&env.admin);
     let (status, message) = requirement_condition(&env.admin, "Admitted", "Admitted").await;
     assert_eq!(status, "True");
     assert_eq!(
@@ -353,12 +335,7 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
     };
     apply(
         &env.admin,
-        &ar(
-            "apiextensions.k8s.io",
-            "v1",
-            "CustomResourceDefinition",
-            "customresourcedefinitions",
-        ),
+        &crd_resource(),
         &widget_crd("string"),
         "administrator",
     )
@@ -381,12 +358,7 @@ async fn a_requirement_refuses_a_breaking_crd_before_any_write_and_warn_applies_
     condition_of(&env.admin, "pin-widgets", "Compatible", "Compatible").await;
     apply(
         &env.admin,
-        &ar(
-            "apiextensions.k8s.io",
-            "v1",
-            "CustomResourceDefinition",
-            "customresourcedefinitions",
-        ),
+        &crd_resource(),
         &widget_crd("integer"),
         "administrator",
     )

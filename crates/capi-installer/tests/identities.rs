@@ -13,19 +13,6 @@ use test_support::*;
 
 const MINUTE: Duration = Duration::from_secs(60);
 
-/// The first condition message of `ClusterOperator/cluster-api` that contains `text`.
-async fn reported(client: &kube::Client, text: &str) -> String {
-    eventually(3 * MINUTE, text, || async {
-        let status = co_status(client).await?;
-        ["Available", "Progressing", "Degraded"]
-            .into_iter()
-            .filter_map(|t| condition(&status, t))
-            .map(|c| c.message)
-            .find(|m| m.contains(text))
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_policy_off_the_api_server_bounds_each_provider_by_its_own_identity() {
     require_fixture!("transport-configmaps");

@@ -188,6 +188,20 @@ pub async fn co_condition(client: &Client, type_: &str) -> Option<Cond> {
     condition(&co_status(client).await?, type_)
 }
 
+/// The first message of `ClusterOperator/cluster-api`'s Available, Progressing or Degraded that
+/// contains `text`, once one does (within 3 minutes).
+pub async fn reported(client: &Client, text: &str) -> String {
+    crate::eventually(std::time::Duration::from_secs(180), text, || async {
+        let status = co_status(client).await?;
+        ["Available", "Progressing", "Degraded"]
+            .into_iter()
+            .filter_map(|t| condition(&status, t))
+            .map(|c| c.message)
+            .find(|m| m.contains(text))
+    })
+    .await
+}
+
 /// Whether a condition has this status.
 pub fn is(status: &Value, type_: &str, value: &str) -> bool {
     condition(status, type_).is_some_and(|c| c.status == value)
