@@ -146,7 +146,7 @@ fn crd_answer(
     requirements: Option<&[Arc<Requirement>]>,
     request: &AdmissionRequest<DynamicObject>,
 ) -> AdmissionResponse {
-    let response = AdmissionResponse::from(request);
+    let mut response = AdmissionResponse::from(request);
     let Some(requirements) = requirements else {
         return response.deny(NOT_READ);
     };
@@ -162,7 +162,6 @@ fn crd_answer(
         &request.name,
         candidate.as_ref(),
     );
-    let mut response = response;
     if !verdict.warned.is_empty() {
         response.warnings = Some(verdict.warned.iter().map(ToString::to_string).collect());
     }
