@@ -40,13 +40,13 @@ mod error;
 pub mod netpol;
 pub mod node;
 mod pki;
+pub mod ports;
 mod process;
 pub mod registry;
 pub mod service_ca;
 mod workloads;
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -271,7 +271,7 @@ impl ControlPlane {
         let [etcd_client, etcd_peer, apiserver_port] = match &node {
             // Inside the node's own network namespace nothing else binds these.
             Some(node) => [2379, 2380, node.services.api_port],
-            None => free_ports()?,
+            None => ports::free_loopback_ports().map_err(io("find free loopback ports"))?,
         };
         let server = format!("https://127.0.0.1:{apiserver_port}");
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
@@ -833,22 +833,6 @@ fn ignore_exists<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
         Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// Ports that were free a moment ago. All are held open together while picking, so they differ.
-fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
-    let listeners = (0..N)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(io("find a free loopback port"))?;
-    let mut ports = [0; N];
-    for (port, listener) in ports.iter_mut().zip(&listeners) {
-        *port = listener
-            .local_addr()
-            .map_err(io("find a free loopback port"))?
-            .port();
-    }
-    Ok(ports)
 }
 
 fn write_kubeconfig(

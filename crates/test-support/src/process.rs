@@ -107,12 +107,10 @@ impl Drop for Replica {
     }
 }
 
-/// A port nothing listens on (for a moment: bind it soon).
+/// A loopback port nothing listens on, outside the ephemeral range (for a moment: bind it soon).
 pub fn free_port() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    let [port] = control_plane::ports::free_loopback_ports().expect("a free loopback port");
+    SocketAddr::from(([127, 0, 0, 1], port))
 }
 
 /// A plain HTTP/1.1 GET: (status code, body). `None` when nothing listens yet.
