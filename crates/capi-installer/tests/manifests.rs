@@ -971,3 +971,38 @@ fn the_trusted_ca_bundle_the_installer_mounts_is_shipped_for_injection() {
     assert_eq!(strs(&proxies["resourceNames"]), ["cluster"]);
     assert_eq!(strs(&proxies["verbs"]), ["get", "list", "watch"]);
 }
+
+/// The release's Services in the providers' namespace are the bundle policy's list of selectors no
+/// provider's pod may match (one definition each, kept equal here).
+#[test]
+fn the_policy_knows_every_release_service_in_the_providers_namespace() {
+    use capi_installer_controller::policy::provider_bound::RELEASE_SELECTORS;
+    let shipped: BTreeSet<(String, Vec<(String, String)>)> = manifests()
+        .into_iter()
+        .filter(|(_, d)| d["kind"] == "Service" && d["metadata"]["namespace"] == TARGET_NAMESPACE)
+        .map(|(_, d)| {
+            let selector = d["spec"]["selector"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect();
+            (
+                d["metadata"]["name"].as_str().unwrap().to_string(),
+                selector,
+            )
+        })
+        .collect();
+    let known: BTreeSet<(String, Vec<(String, String)>)> = RELEASE_SELECTORS
+        .iter()
+        .map(|(name, selector)| {
+            let selector = selector
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            (name.to_string(), selector)
+        })
+        .collect();
+    assert!(!shipped.is_empty());
+    assert_eq!(shipped, known);
+}

@@ -1131,3 +1131,93 @@ fn the_shipped_aggregation_data_is_what_real_bundles_do() {
     assert_eq!(roles, shipped_roles, "aggregated roles of real bundles");
     assert_eq!(labels, shipped_labels, "aggregation labels of real bundles");
 }
+
+/// Each provider's shipped bound of what it reaches (`policy::provider_bound`) holds what its real
+/// bundles do: every CRD group of theirs is among their provider's groups, and every resource their
+/// admission names without a CRD of theirs is listed (and nothing listed that no bundle names).
+#[test]
+fn the_shipped_per_provider_reach_holds_what_real_bundles_do() {
+    use policy::provider_bound::{self, ADMISSION_BEYOND_CRDS, CRD_GROUPS};
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let mut beyond = BTreeSet::new();
+    let mut outside_groups = Vec::new();
+    for real in &bundles {
+        let objects: Vec<&Value> = real
+            .rendered
+            .inputs
+            .iter()
+            .map(|i| &i.object.data)
+            .collect();
+        let kinds: Vec<&str> = real
+            .rendered
+            .inputs
+            .iter()
+            .map(|i| i.object.types.as_ref().map_or("", |t| t.kind.as_str()))
+            .collect();
+        let mut own = BTreeSet::new();
+        for (data, kind) in objects.iter().zip(&kinds) {
+            if *kind == "CustomResourceDefinition" {
+                let group = data["spec"]["group"].as_str().unwrap_or_default();
+                own.insert((
+                    group,
+                    data["spec"]["names"]["plural"].as_str().unwrap_or(""),
+                ));
+                if !provider_bound::crd_group_allowed(&real.provider, group) {
+                    outside_groups.push(format!("{} ({}): {group}", real.name, real.provider));
+                }
+            }
+        }
+        for (data, kind) in objects.iter().zip(&kinds) {
+            let rules: Vec<&Value> = match *kind {
+                "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => {
+                    data["webhooks"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|w| w["rules"].as_array().into_iter().flatten())
+                        .collect()
+                }
+                "ValidatingAdmissionPolicy" => data["spec"]["matchConstraints"]["resourceRules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                _ => continue,
+            };
+            for rule in rules {
+                for group in rule["apiGroups"].as_array().into_iter().flatten() {
+                    for resource in rule["resources"].as_array().into_iter().flatten() {
+                        let (group, resource) =
+                            (group.as_str().unwrap(), resource.as_str().unwrap());
+                        let plural = resource.split('/').next().unwrap();
+                        if !own.contains(&(group, plural)) {
+                            beyond.insert((
+                                real.provider.clone(),
+                                group.to_string(),
+                                plural.to_string(),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(
+        outside_groups,
+        Vec::<String>::new(),
+        "CRD groups outside CRD_GROUPS"
+    );
+    let shipped: BTreeSet<(String, String, String)> = ADMISSION_BEYOND_CRDS
+        .iter()
+        .map(|(p, g, r)| (p.to_string(), g.to_string(), r.to_string()))
+        .collect();
+    assert_eq!(beyond, shipped, "admission beyond the bundles' own CRDs");
+    let providers: BTreeSet<&str> = bundles.iter().map(|b| b.provider.as_str()).collect();
+    let listed: BTreeSet<&str> = CRD_GROUPS.iter().map(|(p, _)| *p).collect();
+    assert_eq!(
+        providers, listed,
+        "CRD_GROUPS lists exactly the real bundles' providers"
+    );
+}

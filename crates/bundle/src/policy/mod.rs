@@ -22,9 +22,9 @@
 //! | [`Rule::AdmissionScope`] | webhooks and admission policies only for the family's groups; policy parameters only of family kinds (and the Infrastructure that the generated protection policy reads); bindings only to policies of the bundle |
 //! | [`Rule::StoredAsWritten`] | nothing the API server stores differently: no number written as a float outside a CRD's schema, no deprecated alias (`serviceAccount`); and every rule holds on each object as the preflight's dry-run says it would be stored ([`stored`]) |
 //! | [`Rule::References`] | pods read only Secrets their own Services' serving certificates become, their provider's credentials Secret, and ConfigMaps of the bundle; a Service asks service-ca for no credentials or installer Secret ([`references`]) |
-//! | [`Rule::ProvidersApart`] | nothing of another provider: no Secret it reads or asks for, no pod labels its Services select, no Service selecting its pods, no admission on its resources or the cluster's CRDs' ([`references`]), no role naming its CRDs; its aggregated roles and aggregation labels ([`AGGREGATED_ROLES`], [`AGGREGATION_LABELS`]) are its own (rule [`Rule::RbacAggregation`]) |
+//! | [`Rule::ProvidersApart`] | per provider ([`provider_bound`]): Services select on its own provider label, pods carry no other provider's nor a release Service's labels, admission only on its own CRDs' resources; and nothing of another provider: no Secret it reads or asks for, no pod labels its Services select, no Service selecting its pods, no admission on its resources or the cluster's CRDs' ([`references`]), no role naming its CRDs; its aggregated roles and aggregation labels ([`AGGREGATED_ROLES`], [`AGGREGATION_LABELS`]) are its own (rule [`Rule::RbacAggregation`]) |
 //! | [`Rule::ServiceType`] | Services only of type ClusterIP, without `externalIPs` |
-//! | [`Rule::CrdGroup`] | CRDs only in the family's groups (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]); a release image's own group that nobody else serves ([`PolicyConfig::trusting`]) |
+//! | [`Rule::CrdGroup`] | CRDs only in its own provider's family groups ([`provider_bound::CRD_GROUPS`]) (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]); a release image's own group that nobody else serves ([`PolicyConfig::trusting`]) |
 //! | [`Rule::WorkloadIdentity`] | pods only as a ServiceAccount of the bundle (or `default`) |
 //! | [`Rule::WorkloadHostAccess`] | no host network/PID/IPC, host ports or hostPath volumes |
 //! | [`Rule::WorkloadPrivilege`] | no privileged containers, added capabilities, `runAsUser: 0` or `allowPrivilegeEscalation: true` |
@@ -44,6 +44,7 @@ pub mod ceiling;
 pub mod fields;
 pub mod own_crds;
 pub mod protected;
+pub mod provider_bound;
 pub mod references;
 pub mod schema;
 pub mod stored;
@@ -733,7 +734,19 @@ fn crd(
         .pointer("/spec/group")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if !config.family_group(group) {
+    if in_family(group)
+        && !config.extra_groups.contains(group)
+        && !provider_bound::crd_group_allowed(among.provider, group)
+    {
+        v(
+            Rule::CrdGroup,
+            format!(
+                "spec.group {group:?} is not a group of provider {}'s own CRDs ({})",
+                among.provider,
+                provider_bound::crd_groups_of(among.provider)
+            ),
+        );
+    } else if !config.family_group(group) {
         let served = among
             .holder_of(group, "*")
             .map(|holder| format!("; {holder} serves it"))

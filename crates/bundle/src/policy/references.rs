@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube_core::DynamicObject;
 use serde_json::Value;
 
-use super::{Bundle, PolicyConfig, Report, Rule, items, quoted};
+use super::{Bundle, PolicyConfig, Report, Rule, items, provider_bound, quoted};
 use capi_apply::ObjectKey;
 
 /// The annotations by which a Service asks service-ca for a serving certificate in a Secret of that
@@ -363,23 +363,52 @@ fn serving_secret(
     }
 }
 
-/// Pod labels no other provider's Service selects, and Services that select no other provider's pods.
+/// Pod labels no other provider's Service and no Service of the release selects, and Services that
+/// select no other provider's pods: a Service selects on its own provider's label, a pod carries no
+/// other provider's ([`provider_bound`]); the providers of the round are compared too, to name whom a
+/// label would reach.
 pub(super) fn labels_and_selectors(
     key: &ObjectKey,
     data: &Value,
     among: &Among<'_>,
     v: &mut Report<'_>,
 ) {
+    let label = provider_bound::PROVIDER_LABEL;
     match key.kind.as_str() {
         "Deployment" => {
-            let labels = string_map(data.pointer("/spec/template/metadata/labels"));
+            let at = "spec.template.metadata.labels";
+            let pod = data.pointer("/spec/template/metadata/labels");
+            if let Some(other) = provider_bound::provider_of(pod).filter(|p| *p != among.provider) {
+                v(
+                    Rule::ProvidersApart,
+                    format!(
+                        "{at}[{label}] is {other:?}, not {:?}: the pods would be reached by that provider's Services",
+                        among.provider
+                    ),
+                );
+            }
+            let labels = string_map(pod);
+            for (service, selector) in provider_bound::RELEASE_SELECTORS {
+                let selector: BTreeMap<String, String> = selector
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                if selects(&selector, &labels) {
+                    v(
+                        Rule::ProvidersApart,
+                        format!(
+                            "{at} match the selector of the release's Service {service}: that Service would send its traffic to these pods"
+                        ),
+                    );
+                }
+            }
             for h in among.others {
                 for (service, selector) in &h.selectors {
                     if selects(selector, &labels) {
                         v(
                             Rule::ProvidersApart,
                             format!(
-                                "spec.template.metadata.labels match the selector of Service {service} of provider {}: that Service would send its traffic to these pods",
+                                "{at} match the selector of Service {service} of provider {}: that Service would send its traffic to these pods",
                                 h.provider
                             ),
                         );
@@ -391,6 +420,15 @@ pub(super) fn labels_and_selectors(
             let selector = string_map(data.pointer("/spec/selector"));
             if selector.is_empty() {
                 return;
+            }
+            if selector.get(label).map(String::as_str) != Some(among.provider) {
+                v(
+                    Rule::ProvidersApart,
+                    format!(
+                        "spec.selector does not select on {label}: {:?}: a provider's Service reaches only its own pods",
+                        among.provider
+                    ),
+                );
             }
             for h in among.others {
                 for (deployment, labels) in &h.pod_labels {
@@ -410,9 +448,10 @@ pub(super) fn labels_and_selectors(
     }
 }
 
-/// An admission rule acts on no resource another provider's CRDs or the cluster's serve, unless its
-/// own bundle defines that CRD. Groups are shared (every infrastructure provider serves
-/// `infrastructure.cluster.x-k8s.io`), resources are not.
+/// An admission rule acts only on resources its own bundle's CRDs define (and the few real bundles
+/// name besides, [`provider_bound::ADMISSION_BEYOND_CRDS`]), whoever else serves them: groups are
+/// shared (every infrastructure provider serves `infrastructure.cluster.x-k8s.io`), resources are not.
+/// The message names who holds a resource when the round or the cluster shows it.
 pub(super) fn admission_resources(
     rule: &Value,
     at: &str,
@@ -426,28 +465,30 @@ pub(super) fn admission_resources(
     let resources: Vec<&str> = items(rule.get("resources"))
         .filter_map(|(_, r)| r.as_str())
         .collect();
-    let mut held = Vec::new();
+    let mut outside = Vec::new();
     for group in &groups {
         for resource in &resources {
             let plural = resource.split('/').next().unwrap_or(resource);
             if bundle
                 .resources
                 .contains(&(group.to_string(), plural.to_string()))
+                || provider_bound::admission_beyond_crds(among.provider, group, plural)
             {
                 continue;
             }
-            if let Some(holder) = among.holder_of(group, plural) {
-                held.push(format!("{resource}.{group} ({holder})"));
-            }
+            outside.push(match among.holder_of(group, plural) {
+                Some(holder) => format!("{resource}.{group} ({holder})"),
+                None => format!("{resource}.{group}"),
+            });
         }
     }
-    if !held.is_empty() {
-        let held: Vec<&str> = held.iter().map(String::as_str).collect();
+    if !outside.is_empty() {
+        let outside: Vec<&str> = outside.iter().map(String::as_str).collect();
         v(
             Rule::ProvidersApart,
             format!(
-                "{at} acts on {}: a provider's admission acts only on its own resources",
-                quoted(&held)
+                "{at} acts on {}: a provider's admission acts only on the resources its own CRDs define",
+                quoted(&outside)
             ),
         );
     }

@@ -296,7 +296,8 @@ fn each_hostile_object_is_one_precise_violation() {
         (
             "a webhook served from another namespace, on pods",
             "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {name: m}\nwebhooks: [{name: m.example.com, clientConfig: {service: {name: s, namespace: default}}, rules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}], sideEffects: None, admissionReviewVersions: [v1]}]\n",
-            &[WebhookClient, AdmissionScope],
+            // Outside the family, and no resource of its own CRDs.
+            &[WebhookClient, AdmissionScope, ProvidersApart],
         ),
         (
             "a CRD conversion webhook served from another namespace",
@@ -306,7 +307,7 @@ fn each_hostile_object_is_one_precise_violation() {
         (
             "an admission policy on every resource",
             "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: deny-all}\nspec: {matchConstraints: {resourceRules: [{apiGroups: ['*'], apiVersions: ['*'], operations: ['*'], resources: ['*']}]}, validations: [{expression: 'false'}]}\n",
-            &[AdmissionScope],
+            &[AdmissionScope, ProvidersApart],
         ),
         (
             "a binding of a policy the bundle does not ship",

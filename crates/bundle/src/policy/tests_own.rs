@@ -5,6 +5,14 @@ use std::collections::BTreeMap;
 
 use super::*;
 
+/// The good bundle with `doc` after it, as aws's: its Service selects on aws's provider label.
+fn with_aws(doc: &str) -> String {
+    with(doc).replace(
+        "cluster.x-k8s.io/provider: infrastructure-w",
+        "cluster.x-k8s.io/provider: infrastructure-aws",
+    )
+}
+
 /// A Deployment of the good bundle's shape whose pod spec ends with `extra` (flow-style fields).
 fn deployment(name: &str, labels: &str, extra: &str) -> String {
     format!(
@@ -134,7 +142,7 @@ fn pods_read_only_their_own_secrets_and_configmaps() {
                 "image: x, envFrom: [{secretRef: {name: capi-webhook-service-cert}}]}",
             );
         }
-        let objects = parse(&with(&doc));
+        let objects = parse(&with_aws(&doc));
         let bundle: Vec<BundleObject<'_>> = objects
             .iter()
             .map(|(origin, object)| BundleObject { origin, object })
@@ -161,7 +169,7 @@ fn core() -> Holdings {
 }
 
 fn among_core(doc: &str, cluster: &BTreeMap<(String, String), String>) -> Vec<Violation> {
-    let objects = parse(&with(doc));
+    let objects = parse(&with_aws(doc));
     let bundle: Vec<BundleObject<'_>> = objects
         .iter()
         .map(|(origin, object)| BundleObject { origin, object })
@@ -182,24 +190,26 @@ fn a_provider_reaches_into_no_other() {
         (
             "core's pod labels on an aws Deployment",
             deployment("d", "{cluster.x-k8s.io/provider: cluster-api}", ""),
-            &[ProvidersApart],
-            "spec.template.metadata.labels match the selector of Service capi-webhook-service of provider cluster-api",
+            // Core's label, which core's Service selects.
+            &[ProvidersApart, ProvidersApart],
+            "spec.template.metadata.labels[cluster.x-k8s.io/provider] is \"cluster-api\", not \"infrastructure-aws\"",
         ),
         (
             "a Service selecting core's pods",
             "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api}\nspec: {selector: {control-plane: controller-manager}, ports: [{port: 443}]}\n".into(),
-            &[ProvidersApart],
-            "spec.selector selects the pods of Deployment capi-controller-manager of provider cluster-api",
+            // Not on aws's label; and core's pods are among those it selects.
+            &[ProvidersApart, ProvidersApart],
+            "spec.selector does not select on cluster.x-k8s.io/provider: \"infrastructure-aws\"",
         ),
         (
             "a Service asking service-ca for core's serving Secret",
-            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.beta.openshift.io/serving-cert-secret-name: capi-webhook-service-cert}}\nspec: {selector: {app: w}, ports: [{port: 443}]}\n".into(),
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.beta.openshift.io/serving-cert-secret-name: capi-webhook-service-cert}}\nspec: {selector: {cluster.x-k8s.io/provider: infrastructure-aws}, ports: [{port: 443}]}\n".into(),
             &[ProvidersApart],
             "metadata.annotations[service.beta.openshift.io/serving-cert-secret-name] \"capi-webhook-service-cert\" is a Secret of provider cluster-api",
         ),
         (
             "a Service asking service-ca for core's serving Secret in the alpha spelling",
-            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.alpha.openshift.io/serving-cert-secret-name: capi-webhook-service-cert}}\nspec: {selector: {app: w}, ports: [{port: 443}]}\n".into(),
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.alpha.openshift.io/serving-cert-secret-name: capi-webhook-service-cert}}\nspec: {selector: {cluster.x-k8s.io/provider: infrastructure-aws}, ports: [{port: 443}]}\n".into(),
             &[ProvidersApart],
             "metadata.annotations[service.alpha.openshift.io/serving-cert-secret-name] \"capi-webhook-service-cert\" is a Secret of provider cluster-api",
         ),
@@ -211,7 +221,7 @@ fn a_provider_reaches_into_no_other() {
         ),
         (
             "a Service asking service-ca for credentials",
-            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.beta.openshift.io/serving-cert-secret-name: capg-manager-bootstrap-credentials}}\nspec: {selector: {app: w}, ports: [{port: 443}]}\n".into(),
+            "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.beta.openshift.io/serving-cert-secret-name: capg-manager-bootstrap-credentials}}\nspec: {selector: {cluster.x-k8s.io/provider: infrastructure-aws}, ports: [{port: 443}]}\n".into(),
             &[References],
             "is the credentials Secret of provider infrastructure-gcp",
         ),
@@ -247,7 +257,7 @@ fn a_provider_reaches_into_no_other() {
 }
 
 #[test]
-fn admission_on_resources_the_cluster_serves_only_when_the_bundle_defines_them() {
+fn admission_only_on_resources_the_bundle_defines() {
     let webhook = |resource: &str| {
         format!(
             "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: v}}\nwebhooks: [{{name: v.infrastructure.cluster.x-k8s.io, clientConfig: {{service: {{name: w-webhook-service, namespace: openshift-cluster-api}}}}, rules: [{{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE], resources: [{resource}]}}], sideEffects: None, admissionReviewVersions: [v1]}}]\n"
@@ -284,11 +294,12 @@ fn admission_on_resources_the_cluster_serves_only_when_the_bundle_defines_them()
     };
     // Another provider's CRD on the cluster.
     assert_eq!(rules(&webhook("gcpclusters")), vec![Rule::ProvidersApart]);
-    // Its own, from an earlier version; and one the bundle defines, whoever wrote it before.
-    assert_eq!(rules(&webhook("awsclusters")), vec![]);
+    // One the bundle defines, whoever wrote it before.
     assert_eq!(rules(&webhook("widgets")), vec![]);
-    // A shared group is no one's alone: a resource no one serves is not taken.
-    assert_eq!(rules(&webhook("unknownthings")), vec![]);
+    // Its own from an earlier version, and a resource no one serves: no CRD of this bundle defines
+    // them (issue 46: admission only on the provider's own resources, whatever the round shows).
+    assert_eq!(rules(&webhook("awsclusters")), vec![Rule::ProvidersApart]);
+    assert_eq!(rules(&webhook("unknownthings")), vec![Rule::ProvidersApart]);
 }
 
 /// The stored object is judged with the same rules and bundle: the alias resolved by the API server
