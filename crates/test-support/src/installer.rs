@@ -100,10 +100,12 @@ fn test_fields() -> &'static FieldBound {
 
 /// The release images, the test release version, a Deployment timeout of 2 minutes, and the provider
 /// RBAC ceiling extended by what the synthetic providers ([`crate::Tiny`]) grant on their own group
-/// (as an administrator would extend it for a provider that is not among the real bundles), and the
-/// field bound by the `nodeSelector` of an unschedulable synthetic provider.
+/// (as an administrator would extend it for a provider that is not among the real bundles), that group
+/// allowed to every provider's CRDs (`--policy-allow-group`), and the field bound by the
+/// `nodeSelector` of an unschedulable synthetic provider.
 pub fn config() -> InstallerConfig {
     let mut policy = PolicyConfig::default();
+    policy.extra_groups.insert(crate::TINY_GROUP.to_string());
     let tiny = serde_json::json!([{
         "apiGroups": [crate::TINY_GROUP],
         "resources": ["*"],
