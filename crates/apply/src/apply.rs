@@ -14,7 +14,7 @@ use crate::fight::{self, Fights};
 use crate::identity::{Identities, IdentityError};
 use crate::inventory::Inventory;
 use crate::key::{ObjectKey, api_for};
-use crate::ownership::{Ownership, OwnershipPolicy};
+use crate::ownership::{Ownership, OwnershipPolicy, Recorded};
 use crate::plan::{Plan, PlannedObject, PlannedPhase};
 use crate::prune::crd_has_instances;
 use crate::slim;
@@ -67,6 +67,19 @@ pub enum ApplyError {
         "{key} exists, the installer did not create it, and it is not adopted: {reason}; not touching it"
     )]
     AdoptionRefused { key: ObjectKey, reason: String },
+    /// Someone created the object between our check (absent) and our create: it is theirs, not ours.
+    /// The create does not force, so values we contradict fail it and nothing is written; what it
+    /// merged into their object is withdrawn ([`Applier::apply`]).
+    #[error(
+        "{key} was created by [{}] between the installer's check and its write: not the installer's; {outcome}",
+        .managers.join(", ")
+    )]
+    Preempted {
+        key: ObjectKey,
+        managers: Vec<String>,
+        /// What became of our write: refused whole, or merged and withdrawn (or why not).
+        outcome: String,
+    },
     #[error("{key} is being deleted; apply again once it is gone")]
     Terminating { key: ObjectKey },
     #[error("apply {key}: {source}")]
@@ -124,6 +137,7 @@ impl ApplyError {
         match self {
             ApplyError::Conflict { key, .. }
             | ApplyError::AdoptionRefused { key, .. }
+            | ApplyError::Preempted { key, .. }
             | ApplyError::WriteFight { key, .. }
             | ApplyError::Terminating { key }
             | ApplyError::Api { key, .. }
@@ -247,9 +261,12 @@ impl Applier {
         field_manager: impl Into<String>,
         ownership: OwnershipPolicy,
     ) -> Self {
+        let field_manager = field_manager.into();
+        let mut ownership = ownership;
+        ownership.field_manager = field_manager.clone();
         Applier {
             client,
-            field_manager: field_manager.into(),
+            field_manager,
             ownership,
             hash_annotation: DEFAULT_HASH_ANNOTATION.to_owned(),
             applied: Mutex::new(HashMap::new()),
@@ -471,13 +488,18 @@ impl Applier {
         {
             return Err(fight);
         }
-        let after = self
-            .patch(&writer, planned, &desired, false)
-            .await
-            .map_err(|source| ApplyError::Api {
-                key: key.clone(),
-                source,
-            })?;
+        // A name recorded to be created and not confirmed: nobody's object may be taken under it.
+        let after = if action == ApplyAction::Created && record.recorded(key) == Recorded::Intended
+        {
+            self.create(&writer, planned, &desired).await?
+        } else {
+            self.patch(&writer, planned, &desired, false)
+                .await
+                .map_err(|source| ApplyError::Api {
+                    key: key.clone(),
+                    source,
+                })?
+        };
         self.remember(key, &desired, &after);
         tracing::debug!(object = %key, ?action, "applied");
         Ok(ApplyOutcome {
@@ -912,6 +934,64 @@ impl Applier {
         api_for(writer, &planned.resource, &planned.key)
             .patch(&planned.key.name, &params, &Patch::Apply(desired))
             .await
+    }
+
+    /// The write of an object [`Applier::apply`] found absent under a name recorded to be created and
+    /// not confirmed ([`Recorded::Intended`]; `desired` as [`Applier::desired`] makes it), as
+    /// `writer`: server-side apply without force, so that an object someone created
+    /// since the check fails it where we would change their values (409: nothing written). One whose
+    /// values we do not contradict shows its writers in the answer: then what we merged into it is
+    /// withdrawn (an apply of nothing by our manager drops the fields only we hold) and the write is
+    /// refused ([`ApplyError::Preempted`]). Public for tests that reproduce that window.
+    pub async fn create(
+        &self,
+        writer: &Client,
+        planned: &PlannedObject,
+        desired: &DynamicObject,
+    ) -> Result<DynamicObject, ApplyError> {
+        let key = &planned.key;
+        let api = api_for(writer, &planned.resource, key);
+        let params = PatchParams::apply(&self.field_manager);
+        let after = match api.patch(&key.name, &params, &Patch::Apply(desired)).await {
+            Ok(after) => after,
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                return Err(ApplyError::Preempted {
+                    key: key.clone(),
+                    managers: Vec::new(),
+                    outcome: format!("nothing written ({})", status.message),
+                });
+            }
+            Err(source) => {
+                return Err(ApplyError::Api {
+                    key: key.clone(),
+                    source,
+                });
+            }
+        };
+        let managers = self.ownership.preempted_by(&after);
+        if managers.is_empty() {
+            return Ok(after);
+        }
+        let mut nothing = serde_json::json!({
+            "apiVersion": planned.resource.api_version,
+            "kind": planned.resource.kind,
+            "metadata": {"name": key.name},
+        });
+        if let Some(namespace) = &key.namespace {
+            nothing["metadata"]["namespace"] = namespace.clone().into();
+        }
+        let outcome = match api
+            .patch(&key.name, &params.force(), &Patch::Apply(&nothing))
+            .await
+        {
+            Ok(_) => "what the installer's write added is withdrawn".to_string(),
+            Err(e) => format!("withdrawing what the installer's write added failed: {e}"),
+        };
+        Err(ApplyError::Preempted {
+            key: key.clone(),
+            managers,
+            outcome,
+        })
     }
 
     /// Applies every object of a phase, continuing past failures (each failure names its object).

@@ -22,6 +22,9 @@ struct Entry {
     /// Absent in what earlier versions stored: those objects are treated as created by us.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     adopted: bool,
+    /// Recorded to be created, and not yet seen written by us: see [`Inventory::pending`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pending: bool,
 }
 
 /// The objects an owner (an arbitrary string id, e.g. a provider name) has applied.
@@ -32,6 +35,11 @@ pub struct Inventory {
     /// The entries that existed before the owner first applied them (adopted, not created): prune
     /// releases them instead of deleting them. A subset of `entries`' keys.
     pub adopted: BTreeSet<ObjectKey>,
+    /// The entries recorded to be created (the intent, saved before the first write) whose creation
+    /// by us is not confirmed yet: an object found under such a name is ours only if our own apply
+    /// created it ([`crate::OwnershipPolicy::created_by_us`]), not whoever created it between our
+    /// check and our write. A subset of `entries`' keys.
+    pub pending: BTreeSet<ObjectKey>,
     /// The caller's own structured state, stored with the inventory and opaque to the engine (e.g.
     /// what the owner last rolled out, so that it survives a restart). `None` stores nothing.
     pub record: Option<serde_json::Value>,
@@ -59,6 +67,7 @@ impl Inventory {
             owner: owner.into(),
             entries: BTreeMap::new(),
             adopted: BTreeSet::new(),
+            pending: BTreeSet::new(),
             record: None,
         }
     }
@@ -82,7 +91,39 @@ impl Inventory {
         if self.adopted.remove(&key) {
             self.adopted.insert(key.clone());
         }
+        if self.pending.remove(&key) {
+            self.pending.insert(key.clone());
+        }
         self.entries.insert(key, phase);
+    }
+
+    /// Marks `key` (an entry) as recorded to be created, not yet confirmed: see [`Self::pending`].
+    pub fn mark_pending(&mut self, key: &ObjectKey) {
+        if let Some((k, _)) = self.entries.get_key_value(key) {
+            self.pending.replace(k.clone());
+        }
+    }
+
+    /// Confirms that `key` is ours as written (our apply created it, or wrote it after finding it
+    /// ours); `true` when it was pending.
+    pub fn confirm(&mut self, key: &ObjectKey) -> bool {
+        self.pending.remove(key)
+    }
+
+    /// Every entry of `self` that `old` does not hold, marked pending: what this version will create.
+    /// Entries `old` holds keep what `old` says (still pending if they were).
+    pub fn pending_from(&mut self, old: &Inventory) {
+        let keys: Vec<ObjectKey> = self
+            .entries
+            .keys()
+            .filter(|k| {
+                !self.adopted.contains(*k) && (!old.contains(k) || old.pending.contains(*k))
+            })
+            .cloned()
+            .collect();
+        for key in &keys {
+            self.mark_pending(key);
+        }
     }
 
     /// Marks `key` (an entry) as adopted: see [`Self::adopted`].
@@ -121,6 +162,7 @@ impl Inventory {
         match (self.contains(key), self.is_adopted(key)) {
             (false, _) => Recorded::No,
             (true, true) => Recorded::Adopted,
+            (true, false) if self.pending.contains(key) => Recorded::Intended,
             (true, false) => Recorded::Created,
         }
     }
@@ -147,6 +189,7 @@ impl Inventory {
             .into_iter()
             .map(|(key, phase)| PruneTarget {
                 adopted: self.is_adopted(&key),
+                pending: self.pending.contains(&key),
                 resource: resolver
                     .resolve_key(&key)
                     .or_else(|| resolver.resolve_any_version(&key.group, &key.kind))
@@ -170,6 +213,9 @@ impl Inventory {
                 if old.is_adopted(k) {
                     self.adopted.replace(k.clone());
                 }
+                if old.pending.contains(k) {
+                    self.pending.replace(k.clone());
+                }
             }
         }
     }
@@ -183,6 +229,7 @@ impl Inventory {
                 key: key.clone(),
                 phase: *phase,
                 adopted: self.adopted.contains(key),
+                pending: self.pending.contains(key),
             })
             .collect();
         entries.sort_by(|a, b| {
@@ -203,15 +250,19 @@ impl Inventory {
             AnyStored::Current(s) => (s.objects, s.record),
             AnyStored::Objects(entries) => (entries, None),
         };
-        let adopted = entries
-            .iter()
-            .filter(|e| e.adopted)
-            .map(|e| e.key.clone())
-            .collect();
+        let flagged = |flag: fn(&Entry) -> bool| {
+            entries
+                .iter()
+                .filter(|e| flag(e))
+                .map(|e| e.key.clone())
+                .collect()
+        };
+        let (adopted, pending) = (flagged(|e| e.adopted), flagged(|e| e.pending));
         Ok(Inventory {
             owner: owner.into(),
             entries: entries.into_iter().map(|e| (e.key, e.phase)).collect(),
             adopted,
+            pending,
             record,
         })
     }
@@ -532,6 +583,7 @@ mod tests {
             .into_iter()
             .collect(),
             adopted: Default::default(),
+            pending: Default::default(),
             record: None,
         };
         let targets = old.prune_targets(&Inventory::new("aws"), &crate::testutil::resolver());
@@ -582,6 +634,50 @@ mod tests {
         assert_eq!(back, with_record);
         let legacy = Inventory::from_json("aws", &objects.to_string()).unwrap();
         assert_eq!(legacy, a);
+    }
+
+    /// What a version will create is pending until confirmed; what the old record held keeps its
+    /// state; the mark is stored, read back, and absent from earlier records (confirmed).
+    #[test]
+    fn names_to_create_are_pending_until_confirmed() {
+        let cm = k("", "ConfigMap", Some("ns"), "c");
+        let created = k("", "ConfigMap", Some("ns"), "created-before");
+        let unconfirmed = k("", "ConfigMap", Some("ns"), "left-pending");
+        let mut old = inv(&[
+            (created.clone(), Phase::Base),
+            (unconfirmed.clone(), Phase::Base),
+        ]);
+        old.mark_pending(&unconfirmed);
+        let mut new = inv(&[
+            (cm.clone(), Phase::Base),
+            (created.clone(), Phase::Base),
+            (unconfirmed.clone(), Phase::Base),
+        ]);
+        new.pending_from(&old);
+        assert_eq!(
+            new.pending,
+            BTreeSet::from([cm.clone(), unconfirmed.clone()])
+        );
+        assert_eq!(new.recorded(&cm), Recorded::Intended);
+        assert_eq!(new.recorded(&created), Recorded::Created);
+        let json = new.to_json();
+        assert_eq!(Inventory::from_json("aws", &json).unwrap(), new);
+        assert!(new.confirm(&cm));
+        assert!(!new.confirm(&cm));
+        assert_eq!(new.recorded(&cm), Recorded::Created);
+        let targets = new.prune_targets(&inv(&[]), &crate::testutil::resolver());
+        let pending: Vec<(String, bool)> = targets
+            .iter()
+            .map(|t| (t.key.name.clone(), t.pending))
+            .collect();
+        assert_eq!(
+            pending,
+            [
+                ("left-pending".into(), true),
+                ("created-before".into(), false),
+                ("c".into(), false)
+            ]
+        );
     }
 
     #[test]

@@ -79,14 +79,17 @@
 //! 3. Otherwise apply fails with [`ApplyError::Conflict`] (or [`ApplyError::AdoptionRefused`]) naming
 //!    the object and its writers, and writes nothing. A caller records what it is about to create, and
 //!    what the check found it adopts, before the first write: an interrupted apply leaves nothing its
-//!    record does not hold.
+//!    record does not hold. A name recorded to be created stays pending ([`Inventory::pending`]) until
+//!    the caller confirms the write: an object found under it is ours only if our apply created it
+//!    ([`OwnershipPolicy::created_by_us`]), and its create does not force and checks its answer
+//!    ([`Applier::create`]), so an object someone creates between our check and our write stays theirs.
 //! 4. Every object we apply carries the ownership label ([`OwnershipPolicy::selector`]): the watches
 //!    and prune find our writes by it. The cache sees every object of a watched kind, ours or not; one
 //!    its synced watch does not have does not exist. When it cannot tell (kind not watched or not
 //!    synced yet, or our own write not seen yet), the object is read with a GET before any write: a
 //!    cache miss never turns into a silent take-over.
-//! 5. Prune deletes only what the record holds as created and still carries the label and the owner's
-//!    value of the owner label, with a UID precondition; an adopted object is released (our marks and
+//! 5. Prune deletes only what the record holds as created (a pending name: created by our apply) and
+//!    still carries the label and the owner's value of the owner label, with a UID precondition; an adopted object is released (our marks and
 //!    field ownership removed), never deleted; a CRD with instances is never deleted (reported and
 //!    retried).
 //!

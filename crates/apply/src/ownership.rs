@@ -34,6 +34,9 @@ pub struct OwnershipPolicy {
     /// and their field ownership moves to us before our first apply ([`crate::takeover`]), so what
     /// they set and we do not goes instead of staying behind.
     pub retired_managers: BTreeSet<String>,
+    /// Our own field manager (set by [`crate::Applier::new`]): what tells an object our apply created
+    /// from one someone else created under a name we recorded ([`OwnershipPolicy::created_by_us`]).
+    pub(crate) field_manager: String,
 }
 
 /// Managers that write fields computed from other objects, never an owner's intent: Kubernetes'
@@ -48,6 +51,9 @@ pub enum Recorded {
     Created,
     /// We adopted it for this owner: ours to update; released as found, never deleted.
     Adopted,
+    /// Recorded to be created for this owner, not yet confirmed ([`crate::Inventory::pending`]): an
+    /// existing object is ours only if our own apply created it.
+    Intended,
     /// Not this owner's: an existing object is written only if it may be adopted now.
     No,
 }
@@ -74,7 +80,35 @@ impl OwnershipPolicy {
             owner_label: None,
             deriving_managers: DERIVING_MANAGERS.iter().map(|m| m.to_string()).collect(),
             retired_managers: BTreeSet::new(),
+            field_manager: String::new(),
         }
+    }
+
+    /// Whether our apply created `live`: our manager's apply entry carries the object's creation time.
+    /// A create records the creating manager's entry at the creation time; a later write of ours to
+    /// an object someone else created records a later time (or shares its second and is caught by the
+    /// applier's check of the create's answer, [`preempted_by`]). Someone applying under our
+    /// manager's name makes its fields ours, and our next apply removes what we do not write.
+    pub fn created_by_us(&self, live: &DynamicObject) -> bool {
+        let Some(created) = live.metadata.creation_timestamp.as_ref() else {
+            return false;
+        };
+        live.metadata.managed_fields.iter().flatten().any(|m| {
+            m.manager.as_deref() == Some(self.field_manager.as_str())
+                && !self.field_manager.is_empty()
+                && m.operation.as_deref() == Some("Apply")
+                && m.subresource.is_none()
+                && m.time.as_ref() == Some(created)
+        })
+    }
+
+    /// Who else wrote `after`, the answer to our apply that was to create it: empty when our apply
+    /// created it. Someone who created the object between our check and our write shows here.
+    pub fn preempted_by(&self, after: &DynamicObject) -> Vec<String> {
+        spec_managers(after)
+            .into_iter()
+            .filter(|m| *m != self.field_manager && !self.deriving_managers.contains(m))
+            .collect()
     }
 
     /// See [`OwnershipPolicy::retired_managers`].
@@ -149,6 +183,15 @@ impl OwnershipPolicy {
             Recorded::Created => return Ownership::Owned,
             Recorded::Adopted if self.owns(live) => return Ownership::Owned,
             Recorded::Adopted => return Ownership::Adoptable,
+            Recorded::Intended if self.created_by_us(live) => return Ownership::Owned,
+            Recorded::Intended => {
+                return Ownership::Refused {
+                    reason: format!(
+                        "recorded to be created, but created by [{}], not by the installer's apply (between its check and its write, or while it was stopped)",
+                        spec_managers(live).join(", ")
+                    ),
+                };
+            }
             Recorded::No => {}
         }
         if let Some(why) = built_in(key, live.metadata.labels.as_ref()) {
@@ -293,6 +336,78 @@ mod tests {
     }
 
     const AWS: Option<&str> = Some("infrastructure-aws");
+
+    /// A ConfigMap created at 10:00:00 whose field managers are `entries`: (manager, operation, time).
+    fn created(entries: &[(&str, &str, &str)]) -> (ObjectKey, DynamicObject) {
+        let mf: Vec<String> = entries
+            .iter()
+            .map(|(m, op, t)| format!("{{manager: {m}, operation: {op}, time: '2026-12-06T{t}Z'}}"))
+            .collect();
+        live(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c, namespace: ns, creationTimestamp: '2026-12-06T10:00:00Z', managedFields: [{}]}}\n",
+            mf.join(", ")
+        ))
+    }
+
+    /// A name recorded to be created and not confirmed is ours only if our apply created the object:
+    /// our apply entry at its creation time. Someone who created it first (whatever they call
+    /// themselves afterwards), or whose create we merely followed, keeps it.
+    #[test]
+    fn an_intended_object_is_ours_only_if_our_apply_created_it() {
+        let mut p = policy();
+        p.field_manager = "capi-installer".into();
+        let ours = [
+            // Created by our apply, then written by a controller (a Deployment's revision).
+            vec![
+                ("capi-installer", "Apply", "10:00:00"),
+                ("kube-controller-manager", "Update", "10:00:00"),
+            ],
+            vec![("capi-installer", "Apply", "10:00:00")],
+        ];
+        for entries in ours {
+            let (key, live) = created(&entries);
+            assert!(p.created_by_us(&live), "{entries:?}");
+            assert_eq!(
+                p.check(&key, &live, Recorded::Intended, false, AWS),
+                Ownership::Owned
+            );
+        }
+        let theirs = [
+            // Created by someone else; our apply came later.
+            vec![
+                ("helm", "Update", "10:00:00"),
+                ("capi-installer", "Apply", "10:00:05"),
+            ],
+            // Created by someone else under our name, with a create (not our apply).
+            vec![("capi-installer", "Update", "10:00:00")],
+            vec![("helm", "Apply", "10:00:00")],
+        ];
+        for entries in theirs {
+            let (key, live) = created(&entries);
+            assert!(!p.created_by_us(&live), "{entries:?}");
+            match p.check(&key, &live, Recorded::Intended, false, AWS) {
+                Ownership::Refused { reason } => {
+                    assert!(
+                        reason.starts_with("recorded to be created, but created by ["),
+                        "{reason}"
+                    )
+                }
+                other => panic!("{entries:?}: {other:?}"),
+            }
+        }
+        // Without our manager's name (an applier sets it), nothing is created by us.
+        let (_, live) = created(&[("capi-installer", "Apply", "10:00:00")]);
+        assert!(!policy().created_by_us(&live));
+        // The answer to our create: empty when we created it; else who did.
+        let (_, mixed) = created(&[
+            ("helm", "Update", "10:00:00"),
+            ("capi-installer", "Apply", "10:00:00"),
+            ("clusterrole-aggregation-controller", "Apply", "10:00:00"),
+        ]);
+        assert_eq!(p.preempted_by(&mixed), ["helm"]);
+        let (_, alone) = created(&[("capi-installer", "Apply", "10:00:00")]);
+        assert!(p.preempted_by(&alone).is_empty());
+    }
 
     /// The record decides: a recorded object is the owner's whoever wrote it last; an unrecorded one is
     /// never written on the strength of what it says of itself (our label, our manager's name, the

@@ -21,6 +21,9 @@ pub struct PruneTarget {
     pub resource: Option<ApiResource>,
     /// It existed before we first applied it ([`crate::Inventory::adopted`]): released, not deleted.
     pub adopted: bool,
+    /// Recorded to be created and not confirmed ([`crate::Inventory::pending`]): deleted only if our
+    /// apply created it.
+    pub pending: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +140,7 @@ async fn prune_as(
             key: &key,
             resource: &resource,
             adopted: target.adopted,
+            pending: target.pending,
         };
         match prune_one(client, one, ownership, owner, dry_run).await {
             Ok(None) if dry_run => report.deleted.push(key),
@@ -162,6 +166,7 @@ struct Pruned<'a> {
     key: &'a ObjectKey,
     resource: &'a ApiResource,
     adopted: bool,
+    pending: bool,
 }
 
 async fn prune_one(
@@ -175,12 +180,14 @@ async fn prune_one(
         key,
         resource,
         adopted,
+        pending,
     } = one;
     let api = api_for(client, resource, key);
     let Some(live) = api.get_opt(&key.name).await? else {
         return Ok(None);
     };
-    if !ownership.owns(&live) {
+    // A name recorded to be created holds someone else's object unless our apply created it.
+    if !ownership.owns(&live) || (pending && !ownership.created_by_us(&live)) {
         return Ok(Some(KeepReason::NotOwned));
     }
     if let (Some(theirs), Some(ours)) = (ownership.owner_of(&live), owner)

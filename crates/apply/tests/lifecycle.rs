@@ -649,6 +649,7 @@ async fn apply_steady_state_drift_and_prune() {
             phase: Phase::CustomResourceDefinitions,
             resource: Some(crd_resource),
             adopted: false,
+            pending: false,
         }],
         applier.ownership(),
         None,

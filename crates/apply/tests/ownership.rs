@@ -484,3 +484,144 @@ async fn retired_managers_hand_over_their_fields_and_the_aggregation_controller_
         describe(&writes)
     );
 }
+
+/// A name recorded to be created (the intent, saved before the first write) and not confirmed is ours
+/// only if our apply created the object: after a restart our own creation is recognised, someone
+/// else's object under that name is refused and left as it is, and one created between our check and
+/// our write is not taken either (issue 46: the intent window).
+#[tokio::test]
+async fn a_name_recorded_to_create_is_ours_only_if_our_apply_created_it() {
+    const NS: &str = "own-intent";
+    let cp = control_plane(false).await;
+    let admin = cp.admin_client().await.unwrap();
+    let client = engine_client(&cp);
+    let names = ["mine", "theirs", "raced", "raced-apart"];
+    let desired = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n{}",
+        names
+            .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {NS}}}\ndata: {{owner: installer}}\n"))
+            .join("---\n")
+    );
+    let plan = plan_of(&client, &desired).await;
+    let planned = |name: &str| plan.objects().find(|o| o.key.name == name).unwrap();
+    // The intent: everything recorded to be created, nothing confirmed.
+    let mut record = recorded(&plan);
+    let keys: Vec<_> = plan.objects().map(|o| o.key.clone()).collect();
+    for key in &keys {
+        record.mark_pending(key);
+    }
+    let first = applier(&client);
+    let ns = plan.objects().find(|o| o.key.kind == "Namespace").unwrap();
+    assert_eq!(
+        first.apply(ns, None, &record).await.unwrap().action,
+        ApplyAction::Created
+    );
+    assert_eq!(
+        first
+            .apply(planned("mine"), None, &record)
+            .await
+            .unwrap()
+            .action,
+        ApplyAction::Created
+    );
+    let cms: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), NS, &planned("mine").resource);
+    let here = |name: &str, labels: &str| {
+        let mut cm = config_map(name, labels);
+        cm.metadata.namespace = Some(NS.into());
+        cm
+    };
+    let helm = PostParams {
+        field_manager: Some("helm".into()),
+        ..Default::default()
+    };
+    // Created by someone else while the installer was stopped, calling itself ours by label.
+    cms.create(
+        &helm,
+        &here("theirs", "app.kubernetes.io/managed-by: capi-installer"),
+    )
+    .await
+    .unwrap();
+
+    // After a restart (an applier that remembers nothing): its own creation is its own, the other
+    // object is refused and untouched.
+    let restarted = applier(&client);
+    assert_eq!(
+        restarted
+            .apply(planned("mine"), None, &record)
+            .await
+            .unwrap()
+            .action,
+        ApplyAction::Unchanged
+    );
+    let err = restarted
+        .apply(planned("theirs"), None, &record)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("ConfigMap own-intent/theirs exists, the installer did not create it, and it is not adopted: recorded to be created, but created by [helm]"),
+        "{err}"
+    );
+    assert_eq!(
+        cms.get("theirs").await.unwrap().data["data"]["owner"],
+        "original"
+    );
+
+    // Created between the installer's check (absent) and its write: a value it contradicts fails
+    // the write whole; one it does not sees its additions withdrawn.
+    cms.create(&helm, &here("raced", "")).await.unwrap();
+    let mut apart = here("raced-apart", "");
+    apart.data = serde_json::json!({"data": {"theirs": "kept"}});
+    cms.create(&helm, &apart).await.unwrap();
+    for (name, outcome) in [
+        ("raced", "nothing written (Apply failed with 1 conflict"),
+        (
+            "raced-apart",
+            "what the installer's write added is withdrawn",
+        ),
+    ] {
+        let planned = planned(name);
+        let desired = restarted.desired(planned);
+        match restarted.create(&client, planned, &desired).await {
+            Err(e @ ApplyError::Preempted { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.starts_with(&format!("ConfigMap own-intent/{name} was created by [")),
+                    "{text}"
+                );
+                assert!(text.contains(outcome), "{name}: {text}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let raced = cms.get("raced").await.unwrap();
+    assert_eq!(raced.data["data"], serde_json::json!({"owner": "original"}));
+    let apart = cms.get("raced-apart").await.unwrap();
+    assert_eq!(apart.data["data"], serde_json::json!({"theirs": "kept"}));
+    assert!(
+        !apart
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key(LABEL),
+        "our label withdrawn"
+    );
+
+    // Prune of a version that drops them: only what the installer created goes.
+    let resolver = capi_apply::KindResolver::discover(&client).await.unwrap();
+    let targets = record
+        .prune_targets(&Inventory::new("test"), &resolver)
+        .into_iter()
+        .filter(|t| t.key.kind == "ConfigMap")
+        .collect();
+    let report = capi_apply::prune(&client, targets, restarted.ownership(), None).await;
+    let deleted: Vec<&str> = report.deleted.iter().map(|k| k.name.as_str()).collect();
+    assert!(deleted.contains(&"mine"), "{report:?}");
+    for name in ["theirs", "raced", "raced-apart"] {
+        assert!(
+            cms.get_opt(name).await.unwrap().is_some(),
+            "{name} kept: {report:?}"
+        );
+    }
+}

@@ -534,6 +534,7 @@ fn refusal(e: &ApplyError) -> String {
         ApplyError::DryRun { .. } => format!("the API server refuses it: {e}"),
         ApplyError::Conflict { .. }
         | ApplyError::AdoptionRefused { .. }
+        | ApplyError::Preempted { .. }
         | ApplyError::WriteFight { .. }
         | ApplyError::Terminating { .. } => e.to_string(),
         ApplyError::Api { .. } | ApplyError::Identity { .. } => format!("cannot check: {e}"),

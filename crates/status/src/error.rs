@@ -289,9 +289,11 @@ impl ProviderError {
             }
             ProviderError::Preflight(errors) | ProviderError::Apply(errors) => {
                 match errors.first() {
-                    Some(ApplyError::Conflict { .. } | ApplyError::AdoptionRefused { .. }) => {
-                        Reason::OwnershipConflict
-                    }
+                    Some(
+                        ApplyError::Conflict { .. }
+                        | ApplyError::AdoptionRefused { .. }
+                        | ApplyError::Preempted { .. },
+                    ) => Reason::OwnershipConflict,
                     Some(ApplyError::WriteFight { .. }) => Reason::WriteFight,
                     Some(ApplyError::UnsafeCrdChange { .. }) => {
                         Reason::UnsafeCustomResourceDefinitionChange

@@ -310,6 +310,7 @@ mod tests {
                 owner: id.to_string(),
                 entries,
                 adopted: BTreeSet::new(),
+                pending: BTreeSet::new(),
                 record: None,
             },
         )

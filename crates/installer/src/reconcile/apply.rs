@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use capi_apply::{ApplyAction, Inventory, ObjectKey, PlannedPhase};
+use capi_apply::{ApplyAction, ApplyError, Inventory, ObjectKey, PlannedPhase};
 use kube::api::DynamicObject;
 use kube::runtime::events::EventType;
 
@@ -15,12 +15,14 @@ use crate::source::Target;
 impl Reconciler {
     /// Applies every object of `phase` (continuing past failures, so one bad object does not hide the
     /// others) as the provider's `record` allows (its inventory, with this version's intent recorded);
-    /// returns the objects each write answered with (newer than the cache, for the gate).
+    /// returns the objects each write answered with (newer than the cache, for the gate). In `record`,
+    /// each object applied is confirmed as ours and each one someone else created meanwhile stays
+    /// (or becomes) pending, never ours ([`Inventory::pending`]): the caller saves it.
     pub(super) async fn apply_phase(
         &self,
         target: &Target,
         phase: &PlannedPhase,
-        record: &Inventory,
+        record: &mut Inventory,
     ) -> Result<HashMap<ObjectKey, DynamicObject>, ProviderError> {
         for (resource, namespaced) in phase.resources() {
             self.cache.ensure_watched(&resource, namespaced);
@@ -35,6 +37,14 @@ impl Reconciler {
             .applier
             .apply_phase(phase, |key| self.cache.get(key), record)
             .await;
+        for applied in &outcome.outcomes {
+            record.confirm(&applied.key);
+        }
+        for error in &outcome.errors {
+            if let ApplyError::Preempted { key, .. } = error {
+                record.mark_pending(key);
+            }
+        }
         self.metrics.observe_phase(phase.phase, started.elapsed());
         let mut fresh = HashMap::new();
         // One Event per phase and kind of write (Created, Configured, Adopted), not one per object: a

@@ -9,8 +9,9 @@
 //! | inventory | memory, else the watched ConfigMap, else rebuilt from labelled live objects | 0 (+ a write when rebuilt) |
 //! | ownership | no object of the plan in another provider's inventory | 0 |
 //! | preflight | [`Reconciler::preflight`]: ownership, CRD safety and a server-side dry-run of every object that would be written, before the first write (objects of kinds only the new CRDs define: once those are Established) | 0 when unchanged, else a dry-run PATCH per object |
-//! | record intent | inventory ∪ plan saved *before* the first write (with the records staged since the last write) | 0–1, no read |
-//! | apply | [`Reconciler::apply_phase`], phase by phase | 0 when unchanged, else one SSA PATCH per object |
+//! | record intent | inventory ∪ plan saved *before* the first write (with the records staged since the last write), each new name pending ([`Inventory::pending`]) | 0–1, no read |
+//! | apply | [`Reconciler::apply_phase`], phase by phase; each object written confirms its name, each created meanwhile by someone else stays pending | 0 when unchanged, else one SSA PATCH per object |
+//! | confirm | [`Reconciler::save_confirmed`]: when the pass ends before its prune, the confirmations saved | 0–1, only when a name was confirmed |
 //! | gate | [`Reconciler::gate`]: readiness from the watch cache; a timer per version and phase | 0 |
 //! | prune | [`Reconciler::prune`]: what the new version dropped, with fresh discovery, then the inventory (staged) | discovery + GET + DELETE per object |
 //! | record | [`Reconciler::finish`]: the provider's record (state, rolled-out version, failure series), staged, then the [`Outcome`], built once | 0: every provider's records go out in one write per pass, only on change, before the status ([`crate::controller`]) |
@@ -310,33 +311,46 @@ impl Reconciler {
                 self.save_revisions(target, stored).await?;
             }
             let mut new = self.record_intent(target, &old, prepared, &adopted).await?;
-            for phase in &prepared.plan.phases {
-                if let Some(until) = until.filter(|u| phase.phase >= u.before) {
-                    return Ok(ProviderState::Blocked {
-                        behind: until.behind.clone(),
-                    });
-                }
-                let fresh = self.apply_phase(target, phase, &new).await?;
-                if phase.phase == Phase::Workloads && serves_already {
-                    continue;
-                }
-                if let Some(pending) = self.gate(target, &prepared.digest, phase, &fresh)? {
-                    return Ok(ProviderState::Progressing {
-                        phase: phase.phase,
-                        pending,
-                    });
-                }
-                if phase.phase == Phase::CustomResourceDefinitions && !later.is_empty() {
-                    let adopted = self
-                        .preflight(target, std::mem::take(&mut later), &old, &prepared.stored)
-                        .await?;
-                    if !adopted.is_empty() {
-                        for key in &adopted {
-                            new.mark_adopted(key);
+            let mut saved = new.pending.clone();
+            // `Some` when the pass ends before its prune (blocked, progressing, failed).
+            let ended: Result<Option<ProviderState>, ProviderError> = async {
+                for phase in &prepared.plan.phases {
+                    if let Some(until) = until.filter(|u| phase.phase >= u.before) {
+                        return Ok(Some(ProviderState::Blocked {
+                            behind: until.behind.clone(),
+                        }));
+                    }
+                    let fresh = self.apply_phase(target, phase, &mut new).await?;
+                    if phase.phase == Phase::Workloads && serves_already {
+                        continue;
+                    }
+                    if let Some(pending) = self.gate(target, &prepared.digest, phase, &fresh)? {
+                        return Ok(Some(ProviderState::Progressing {
+                            phase: phase.phase,
+                            pending,
+                        }));
+                    }
+                    if phase.phase == Phase::CustomResourceDefinitions && !later.is_empty() {
+                        let adopted = self
+                            .preflight(target, std::mem::take(&mut later), &old, &prepared.stored)
+                            .await?;
+                        if !adopted.is_empty() {
+                            for key in &adopted {
+                                new.mark_adopted(key);
+                            }
+                            self.save_intent(&old, &new).await?;
                         }
-                        self.save_intent(&old, &new).await?;
                     }
                 }
+                Ok(None)
+            }
+            .await;
+            if !matches!(ended, Ok(None)) {
+                // What this pass confirmed stays confirmed, whatever ended it.
+                self.save_confirmed(&old, &new, &mut saved).await?;
+            }
+            if let Some(state) = ended? {
+                return Ok(state);
             }
             rolled_out = true;
             self.prune(target, &old, new).await?;
@@ -392,8 +406,26 @@ impl Reconciler {
         for key in adopted {
             new.mark_adopted(key);
         }
+        new.pending_from(old);
         self.save_intent(old, &new).await?;
         Ok(new)
+    }
+
+    /// Saves what the writes since the last save confirmed (or found someone else's) when a pass ends
+    /// before its prune, which saves the new inventory itself: a name recorded to be created stays
+    /// pending until a saved record says our apply wrote it ([`Inventory::pending`]). `saved` is the
+    /// pending set last stored; nothing is sent when it did not change.
+    async fn save_confirmed(
+        &self,
+        old: &Inventory,
+        new: &Inventory,
+        saved: &mut std::collections::BTreeSet<ObjectKey>,
+    ) -> Result<(), ProviderError> {
+        if new.pending != *saved {
+            self.save_intent(old, new).await?;
+            saved.clone_from(&new.pending);
+        }
+        Ok(())
     }
 
     /// Stores `old ∪ new` (what may exist until the prune), with what `new` marks as adopted.
@@ -405,6 +437,9 @@ impl Reconciler {
         for key in &new.adopted {
             union.mark_adopted(key);
         }
+        // For the objects `new` holds, `new` says whether they are still to be confirmed.
+        union.pending.retain(|k| !new.entries.contains_key(k));
+        union.pending.extend(new.pending.iter().cloned());
         // Sent only when the stored inventory differs (with the records staged since the last write).
         self.inventories.save(&union).await?;
         Ok(())
