@@ -882,10 +882,17 @@ impl Applier {
             if existing.metadata.deletion_timestamp.is_some() {
                 return Err(ApplyError::Terminating { key: key.clone() });
             }
+            let recorded = record.recorded(key);
+            // Who created it is in the full object only (a slim copy keeps no times).
+            if recorded == Recorded::Intended && slim::is_slim(existing) && !read {
+                read = true;
+                live = self.read(planned).await?;
+                continue;
+            }
             let ownership = self.ownership.check(
                 key,
                 existing,
-                record.recorded(key),
+                recorded,
                 planned.take_over,
                 self.ownership.owner_of(desired),
             );
