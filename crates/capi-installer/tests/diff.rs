@@ -4,7 +4,8 @@
 //! changes, field by field — in text, the argument appended inside the long `args` list — and writes
 //! nothing (audit log; exit 1); a bundle the policy refuses is named with its rule; a grant beyond the
 //! release's RBAC ceiling is refused until the administrator extends the ceiling, as the installer
-//! would judge it.
+//! would judge it; extended for the policy alone (a file), the API server still refuses it to the
+//! provider's identity, which the diff dry-runs as.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -45,7 +46,9 @@ fn text(out: &Output) -> String {
 async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
     require_fixture!("transport-configmaps");
     let env = Env::on_aws(&[CORE_CM, AWS_CM]).await;
-    let installer = Running::as_admin(&env, config());
+    // As the release runs it: each provider's objects written by that provider's identity, which the
+    // diff dry-runs as too.
+    let installer = Running::under_release_rbac(&env, config()).await;
     wait_available(&env.admin, Duration::from_secs(240)).await;
     // From here on, the installer's user agent is the diff's alone.
     installer.stop().await;
@@ -270,6 +273,40 @@ async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
         }),
         "{aws}"
     );
+    // A ceiling extended for the policy alone (--policy-ceiling, a file), not for the identities:
+    // the policy allows the role, the API server refuses it to aws's identity, as it would refuse
+    // the installer's write (issue 46); dry-run as the caller (cluster-admin) it passes.
+    let file = dir.path().join("ceiling.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: node-proxy, labels: {{{}: {}}}}}\nrules: [{{apiGroups: [''], resources: [nodes/proxy], verbs: [get]}}]\n",
+            policy::ceiling::LABEL,
+            policy::ceiling::CLUSTER
+        ),
+    )
+    .unwrap();
+    let policy_file = [
+        "--output",
+        "json",
+        "--policy-ceiling",
+        file.to_str().unwrap(),
+    ];
+    let aws = aws_report(&diff(&env, dir.path(), &configmap, &policy_file));
+    let refused = aws["refused"]
+        .as_array()
+        .expect("refused by the API server");
+    assert!(
+        refused.iter().any(|r| {
+            let r = r.as_str().unwrap();
+            r.contains("the API server refuses it: dry-run ClusterRole capa-node-proxy")
+                && r.contains("capi-provider-infrastructure-aws")
+        }),
+        "{aws}"
+    );
+    let as_caller = [&policy_file[..], &["--provider-identities=false"]].concat();
+    let aws = aws_report(&diff(&env, dir.path(), &configmap, &as_caller));
+    assert!(aws.get("refused").is_none(), "{aws}");
     let extension: k8s_openapi::api::rbac::v1::ClusterRole = serde_json::from_value(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {
@@ -283,6 +320,30 @@ async fn diff_shows_what_an_upgrade_would_change_and_writes_nothing() {
         .create(&Default::default(), &extension)
         .await
         .unwrap();
+    // The identities' ceilings aggregate the same extensions (docs/admin/rbac.md): once aws's holds
+    // the grant, the API server allows the role too.
+    let aws_ceiling = api_for(
+        &env.admin,
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        None,
+    )
+    .await;
+    eventually(
+        Duration::from_secs(60),
+        "aws's identity ceiling aggregates the extension",
+        || async {
+            let role = aws_ceiling
+                .get("capi-provider-infrastructure-aws")
+                .await
+                .ok()?;
+            role.data["rules"]
+                .to_string()
+                .contains("nodes/proxy")
+                .then_some(())
+        },
+    )
+    .await;
     let aws = aws_report(&diff(&env, dir.path(), &configmap, &["--output", "json"]));
     assert!(aws.get("refused").is_none(), "{aws}");
     let objects: Vec<(&str, &str)> = aws["objects"]

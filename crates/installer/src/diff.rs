@@ -49,6 +49,10 @@ pub struct DiffConfig {
     pub adoptable_managers: Vec<String>,
     pub retired_managers: Vec<String>,
     pub policy: PolicyConfig,
+    /// Dry-run each provider's objects as its own identity, as the installer writes them
+    /// ([`crate::InstallerConfig::identities`]): the API server then judges every grant against that
+    /// provider's RBAC. `None`: as the caller.
+    pub identities: Option<capi_apply::Identities>,
 }
 
 /// Why there is no diff at all.
@@ -195,11 +199,23 @@ pub async fn diff(
     let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
         .with_ceiling(&ceiling)
         .with_fields(&fields);
-    let applier = Applier::new(
+    let mut applier = Applier::new(
         client.clone(),
         FIELD_MANAGER,
         crate::names::ownership(&config.adoptable_managers, &config.retired_managers),
     );
+    if let Some(identities) = &config.identities {
+        applier = applier.with_identities(identities.clone());
+        for target in &round.selection.targets {
+            identities.assign(
+                &target.source.id.inventory_key(),
+                &capi_bundle::names::provider_user(
+                    &config.installer_namespace,
+                    &target.clusterctl_label,
+                ),
+            );
+        }
+    }
     let served = discover(client).await?;
     let preview = Preview {
         client,

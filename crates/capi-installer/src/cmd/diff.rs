@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use capi_apply::{Detail, Edit, FieldChange};
 use capi_installer_controller::diff::{self, Change, DiffConfig, Report};
-use capi_installer_controller::offline;
+use capi_installer_controller::{offline, user_agent};
 use capi_runtime::args::KubeArgs;
 use capi_runtime::report::exit;
 use serde_json::Value;
@@ -44,6 +44,13 @@ pub struct DiffArgs {
     adopt: crate::args::adopt::AdoptArgs,
     #[command(flatten)]
     policy: crate::args::policy::PolicyArgs,
+    /// Dry-run each provider's objects as its own identity, ServiceAccount
+    /// `capi-provider-<cluster.x-k8s.io/provider>` of --installer-namespace, impersonated, as `run`
+    /// writes them: the API server judges each grant against that provider's RBAC. Needs `impersonate`
+    /// on those ServiceAccounts (the installer's own ServiceAccount and cluster-admin have it).
+    /// `false`: as whoever runs the command.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    provider_identities: bool,
     /// `text` for people; `json` or `yaml` for CI.
     #[arg(short, long, value_enum, default_value = "text", value_name = "FORMAT")]
     output: Output,
@@ -89,6 +96,13 @@ pub async fn main(args: DiffArgs) -> Result<ExitCode> {
         substitutions,
         retired_managers: args.adopt.retired_managers(),
         adoptable_managers: args.adopt.adopt_from_managers,
+        identities: match args.provider_identities {
+            true => {
+                let loaded = capi_runtime::process::config(&args.kube, &user_agent()).await?;
+                Some(capi_apply::Identities::new(loaded.config))
+            }
+            false => None,
+        },
     };
     let report = diff::diff(&client, &config, given).await?;
     let out = match args.output {
