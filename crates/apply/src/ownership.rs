@@ -84,8 +84,9 @@ impl OwnershipPolicy {
         }
     }
 
-    /// Whether our apply created `live`: our manager's apply entry carries the object's creation time.
-    /// A create records the creating manager's entry at the creation time; a later write of ours to
+    /// Whether our apply created `live`: our manager's apply entry carries the object's creation time
+    /// (to the second the API server keeps, give or take one: it takes the two readings of its clock
+    /// apart). A create records the creating manager's entry at the creation time; a later write of ours to
     /// an object someone else created records a later time (or shares its second and is caught by the
     /// applier's check of the create's answer, [`preempted_by`]). Someone applying under our
     /// manager's name makes its fields ours, and our next apply removes what we do not write.
@@ -98,7 +99,9 @@ impl OwnershipPolicy {
                 && !self.field_manager.is_empty()
                 && m.operation.as_deref() == Some("Apply")
                 && m.subresource.is_none()
-                && m.time.as_ref() == Some(created)
+                && m.time
+                    .as_ref()
+                    .is_some_and(|t| (t.0.as_second() - created.0.as_second()).abs() <= 1)
         })
     }
 
@@ -363,6 +366,8 @@ mod tests {
                 ("kube-controller-manager", "Update", "10:00:00"),
             ],
             vec![("capi-installer", "Apply", "10:00:00")],
+            // The API server's two clock readings across a second boundary.
+            vec![("capi-installer", "Apply", "10:00:01")],
         ];
         for entries in ours {
             let (key, live) = created(&entries);
