@@ -1170,7 +1170,8 @@ async fn every_forks_current_profile_installs_under_the_shipped_bounds() {
 /// declares it. The fixtures have no provider of such a platform, so the OpenStack fork's current
 /// profile is declared for Nutanix (its metadata's `ocpPlatform`, and its objects' provider label, which
 /// must name the provider they belong to: issue 46's `reserved-names-and-labels`): what is under test
-/// is that the platform comes from the profile, not from the code.
+/// is that the platform comes from the profile, not from the code; and that such a provider writes
+/// nothing until the administrator gives it an identity (issue 46).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_platform_only_a_profile_knows_is_installed_from_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1201,22 +1202,6 @@ async fn a_platform_only_a_profile_knows_is_installed_from_it() {
     set_platform(&env.admin, "Nutanix").await;
     load_infrastructure_provider_crd(&env.admin).await;
     apply_as_release_payload(&env.admin, &installer_rbac()).await;
-    // A provider the release ships no identity for: the administrator gives it one, with the ceiling
-    // its bundle needs (what the same bundle grants as openstack's, shipped).
-    let shipped = |name: &str| {
-        repo_manifests("0000_30_capi-installer_03_ceiling")
-            .into_iter()
-            .find(|d| d["metadata"]["name"] == name)
-            .map(|d| d["rules"].clone())
-            .unwrap_or_else(|| panic!("{name} in manifests/"))
-    };
-    let ceilings = give_identity(
-        &env.admin,
-        "infrastructure-nutanix",
-        &shipped("capi-provider-infrastructure-openstack-release"),
-        &shipped("capi-provider-infrastructure-openstack-namespaced-release"),
-    )
-    .await;
     let openstack_image =
         "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:".to_string() + &"0".repeat(64);
     let mut config = config();
@@ -1232,6 +1217,73 @@ async fn a_platform_only_a_profile_knows_is_installed_from_it() {
         .service_account_config(INSTALLER_NS, "capi-installer")
         .await;
     let _installer = Running::as_installer(sa, config);
+    // A provider the release ships nothing for writes nothing (issue 46). Without a ceiling of its
+    // own the policy refuses its grants, naming the ClusterRole to create; with the ceiling but no
+    // identity, the API server refuses the installer's impersonation of it.
+    let refused = reported(
+        &env.admin,
+        "outside the provider RBAC ceiling (ClusterRole capi-provider-infrastructure-nutanix;",
+    )
+    .await;
+    assert!(refused.contains("nutanix"), "{refused}");
+    let shipped = |name: &str| {
+        repo_manifests("0000_30_capi-installer_03_ceiling")
+            .into_iter()
+            .find(|d| d["metadata"]["name"] == name)
+            .map(|d| d["rules"].clone())
+            .unwrap_or_else(|| panic!("{name} in manifests/"))
+    };
+    let (cluster_rules, namespaced_rules) = (
+        shipped("capi-provider-infrastructure-openstack-release"),
+        shipped("capi-provider-infrastructure-openstack-namespaced-release"),
+    );
+    for (name, scope, rules) in [
+        (
+            "provider-ceiling-infrastructure-nutanix",
+            "cluster",
+            &cluster_rules,
+        ),
+        (
+            "provider-namespaced-ceiling-infrastructure-nutanix",
+            "namespaced",
+            &namespaced_rules,
+        ),
+    ] {
+        let role = serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": {
+                "capi-installer.openshift.io/provider-ceiling": scope,
+                "capi-installer.openshift.io/ceiling-provider": "infrastructure-nutanix"}},
+            "rules": rules});
+        let resource = ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+        );
+        apply(&env.admin, &resource, &role, "administrator").await;
+    }
+    let refused = reported(&env.admin, "cannot impersonate").await;
+    assert!(
+        refused.contains("capi-provider-infrastructure-nutanix"),
+        "{refused}"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(env.admin.clone(), NS);
+    assert!(
+        deployments
+            .get_opt("capo-controller-manager")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing of nutanix written"
+    );
+    // The administrator gives it the rest of its identity (docs/admin/rbac.md): it installs.
+    let ceilings = give_identity(
+        &env.admin,
+        "infrastructure-nutanix",
+        &cluster_rules,
+        &namespaced_rules,
+    )
+    .await;
     let status = eventually(
         Duration::from_secs(300),
         "the ClusterOperator settled on Nutanix",
