@@ -2,8 +2,9 @@
 //! test-only setting no flag reaches), the API server itself refuses what the policy would, because
 //! the installer impersonates ServiceAccount `capi-provider-<provider>` for every write of that
 //! provider and that identity holds only its own provider's ceiling
-//! (`manifests/0000_30_capi-installer_03_ceiling.yaml`). The installer runs as its own ServiceAccount
-//! under exactly the shipped RBAC.
+//! (`manifests/0000_30_capi-installer_03_ceiling.yaml`); and with the policy on, a release image the
+//! policy trusts is bounded by its provider's identity all the same. The installer runs as its own
+//! ServiceAccount under exactly the shipped RBAC.
 
 use std::time::Duration;
 
@@ -118,4 +119,71 @@ async fn with_the_policy_off_the_api_server_bounds_each_provider_by_its_own_iden
             .is_none()
     );
     assert!(bindings.get_opt("capa-takes-core").await.unwrap().is_none());
+}
+
+/// A release image is trusted by the policy (its own grants extend what it judges), not by the API
+/// server: aws's profile from its release image granting what aws's shipped ceiling does not hold is
+/// refused to aws's identity by the escalation check, before anything of that version is written, and
+/// reported naming the identity (issue 46: Kubernetes enforces the per-provider bound too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_images_grants_beyond_its_identity_are_refused_by_the_api_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(dir) = profiles_as_volumes(
+        tmp.path(),
+        &[
+            ("core", "cluster-capi-controllers", "default"),
+            ("aws", "aws-cluster-api-controllers", "default"),
+        ],
+    ) else {
+        return;
+    };
+    let volume = capi_installer_controller::source::images::volume_name(
+        &images()["aws-cluster-api-controllers"],
+    );
+    let manifests = dir
+        .join(volume)
+        .join("capi-operator-manifests/default/manifests.yaml");
+    let text = std::fs::read_to_string(&manifests).unwrap();
+    std::fs::remove_file(&manifests).unwrap();
+    std::fs::write(
+        &manifests,
+        format!(
+            "{}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: capa-node-proxy, labels: {{cluster.x-k8s.io/provider: infrastructure-aws}}}}\nrules: [{{apiGroups: [''], resources: [nodes/proxy], verbs: [get]}}]\n",
+            text.trim_end()
+        ),
+    )
+    .unwrap();
+    let env = Env::start(true).await;
+    ensure_namespaces(&env.admin).await;
+    set_platform(&env.admin, "AWS").await;
+    apply_as_release_payload(&env.admin, &installer_rbac()).await;
+    let mut config = config();
+    config.profiles = Some(capi_installer_controller::config::ProfilesConfig {
+        dir,
+        ..Default::default()
+    });
+    let sa = env
+        .service_account_config(INSTALLER_NS, "capi-installer")
+        .await;
+    let _installer = Running::as_installer(sa, config);
+
+    let refused = reported(&env.admin, "capa-node-proxy").await;
+    for part in [
+        "system:serviceaccount:openshift-cluster-api-operator:capi-provider-infrastructure-aws",
+        "attempting to grant RBAC permissions not currently held",
+    ] {
+        assert!(refused.contains(part), "{part:?} not in {refused}");
+    }
+    let roles: Api<ClusterRole> = Api::all(env.admin.clone());
+    assert!(roles.get_opt("capa-node-proxy").await.unwrap().is_none());
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(env.admin.clone(), "openshift-cluster-api");
+    assert!(
+        deployments
+            .get_opt("capa-controller-manager")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing of aws's version written"
+    );
 }
