@@ -183,11 +183,15 @@ fn hostile_bundles() -> Vec<Hostile> {
             ],
         },
         Hostile {
-            what: "sizes beyond what real bundles ask: requests that reserve a node, a day's grace period, a year-long token, a webhook's timeout (issue 46)",
+            what: "sizes beyond what real bundles ask: requests that reserve a node, a day's grace period, a year-long token, a webhook's timeout, an annotation of any length (issue 46)",
             configmap: modified(|o| {
                 if o["kind"] == "Deployment" {
                     let pod = &mut o["spec"]["template"]["spec"];
                     pod["terminationGracePeriodSeconds"] = json!(86400);
+                    // A key real bundles put there (vSphere's), with a value of any size.
+                    o["spec"]["template"]["metadata"]["annotations"] =
+                        json!({"target.workload.openshift.io/management": "x".repeat(300)});
+                    let pod = &mut o["spec"]["template"]["spec"];
                     pod["containers"][0]["resources"]["requests"]["memory"] = json!("512Gi");
                     pod["containers"][0]["resources"]["requests"]["cpu"] = json!(64);
                     pod["volumes"]
@@ -208,6 +212,7 @@ fn hostile_bundles() -> Vec<Hostile> {
                 "(Deployment openshift-cluster-api/capa-controller-manager): rule field-values-in-real-bundles-only: spec.template.spec.containers[0].resources.requests.cpu is 64: real provider bundles ask at most \"10m\" (2 times that is allowed)",
                 "serviceAccountToken.expirationSeconds is 31536000: real provider bundles use at most 3600 (2 times that is allowed)",
                 "webhooks[0].timeoutSeconds",
+                "is 300 bytes long: a label or annotation value of a provider bundle is at most 256",
             ],
         },
         Hostile {

@@ -1221,3 +1221,34 @@ fn the_shipped_per_provider_reach_holds_what_real_bundles_do() {
         "CRD_GROUPS lists exactly the real bundles' providers"
     );
 }
+
+/// The bound on label and annotation values (`policy::fields::METADATA_VALUE_MAX`) leaves real bundles
+/// a wide margin: their longest value is at most a quarter of it.
+#[test]
+fn real_label_and_annotation_values_are_far_below_their_bound() {
+    use policy::fields::METADATA_VALUE_MAX;
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let mut longest = (0, String::new());
+    for real in &bundles {
+        for input in &real.rendered.inputs {
+            let data = serde_json::to_value(&input.object).unwrap();
+            for meta in [&data["metadata"], &data["spec"]["template"]["metadata"]] {
+                for place in ["labels", "annotations"] {
+                    for (key, value) in meta[place].as_object().into_iter().flatten() {
+                        let len = value.as_str().map_or(0, str::len);
+                        if len > longest.0 {
+                            longest = (len, format!("{} {key}", real.name));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(longest.0 > 0);
+    assert!(
+        longest.0 * 4 <= METADATA_VALUE_MAX,
+        "longest real value {longest:?} against {METADATA_VALUE_MAX}"
+    );
+}

@@ -58,6 +58,12 @@ pub enum Sense {
 /// How far a [`Sense::Size`] or [`Sense::Quantity`] may exceed the largest value real bundles use.
 pub const SIZE_MARGIN: i64 = 2;
 
+/// The longest label or annotation value a bundle's object may carry (bytes). The keys are bounded
+/// per kind and place; their values are names and switches that controllers act on: real bundles'
+/// longest is 39 (`tests/policy_fixtures.rs` keeps this well above it), and a value of kilobytes only
+/// weighs on every reader of the object.
+pub const METADATA_VALUE_MAX: usize = 256;
+
 /// The paths whose values are bounded too, per kind (`Kind.group`, or `Kind` for the core group): a
 /// path and everything below it (`…securityContext` covers `…securityContext.seccompProfile.type`).
 pub const SENSITIVE: &[(&str, &str, Sense)] = &[
@@ -693,6 +699,18 @@ pub fn check(
             }
             continue;
         }
+        if let Some(text) = leaf.value.as_str().filter(|t| t.len() > METADATA_VALUE_MAX)
+            && (leaf.path.contains("labels[") || leaf.path.contains("annotations["))
+        {
+            v(
+                Rule::FieldValue,
+                format!(
+                    "{} is {} bytes long: a label or annotation value of a provider bundle is at most {METADATA_VALUE_MAX}",
+                    leaf.at,
+                    text.len()
+                ),
+            );
+        }
         match sensitive(&key, &leaf.path) {
             Some(Sense::Values) => {
                 let values = allowed
@@ -961,6 +979,27 @@ mod tests {
                 "spec.template.spec.containers[2].resources.requests.nvidia.com/gpu"
             ),
             "spec.template.spec.containers[].resources.requests.nvidia.com/gpu"
+        );
+    }
+
+    /// A label or annotation whose key real bundles use may not carry a value of any size.
+    #[test]
+    fn label_and_annotation_values_are_short() {
+        let real = deployment(json!({"containers": [{"name": "a"}]}));
+        let bound = FieldBound::of_objects([&real]);
+        let mut long = real.clone();
+        long["metadata"]["labels"]["a"] = json!("b".repeat(METADATA_VALUE_MAX));
+        assert_eq!(refusals(&bound, &long), vec![]);
+        long["metadata"]["labels"]["a"] = json!("b".repeat(METADATA_VALUE_MAX + 1));
+        assert_eq!(
+            refusals(&bound, &long),
+            vec![(
+                Rule::FieldValue,
+                format!(
+                    "metadata.labels.a is {} bytes long: a label or annotation value of a provider bundle is at most {METADATA_VALUE_MAX}",
+                    METADATA_VALUE_MAX + 1
+                )
+            )]
         );
     }
 
