@@ -207,12 +207,11 @@ pub async fn diff(
     if let Some(identities) = &config.identities {
         applier = applier.with_identities(identities.clone());
         for target in &round.selection.targets {
-            identities.assign(
-                &target.source.id.inventory_key(),
-                &capi_bundle::names::provider_user(
-                    &config.installer_namespace,
-                    &target.clusterctl_label,
-                ),
+            crate::names::act_as(
+                identities,
+                &config.installer_namespace,
+                &target.source.id,
+                &target.clusterctl_label,
             );
         }
     }

@@ -24,6 +24,21 @@ pub(crate) fn ownership(
         .owner_label(capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER)
 }
 
+/// From now on source `id`'s writes are provider `label`'s identity's, ServiceAccount
+/// [`capi_bundle::names::provider_identity`] of `installer_namespace`. A reconcile and `diff` write
+/// (or dry-run) alike.
+pub(crate) fn act_as(
+    identities: &capi_apply::Identities,
+    installer_namespace: &str,
+    id: &crate::source::SourceId,
+    label: &str,
+) {
+    identities.assign(
+        &id.inventory_key(),
+        &capi_bundle::names::provider_user(installer_namespace, label),
+    );
+}
+
 /// The user agent of every request: the audit log tells the installer's writes apart by it.
 pub fn user_agent() -> String {
     format!("capi-installer/{}", env!("CARGO_PKG_VERSION"))

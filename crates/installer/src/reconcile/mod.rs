@@ -252,10 +252,7 @@ impl Reconciler {
     /// writes as the providers, [`InstallerConfig::identities`]).
     pub(crate) fn act_as(&self, id: &SourceId, label: &str) {
         if let Some(identities) = self.applier.identities() {
-            identities.assign(
-                &id.inventory_key(),
-                &capi_bundle::names::provider_user(&self.config.installer_namespace, label),
-            );
+            crate::names::act_as(identities, &self.config.installer_namespace, id, label);
         }
     }
 
