@@ -1144,20 +1144,18 @@ fn the_shipped_per_provider_reach_holds_what_real_bundles_do() {
     let mut beyond = BTreeSet::new();
     let mut outside_groups = Vec::new();
     for real in &bundles {
-        let objects: Vec<&Value> = real
+        // (kind, object) of each rendered object.
+        let objects: Vec<(&str, &Value)> = real
             .rendered
             .inputs
             .iter()
-            .map(|i| &i.object.data)
-            .collect();
-        let kinds: Vec<&str> = real
-            .rendered
-            .inputs
-            .iter()
-            .map(|i| i.object.types.as_ref().map_or("", |t| t.kind.as_str()))
+            .map(|i| {
+                let kind = i.object.types.as_ref().map_or("", |t| t.kind.as_str());
+                (kind, &i.object.data)
+            })
             .collect();
         let mut own = BTreeSet::new();
-        for (data, kind) in objects.iter().zip(&kinds) {
+        for (kind, data) in &objects {
             if *kind == "CustomResourceDefinition" {
                 let group = data["spec"]["group"].as_str().unwrap_or_default();
                 own.insert((
@@ -1169,7 +1167,7 @@ fn the_shipped_per_provider_reach_holds_what_real_bundles_do() {
                 }
             }
         }
-        for (data, kind) in objects.iter().zip(&kinds) {
+        for (kind, data) in &objects {
             let rules: Vec<&Value> = match *kind {
                 "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => {
                     data["webhooks"]
