@@ -22,7 +22,7 @@ use test_support::*;
 
 /// A few reconciles of core + aws on a loaded machine.
 const RECONCILES: Duration = Duration::from_secs(180);
-const WIDGETS: &str = "widgets.infrastructure.cluster.x-k8s.io";
+const WIDGETS: &str = "awswidgets.infrastructure.cluster.x-k8s.io";
 
 /// Whether RBAC lets an anonymous request list Secrets in every namespace.
 async fn anonymous_lists_secrets(client: &Client) -> bool {
@@ -358,7 +358,7 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
     let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": WIDGETS},
         "spec": {"group": "infrastructure.cluster.x-k8s.io", "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "names": {"kind": "AWSWidget", "plural": "awswidgets", "singular": "awswidget", "listKind": "AWSWidgetList"},
             "versions": [{"name": "v1beta2", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
     let before: DynamicObject = crds

@@ -303,11 +303,11 @@ fn hostile_bundles() -> Vec<Hostile> {
             ],
         },
         Hostile {
-            what: "aws reaching beyond its own release, whatever is installed: a CRD in core's group, a Service on no provider label, pods the controllers pod's Services select, admission on gcp's resources (issue 46)",
+            what: "aws reaching beyond its own release, whatever is installed: a CRD in core's group, one of vSphere's CRDs in the group they share, a Service on no provider label, pods the controllers pod's Services select, admission on gcp's resources (issue 46)",
             configmap: components_plus(
                 AWS_CM,
                 &format!(
-                    "{}---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: gadgets.addons.cluster.x-k8s.io}}\nspec: {{group: addons.cluster.x-k8s.io, scope: Namespaced, names: {{kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}}, versions: [{{name: v1beta2, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}}}]}}\n---\napiVersion: v1\nkind: Service\nmetadata: {{name: wide, namespace: openshift-cluster-api}}\nspec: {{selector: {{control-plane: controller-manager}}, ports: [{{port: 443}}]}}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: capa-on-gcp}}\nwebhooks: [{{name: x.infrastructure.cluster.x-k8s.io, clientConfig: {{service: {{name: capa-webhook-service, namespace: openshift-cluster-api}}}}, rules: [{{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE, UPDATE], resources: [gcpclusters]}}], sideEffects: None, admissionReviewVersions: [v1]}}]\n",
+                    "{}---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: gadgets.addons.cluster.x-k8s.io}}\nspec: {{group: addons.cluster.x-k8s.io, scope: Namespaced, names: {{kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}}, versions: [{{name: v1beta2, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}}}]}}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: vspheremachines.infrastructure.cluster.x-k8s.io}}\nspec: {{group: infrastructure.cluster.x-k8s.io, scope: Namespaced, names: {{kind: VSphereMachine, plural: vspheremachines, singular: vspheremachine, listKind: VSphereMachineList}}, versions: [{{name: v1beta1, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}}}]}}\n---\napiVersion: v1\nkind: Service\nmetadata: {{name: wide, namespace: openshift-cluster-api}}\nspec: {{selector: {{control-plane: controller-manager}}, ports: [{{port: 443}}]}}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: capa-on-gcp}}\nwebhooks: [{{name: x.infrastructure.cluster.x-k8s.io, clientConfig: {{service: {{name: capa-webhook-service, namespace: openshift-cluster-api}}}}, rules: [{{apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ['*'], operations: [CREATE, UPDATE], resources: [gcpclusters]}}], sideEffects: None, admissionReviewVersions: [v1]}}]\n",
                     aws_deployment(
                         "lookalike",
                         "{cluster.x-k8s.io/provider: infrastructure-aws, k8s-app: capi-controllers}",
@@ -322,6 +322,7 @@ fn hostile_bundles() -> Vec<Hostile> {
                 "openshift-cluster-api/aws",
                 "(Deployment openshift-cluster-api/lookalike): rule providers-keep-apart: spec.template.metadata.labels match the selector of the release's Service capi-controllers-metrics",
                 "(CustomResourceDefinition gadgets.addons.cluster.x-k8s.io): rule crd-family-groups-only: spec.group \"addons.cluster.x-k8s.io\" is not a group of provider infrastructure-aws's own CRDs",
+                "(CustomResourceDefinition vspheremachines.infrastructure.cluster.x-k8s.io): rule crd-family-groups-only: spec.names.plural \"vspheremachines\" is provider infrastructure-vsphere's (its release's CRDs are named vsphere…), not infrastructure-aws's",
                 "(Service openshift-cluster-api/wide): rule providers-keep-apart: spec.selector does not select on cluster.x-k8s.io/provider: \"infrastructure-aws\"",
                 "(ValidatingWebhookConfiguration capa-on-gcp): rule providers-keep-apart: webhooks[0] (x.infrastructure.cluster.x-k8s.io).rules[0] acts on \"gcpclusters.infrastructure.cluster.x-k8s.io\": a provider's admission acts only on the resources its own CRDs define",
             ],
@@ -379,7 +380,7 @@ fn hostile_bundles() -> Vec<Hostile> {
                     }
                 }
                 objects.push(serde_saphyr::from_str(
-                    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.infrastructure.cluster.x-k8s.io}\nspec: {group: infrastructure.cluster.x-k8s.io, scope: Namespaced, names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}, versions: [{name: v1beta2, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n",
+                    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: awswidgets.infrastructure.cluster.x-k8s.io}\nspec: {group: infrastructure.cluster.x-k8s.io, scope: Namespaced, names: {kind: AWSWidget, plural: awswidgets, singular: awswidget, listKind: AWSWidgetList}, versions: [{name: v1beta2, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n",
                 ).unwrap());
                 aws_with(&objects)
             },
@@ -616,7 +617,7 @@ async fn each_is_refused_whole_and_the_good_one_converges_again(bundles: Vec<Hos
         // The previous version (and core) keep running, untouched.
         assert_eq!(deployments(&env.admin).await, running, "{}", hostile.what);
         assert!(
-            crds.get_opt("widgets.infrastructure.cluster.x-k8s.io")
+            crds.get_opt("awswidgets.infrastructure.cluster.x-k8s.io")
                 .await
                 .unwrap()
                 .is_none(),

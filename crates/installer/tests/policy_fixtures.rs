@@ -1133,16 +1133,18 @@ fn the_shipped_aggregation_data_is_what_real_bundles_do() {
 }
 
 /// Each provider's shipped bound of what it reaches (`policy::provider_bound`) holds what its real
-/// bundles do: every CRD group of theirs is among their provider's groups, and every resource their
+/// bundles do: every CRD group of theirs is among their provider's groups, every CRD name outside
+/// core's own groups carries one of their provider's prefixes, and every resource their
 /// admission names without a CRD of theirs is listed (and nothing listed that no bundle names).
 #[test]
 fn the_shipped_per_provider_reach_holds_what_real_bundles_do() {
-    use policy::provider_bound::{self, ADMISSION_BEYOND_CRDS, CRD_GROUPS};
+    use policy::provider_bound::{self, ADMISSION_BEYOND_CRDS, CRD_GROUPS, CRD_NAME_PREFIXES};
     let Some(bundles) = real_bundles() else {
         return;
     };
     let mut beyond = BTreeSet::new();
     let mut outside_groups = Vec::new();
+    let mut outside_names = Vec::new();
     for real in &bundles {
         // (kind, object) of each rendered object.
         let objects: Vec<(&str, &Value)> = real
@@ -1164,6 +1166,10 @@ fn the_shipped_per_provider_reach_holds_what_real_bundles_do() {
                 ));
                 if !provider_bound::crd_group_allowed(&real.provider, group) {
                     outside_groups.push(format!("{} ({}): {group}", real.name, real.provider));
+                }
+                let plural = data["spec"]["names"]["plural"].as_str().unwrap_or("");
+                if provider_bound::crd_name_allowed(&real.provider, group, plural).is_err() {
+                    outside_names.push(format!("{} ({}): {plural}", real.name, real.provider));
                 }
             }
         }
@@ -1207,6 +1213,11 @@ fn the_shipped_per_provider_reach_holds_what_real_bundles_do() {
         Vec::<String>::new(),
         "CRD groups outside CRD_GROUPS"
     );
+    assert_eq!(
+        outside_names,
+        Vec::<String>::new(),
+        "CRD names outside their provider's CRD_NAME_PREFIXES"
+    );
     let shipped: BTreeSet<(String, String, String)> = ADMISSION_BEYOND_CRDS
         .iter()
         .map(|(p, g, r)| (p.to_string(), g.to_string(), r.to_string()))
@@ -1217,6 +1228,11 @@ fn the_shipped_per_provider_reach_holds_what_real_bundles_do() {
     assert_eq!(
         providers, listed,
         "CRD_GROUPS lists exactly the real bundles' providers"
+    );
+    let named: BTreeSet<&str> = CRD_NAME_PREFIXES.iter().map(|(p, _)| *p).collect();
+    assert_eq!(
+        providers, named,
+        "CRD_NAME_PREFIXES lists exactly the real bundles' providers"
     );
 }
 

@@ -24,7 +24,7 @@
 //! | [`Rule::References`] | pods read only Secrets their own Services' serving certificates become, their provider's credentials Secret, and ConfigMaps of the bundle; a Service asks service-ca for no credentials or installer Secret ([`references`]) |
 //! | [`Rule::ProvidersApart`] | per provider ([`provider_bound`]): Services select on its own provider label, pods carry no other provider's nor a release Service's labels, admission only on its own CRDs' resources; and nothing of another provider: no Secret it reads or asks for, no pod labels its Services select, no Service selecting its pods, no admission on its resources or the cluster's CRDs' ([`references`]), no role naming its CRDs; its aggregated roles and aggregation labels ([`AGGREGATED_ROLES`], [`AGGREGATION_LABELS`]) are its own (rule [`Rule::RbacAggregation`]) |
 //! | [`Rule::ServiceType`] | Services only of type ClusterIP, without `externalIPs` |
-//! | [`Rule::CrdGroup`] | CRDs only in its own provider's family groups ([`provider_bound::CRD_GROUPS`]) (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]); a release image's own group that nobody else serves ([`PolicyConfig::trusting`]) |
+//! | [`Rule::CrdGroup`] | CRDs only in its own provider's family groups ([`provider_bound::CRD_GROUPS`]) and, there, under its own provider's names ([`provider_bound::CRD_NAME_PREFIXES`]) (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`, plus [`PolicyConfig::extra_groups`]); a release image's own group that nobody else serves ([`PolicyConfig::trusting`]) |
 //! | [`Rule::WorkloadIdentity`] | pods only as a ServiceAccount of the bundle (or `default`) |
 //! | [`Rule::WorkloadHostAccess`] | no host network/PID/IPC, host ports or hostPath volumes |
 //! | [`Rule::WorkloadPrivilege`] | no privileged containers, added capabilities, `runAsUser: 0` or `allowPrivilegeEscalation: true` |
@@ -746,6 +746,30 @@ fn crd(
                 provider_bound::crd_groups_of(among.provider)
             ),
         );
+    } else if in_family(group) && !config.extra_groups.contains(group) {
+        let plural = data
+            .pointer("/spec/names/plural")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        match provider_bound::crd_name_allowed(among.provider, group, plural) {
+            Ok(()) => {}
+            Err("") => v(
+                Rule::CrdGroup,
+                format!(
+                    "spec.names.plural {plural:?} is not a name of provider {}'s own CRDs (its release's are named {})",
+                    among.provider,
+                    provider_bound::crd_name_prefixes_of(among.provider)
+                ),
+            ),
+            Err(owner) => v(
+                Rule::CrdGroup,
+                format!(
+                    "spec.names.plural {plural:?} is provider {owner}'s (its release's CRDs are named {}), not {}'s",
+                    provider_bound::crd_name_prefixes_of(owner),
+                    among.provider
+                ),
+            ),
+        }
     } else if !config.family_group(group) {
         let served = among
             .holder_of(group, "*")
@@ -850,10 +874,11 @@ fn rbac_rules(
     }
 }
 
-/// A grant on CRDs by `resourceNames` names no CRD another provider or the cluster serves: the
-/// ceiling holds core's and vSphere's names (their CRD migrators patch their own CRDs, vSphere's also
-/// those of its `vmware` group that its bundle leaves out), and another provider's role naming them
-/// would let its controller rewrite their API (issue 46).
+/// A grant on CRDs by `resourceNames` names no CRD another provider or the cluster serves, nor one
+/// another provider's release defines (core's own groups, another provider's names:
+/// [`provider_bound`]), installed or not: the ceiling holds core's and vSphere's names (their CRD migrators patch their own CRDs,
+/// vSphere's also those of its `vmware` group that its bundle leaves out), and another provider's
+/// role naming them would let its controller rewrite their API (issue 46).
 fn crd_names(rule: &Value, at: &str, bundle: &Bundle, among: &Among<'_>, v: &mut Report<'_>) {
     let crds = strings(rule.get("apiGroups")).contains(&"apiextensions.k8s.io")
         && strings(rule.get("resources"))
@@ -871,13 +896,41 @@ fn crd_names(rule: &Value, at: &str, bundle: &Bundle, among: &Among<'_>, v: &mut
         let Some((plural, group)) = name.split_once('.') else {
             continue;
         };
-        if let Some(holder) = among.holder_of(group, plural).filter(|_| !own) {
+        if own {
+            continue;
+        }
+        if let Some(holder) = among.holder_of(group, plural) {
             v(
                 Rule::ProvidersApart,
                 format!(
                     "{at}.resourceNames names CustomResourceDefinition {name:?}, which {holder} serves"
                 ),
             );
+        } else if in_family(group) {
+            // Installed or not: what another provider's release defines is not this one's.
+            // By group only in core's own groups: vSphere names CRDs of a family group its bundle
+            // does not define (`vmware.infrastructure…`), under its own names.
+            let core_group = provider_bound::CORE_GROUPS.contains(&group);
+            let whose = if core_group && !provider_bound::crd_group_allowed(among.provider, group) {
+                Some(format!(
+                    "whose group is core's own, not one of provider {}'s",
+                    among.provider
+                ))
+            } else {
+                match provider_bound::crd_name_allowed(among.provider, group, plural) {
+                    Err(owner) if !owner.is_empty() => Some(format!(
+                        "which is provider {owner}'s, not {}'s",
+                        among.provider
+                    )),
+                    _ => None,
+                }
+            };
+            if let Some(whose) = whose {
+                v(
+                    Rule::ProvidersApart,
+                    format!("{at}.resourceNames names CustomResourceDefinition {name:?}, {whose}"),
+                );
+            }
         }
     }
 }

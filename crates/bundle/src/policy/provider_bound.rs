@@ -5,6 +5,10 @@
 //!
 //! - **CRD groups**: each provider's CRDs only in the groups its own release defines ([`CRD_GROUPS`]);
 //!   a provider the release ships nothing for, in any family group but core's own ([`CORE_GROUPS`]).
+//! - **CRD names**: within the groups providers share (`infrastructure.cluster.x-k8s.io`), each
+//!   provider's CRDs only under the prefixes its own release's kinds carry ([`CRD_NAME_PREFIXES`]); a
+//!   provider the release ships nothing for, under none of theirs. So no provider defines (and then
+//!   holds, and acts on by admission) a CRD another provider's release defines, installed or not.
 //! - **Admission**: webhooks and admission policies act only on resources of the bundle's own CRDs
 //!   (plus [`ADMISSION_BEYOND_CRDS`], what real bundles write besides).
 //! - **Services and pods**: a Service selects on its own provider's label, so it reaches no other
@@ -51,6 +55,20 @@ pub const CRD_GROUPS: [(&str, &[&str]); 7] = [
     ("infrastructure-ibmcloud", &[INFRASTRUCTURE]),
     ("infrastructure-openstack", &[INFRASTRUCTURE]),
     ("infrastructure-vsphere", &[INFRASTRUCTURE]),
+];
+
+/// The prefixes of each provider's CRD names (`spec.names.plural`), by its provider label: what the
+/// kinds of its real bundles and of its upstream module (`make demo`'s aws: `eks…`, `rosa…`) begin
+/// with. `tests/policy_fixtures.rs` checks every real CRD against it. Core's own groups are core's
+/// alone ([`CORE_GROUPS`]); in the IPAM group it shares, its kinds are `IPAddress…`.
+pub const CRD_NAME_PREFIXES: [(&str, &[&str]); 7] = [
+    ("cluster-api", &["ipaddress"]),
+    ("infrastructure-aws", &["aws", "eks", "rosa"]),
+    ("infrastructure-azure", &["azure"]),
+    ("infrastructure-gcp", &["gcp", "gke"]),
+    ("infrastructure-ibmcloud", &["ibm"]),
+    ("infrastructure-openstack", &["openstack"]),
+    ("infrastructure-vsphere", &["vsphere"]),
 ];
 
 /// Core's own groups: the Cluster API itself, its add-ons and its runtime extensions. A provider the
@@ -114,6 +132,41 @@ pub fn crd_groups_of(provider: &str) -> String {
     }
 }
 
+/// Whether `provider` may define a CRD named `plural` in family group `group`: in core's own groups
+/// the group decides ([`crd_group_allowed`]); elsewhere `Err(owner)` when `plural` is another
+/// provider's by its prefix, `Err("")` when `provider` is one the release ships CRDs for and `plural`
+/// carries none of its prefixes.
+pub fn crd_name_allowed(provider: &str, group: &str, plural: &str) -> Result<(), &'static str> {
+    if CORE_GROUPS.contains(&group) {
+        return Ok(());
+    }
+    let owner = CRD_NAME_PREFIXES
+        .iter()
+        .find(|(_, prefixes)| prefixes.iter().any(|p| plural.starts_with(p)))
+        .map(|(owner, _)| *owner);
+    match owner {
+        Some(owner) if owner == provider => Ok(()),
+        Some(owner) => Err(owner),
+        None if CRD_NAME_PREFIXES.iter().any(|(p, _)| *p == provider) => Err(""),
+        None => Ok(()),
+    }
+}
+
+/// The prefixes `provider`'s CRD names carry, for messages.
+pub fn crd_name_prefixes_of(provider: &str) -> String {
+    CRD_NAME_PREFIXES
+        .iter()
+        .find(|(p, _)| *p == provider)
+        .map(|(_, prefixes)| {
+            prefixes
+                .iter()
+                .map(|p| format!("{p}…"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
 /// Whether `provider`'s admission may name `resource` of `group` without a CRD of its own.
 pub fn admission_beyond_crds(provider: &str, group: &str, resource: &str) -> bool {
     ADMISSION_BEYOND_CRDS
@@ -147,5 +200,51 @@ mod tests {
         ));
         assert!(!crd_group_allowed("ipam-in-cluster", "cluster.x-k8s.io"));
         assert!(crd_groups_of("ipam-in-cluster").contains("but core's"));
+    }
+
+    #[test]
+    fn each_provider_keeps_to_its_crd_names_and_a_new_one_to_none_of_theirs() {
+        assert_eq!(
+            crd_name_allowed("infrastructure-aws", INFRASTRUCTURE, "rosaclusters"),
+            Ok(())
+        );
+        assert_eq!(
+            crd_name_allowed("infrastructure-aws", INFRASTRUCTURE, "gcpclusters"),
+            Err("infrastructure-gcp")
+        );
+        // A name no provider's release uses is still not aws's.
+        assert_eq!(
+            crd_name_allowed("infrastructure-aws", INFRASTRUCTURE, "metal3clusters"),
+            Err("")
+        );
+        assert_eq!(
+            crd_name_allowed("infrastructure-metal3", INFRASTRUCTURE, "metal3clusters"),
+            Ok(())
+        );
+        assert_eq!(
+            crd_name_allowed("infrastructure-metal3", INFRASTRUCTURE, "vsphereclusters"),
+            Err("infrastructure-vsphere")
+        );
+        assert_eq!(
+            crd_name_allowed(
+                "ipam-in-cluster",
+                "ipam.cluster.x-k8s.io",
+                "ipaddressclaims"
+            ),
+            Err("cluster-api")
+        );
+        assert_eq!(
+            crd_name_allowed(
+                "ipam-in-cluster",
+                "ipam.cluster.x-k8s.io",
+                "inclusterippools"
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            crd_name_allowed("cluster-api", "cluster.x-k8s.io", "clusters"),
+            Ok(())
+        );
+        assert_eq!(crd_name_prefixes_of("infrastructure-gcp"), "gcp…, gke…");
     }
 }

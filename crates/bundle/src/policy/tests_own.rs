@@ -5,12 +5,16 @@ use std::collections::BTreeMap;
 
 use super::*;
 
-/// The good bundle with `doc` after it, as aws's: its Service selects on aws's provider label.
+/// The good bundle with `doc` after it, as aws's: its Service selects on aws's provider label, its
+/// CRD is named as aws's are.
 fn with_aws(doc: &str) -> String {
-    with(doc).replace(
-        "cluster.x-k8s.io/provider: infrastructure-w",
-        "cluster.x-k8s.io/provider: infrastructure-aws",
-    )
+    let good = GOOD
+        .replace(
+            "cluster.x-k8s.io/provider: infrastructure-w",
+            "cluster.x-k8s.io/provider: infrastructure-aws",
+        )
+        .replace("widgets", "awswidgets");
+    format!("{good}---\n{doc}")
 }
 
 /// A Deployment of the good bundle's shape whose pod spec ends with `extra` (flow-style fields).
@@ -220,6 +224,18 @@ fn a_provider_reaches_into_no_other() {
             "rules[0].resourceNames names CustomResourceDefinition \"clusters.cluster.x-k8s.io\", which provider cluster-api serves",
         ),
         (
+            "a role patching vSphere's CRD by name, vSphere not installed",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: w-crd-patcher}\nrules: [{apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], resourceNames: [vspheremachines.infrastructure.cluster.x-k8s.io], verbs: [patch]}]\n".into(),
+            &[ProvidersApart],
+            "rules[0].resourceNames names CustomResourceDefinition \"vspheremachines.infrastructure.cluster.x-k8s.io\", which is provider infrastructure-vsphere's, not infrastructure-aws's",
+        ),
+        (
+            "a role patching a CRD of core's group that no one serves yet",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: w-crd-patcher}\nrules: [{apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], resourceNames: [machinepools.cluster.x-k8s.io], verbs: [patch]}]\n".into(),
+            &[ProvidersApart],
+            "rules[0].resourceNames names CustomResourceDefinition \"machinepools.cluster.x-k8s.io\", whose group is core's own, not one of provider infrastructure-aws's",
+        ),
+        (
             "a Service asking service-ca for credentials",
             "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: openshift-cluster-api, annotations: {service.beta.openshift.io/serving-cert-secret-name: capg-manager-bootstrap-credentials}}\nspec: {selector: {cluster.x-k8s.io/provider: infrastructure-aws}, ports: [{port: 443}]}\n".into(),
             &[References],
@@ -274,7 +290,7 @@ fn admission_only_on_resources_the_bundle_defines() {
         (
             (
                 "infrastructure.cluster.x-k8s.io".to_string(),
-                "widgets".to_string(),
+                "awswidgets".to_string(),
             ),
             String::new(),
         ),
@@ -295,7 +311,7 @@ fn admission_only_on_resources_the_bundle_defines() {
     // Another provider's CRD on the cluster.
     assert_eq!(rules(&webhook("gcpclusters")), vec![Rule::ProvidersApart]);
     // One the bundle defines, whoever wrote it before.
-    assert_eq!(rules(&webhook("widgets")), vec![]);
+    assert_eq!(rules(&webhook("awswidgets")), vec![]);
     // Its own from an earlier version, and a resource no one serves: no CRD of this bundle defines
     // them (issue 46: admission only on the provider's own resources, whatever the round shows).
     assert_eq!(rules(&webhook("awsclusters")), vec![Rule::ProvidersApart]);
