@@ -489,17 +489,17 @@ impl Applier {
             return Err(fight);
         }
         // A name recorded to be created and not confirmed: nobody's object may be taken under it.
-        let after = if action == ApplyAction::Created && record.recorded(key) == Recorded::Intended
-        {
-            self.create(&writer, planned, &desired).await?
-        } else {
-            self.patch(&writer, planned, &desired, false)
-                .await
-                .map_err(|source| ApplyError::Api {
-                    key: key.clone(),
-                    source,
-                })?
-        };
+        let after =
+            if action == ApplyAction::Created && record.recorded(key, None) == Recorded::Intended {
+                self.create(&writer, planned, &desired).await?
+            } else {
+                self.patch(&writer, planned, &desired, false)
+                    .await
+                    .map_err(|source| ApplyError::Api {
+                        key: key.clone(),
+                        source,
+                    })?
+            };
         self.remember(key, &desired, &after);
         tracing::debug!(object = %key, ?action, "applied");
         Ok(ApplyOutcome {
@@ -882,9 +882,10 @@ impl Applier {
             if existing.metadata.deletion_timestamp.is_some() {
                 return Err(ApplyError::Terminating { key: key.clone() });
             }
-            let recorded = record.recorded(key);
+            let recorded = record.recorded(key, existing.metadata.uid.as_deref());
             // Who created it is in the full object only (a slim copy keeps no times).
-            if recorded == Recorded::Intended && slim::is_slim(existing) && !read {
+            let creator_asked = matches!(recorded, Recorded::Intended | Recorded::Replaced);
+            if creator_asked && slim::is_slim(existing) && !read {
                 read = true;
                 live = self.read(planned).await?;
                 continue;

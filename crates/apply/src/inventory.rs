@@ -25,6 +25,9 @@ struct Entry {
     /// Recorded to be created, and not yet seen written by us: see [`Inventory::pending`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pending: bool,
+    /// The UID of the object our last write answered with: see [`Inventory::uids`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uid: Option<String>,
 }
 
 /// The objects an owner (an arbitrary string id, e.g. a provider name) has applied.
@@ -40,6 +43,11 @@ pub struct Inventory {
     /// created it ([`crate::OwnershipPolicy::created_by_us`]), not whoever created it between our
     /// check and our write. A subset of `entries`' keys.
     pub pending: BTreeSet<ObjectKey>,
+    /// The UID of each object as our last write of it answered (absent for what earlier versions
+    /// stored, until the next write): an object found under a recorded name with another UID was
+    /// deleted and created again since, and is ours only if our own apply created it
+    /// ([`Recorded::Replaced`]), not whoever re-created it first. Keys are among `entries`' keys.
+    pub uids: BTreeMap<ObjectKey, String>,
     /// The caller's own structured state, stored with the inventory and opaque to the engine (e.g.
     /// what the owner last rolled out, so that it survives a restart). `None` stores nothing.
     pub record: Option<serde_json::Value>,
@@ -68,6 +76,7 @@ impl Inventory {
             entries: BTreeMap::new(),
             adopted: BTreeSet::new(),
             pending: BTreeSet::new(),
+            uids: BTreeMap::new(),
             record: None,
         }
     }
@@ -94,6 +103,9 @@ impl Inventory {
         if self.pending.remove(&key) {
             self.pending.insert(key.clone());
         }
+        if let Some(uid) = self.uids.remove(&key) {
+            self.uids.insert(key.clone(), uid);
+        }
         self.entries.insert(key, phase);
     }
 
@@ -108,6 +120,20 @@ impl Inventory {
     /// ours); `true` when it was pending.
     pub fn confirm(&mut self, key: &ObjectKey) -> bool {
         self.pending.remove(key)
+    }
+
+    /// Records `uid` as the UID our write of `key` (an entry) answered with: see [`Self::uids`].
+    pub fn set_uid(&mut self, key: &ObjectKey, uid: Option<&str>) {
+        if let (Some((k, _)), Some(uid)) = (self.entries.get_key_value(key), uid) {
+            self.uids.insert(k.clone(), uid.to_string());
+        }
+    }
+
+    /// Carries over from `old` the UIDs of `self`'s entries.
+    pub fn uids_from(&mut self, old: &Inventory) {
+        for (key, uid) in &old.uids {
+            self.set_uid(key, Some(uid));
+        }
     }
 
     /// Every entry of `self` that `old` does not hold, marked pending: what this version will create.
@@ -156,14 +182,17 @@ impl Inventory {
         self.entries.contains_key(key)
     }
 
-    /// What this record says of `key`: what the owner may write is decided by it
-    /// ([`crate::OwnershipPolicy::check`]).
-    pub fn recorded(&self, key: &ObjectKey) -> Recorded {
+    /// What this record says of `key`, found live with `live_uid` (`None`: not found, or not known):
+    /// what the owner may write is decided by it ([`crate::OwnershipPolicy::check`]).
+    pub fn recorded(&self, key: &ObjectKey, live_uid: Option<&str>) -> Recorded {
         match (self.contains(key), self.is_adopted(key)) {
             (false, _) => Recorded::No,
             (true, true) => Recorded::Adopted,
             (true, false) if self.pending.contains(key) => Recorded::Intended,
-            (true, false) => Recorded::Created,
+            (true, false) => match (self.uids.get(key), live_uid) {
+                (Some(ours), Some(live)) if ours != live => Recorded::Replaced,
+                _ => Recorded::Created,
+            },
         }
     }
 
@@ -190,6 +219,7 @@ impl Inventory {
             .map(|(key, phase)| PruneTarget {
                 adopted: self.is_adopted(&key),
                 pending: self.pending.contains(&key),
+                uid: self.uids.get(&key).cloned(),
                 resource: resolver
                     .resolve_key(&key)
                     .or_else(|| resolver.resolve_any_version(&key.group, &key.kind))
@@ -216,6 +246,9 @@ impl Inventory {
                 if old.pending.contains(k) {
                     self.pending.replace(k.clone());
                 }
+                if let Some(uid) = old.uids.get(k) {
+                    self.uids.insert(k.clone(), uid.clone());
+                }
             }
         }
     }
@@ -230,6 +263,7 @@ impl Inventory {
                 phase: *phase,
                 adopted: self.adopted.contains(key),
                 pending: self.pending.contains(key),
+                uid: self.uids.get(key).cloned(),
             })
             .collect();
         entries.sort_by(|a, b| {
@@ -258,8 +292,13 @@ impl Inventory {
                 .collect()
         };
         let (adopted, pending) = (flagged(|e| e.adopted), flagged(|e| e.pending));
+        let uids = entries
+            .iter()
+            .filter_map(|e| Some((e.key.clone(), e.uid.clone()?)))
+            .collect();
         Ok(Inventory {
             owner: owner.into(),
+            uids,
             entries: entries.into_iter().map(|e| (e.key, e.phase)).collect(),
             adopted,
             pending,
@@ -584,6 +623,7 @@ mod tests {
             .collect(),
             adopted: Default::default(),
             pending: Default::default(),
+            uids: Default::default(),
             record: None,
         };
         let targets = old.prune_targets(&Inventory::new("aws"), &crate::testutil::resolver());
@@ -658,13 +698,13 @@ mod tests {
             new.pending,
             BTreeSet::from([cm.clone(), unconfirmed.clone()])
         );
-        assert_eq!(new.recorded(&cm), Recorded::Intended);
-        assert_eq!(new.recorded(&created), Recorded::Created);
+        assert_eq!(new.recorded(&cm, None), Recorded::Intended);
+        assert_eq!(new.recorded(&created, None), Recorded::Created);
         let json = new.to_json();
         assert_eq!(Inventory::from_json("aws", &json).unwrap(), new);
         assert!(new.confirm(&cm));
         assert!(!new.confirm(&cm));
-        assert_eq!(new.recorded(&cm), Recorded::Created);
+        assert_eq!(new.recorded(&cm, None), Recorded::Created);
         let targets = new.prune_targets(&inv(&[]), &crate::testutil::resolver());
         let pending: Vec<(String, bool)> = targets
             .iter()
@@ -678,6 +718,41 @@ mod tests {
                 ("c".into(), false)
             ]
         );
+    }
+
+    /// The UID of each object as our write answered is stored, carried to the next version and to
+    /// what a prune keeps; another UID under a recorded name says the object was created again.
+    #[test]
+    fn uids_are_recorded_carried_over_and_tell_a_re_created_object() {
+        let cm = k("", "ConfigMap", Some("ns"), "c");
+        let older = k("", "ConfigMap", Some("ns"), "from-an-earlier-version");
+        let mut old = inv(&[(cm.clone(), Phase::Base), (older.clone(), Phase::Base)]);
+        old.set_uid(&cm, Some("u-1"));
+        old.set_uid(&k("", "Secret", Some("ns"), "not-an-entry"), Some("u-2"));
+        assert_eq!(old.uids.len(), 1);
+        let json = old.to_json();
+        let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(parsed["objects"][0]["uid"], "u-1", "{json}");
+        assert_eq!(parsed["objects"][1].get("uid"), None, "{json}");
+        assert_eq!(Inventory::from_json("aws", &json).unwrap(), old);
+
+        assert_eq!(old.recorded(&cm, Some("u-1")), Recorded::Created);
+        assert_eq!(old.recorded(&cm, Some("u-9")), Recorded::Replaced);
+        assert_eq!(old.recorded(&cm, None), Recorded::Created);
+        // Stored before UIDs were: as before, until the next write records one.
+        assert_eq!(old.recorded(&older, Some("u-9")), Recorded::Created);
+
+        let mut new = inv(&[(cm.clone(), Phase::Base)]);
+        new.uids_from(&old);
+        assert_eq!(new.recorded(&cm, Some("u-9")), Recorded::Replaced);
+        let targets = old.prune_targets(&inv(&[]), &crate::testutil::resolver());
+        assert_eq!(
+            targets.iter().find(|t| t.key == cm).unwrap().uid.as_deref(),
+            Some("u-1")
+        );
+        let mut kept = inv(&[]);
+        kept.retain_from(&old, [&cm]);
+        assert_eq!(kept.uids.get(&cm).map(String::as_str), Some("u-1"));
     }
 
     #[test]

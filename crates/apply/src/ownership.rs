@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::DynamicObject;
 
 use crate::key::ObjectKey;
@@ -54,6 +55,10 @@ pub enum Recorded {
     /// Recorded to be created for this owner, not yet confirmed ([`crate::Inventory::pending`]): an
     /// existing object is ours only if our own apply created it.
     Intended,
+    /// We created it for this owner, but the object under its name is another one (another UID,
+    /// [`crate::Inventory::uids`]): deleted and created again since our last write, ours only if our
+    /// own apply re-created it.
+    Replaced,
     /// Not this owner's: an existing object is written only if it may be adopted now.
     No,
 }
@@ -94,14 +99,30 @@ impl OwnershipPolicy {
         let Some(created) = live.metadata.creation_timestamp.as_ref() else {
             return false;
         };
-        live.metadata.managed_fields.iter().flatten().any(|m| {
-            m.manager.as_deref() == Some(self.field_manager.as_str())
-                && !self.field_manager.is_empty()
+        self.our_applies(live).any(|m| {
+            m.time
+                .as_ref()
+                .is_some_and(|t| (t.0.as_second() - created.0.as_second()).abs() <= 1)
+        })
+    }
+
+    /// Whether our apply owns fields of `live` (whenever it wrote them): what a rebuilt record asks
+    /// besides our labels. Anyone may set a label; to look applied by us, one must apply under our
+    /// manager's name.
+    pub fn applied_by_us(&self, live: &DynamicObject) -> bool {
+        self.our_applies(live).next().is_some()
+    }
+
+    /// Our manager's apply entries of `live`'s own fields (not a subresource's).
+    fn our_applies<'a>(
+        &'a self,
+        live: &'a DynamicObject,
+    ) -> impl Iterator<Item = &'a ManagedFieldsEntry> + 'a {
+        live.metadata.managed_fields.iter().flatten().filter(|m| {
+            !self.field_manager.is_empty()
+                && m.manager.as_deref() == Some(self.field_manager.as_str())
                 && m.operation.as_deref() == Some("Apply")
                 && m.subresource.is_none()
-                && m.time
-                    .as_ref()
-                    .is_some_and(|t| (t.0.as_second() - created.0.as_second()).abs() <= 1)
         })
     }
 
@@ -186,11 +207,21 @@ impl OwnershipPolicy {
             Recorded::Created => return Ownership::Owned,
             Recorded::Adopted if self.owns(live) => return Ownership::Owned,
             Recorded::Adopted => return Ownership::Adoptable,
-            Recorded::Intended if self.created_by_us(live) => return Ownership::Owned,
+            Recorded::Intended | Recorded::Replaced if self.created_by_us(live) => {
+                return Ownership::Owned;
+            }
             Recorded::Intended => {
                 return Ownership::Refused {
                     reason: format!(
                         "recorded to be created, but created by [{}], not by the installer's apply (between its check and its write, or while it was stopped)",
+                        spec_managers(live).join(", ")
+                    ),
+                };
+            }
+            Recorded::Replaced => {
+                return Ownership::Refused {
+                    reason: format!(
+                        "the installer created it, but it was deleted and created again by [{}], not by the installer's apply (another UID than the installer's record)",
                         spec_managers(live).join(", ")
                     ),
                 };
@@ -412,6 +443,31 @@ mod tests {
         assert_eq!(p.preempted_by(&mixed), ["helm"]);
         let (_, alone) = created(&[("capi-installer", "Apply", "10:00:00")]);
         assert!(p.preempted_by(&alone).is_empty());
+    }
+
+    /// An object we created, found under its name with another UID, was re-created since: ours only
+    /// if our apply re-created it (a write of ours the record did not see, before a restart).
+    #[test]
+    fn a_replaced_object_is_ours_only_if_our_apply_created_it_again() {
+        let mut p = policy();
+        p.field_manager = "capi-installer".into();
+        let (key, again) = created(&[("capi-installer", "Apply", "10:00:00")]);
+        assert_eq!(
+            p.check(&key, &again, Recorded::Replaced, false, AWS),
+            Ownership::Owned
+        );
+        let (_, theirs) = created(&[
+            ("kubectl", "Update", "10:00:00"),
+            ("capi-installer", "Apply", "10:03:00"),
+        ]);
+        match p.check(&key, &theirs, Recorded::Replaced, false, AWS) {
+            Ownership::Refused { reason } => assert!(
+                reason.contains("deleted and created again by [capi-installer, kubectl]")
+                    || reason.contains("deleted and created again by [kubectl, capi-installer]"),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 
     /// The record decides: a recorded object is the owner's whoever wrote it last; an unrecorded one is

@@ -24,6 +24,9 @@ pub struct PruneTarget {
     /// Recorded to be created and not confirmed ([`crate::Inventory::pending`]): deleted only if our
     /// apply created it.
     pub pending: bool,
+    /// The UID our last write answered with ([`crate::Inventory::uids`]): an object under the name
+    /// with another UID was created again since, and is deleted only if our apply re-created it.
+    pub uid: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +144,7 @@ async fn prune_as(
             resource: &resource,
             adopted: target.adopted,
             pending: target.pending,
+            uid: target.uid.as_deref(),
         };
         match prune_one(client, one, ownership, owner, dry_run).await {
             Ok(None) if dry_run => report.deleted.push(key),
@@ -167,6 +171,7 @@ struct Pruned<'a> {
     resource: &'a ApiResource,
     adopted: bool,
     pending: bool,
+    uid: Option<&'a str>,
 }
 
 async fn prune_one(
@@ -181,13 +186,16 @@ async fn prune_one(
         resource,
         adopted,
         pending,
+        uid,
     } = one;
     let api = api_for(client, resource, key);
     let Some(live) = api.get_opt(&key.name).await? else {
         return Ok(None);
     };
-    // A name recorded to be created holds someone else's object unless our apply created it.
-    if !ownership.owns(&live) || (pending && !ownership.created_by_us(&live)) {
+    // A name recorded to be created, or whose object was created again since our write, holds
+    // someone else's object unless our apply created it.
+    let replaced = uid.is_some() && live.metadata.uid.as_deref() != uid;
+    if !ownership.owns(&live) || ((pending || replaced) && !ownership.created_by_us(&live)) {
         return Ok(Some(KeepReason::NotOwned));
     }
     if let (Some(theirs), Some(ours)) = (ownership.owner_of(&live), owner)

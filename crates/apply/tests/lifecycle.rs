@@ -650,6 +650,7 @@ async fn apply_steady_state_drift_and_prune() {
             resource: Some(crd_resource),
             adopted: false,
             pending: false,
+            uid: None,
         }],
         applier.ownership(),
         None,

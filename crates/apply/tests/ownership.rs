@@ -625,3 +625,91 @@ async fn a_name_recorded_to_create_is_ours_only_if_our_apply_created_it() {
         );
     }
 }
+
+/// An object the installer created, deleted and created again by someone else before the installer
+/// re-creates it, is theirs: the record's UID tells it apart (issue 46). Created again by the
+/// installer's own apply, it stays the installer's even when the record missed the new UID (a
+/// restart between the write and the save); prune deletes only what is the installer's.
+#[tokio::test]
+async fn an_object_created_again_by_someone_else_is_theirs() {
+    const NS: &str = "own-again";
+    let cp = control_plane(false).await;
+    let admin = cp.admin_client().await.unwrap();
+    let client = engine_client(&cp);
+    let names = ["kept", "again", "ours-again"];
+    let desired = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n{}",
+        names
+            .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {NS}}}\ndata: {{owner: installer}}\n"))
+            .join("---\n")
+    );
+    let plan = plan_of(&client, &desired).await;
+    let planned = |name: &str| plan.objects().find(|o| o.key.name == name).unwrap();
+    let mut record = recorded(&plan);
+    let first = applier(&client);
+    for o in plan.objects() {
+        let applied = first.apply(o, None, &record).await.unwrap();
+        assert_eq!(applied.action, ApplyAction::Created);
+        record.set_uid(&applied.key, applied.object.metadata.uid.as_deref());
+    }
+    let cms: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), NS, &planned("again").resource);
+    let helm = PostParams {
+        field_manager: Some("helm".into()),
+        ..Default::default()
+    };
+    // Deleted, and created again by someone else, calling itself ours by label.
+    cms.delete("again", &Default::default()).await.unwrap();
+    let mut theirs = config_map("again", "app.kubernetes.io/managed-by: capi-installer");
+    theirs.metadata.namespace = Some(NS.into());
+    cms.create(&helm, &theirs).await.unwrap();
+    // Deleted, and created again by the installer, whose record then missed the new UID.
+    cms.delete("ours-again", &Default::default()).await.unwrap();
+    assert_eq!(
+        first
+            .apply(planned("ours-again"), None, &record)
+            .await
+            .unwrap()
+            .action,
+        ApplyAction::Created
+    );
+
+    let restarted = applier(&client);
+    let err = restarted
+        .apply(planned("again"), None, &record)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("ConfigMap own-again/again exists, the installer did not create it, and it is not adopted: the installer created it, but it was deleted and created again by [helm]"),
+        "{err}"
+    );
+    assert_eq!(
+        cms.get("again").await.unwrap().data["data"]["owner"],
+        "original"
+    );
+    assert_eq!(
+        restarted
+            .apply(planned("ours-again"), None, &record)
+            .await
+            .unwrap()
+            .action,
+        ApplyAction::Unchanged
+    );
+
+    let resolver = capi_apply::KindResolver::discover(&client).await.unwrap();
+    let targets = record
+        .prune_targets(&Inventory::new("test"), &resolver)
+        .into_iter()
+        .filter(|t| t.key.kind == "ConfigMap")
+        .collect();
+    let report = capi_apply::prune(&client, targets, restarted.ownership(), None).await;
+    let mut deleted: Vec<&str> = report.deleted.iter().map(|k| k.name.as_str()).collect();
+    deleted.sort();
+    assert_eq!(deleted, ["kept", "ours-again"], "{report:?}");
+    assert_eq!(
+        cms.get("again").await.unwrap().data["data"]["owner"],
+        "original",
+        "theirs, kept: {report:?}"
+    );
+}

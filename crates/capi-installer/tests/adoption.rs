@@ -516,6 +516,84 @@ async fn adoption_is_bounded_and_an_adopted_object_is_released_not_deleted() {
         deletes[0].contains("configmaps openshift-cluster-api/capa-created"),
         "{deletes:?}"
     );
+
+    // 8. An object aws's inventory records (with the UID of its creation), deleted and created again
+    // by someone else while the installer was stopped, under the installer's own labels: another
+    // object, not aws's. Refused and left as it is; once its creator deletes it, the installer
+    // creates it again and records the new UID.
+    let aws = inventory(&env.admin, "aws").await;
+    let entry = aws["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "ClusterRole")
+        .unwrap_or_else(|| panic!("a ClusterRole of aws's: {aws:#}"))
+        .clone();
+    let name = entry["name"].as_str().unwrap().to_string();
+    let before = roles.get(&name).await.unwrap();
+    assert_eq!(
+        entry["uid"].as_str(),
+        before.metadata.uid.as_deref(),
+        "{entry}"
+    );
+    _installer.stop().await;
+    roles.delete(&name, &Default::default()).await.unwrap();
+    eventually(Duration::from_secs(60), "the ClusterRole gone", || async {
+        roles.get_opt(&name).await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let again: ClusterRole = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": before.metadata.labels}}))
+    .unwrap();
+    let again = roles
+        .create(
+            &PostParams {
+                field_manager: Some("capi-test-someone".into()),
+                ..Default::default()
+            },
+            &again,
+        )
+        .await
+        .unwrap();
+    let mark = env.audit().len();
+    let installer = Running::under_release_rbac(&env, config()).await;
+    refused(
+        &env.admin,
+        "an object created again by someone else refused",
+        &[&format!(
+            "ClusterRole {name} exists, the installer did not create it, and it is not adopted: the installer created it, but it was deleted and created again by [capi-test-someone]"
+        )],
+    )
+    .await;
+    assert!(
+        writes_to(&env, mark, &format!("clusterroles {name}")).is_empty(),
+        "{:?}",
+        writes_to(&env, mark, &format!("clusterroles {name}"))
+    );
+    assert_eq!(
+        roles.get(&name).await.unwrap().metadata.resource_version,
+        again.metadata.resource_version
+    );
+    roles.delete(&name, &Default::default()).await.unwrap();
+    converged(&env.admin).await;
+    let recreated = eventually(RECONCILES, "the ClusterRole created again", || async {
+        roles.get_opt(&name).await.ok()?
+    })
+    .await;
+    assert_ne!(recreated.metadata.uid, again.metadata.uid);
+    eventually(RECONCILES, "its new UID recorded", || async {
+        let aws = inventory(&env.admin, "aws").await;
+        aws["objects"]
+            .as_array()?
+            .iter()
+            .any(|o| {
+                o["name"] == name.as_str() && o["uid"].as_str() == recreated.metadata.uid.as_deref()
+            })
+            .then_some(())
+    })
+    .await;
+    drop(installer);
 }
 
 /// Puts the good aws ConfigMap back and waits for convergence; nothing but the status, Events and the

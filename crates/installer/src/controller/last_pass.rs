@@ -311,6 +311,7 @@ mod tests {
                 entries,
                 adopted: BTreeSet::new(),
                 pending: BTreeSet::new(),
+                uids: BTreeMap::new(),
                 record: None,
             },
         )

@@ -16,8 +16,9 @@ impl Reconciler {
     /// Applies every object of `phase` (continuing past failures, so one bad object does not hide the
     /// others) as the provider's `record` allows (its inventory, with this version's intent recorded);
     /// returns the objects each write answered with (newer than the cache, for the gate). In `record`,
-    /// each object applied is confirmed as ours and each one someone else created meanwhile stays
-    /// (or becomes) pending, never ours ([`Inventory::pending`]): the caller saves it.
+    /// each object applied is confirmed as ours with the UID its write answered
+    /// ([`Inventory::uids`]), and each one someone else created meanwhile stays (or becomes)
+    /// pending, never ours ([`Inventory::pending`]): the caller saves it.
     pub(super) async fn apply_phase(
         &self,
         target: &Target,
@@ -39,6 +40,7 @@ impl Reconciler {
             .await;
         for applied in &outcome.outcomes {
             record.confirm(&applied.key);
+            record.set_uid(&applied.key, applied.object.metadata.uid.as_deref());
         }
         for error in &outcome.errors {
             if let ApplyError::Preempted { key, .. } = error {

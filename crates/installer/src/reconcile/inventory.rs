@@ -56,7 +56,7 @@ impl Reconciler {
     }
 
     /// Rebuilds a missing or unreadable inventory from the live objects that carry the installer's
-    /// label and this provider's `cluster.x-k8s.io/provider` value.
+    /// label and this provider's `cluster.x-k8s.io/provider` value, and whose fields our apply owns.
     async fn rebuild(
         &self,
         target: &Target,
@@ -70,14 +70,17 @@ impl Reconciler {
         }
         self.cache.wait_synced(Duration::from_secs(10)).await;
         let ownership = self.applier.ownership();
+        // Our labels and this provider's value, and written by our apply (anyone may set a label).
         let ours = |o: &kube::api::DynamicObject| {
             ownership.owner_of(o) == Some(target.clusterctl_label.as_str())
+                && ownership.applied_by_us(o)
         };
         let mut inventory = Inventory::new(id.inventory_key());
         for phase in &prepared.plan.phases {
             for o in &phase.objects {
-                if self.cache.get(&o.key).is_some_and(|live| ours(&live)) {
+                if let Some(live) = self.cache.get(&o.key).filter(|live| ours(live)) {
                     inventory.insert(o.key.clone(), phase.phase);
+                    inventory.set_uid(&o.key, live.metadata.uid.as_deref());
                 }
             }
         }

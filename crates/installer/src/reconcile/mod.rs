@@ -11,7 +11,7 @@
 //! | preflight | [`Reconciler::preflight`]: ownership, CRD safety and a server-side dry-run of every object that would be written, before the first write (objects of kinds only the new CRDs define: once those are Established) | 0 when unchanged, else a dry-run PATCH per object |
 //! | record intent | inventory ∪ plan saved *before* the first write (with the records staged since the last write), each new name pending ([`Inventory::pending`]) | 0–1, no read |
 //! | apply | [`Reconciler::apply_phase`], phase by phase; each object written confirms its name, each created meanwhile by someone else stays pending | 0 when unchanged, else one SSA PATCH per object |
-//! | confirm | [`Reconciler::save_confirmed`]: when the pass ends before its prune, the confirmations saved | 0–1, only when a name was confirmed |
+//! | confirm | [`Reconciler::save_confirmed`]: when the pass ends before its prune, the confirmations (and new UIDs) saved | 0–1, only when a name was confirmed or an object created again |
 //! | gate | [`Reconciler::gate`]: readiness from the watch cache; a timer per version and phase | 0 |
 //! | prune | [`Reconciler::prune`]: what the new version dropped, with fresh discovery, then the inventory (staged) | discovery + GET + DELETE per object |
 //! | record | [`Reconciler::finish`]: the provider's record (state, rolled-out version, failure series), staged, then the [`Outcome`], built once | 0: every provider's records go out in one write per pass, only on change, before the status ([`crate::controller`]) |
@@ -308,7 +308,7 @@ impl Reconciler {
                 self.save_revisions(target, stored).await?;
             }
             let mut new = self.record_intent(target, &old, prepared, &adopted).await?;
-            let mut saved = new.pending.clone();
+            let mut saved = new.clone();
             // `Some` when the pass ends before its prune (blocked, progressing, failed).
             let ended: Result<Option<ProviderState>, ProviderError> = async {
                 for phase in &prepared.plan.phases {
@@ -400,6 +400,7 @@ impl Reconciler {
         let mut new = Inventory::from_plan(target.source.id.inventory_key(), &prepared.plan);
         new.record = old.record.clone();
         new.adopted_from(old);
+        new.uids_from(old);
         for key in adopted {
             new.mark_adopted(key);
         }
@@ -410,17 +411,18 @@ impl Reconciler {
 
     /// Saves what the writes since the last save confirmed (or found someone else's) when a pass ends
     /// before its prune, which saves the new inventory itself: a name recorded to be created stays
-    /// pending until a saved record says our apply wrote it ([`Inventory::pending`]). `saved` is the
-    /// pending set last stored; nothing is sent when it did not change.
+    /// pending until a saved record says our apply wrote it ([`Inventory::pending`]), and an object
+    /// our write created again is told from someone else's by the UID saved ([`Inventory::uids`]).
+    /// `saved` is what was last stored; nothing is sent when neither changed.
     async fn save_confirmed(
         &self,
         old: &Inventory,
         new: &Inventory,
-        saved: &mut std::collections::BTreeSet<ObjectKey>,
+        saved: &mut Inventory,
     ) -> Result<(), ProviderError> {
-        if new.pending != *saved {
+        if new.pending != saved.pending || new.uids != saved.uids {
             self.save_intent(old, new).await?;
-            saved.clone_from(&new.pending);
+            saved.clone_from(new);
         }
         Ok(())
     }
@@ -433,6 +435,9 @@ impl Reconciler {
         }
         for key in &new.adopted {
             union.mark_adopted(key);
+        }
+        for (key, uid) in &new.uids {
+            union.set_uid(key, Some(uid));
         }
         // For the objects `new` holds, `new` says whether they are still to be confirmed.
         union.pending.retain(|k| !new.entries.contains_key(k));
