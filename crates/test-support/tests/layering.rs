@@ -5,9 +5,12 @@
 //!   `super::…`, `self::…`, in a `use`, in code or in a macro's tokens) is an arrow from the module it is
 //!   written in to the module it names, collapsed to the two *siblings* that contain them: `a::x` naming
 //!   `b::y` is the arrow `a → b` between two top-level modules, `a::x` naming `a::y::z` is `a::x → a::y`
-//!   inside the folder `a`. A module naming its own ancestor or descendant makes no arrow (`mod.rs`
-//!   declaring `mod x` and `x` using `super::` items is normal). A strongly connected component of two
-//!   or more siblings is a circle; each is printed with the uses that close it.
+//!   inside the folder `a`. A module's own items (those of its file, not of its children) are a node of
+//!   their own, `a::(own)`, beside its children: a child naming an item of its parent's file is the
+//!   arrow `a::x → a::(own)`, the parent's file naming its child's items `a::(own) → a::x` (a
+//!   re-export, `pub use x::Thing`, makes none: it is the facade, not a use). So a `mod.rs` that
+//!   defines what its children use and uses what they define is a circle too. A strongly connected
+//!   component of two or more nodes is a circle; each is printed with the uses that close it.
 //!   Code under `#[cfg(test)]` is left out: a test may name what it needs from anywhere.
 //! - **Dependencies point down the layers of [`LAYERS`]**: a normal or build dependency of one
 //!   workspace crate on another goes to a lower layer. Dev-dependencies are free (tests of a lower crate
@@ -56,16 +59,40 @@ const LAYERS: &[(&str, u8)] = &[
     ("test-support", 8),
 ];
 
+/// The circles between a module's own items and its children that are still to be broken (issue 50),
+/// by crate and members: each is allowed, and must still be there (mend the list when one goes). A
+/// new circle fails the test.
+const KNOWN_CIRCLES: &[(&str, &str)] = &[
+    // lib.rs defines what node, containerd, netpol and workloads use, and starts them.
+    (
+        "control-plane",
+        "(own), containerd, netpol, node, workloads",
+    ),
+    // policy/mod.rs defines the report the per-concern checks fill in, and calls them.
+    (
+        "capi-bundle",
+        "policy::(own), policy::fields, policy::provider_bound, policy::references, policy::stored",
+    ),
+];
+
 #[test]
 fn no_module_circle_in_any_crate() {
     let mut report = String::new();
+    let mut known = Vec::new();
     let mut checked = 0;
     for package in workspace() {
         for root in &package.roots {
             let graph = ModuleGraph::parse(&package.dir, root);
             checked += graph.files.len();
             for circle in graph.circles() {
-                writeln!(report, "{}: {circle}", package.name).unwrap();
+                let members: Vec<String> = circle.members.iter().map(|m| m.join("::")).collect();
+                let members = members.join(", ");
+                let listed = (package.name.as_str(), members.as_str());
+                if KNOWN_CIRCLES.contains(&listed) {
+                    known.push(format!("{}: {members}", package.name));
+                } else {
+                    writeln!(report, "{}: {circle}", package.name).unwrap();
+                }
             }
         }
     }
@@ -73,6 +100,14 @@ fn no_module_circle_in_any_crate() {
     assert!(
         report.is_empty(),
         "module circles (DEVELOPERS.md: no module imports one that imports it back):\n{report}"
+    );
+    let listed: Vec<String> = KNOWN_CIRCLES
+        .iter()
+        .map(|(c, m)| format!("{c}: {m}"))
+        .collect();
+    assert_eq!(
+        known, listed,
+        "KNOWN_CIRCLES lists exactly the circles still there"
     );
 }
 
@@ -379,7 +414,13 @@ struct Use {
     written: Vec<String>,
     /// File (relative to the package) and line.
     at: String,
+    /// In a `pub use` (or `pub(crate) use`): a re-export, which makes no arrow from a parent to its
+    /// child.
+    reexport: bool,
 }
+
+/// The node of a module's own items, beside its children's ([`sibling_arrow`]).
+const OWN: &str = "(own)";
 
 struct ModuleGraph {
     /// Every module of the crate (files and inline `mod` blocks).
@@ -425,6 +466,7 @@ impl ModuleGraph {
                 uses: &mut graph.uses,
                 imports: &mut graph.imports,
                 files: Vec::new(),
+                reexporting: false,
             };
             visitor.visit_file(&parsed);
             queue.extend(visitor.files);
@@ -440,7 +482,8 @@ impl ModuleGraph {
             let Some(target) = self.target(&u.from, &u.written) else {
                 continue;
             };
-            if let Some(arrow) = sibling_arrow(&u.from, &target) {
+            let facade = u.reexport && target.starts_with(&u.from);
+            if let Some(arrow) = sibling_arrow(&u.from, &target).filter(|_| !facade) {
                 arrows.entry(arrow).or_default().push(u.clone());
             }
         }
@@ -586,14 +629,22 @@ fn absolute(
     Some(path)
 }
 
-/// The arrow that a path written in `from` naming module `to` makes: between the two children of their
-/// deepest common ancestor that contain them, or none when one contains the other.
+/// The arrow that a path written in `from` naming an item of module `to` makes: between the two children
+/// of their deepest common ancestor that contain them; when one contains the other, between the
+/// ancestor's own items ([`OWN`]) and its child that holds the other; none within one module.
 fn sibling_arrow(from: &[String], to: &[String]) -> Option<(ModPath, ModPath)> {
     let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
-    if common == from.len() || common == to.len() {
-        return None;
+    let own = |m: &[String]| {
+        let mut m = m.to_vec();
+        m.push(OWN.to_string());
+        m
+    };
+    match (common == from.len(), common == to.len()) {
+        (true, true) => None,
+        (false, true) => Some((from[..=common].to_vec(), own(to))),
+        (true, false) => Some((own(from), to[..=common].to_vec())),
+        (false, false) => Some((from[..=common].to_vec(), to[..=common].to_vec())),
     }
-    Some((from[..=common].to_vec(), to[..=common].to_vec()))
 }
 
 /// Walks one file: its modules, the files of its `mod x;` declarations, and the paths it writes.
@@ -612,6 +663,8 @@ struct FileVisitor<'g> {
     imports: &'g mut BTreeMap<(ModPath, String), Vec<String>>,
     /// Files to read: path, module, whether it is a `mod.rs`-like file.
     files: Vec<(PathBuf, ModPath, bool)>,
+    /// Inside a `pub use`.
+    reexporting: bool,
 }
 
 impl FileVisitor<'_> {
@@ -621,20 +674,14 @@ impl FileVisitor<'_> {
         m
     }
 
-    /// Records `segments` (as written, without a leading `::`) when they start at this crate:
-    /// `crate`, `$crate`, `super` or `self`.
+    /// Records `segments` (as written, without a leading `::`): what names no item of the crate (an
+    /// extern crate, a prelude name) is told apart when the graph is complete ([`absolute`]).
     fn record(&mut self, segments: &[String], line: usize) {
-        if !segments
-            .first()
-            .is_some_and(|s| matches!(s.as_str(), "crate" | "$crate" | "super" | "self"))
-        {
-            // An extern crate, a prelude name, or a child module (no arrow).
-            return;
-        }
         self.uses.push(Use {
             from: self.current(),
             written: segments.to_vec(),
             at: format!("{}:{line}", self.at),
+            reexport: self.reexporting,
         });
     }
 
@@ -854,7 +901,9 @@ impl<'ast> Visit<'ast> for FileVisitor<'_> {
 
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         if item.leading_colon.is_none() {
+            self.reexporting = !matches!(item.vis, syn::Visibility::Inherited);
             self.use_tree(&mut Vec::new(), &item.tree);
+            self.reexporting = false;
         }
     }
 
@@ -1055,17 +1104,17 @@ fn p(path: &str) -> ModPath {
 }
 
 #[test]
-fn arrows_join_siblings_and_never_a_parent_and_its_child() {
+fn arrows_join_siblings_and_a_modules_own_items_to_its_children() {
     let cases = [
         ("a", "b", Some(("a", "b"))),
         ("a::x", "b::y", Some(("a", "b"))),
         ("a::x", "a::y::z", Some(("a::x", "a::y"))),
         ("a::x::deep", "a::y", Some(("a::x", "a::y"))),
-        // A child naming its parent's items (`super::…`), a parent naming its child's: normal.
-        ("a::x", "a", None),
-        ("a", "a::x::y", None),
-        ("a", "", None),
-        ("", "a", None),
+        // A child naming its parent's own items (`super::…`), a parent naming its child's.
+        ("a::x", "a", Some(("a::x", "a::(own)"))),
+        ("a", "a::x::y", Some(("a::(own)", "a::x"))),
+        ("a", "", Some(("a", "(own)"))),
+        ("", "a", Some(("(own)", "a"))),
         ("a", "a", None),
     ];
     for (from, to, want) in cases {
@@ -1100,12 +1149,13 @@ fn paths_of_every_shape_make_arrows() {
             "src/lib.rs",
             "mod a; mod b; mod c; mod d; pub mod e;\nuse a::Thing;",
         ),
-        // A use tree with `self`, a group and a rename; a child module in a folder.
+        // A use tree with `self`, a group and a rename; a child module in a folder, re-exported (a
+        // facade, no arrow).
         (
             "src/a.rs",
-            "mod inner;\nuse crate::{b::{self, B as Bee}};\nfn f() { inner::g(); }",
+            "mod inner;\nuse crate::{b::{self, B as Bee}};\npub use inner::g;",
         ),
-        // The child names its parent (no arrow) and a sibling of its parent (an arrow a → c).
+        // The child names its parent (a → its own items) and a sibling of its parent (a → c).
         (
             "src/a/inner.rs",
             "use super::Thing;\npub fn g() { let _ = crate::c::C; }",
@@ -1131,14 +1181,41 @@ fn paths_of_every_shape_make_arrows() {
     assert_eq!(
         arrow_names(&graph),
         [
+            "(own) → a @src/lib.rs:2",
             "a → b @src/a.rs:2",
             "a → c @src/a/inner.rs:2",
+            "a::inner → a::(own) @src/a/inner.rs:1",
             "b → d @src/b.rs:2",
             "c → e @src/c/mod.rs:2",
+            "c::(own) → c::k @src/c/mod.rs:2",
             "d → e @src/d_extra.rs:1",
         ]
     );
     assert!(graph.circles().is_empty());
+}
+
+#[test]
+fn a_parent_and_its_child_naming_each_other_is_a_circle() {
+    // m's own file defines what x uses and calls x: a circle. n only re-exports its child: none.
+    let graph = parse_crate(&[
+        ("src/lib.rs", "mod m; mod n;"),
+        (
+            "src/m/mod.rs",
+            "mod x;\npub struct Report;\nfn f() { x::check() }",
+        ),
+        ("src/m/x.rs", "use super::Report;\npub fn check() {}"),
+        (
+            "src/n/mod.rs",
+            "mod y;\npub use y::check;\npub struct Report;",
+        ),
+        ("src/n/y.rs", "use super::Report;\npub fn check() {}"),
+    ]);
+    let circles: Vec<Vec<String>> = graph
+        .circles()
+        .iter()
+        .map(|c| c.members.iter().map(|m| m.join("::")).collect())
+        .collect();
+    assert_eq!(circles, [vec!["m::(own)", "m::x"]]);
 }
 
 #[test]

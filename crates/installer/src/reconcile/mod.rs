@@ -39,6 +39,7 @@ mod inventory;
 mod preflight;
 mod prune;
 mod revisions;
+mod run;
 mod uninstall;
 mod unmanaged;
 
@@ -70,7 +71,7 @@ use crate::revision::Stored;
 use crate::revision::store::Revisions;
 use crate::round::{Planner, Round};
 use crate::source::{Payload, SourceError, SourceId, Target};
-use finish::Run;
+use run::Run;
 
 /// How far an install got, and whether every gate passed (the version is fully rolled out) even when a
 /// later step (prune) failed.

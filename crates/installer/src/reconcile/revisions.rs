@@ -10,7 +10,7 @@ use capi_openshift::time::now_rfc3339;
 use kube::runtime::events::EventType;
 use serde_json::Value;
 
-use super::finish::Run;
+use super::run::Run;
 use super::{Installation, Reconciler};
 use crate::compute::{self, Step};
 use crate::error::ProviderError;
