@@ -22,7 +22,7 @@ use capi_apply::{ObjectKey, PlanInput};
 use capi_manifests::customize::LABEL_CLUSTERCTL_PROVIDER;
 use kube_core::DynamicObject;
 
-use super::{Origin, Rule, Violation};
+use super::report::{Origin, Rule, Violation};
 
 /// The objects a provider's bundle may adopt when it is no release image, by (provider label, CRD
 /// name): the IPAM CRDs that the release payload applied before the core provider's installer existed

@@ -30,8 +30,8 @@ use kube_core::DynamicObject;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::report::{Report, Rule};
 use super::schema::{self, Node, join};
-use super::{Report, Rule};
 
 /// The label of the ConfigMaps (in the installer's namespace) whose [`DATA_KEY`] holds field data.
 pub const LABEL: &str = "capi-installer.openshift.io/provider-fields";

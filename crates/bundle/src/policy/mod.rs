@@ -41,16 +41,19 @@
 
 pub mod adoption;
 pub mod ceiling;
+mod config;
 pub mod fields;
+mod index;
 pub mod own_crds;
 pub mod protected;
 pub mod provider_bound;
 pub mod references;
+mod report;
 pub mod schema;
 pub mod stored;
+mod written;
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use capi_apply::ObjectKey;
 use kube_core::DynamicObject;
@@ -64,198 +67,13 @@ pub use references::Holdings;
 pub use stored::Stored;
 
 use ceiling::{Coverage, Scope, strings};
+pub use config::{LEADER_LEASE, PolicyConfig};
+use index::Bundle;
+pub use report::{BundleObject, FAMILY_GROUP, Origin, Reading, Rule, Violation, Violations};
+use report::{Report, in_family, items, quoted};
 
-/// The installer's leader-election Lease (also covered by the `capi-installer` name prefix).
-pub const LEADER_LEASE: &str = "capi-installer-leader";
-
-/// The API groups of the Cluster API provider family: `cluster.x-k8s.io` and its subdomains.
-pub const FAMILY_GROUP: &str = "cluster.x-k8s.io";
-
-/// One rule of the policy. `Display` is the stable name used in status messages and in
-/// `docs/maintainers/bundles.md` (a test compares them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
-    Kind,
-    Protected,
-    RbacWildcard,
-    RbacVerb,
-    RbacCeiling,
-    RbacRoleRef,
-    RbacSubject,
-    RbacAggregation,
-    WebhookClient,
-    AdmissionScope,
-    CrdGroup,
-    ServiceType,
-    WorkloadIdentity,
-    WorkloadHostAccess,
-    WorkloadPrivilege,
-    WorkloadVolumes,
-    WorkloadImage,
-    ClusterProxy,
-    Adoption,
-    Reserved,
-    StoredAsWritten,
-    References,
-    ProvidersApart,
-    FieldPath,
-    FieldValue,
-}
-
-impl Rule {
-    #[cfg(test)]
-    pub const ALL: [Rule; 25] = [
-        Rule::Kind,
-        Rule::Protected,
-        Rule::RbacWildcard,
-        Rule::RbacVerb,
-        Rule::RbacCeiling,
-        Rule::RbacRoleRef,
-        Rule::RbacSubject,
-        Rule::RbacAggregation,
-        Rule::WebhookClient,
-        Rule::AdmissionScope,
-        Rule::CrdGroup,
-        Rule::ServiceType,
-        Rule::WorkloadIdentity,
-        Rule::WorkloadHostAccess,
-        Rule::WorkloadPrivilege,
-        Rule::WorkloadVolumes,
-        Rule::WorkloadImage,
-        Rule::ClusterProxy,
-        Rule::Adoption,
-        Rule::Reserved,
-        Rule::StoredAsWritten,
-        Rule::References,
-        Rule::ProvidersApart,
-        Rule::FieldPath,
-        Rule::FieldValue,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Rule::Kind => "allowed-kinds",
-            Rule::Protected => "protected-objects",
-            Rule::RbacWildcard => "rbac-no-wildcards",
-            Rule::RbacVerb => "rbac-no-escalation-verbs",
-            Rule::RbacCeiling => "rbac-ceiling",
-            Rule::RbacRoleRef => "rbac-bundle-roles-only",
-            Rule::RbacSubject => "rbac-namespace-service-accounts-only",
-            Rule::RbacAggregation => "rbac-family-aggregation-only",
-            Rule::WebhookClient => "webhook-namespace-services-only",
-            Rule::AdmissionScope => "admission-family-groups-only",
-            Rule::CrdGroup => "crd-family-groups-only",
-            Rule::ServiceType => "service-cluster-ip-only",
-            Rule::WorkloadIdentity => "workload-bundle-service-accounts-only",
-            Rule::WorkloadHostAccess => "workload-no-host-access",
-            Rule::WorkloadPrivilege => "workload-no-privilege",
-            Rule::WorkloadVolumes => "workload-volume-kinds",
-            Rule::WorkloadImage => "workload-payload-images-only",
-            Rule::ClusterProxy => "workload-no-proxy-of-its-own",
-            Rule::Adoption => "adopt-existing-bounded",
-            Rule::Reserved => "reserved-names-and-labels",
-            Rule::StoredAsWritten => "stored-as-written",
-            Rule::References => "references-own-objects-only",
-            Rule::ProvidersApart => "providers-keep-apart",
-            Rule::FieldPath => "fields-in-real-bundles-only",
-            Rule::FieldValue => "field-values-in-real-bundles-only",
-        }
-    }
-}
-
-impl fmt::Display for Rule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Where a rendered object came from: its source (e.g. `ConfigMap openshift-cluster-api/aws`) and the
-/// 0-based index of its document in the components.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Origin {
-    pub source: String,
-    pub document: usize,
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}, document {}", self.source, self.document)
-    }
-}
-
-/// One rendered object of a bundle, with where it came from.
-#[derive(Debug, Clone, Copy)]
-pub struct BundleObject<'a> {
-    pub origin: &'a Origin,
-    pub object: &'a DynamicObject,
-}
-
-/// One problem with a bundle.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{origin} ({object}): rule {rule}: {detail}")]
-pub struct Violation {
-    pub origin: Origin,
-    pub object: ObjectKey,
-    pub rule: Rule,
-    pub detail: String,
-}
-
-/// Every problem of a bundle (never empty), one per line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bundle policy: {} violation(s):\n{}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-pub struct Violations(pub Vec<Violation>);
-
-/// What the policy allows beyond its defaults. Explicit and empty by default: every real provider
-/// bundle passes without any of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyConfig {
-    /// The installer's namespace: the only one for namespaced objects, binding subjects and webhook
-    /// Services.
-    pub namespace: String,
-    /// API groups, beyond `cluster.x-k8s.io` and its subdomains, that CRDs, `*`-resource RBAC rules and
-    /// admission rules may use.
-    pub extra_groups: BTreeSet<String>,
-    /// Roles outside the bundle that a binding may reference: (`ClusterRole` | `Role`, name).
-    pub extra_roles: BTreeSet<(String, String)>,
-    pub protected: Protected,
-    /// What a bundle's roles may grant (the release's, plus what the administrator added).
-    pub ceiling: Ceiling,
-    /// The fields and sensitive values a bundle's objects may have (the release's, plus what the
-    /// administrator added).
-    pub fields: FieldBound,
-    /// `false` judges nothing: tests only, to show what the API server refuses on its own (each
-    /// provider's identity, docs/design/ownership.md). No flag or setting of the installer sets it.
-    pub enforce: bool,
-}
-
-impl Default for PolicyConfig {
-    fn default() -> Self {
-        PolicyConfig::installer(capi_manifests::TARGET_NAMESPACE)
-    }
-}
-
+/// Judging a bundle as trusted as the release: what it brings extends the bound.
 impl PolicyConfig {
-    pub fn new(namespace: impl Into<String>, protected: Protected) -> Self {
-        PolicyConfig {
-            namespace: namespace.into(),
-            extra_groups: BTreeSet::new(),
-            extra_roles: BTreeSet::new(),
-            protected,
-            ceiling: Ceiling::release(),
-            fields: FieldBound::release(),
-            enforce: true,
-        }
-    }
-
-    /// This policy for provider `label` (its `cluster.x-k8s.io/provider` value): its own RBAC ceiling
-    /// ([`Ceiling::of`]), not every provider's.
-    pub fn for_provider(&self, label: &str) -> PolicyConfig {
-        PolicyConfig {
-            ceiling: self.ceiling.of(label),
-            ..self.clone()
-        }
-    }
-
     /// This policy for a bundle as trusted as the release (a profile read from a release image,
     /// pinned by digest in the images ConfigMap the cluster-version operator writes): what its own
     /// roles grant extends the ceiling and what its own objects have extends the field bound, so a
@@ -277,22 +95,6 @@ impl PolicyConfig {
             .with(&Ceiling::granted_by(objects.iter().map(|o| o.object)));
         config.fields = config.fields.with(&fields);
         config
-    }
-
-    /// The installer's policy in `namespace`: nothing allowed beyond the defaults, and every object of
-    /// the installer and its controllers protected (its run-time objects included, by name in
-    /// `namespace`, the only one a bundle may write, where an earlier release kept them; in the
-    /// installer's own namespace no bundle object may be at all).
-    pub fn installer(namespace: &str) -> Self {
-        PolicyConfig::new(
-            namespace,
-            Protected::installer(namespace, crate::names::INVENTORY_CONFIGMAP, LEADER_LEASE),
-        )
-    }
-
-    /// Whether `group` belongs to the provider family (or was allowed explicitly).
-    pub fn family_group(&self, group: &str) -> bool {
-        in_family(group) || self.extra_groups.contains(group)
     }
 }
 
@@ -324,14 +126,6 @@ fn own_groups<'a>(
         .filter(|g| among.holder_of(g, "*").is_none())
         .map(str::to_string)
         .collect()
-}
-
-/// `cluster.x-k8s.io` or a subdomain of it.
-fn in_family(domain: &str) -> bool {
-    domain == FAMILY_GROUP
-        || domain
-            .strip_suffix(FAMILY_GROUP)
-            .is_some_and(|rest| rest.ends_with('.'))
 }
 
 /// Checks a whole bundle. `Ok` when every object satisfies every rule; otherwise every violation, in
@@ -396,83 +190,6 @@ pub fn check(
     }
 }
 
-/// Which reading of an object a rule judges: the bundle's text, or the object as the API server
-/// would store it (the preflight's dry-run answer; see [`stored`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
-    Text,
-    Stored,
-}
-
-/// What the other rules need to know about the bundle as a whole.
-#[derive(Debug, Clone)]
-struct Bundle {
-    /// (kind, namespace, name) of the roles the bundle defines.
-    roles: BTreeSet<(String, Option<String>, String)>,
-    service_accounts: BTreeSet<(Option<String>, String)>,
-    services: BTreeSet<(Option<String>, String)>,
-    admission_policies: BTreeSet<String>,
-    /// The ConfigMaps the bundle defines.
-    configmaps: BTreeSet<String>,
-    /// The Secrets its Services ask service-ca for (their serving certificates).
-    serving_secrets: BTreeSet<String>,
-    /// (group, plural) of the CRDs it defines.
-    resources: BTreeSet<(String, String)>,
-    payload_images: BTreeSet<String>,
-}
-
-impl Bundle {
-    fn index(objects: &[BundleObject<'_>], payload_images: &BTreeSet<&str>) -> Self {
-        let mut b = Bundle {
-            roles: BTreeSet::new(),
-            service_accounts: BTreeSet::new(),
-            services: BTreeSet::new(),
-            admission_policies: BTreeSet::new(),
-            configmaps: BTreeSet::new(),
-            serving_secrets: BTreeSet::new(),
-            resources: BTreeSet::new(),
-            payload_images: payload_images.iter().map(|s| s.to_string()).collect(),
-        };
-        for o in objects {
-            let Some(key) = capi_apply::key_of(o.object) else {
-                continue;
-            };
-            match (key.group.as_str(), key.kind.as_str()) {
-                ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {
-                    b.roles.insert((key.kind, key.namespace, key.name));
-                }
-                ("", "ServiceAccount") => {
-                    b.service_accounts.insert((key.namespace, key.name));
-                }
-                ("", "Service") => {
-                    for (_, secret) in references::serving_secrets(o.object) {
-                        b.serving_secrets.insert(secret.to_string());
-                    }
-                    b.services.insert((key.namespace, key.name));
-                }
-                ("", "ConfigMap") => {
-                    b.configmaps.insert(key.name);
-                }
-                ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-                    let text = |p: &str| o.object.data.pointer(p).and_then(Value::as_str);
-                    if let (Some(group), Some(plural)) =
-                        (text("/spec/group"), text("/spec/names/plural"))
-                    {
-                        b.resources.insert((group.to_string(), plural.to_string()));
-                    }
-                }
-                ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
-                    b.admission_policies.insert(key.name);
-                }
-                _ => {}
-            }
-        }
-        b
-    }
-}
-
-type Report<'a> = dyn FnMut(Rule, String) + 'a;
-
 fn check_object(
     key: &ObjectKey,
     object: &DynamicObject,
@@ -497,7 +214,7 @@ fn check_object(
     aggregation_labels(object, among, v);
     let data = &object.data;
     if reading == Reading::Text {
-        stored::as_written(key, data, v);
+        written::as_written(key, data, v);
         references::labels_and_selectors(key, data, among, v);
     }
     match (key.group.as_str(), key.kind.as_str()) {
@@ -791,14 +508,6 @@ fn crd(
             v,
         );
     }
-}
-
-/// The entries of a list field, with their index; nothing when absent or not a list.
-fn items(v: Option<&Value>) -> impl Iterator<Item = (usize, &Value)> {
-    v.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
 }
 
 fn rbac_rules(
@@ -1409,14 +1118,6 @@ fn container(c: &Value, at: &str, bundle: &Bundle, v: &mut Report<'_>) {
             ),
         );
     }
-}
-
-fn quoted(items: &[&str]) -> String {
-    items
-        .iter()
-        .map(|s| format!("{s:?}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

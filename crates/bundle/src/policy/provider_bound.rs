@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::FAMILY_GROUP;
+use super::report::FAMILY_GROUP;
 
 /// The label by which Cluster API tells providers' objects apart; its value is the provider's
 /// clusterctl name (`cluster-api`, `infrastructure-aws`).

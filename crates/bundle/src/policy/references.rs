@@ -16,16 +16,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube_core::DynamicObject;
 use serde_json::Value;
 
-use super::{Bundle, PolicyConfig, Report, Rule, items, provider_bound, quoted};
+use super::config::PolicyConfig;
+use super::index::{Bundle, serving_secrets};
+use super::provider_bound;
+use super::report::{Report, Rule, items, quoted};
 use capi_apply::ObjectKey;
-
-/// The annotations by which a Service asks service-ca for a serving certificate in a Secret of that
-/// name (which service-ca creates and rewrites): the current spelling and the alpha one service-ca
-/// still honours. Every rule judges each by its meaning, whichever spelling a bundle uses.
-pub const SERVING_CERT_ANNOTATIONS: [&str; 2] = [
-    "service.beta.openshift.io/serving-cert-secret-name",
-    "service.alpha.openshift.io/serving-cert-secret-name",
-];
 
 /// The credentials Secrets real bundles read, each with the one provider (its `cluster.x-k8s.io/provider`
 /// label) whose bundle names it: the Cloud Credential Operator writes them for that provider, from
@@ -158,20 +153,6 @@ impl<'a> Among<'a> {
                 other => format!("provider {other}"),
             })
     }
-}
-
-/// The Secrets a Service asks service-ca for, each with the annotation that asks.
-pub fn serving_secrets(object: &DynamicObject) -> Vec<(&'static str, &str)> {
-    let Some(annotations) = object.metadata.annotations.as_ref() else {
-        return Vec::new();
-    };
-    SERVING_CERT_ANNOTATIONS
-        .iter()
-        .filter_map(|key| {
-            let secret = annotations.get(*key).filter(|s| !s.is_empty())?;
-            Some((*key, secret.as_str()))
-        })
-        .collect()
 }
 
 /// Every Secret a pod names, with the field path (relative to the pod spec).
