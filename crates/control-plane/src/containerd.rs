@@ -13,9 +13,9 @@ use crate::error::Error;
 /// of CPU, and is a quick lookup afterwards).
 pub fn bin_dir() -> Result<PathBuf, Error> {
     static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
-    crate::built_bin_dir(
+    crate::locations::built_bin_dir(
         "CAPI_CONTAINERD_BIN_DIR",
-        crate::repo_root().join("tools/containerd/build.sh"),
+        crate::locations::repo_root().join("tools/containerd/build.sh"),
         &BUILT,
     )
 }

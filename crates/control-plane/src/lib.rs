@@ -37,6 +37,8 @@ mod audit;
 mod containerd;
 mod crds;
 mod error;
+mod files;
+mod locations;
 pub mod netpol;
 pub mod node;
 mod pki;
@@ -48,19 +50,20 @@ mod workloads;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{Api, ObjectMeta, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub use audit::{AuditEvent, AuditObjectRef, AuditUser};
 pub use error::Error;
 
 use error::{io, kube as kube_err};
+use files::{Files, SERVICE_CIDR, args, config_from_kubeconfig, ignore_exists, write_kubeconfig};
+pub use locations::{bin_dir, images_dir, repository_crds_dir, shared_fixture};
+use locations::{build_script, is_ci, openshift_api_crds_dir, repo_root};
 use process::{Process, Spawner};
 
 /// Which OpenShift CRDs (`Infrastructure`, `ClusterOperator`, `ClusterVersion`, `FeatureGate`, `Proxy`,
@@ -132,8 +135,6 @@ const CRD_TIMEOUT: Duration = Duration::from_secs(30);
 const NODE_READY_TIMEOUT: Duration = Duration::from_secs(30);
 const REAL_NODE_READY_TIMEOUT: Duration = Duration::from_secs(120);
 const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
-/// The Service addresses; the `kubernetes` Service is the first.
-pub(crate) const SERVICE_CIDR: &str = "10.0.0.0/24";
 
 impl ControlPlane {
     /// Starts etcd and kube-apiserver (and the workload components when asked), waits until the API
@@ -368,7 +369,13 @@ impl ControlPlane {
         if cp.node.is_some() {
             cp.start_node(&bin, &files, &client).await?;
         } else if opts.with_workloads {
-            workloads::start(&mut cp, &bin, &files, &client).await?;
+            workloads::start(
+                &mut |name, binary, args| cp.spawn(name, binary, args),
+                &bin,
+                &files,
+                &client,
+            )
+            .await?;
         }
 
         let with_repository_crds = opts.openshift_crds == OpenShiftCrds::Default;
@@ -462,7 +469,12 @@ impl ControlPlane {
                 (_, None) => {}
             }
         });
-        workloads::start_controllers(self, bin, files, &internal)?;
+        workloads::start_controllers(
+            &mut |name, binary, args| self.spawn(name, binary, args),
+            bin,
+            files,
+            &internal,
+        )?;
         self.spawn(
             "containerd",
             &containerd,
@@ -787,246 +799,6 @@ impl Drop for ControlPlane {
 pub fn stop_background(dir: &Path, grace: Duration) -> Result<Vec<String>, Error> {
     let dir = fs::canonicalize(dir).map_err(io(format!("resolve {}", dir.display())))?;
     process::stop_recorded(&dir, grace)
-}
-
-/// Paths of the files a control plane keeps in its folder.
-pub(crate) struct Files {
-    pub kubeconfig: PathBuf,
-    pub ca_cert: PathBuf,
-    pub ca_key: PathBuf,
-    pub serving_cert: PathBuf,
-    pub serving_key: PathBuf,
-    pub sa_key: PathBuf,
-    pub sa_pub: PathBuf,
-    pub admin_cert: PathBuf,
-    pub admin_key: PathBuf,
-    pub audit_policy: PathBuf,
-    pub kwok_config: PathBuf,
-}
-
-impl Files {
-    fn new(dir: &Path) -> Files {
-        let pki = dir.join("pki");
-        Files {
-            kubeconfig: dir.join("kubeconfig"),
-            ca_cert: pki.join("ca.crt"),
-            ca_key: pki.join("ca.key"),
-            serving_cert: pki.join("apiserver.crt"),
-            serving_key: pki.join("apiserver.key"),
-            sa_key: pki.join("sa.key"),
-            sa_pub: pki.join("sa.pub"),
-            admin_cert: pki.join("admin.crt"),
-            admin_key: pki.join("admin.key"),
-            audit_policy: dir.join("audit-policy.yaml"),
-            kwok_config: dir.join("kwok.yaml"),
-        }
-    }
-}
-
-pub(crate) fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
-fn ignore_exists<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-fn write_kubeconfig(
-    path: &Path,
-    server: &str,
-    ca_pem: &str,
-    user: &str,
-    credentials: &[(&str, String)],
-) -> Result<(), Error> {
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let mut text = format!(
-        "apiVersion: v1
-kind: Config
-clusters:
-- name: control-plane
-  cluster:
-    server: {server}
-    certificate-authority-data: {ca}
-users:
-- name: {user:?}
-  user:
-"
-    );
-    for (key, value) in credentials {
-        text.push_str(&format!("    {key}: {value}\n"));
-    }
-    text.push_str(&format!(
-        "contexts:
-- name: control-plane
-  context:
-    cluster: control-plane
-    user: {user:?}
-current-context: control-plane
-"
-    ));
-    fs::write(path, text).map_err(io(format!("write {}", path.display())))
-}
-
-async fn config_from_kubeconfig(path: &Path) -> Result<kube::Config, Error> {
-    let text = fs::read_to_string(path).map_err(io(format!("read {}", path.display())))?;
-    let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|source| Error::Kubeconfig {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .map_err(|source| Error::Kubeconfig {
-            path: path.to_path_buf(),
-            source,
-        })
-}
-
-fn repo_root() -> PathBuf {
-    // crates/control-plane → the workspace root.
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crate lives two levels below the repository root")
-        .to_path_buf()
-}
-
-fn shared_fixtures_dir() -> PathBuf {
-    repo_root().join("../shared/fixtures")
-}
-
-fn build_script() -> PathBuf {
-    repo_root().join("tools/control-plane/build.sh")
-}
-
-fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-/// This crate's `openshift-crds/`: OpenShift CRDs that the pinned `github.com/openshift/api` module
-/// does not give, loaded with its (see [`OpenShiftCrds::Default`]).
-pub fn repository_crds_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("openshift-crds")
-}
-
-/// Path of a file or folder under `../shared/fixtures` (relative to the repository root). `None`,
-/// with the reason printed, when it is absent; with env `CI=true` an absent fixture panics instead,
-/// because CI must fail rather than skip.
-pub fn shared_fixture(relative: &str) -> Option<PathBuf> {
-    let path = shared_fixtures_dir().join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    if is_ci() {
-        panic!("fixture {} is missing (CI=true)", path.display());
-    }
-    eprintln!("skipping: fixture {} is missing", path.display());
-    None
-}
-
-/// The folder holding kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and kwok:
-/// env `CAPI_CONTROL_PLANE_BIN_DIR` when set, else what `tools/control-plane/build.sh` prints (it
-/// builds the binaries on first use, which takes minutes, and is a quick lookup afterwards).
-pub fn bin_dir() -> Result<PathBuf, Error> {
-    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
-    built_bin_dir("CAPI_CONTROL_PLANE_BIN_DIR", build_script(), &BUILT)
-}
-
-/// The folder a `tools/<set>/build.sh` prints (env `env` instead when set), remembered in `built` for
-/// this process.
-pub(crate) fn built_bin_dir(
-    env: &str,
-    script: PathBuf,
-    built: &Mutex<Option<PathBuf>>,
-) -> Result<PathBuf, Error> {
-    if let Some(dir) = std::env::var_os(env) {
-        return Ok(PathBuf::from(dir));
-    }
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(dir) = &*built {
-        return Ok(dir.clone());
-    }
-    let build_err = |message: String| Error::Build {
-        script: script.clone(),
-        message,
-    };
-    // Test binaries of several crates may start at the same time and ask at once: serialize across
-    // processes (build.sh's own lock then only ever sees other work trees).
-    let set = script
-        .parent()
-        .and_then(|d| d.file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let lock_path = std::env::temp_dir().join(format!("capi-installer-{set}-build.lock"));
-    let lock = fs::File::create(&lock_path).map_err(io(format!("open {}", lock_path.display())))?;
-    // SAFETY: flock on a descriptor we own; released when `lock` is closed.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
-        return Err(io(format!("lock {}", lock_path.display()))(
-            std::io::Error::last_os_error(),
-        ));
-    }
-    let output = std::process::Command::new(&script)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| build_err(format!("cannot run: {e}")))?;
-    drop(lock);
-    if !output.status.success() {
-        return Err(build_err(format!("failed ({})", output.status)));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let dir = stdout
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(|l| PathBuf::from(l.trim()))
-        .ok_or_else(|| build_err("printed no folder".into()))?;
-    *built = Some(dir.clone());
-    Ok(dir)
-}
-
-/// The OpenShift CRDs of the pinned `github.com/openshift/api` module: env `CAPI_OPENSHIFT_CRDS_DIR`
-/// when set, else what `tools/openshift-api/build.sh` prints (it fetches the module through the Go
-/// module proxy on first use). Its `openshift/` holds the config and operator CRDs a cluster has
-/// before any operator runs, `machine-api/` the Machine API's.
-fn openshift_api_crds_dir() -> Result<PathBuf, Error> {
-    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
-    built_bin_dir(
-        "CAPI_OPENSHIFT_CRDS_DIR",
-        repo_root().join("tools/openshift-api/build.sh"),
-        &BUILT,
-    )
-}
-
-/// The OCI image layout of the real node's images: env `CAPI_IMAGES_DIR` when set, else
-/// `<target>/images` as `hack/images.sh` writes it (`<target>` is `CARGO_TARGET_DIR` or the
-/// repository's `target`). `None` (with the reason printed) when it is missing; with env `CI=true` a
-/// missing layout panics instead, because CI runs `hack/images.sh` first.
-pub fn images_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("CAPI_IMAGES_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join("target"))
-            .join("images"),
-    };
-    if dir.join("index.json").exists() {
-        return Some(dir);
-    }
-    if is_ci() {
-        panic!(
-            "images {} are missing (CI=true; hack/images.sh builds them)",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "skipping: images {} are missing (hack/images.sh builds them)",
-        dir.display()
-    );
-    None
 }
 
 /// Waits for the real node to register and be Ready, then labels it as OpenShift labels its

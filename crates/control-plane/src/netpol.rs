@@ -33,9 +33,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// `tools/network-policies/build.sh` prints (a build of a few minutes the first time, then a lookup).
 pub fn bin_dir() -> Result<PathBuf, Error> {
     static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
-    crate::built_bin_dir(
+    crate::locations::built_bin_dir(
         "CAPI_NETWORK_POLICIES_BIN_DIR",
-        crate::repo_root().join("tools/network-policies/build.sh"),
+        crate::locations::repo_root().join("tools/network-policies/build.sh"),
         &BUILT,
     )
 }
@@ -43,7 +43,7 @@ pub fn bin_dir() -> Result<PathBuf, Error> {
 /// The agent's arguments: the node's admin kubeconfig (it reads NetworkPolicies, Namespaces, Pods and
 /// writes Events), the node's name, the queue.
 pub(crate) fn agent_args(kubeconfig: &Path) -> Vec<String> {
-    crate::args(&[
+    crate::files::args(&[
         &format!("--kubeconfig={}", kubeconfig.display()),
         &format!("--hostname-override={}", crate::node::NODE_NAME),
         &format!("--nfqueue-id={QUEUE}"),

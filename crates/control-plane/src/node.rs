@@ -121,7 +121,7 @@ impl Namespaces {
     pub fn holder_command() -> (PathBuf, Vec<String>) {
         (
             PathBuf::from("/usr/bin/unshare"),
-            crate::args(&[
+            crate::files::args(&[
                 "--pid",
                 "--fork",
                 "--kill-child",
@@ -190,14 +190,14 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
 # loaded); kube-proxy masquerades everything anyway, so replies always come back through the node.
 [ -w /proc/sys/net/bridge/bridge-nf-call-iptables ] && echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables
 {mounts}",
-            service_cidr = crate::SERVICE_CIDR,
+            service_cidr = crate::files::SERVICE_CIDR,
         ))?;
         Ok(ns)
     }
 
     /// `nsenter` into all three namespaces, then `binary args`.
     pub fn wrap(&self, binary: &Path, args: &[String]) -> (PathBuf, Vec<String>) {
-        let mut wrapped = crate::args(&[
+        let mut wrapped = crate::files::args(&[
             &format!("--target={}", self.init),
             "--net",
             "--mount",
@@ -211,7 +211,7 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
 
     /// Runs a shell script inside the namespaces and waits for it.
     pub fn run_inside(&self, script: &str) -> Result<(), Error> {
-        let (nsenter, args) = self.wrap(Path::new("/bin/sh"), &crate::args(&["-c", script]));
+        let (nsenter, args) = self.wrap(Path::new("/bin/sh"), &crate::files::args(&["-c", script]));
         let output = Command::new(nsenter)
             .args(args)
             .output()
@@ -412,7 +412,7 @@ impl NodeFiles {
     pub fn write(
         dir: &Path,
         pki: &crate::pki::Pki,
-        files: &crate::Files,
+        files: &crate::files::Files,
         containerd_bin: &Path,
     ) -> Result<NodeFiles, Error> {
         let root = dir.join("node");
@@ -439,7 +439,7 @@ impl NodeFiles {
         };
         let internal = format!("https://127.0.0.1:{API_PORT}");
         let b64 = |s: &str| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, s);
-        crate::write_kubeconfig(
+        crate::files::write_kubeconfig(
             &node.internal_kubeconfig,
             &internal,
             &pki.ca_cert_pem,
@@ -449,7 +449,7 @@ impl NodeFiles {
                 ("client-key-data", b64(&pki.admin_key_pem)),
             ],
         )?;
-        crate::write_kubeconfig(
+        crate::files::write_kubeconfig(
             &node.kubelet_kubeconfig,
             &internal,
             &pki.ca_cert_pem,
@@ -460,7 +460,7 @@ impl NodeFiles {
             ],
         )?;
         let proxy_kubeconfig = node.root.join("kubeconfig-kube-proxy");
-        crate::write_kubeconfig(
+        crate::files::write_kubeconfig(
             &proxy_kubeconfig,
             &internal,
             &pki.ca_cert_pem,
@@ -579,7 +579,7 @@ healthzBindAddress: 127.0.0.1:10256
     /// The kubelet's arguments.
     pub fn kubelet_args(&self) -> Vec<String> {
         let p = |p: &Path| p.display().to_string();
-        crate::args(&[
+        crate::files::args(&[
             &format!("--config={}", p(&self.kubelet_config)),
             &format!("--kubeconfig={}", p(&self.kubelet_kubeconfig)),
             &format!("--root-dir={}", p(&self.root.join("kubelet"))),

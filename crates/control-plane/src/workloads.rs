@@ -11,7 +11,12 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
 
 use crate::error::{Error, io, kube as kube_err};
-use crate::{ControlPlane, Files, args, ignore_exists};
+use crate::files::{Files, args, ignore_exists};
+
+/// Starts a process of the control plane (its name, binary and arguments), as the control plane
+/// runs its processes (inside the real node's namespaces when it has one).
+pub(crate) type Spawn<'a> =
+    dyn FnMut(&'static str, &Path, Vec<String>) -> Result<(), Error> + Send + 'a;
 
 pub const NODE_NAME: &str = "kwok-node-0";
 
@@ -22,18 +27,18 @@ const KWOK_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
 const STAGES: &str = include_str!("kwok-stages.yaml");
 
 pub(crate) async fn start(
-    cp: &mut ControlPlane,
+    spawn: &mut Spawn<'_>,
     bin: &Path,
     files: &Files,
     client: &kube::Client,
 ) -> Result<(), Error> {
-    start_controllers(cp, bin, files, &files.kubeconfig)?;
+    start_controllers(spawn, bin, files, &files.kubeconfig)?;
     let p = |path: &Path| path.display().to_string();
     let kubeconfig = format!("--kubeconfig={}", p(&files.kubeconfig));
     create_node(client).await?;
     std::fs::write(&files.kwok_config, STAGES)
         .map_err(io(format!("write {}", files.kwok_config.display())))?;
-    cp.spawn(
+    spawn(
         "kwok",
         &bin.join("kwok"),
         args(&[
@@ -55,14 +60,14 @@ pub(crate) async fn start(
 
 /// kube-controller-manager and kube-scheduler, talking to the API server through `kubeconfig`.
 pub(crate) fn start_controllers(
-    cp: &mut ControlPlane,
+    spawn: &mut Spawn<'_>,
     bin: &Path,
     files: &Files,
     kubeconfig: &Path,
 ) -> Result<(), Error> {
     let p = |path: &Path| path.display().to_string();
     let kubeconfig = format!("--kubeconfig={}", p(kubeconfig));
-    cp.spawn(
+    spawn(
         "kube-controller-manager",
         &bin.join("kube-controller-manager"),
         args(&[
@@ -84,7 +89,7 @@ pub(crate) fn start_controllers(
             "--profiling=false",
         ]),
     )?;
-    cp.spawn(
+    spawn(
         "kube-scheduler",
         &bin.join("kube-scheduler"),
         args(&[

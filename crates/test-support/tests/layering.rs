@@ -59,35 +59,16 @@ const LAYERS: &[(&str, u8)] = &[
     ("test-support", 8),
 ];
 
-/// The circle between a module's own items and its children that is still to be broken (issue 50),
-/// by crate and members: each is allowed, and must still be there (mend the list when one goes). A
-/// new circle fails the test.
-const KNOWN_CIRCLES: &[(&str, &str)] = &[
-    // lib.rs defines what node, containerd, netpol and workloads use, and starts them.
-    (
-        "control-plane",
-        "(own), containerd, netpol, node, workloads",
-    ),
-];
-
 #[test]
 fn no_module_circle_in_any_crate() {
     let mut report = String::new();
-    let mut known = Vec::new();
     let mut checked = 0;
     for package in workspace() {
         for root in &package.roots {
             let graph = ModuleGraph::parse(&package.dir, root);
             checked += graph.files.len();
             for circle in graph.circles() {
-                let members: Vec<String> = circle.members.iter().map(|m| m.join("::")).collect();
-                let members = members.join(", ");
-                let listed = (package.name.as_str(), members.as_str());
-                if KNOWN_CIRCLES.contains(&listed) {
-                    known.push(format!("{}: {members}", package.name));
-                } else {
-                    writeln!(report, "{}: {circle}", package.name).unwrap();
-                }
+                writeln!(report, "{}: {circle}", package.name).unwrap();
             }
         }
     }
@@ -95,14 +76,6 @@ fn no_module_circle_in_any_crate() {
     assert!(
         report.is_empty(),
         "module circles (DEVELOPERS.md: no module imports one that imports it back):\n{report}"
-    );
-    let listed: Vec<String> = KNOWN_CIRCLES
-        .iter()
-        .map(|(c, m)| format!("{c}: {m}"))
-        .collect();
-    assert_eq!(
-        known, listed,
-        "KNOWN_CIRCLES lists exactly the circles still there"
     );
 }
 
