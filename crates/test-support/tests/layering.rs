@@ -57,6 +57,8 @@ const LAYERS: &[(&str, u8)] = &[
     // Dev-only, above every shipped crate: no shipped crate may depend on them but as a dev-dependency.
     ("control-plane", 7),
     ("test-support", 8),
+    // The benchmarks, over everything.
+    ("capi-benchmarks", 9),
 ];
 
 #[test]

@@ -2,7 +2,7 @@
 //! never asserted in tests.
 //!
 //! ```text
-//! cargo run --release -p capi-installer --example hostile_rss
+//! cargo run --release -p capi-benchmarks --example hostile_rss
 //! ```
 //!
 //! One control plane with workloads, platform AWS and the release payload (core + aws), set up as the

@@ -3,7 +3,7 @@
 //! never asserted in tests.
 //!
 //! ```text
-//! cargo run --release -p capi-installer --example reconcile_cpu [-- ROUNDS]
+//! cargo run --release -p capi-benchmarks --example reconcile_cpu [-- ROUNDS]
 //! ```
 //!
 //! Each step is the installer's own function, run ROUNDS times (default 5) on this thread, after one

@@ -2,7 +2,7 @@
 //! 17): measured here, never asserted in tests.
 //!
 //! ```text
-//! cargo run --release -p capi-installer --example ceiling_cost -- [RUNS]
+//! cargo run --release -p capi-benchmarks --example ceiling_cost -- [RUNS]
 //! ```
 //!
 //! Each run (default 3) installs core + aws (the fixtures) twice, each time on a fresh control plane

@@ -5,9 +5,9 @@
 //! Available reached).
 //!
 //! ```text
-//! cargo run --release -p capi-installer --example pause_bench
-//! PAUSE_SCENARIOS=stress cargo run --release -p capi-installer --example pause_bench
-//! PAUSE_BIN=/path/to/an/older/capi-installer cargo run --release -p capi-installer --example pause_bench
+//! cargo run --release -p capi-benchmarks --example pause_bench
+//! PAUSE_SCENARIOS=stress cargo run --release -p capi-benchmarks --example pause_bench
+//! PAUSE_BIN=/path/to/an/older/capi-installer cargo run --release -p capi-benchmarks --example pause_bench
 //! ```
 //!
 //! Per scenario: a fresh control plane with workloads, platform AWS, the release payload (core + aws);

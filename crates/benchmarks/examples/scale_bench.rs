@@ -2,7 +2,7 @@
 //! asserted in tests.
 //!
 //! ```text
-//! cargo run --release -p capi-installer --example scale_bench -- [RUNS] [IDLE_SECONDS] [SETS]
+//! cargo run --release -p capi-benchmarks --example scale_bench -- [RUNS] [IDLE_SECONDS] [SETS]
 //! INSTALLER_BIN=/path/to/another/capi-installer target/release/examples/scale_bench ...   # a before/after
 //! ```
 //!

@@ -1,7 +1,7 @@
 //! The installer's benchmarks (issues 4 and 13): measured here, never asserted in tests.
 //!
 //! ```text
-//! cargo run --release -p capi-installer --example install_bench -- [RUNS] [IDLE_SECONDS]
+//! cargo run --release -p capi-benchmarks --example install_bench -- [RUNS] [IDLE_SECONDS]
 //! INSTALLER_BIN=/path/to/another/capi-installer target/release/examples/install_bench ...   # a before/after
 //! ```
 //!
