@@ -410,7 +410,7 @@ fn ceiling_manifest(per_provider: &BTreeMap<String, Ceiling>) -> String {
          #   CAPI_WRITE_CEILING=1 cargo test -p capi-installer-controller --test policy_fixtures\n\
          # writes this file from the fixtures, and the same test without the variable checks it.\n\
          #\n\
-         # The bundle policy (crates/bundle/src/policy/ceiling.rs) reads the same labels: a ClusterRole\n\
+         # The bundle policy (crates/policy/src/ceiling.rs) reads the same labels: a ClusterRole\n\
          # labelled {}: cluster (or namespaced) extends what a bundle may grant, only\n\
          # provider P's when it is also labelled {}: P, every provider's\n\
          # without it. An administrator extends a ceiling with such a ClusterRole of their own (never by\n\

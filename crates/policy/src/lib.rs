@@ -1,5 +1,6 @@
 //! The bundle policy: what a provider bundle may contain. Pure; checked on the rendered objects of a
-//! provider before anything of it is written.
+//! provider before anything of it is written (by `capi-bundle`'s `prepare`, which re-exports this crate
+//! as `capi_bundle::policy`).
 //!
 //! The installer holds the broadest write power in the cluster, and anyone who can write a ConfigMap in
 //! its namespace (a compromised provider controller often can) decides what it applies. Without a
@@ -44,9 +45,11 @@ pub mod ceiling;
 mod config;
 pub mod fields;
 mod index;
+pub mod names;
 pub mod own_crds;
 pub mod protected;
 pub mod provider_bound;
+pub mod proxy;
 pub mod references;
 mod report;
 pub mod schema;

@@ -2,7 +2,7 @@
 //! create.
 //!
 //! - [`Rule::Adoption`]: `capi-operator.openshift.io/adopt-existing: always`
-//!   ([`crate::reference::ADOPT_EXISTING`]) only on an object the release itself ships for that
+//!   (`capi_bundle::reference::ADOPT_EXISTING`) only on an object the release itself ships for that
 //!   provider: any object of a profile read from a release image pinned by digest, else only
 //!   [`SHIPPED_ADOPTIONS`] (the core profile's IPAM CRDs, which the release payload applied before an
 //!   installer managed Cluster API, and which are taken over whether or not the manifest marks them:
