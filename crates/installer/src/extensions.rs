@@ -12,7 +12,7 @@ use crate::policy::{self, Ceiling, FieldBound};
 
 /// The ceiling `roles` make and the field bound `configmaps` extend. A ConfigMap whose field data
 /// cannot be read is left out (the bound is only narrower for it), with a warning that names it.
-pub(crate) fn read<'a>(
+pub fn read<'a>(
     roles: impl IntoIterator<Item = &'a ClusterRole>,
     configmaps: impl IntoIterator<Item = &'a ConfigMap>,
 ) -> (Ceiling, FieldBound) {

@@ -11,7 +11,7 @@
 //! | errors → reasons, outcomes → statuses, the revision log | [`capi_status`] (as [`error`], [`outcome`], [`revision`]) | none |
 //! | statuses, records written | [`report`], [`inventory`], [`revision::store`] | writes only on change |
 //! | the loop | [`controller`] | watches |
-//! | `capi-installer render`, `status`, `rollback` | [`offline`], [`status`], [`rollback`] | files; API server (reads; one PATCH) |
+//! | `capi-installer diff`, `render`, `status`, `rollback` | the crate `capi-commands`, over this one | API server, files |
 //! | records carried over from an earlier release's namespace, before the loop | [`records`] | API server |
 //!
 //! One reconcile is a pipeline: *read inputs → render and validate the whole plan (pure) → apply phase by
@@ -19,12 +19,12 @@
 //!
 //! # The public face
 //! Public is what the binary (`capi-installer`), its examples and the integration tests call: the
-//! loop ([`Installer`], [`InstallerConfig`], [`Metrics`], [`records`]); the commands, so that the
-//! binary only parses arguments and formats ([`diff`], [`offline`] for `render`, [`status`],
-//! [`rollback`]); the pure steps they and the tests chain ([`desired`], [`source`], [`round`],
-//! [`prepare`], [`policy`], [`tls`]); and what the tests read of the installer's records
+//! loop ([`Installer`], [`InstallerConfig`], [`Metrics`], [`records`]); the pure steps the commands
+//! (`capi-commands`) and the tests chain ([`desired`], [`source`], [`round`], [`prepare`],
+//! [`policy`], [`tls`]), with the names and extension reading a reconcile and `diff` share
+//! ([`names`], [`extensions`]); and what the tests and commands read of the installer's records
 //! ([`inventory`], [`revision`], [`api`], [`reference`]). The loop's own steps (`controller`,
-//! `reconcile`, `order`, `outcome`, `error`, `report`, `history`, `events`, `names`, ...) are
+//! `reconcile`, `order`, `outcome`, `error`, `report`, `history`, `events`, ...) are
 //! crate-private, and so is every item of a public module that no other crate, test, example or
 //! benchmark names (`#![warn(unreachable_pub)]` keeps what no path reaches from being `pub`).
 
@@ -35,15 +35,13 @@ mod compute;
 pub mod config;
 pub(crate) mod controller;
 pub use capi_bundle::desired;
-pub mod diff;
 pub(crate) use capi_status::error;
 pub(crate) mod events;
-pub(crate) mod extensions;
+pub mod extensions;
 pub(crate) mod history;
 pub mod inventory;
 pub(crate) mod metrics;
-pub(crate) mod names;
-pub mod offline;
+pub mod names;
 pub(crate) mod order;
 /// The bundle policy, from the pure planning crate (see [`capi_bundle`]).
 pub use capi_bundle::policy;
@@ -56,10 +54,8 @@ pub use capi_bundle::reference;
 pub(crate) use capi_bundle::render;
 pub(crate) mod report;
 pub mod revision;
-pub mod rollback;
 pub use capi_bundle::round;
 pub mod source;
-pub mod status;
 pub use capi_bundle::tls;
 pub(crate) use capi_bundle::unmanaged;
 

@@ -1,5 +1,5 @@
 //! `capi-installer diff`: what the installer would change in a cluster for a new release's transport
-//! ConfigMaps, without writing anything ([`capi_installer_controller::diff`]).
+//! ConfigMaps, without writing anything ([`capi_commands::diff`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use capi_apply::{Detail, Edit, FieldChange};
-use capi_installer_controller::diff::{self, Change, DiffConfig, Report};
-use capi_installer_controller::{offline, user_agent};
+use capi_commands::diff::{self, Change, DiffConfig, Report};
+use capi_commands::offline;
+use capi_installer_controller::user_agent;
 use capi_runtime::args::KubeArgs;
 use capi_runtime::report::exit;
 use serde_json::Value;

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use capi_apply::{Phase, Plan};
+use capi_commands::offline::{self, Input, Sources, describe_source};
 use capi_installer_controller::desired::{Desired, Wanted, Wants};
-use capi_installer_controller::offline::{self, Input, Sources, describe_source};
 use capi_installer_controller::prepare::RenderContext;
 use capi_installer_controller::source::Target;
 use capi_installer_controller::source::profile::ProfileCatalog;

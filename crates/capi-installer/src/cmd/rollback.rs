@@ -1,11 +1,11 @@
 //! `capi-installer rollback --provider P --to N`: asks the running installer to apply revision N of a
 //! provider instead of its source's current content, until that content changes
-//! ([`capi_installer_controller::rollback`]): asks, then waits until the installer reports it done.
+//! ([`capi_commands::rollback`]): asks, then waits until the installer reports it done.
 
 use std::time::Duration;
 
 use anyhow::Result;
-use capi_installer_controller::rollback;
+use capi_commands::rollback;
 use capi_runtime::parse_duration_arg;
 use capi_runtime::report::write_stdout;
 use serde_json::json;

@@ -11,12 +11,12 @@ use std::process::ExitCode;
 use anyhow::Result;
 use capi_apply::Phase;
 use capi_cluster_controllers::ControllerKind;
+use capi_commands::status::{
+    self, Installed, Namespaces, Process, ProcessRef, ProviderStatus, Providers, Unselected,
+};
 use capi_installer_controller::desired::Desired;
 use capi_installer_controller::inventory::ProviderRecord;
 use capi_installer_controller::source::{Refused, SourceId};
-use capi_installer_controller::status::{
-    self, Installed, Namespaces, Process, ProcessRef, ProviderStatus, Providers, Unselected,
-};
 use capi_openshift::CLUSTER_OPERATOR_NAME as CLUSTER_OPERATOR;
 use capi_runtime::report::exit;
 use k8s_openapi::api::apps::v1::Deployment;

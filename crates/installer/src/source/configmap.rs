@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{Payload, ProviderSource, SourceCatalog, SourceError, SourceId};
 
 /// The label selector of the ConfigMap watch: every ConfigMap that declares a provider.
-pub(crate) const SELECTOR: &str = LABEL_NAME;
+pub const SELECTOR: &str = LABEL_NAME;
 
 /// The provider a ConfigMap declares with its labels; `None` without a name or with an unknown type.
 pub fn candidate(cm: &ConfigMap) -> Option<ProviderSource> {

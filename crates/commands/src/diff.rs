@@ -1,6 +1,6 @@
 //! What the installer would change in a cluster, without writing anything: `capi-installer diff`.
 //!
-//! The same steps as a reconcile ([`crate::reconcile`]), stopped before the first write: the platform
+//! The same steps as a reconcile (the installer library's `reconcile`), stopped before the first write: the platform
 //! and the providers it needs ([`desired`]), the round of their sources ([`Round::new`]: the transport
 //! ConfigMaps of the cluster, replaced or completed by the ones given; the bundle policy with the
 //! cluster's extensions of it, [`crate::extensions`]), then per provider the round's planner (render,
@@ -50,7 +50,7 @@ pub struct DiffConfig {
     pub retired_managers: Vec<String>,
     pub policy: PolicyConfig,
     /// Dry-run each provider's objects as its own identity, as the installer writes them
-    /// ([`crate::InstallerConfig::identities`]): the API server then judges every grant against that
+    /// ([`capi_installer_controller::InstallerConfig::identities`]): the API server then judges every grant against that
     /// provider's RBAC. `None`: as the caller.
     pub identities: Option<capi_apply::Identities>,
 }
