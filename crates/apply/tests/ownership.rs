@@ -18,6 +18,47 @@ fn config_map(name: &str, labels: &str) -> DynamicObject {
     .unwrap()
 }
 
+/// Namespace `ns` and a ConfigMap of the installer's (`owner: installer`) for each of `names`.
+fn installer_config_maps(ns: &str, names: &[&str]) -> String {
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n---\n{}",
+        names
+            .iter()
+            .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {ns}}}\ndata: {{owner: installer}}\n"))
+            .collect::<Vec<_>>()
+            .join("---\n")
+    )
+}
+
+/// Who creates objects for the tests' "someone else": Helm.
+fn helm() -> PostParams {
+    PostParams {
+        field_manager: Some("helm".into()),
+        ..Default::default()
+    }
+}
+
+/// `applier`'s apply of `planned` is refused with an error containing `expected`, and the live
+/// ConfigMap keeps its creator's `owner: original`.
+async fn refused_untouched(
+    applier: &Applier,
+    planned: &capi_apply::PlannedObject,
+    record: &Inventory,
+    cms: &Api<DynamicObject>,
+    expected: &str,
+) {
+    let err = applier
+        .apply(planned, None, record)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(expected), "{err}");
+    assert_eq!(
+        cms.get(&planned.key.name).await.unwrap().data["data"]["owner"],
+        "original"
+    );
+}
+
 #[tokio::test]
 async fn the_record_decides_and_a_take_over_needs_the_releases_object() {
     let cp = control_plane(false).await;
@@ -495,13 +536,7 @@ async fn a_name_recorded_to_create_is_ours_only_if_our_apply_created_it() {
     let cp = control_plane(false).await;
     let admin = cp.admin_client().await.unwrap();
     let client = engine_client(&cp);
-    let names = ["mine", "theirs", "raced", "raced-apart"];
-    let desired = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n{}",
-        names
-            .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {NS}}}\ndata: {{owner: installer}}\n"))
-            .join("---\n")
-    );
+    let desired = installer_config_maps(NS, &["mine", "theirs", "raced", "raced-apart"]);
     let plan = plan_of(&client, &desired).await;
     let planned = |name: &str| plan.objects().find(|o| o.key.name == name).unwrap();
     // The intent: everything recorded to be created, nothing confirmed.
@@ -531,10 +566,7 @@ async fn a_name_recorded_to_create_is_ours_only_if_our_apply_created_it() {
         cm.metadata.namespace = Some(NS.into());
         cm
     };
-    let helm = PostParams {
-        field_manager: Some("helm".into()),
-        ..Default::default()
-    };
+    let helm = helm();
     // Created by someone else while the installer was stopped, calling itself ours by label.
     cms.create(
         &helm,
@@ -554,19 +586,14 @@ async fn a_name_recorded_to_create_is_ours_only_if_our_apply_created_it() {
             .action,
         ApplyAction::Unchanged
     );
-    let err = restarted
-        .apply(planned("theirs"), None, &record)
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("ConfigMap own-intent/theirs exists, the installer did not create it, and it is not adopted: recorded to be created, but created by [helm]"),
-        "{err}"
-    );
-    assert_eq!(
-        cms.get("theirs").await.unwrap().data["data"]["owner"],
-        "original"
-    );
+    refused_untouched(
+        &restarted,
+        planned("theirs"),
+        &record,
+        &cms,
+        "ConfigMap own-intent/theirs exists, the installer did not create it, and it is not adopted: recorded to be created, but created by [helm]",
+    )
+    .await;
 
     // Created between the installer's check (absent) and its write: a value it contradicts fails
     // the write whole; one it does not sees its additions withdrawn.
@@ -636,13 +663,7 @@ async fn an_object_created_again_by_someone_else_is_theirs() {
     let cp = control_plane(false).await;
     let admin = cp.admin_client().await.unwrap();
     let client = engine_client(&cp);
-    let names = ["kept", "again", "ours-again"];
-    let desired = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n{}",
-        names
-            .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {NS}}}\ndata: {{owner: installer}}\n"))
-            .join("---\n")
-    );
+    let desired = installer_config_maps(NS, &["kept", "again", "ours-again"]);
     let plan = plan_of(&client, &desired).await;
     let planned = |name: &str| plan.objects().find(|o| o.key.name == name).unwrap();
     let mut record = recorded(&plan);
@@ -654,10 +675,7 @@ async fn an_object_created_again_by_someone_else_is_theirs() {
     }
     let cms: Api<DynamicObject> =
         Api::namespaced_with(admin.clone(), NS, &planned("again").resource);
-    let helm = PostParams {
-        field_manager: Some("helm".into()),
-        ..Default::default()
-    };
+    let helm = helm();
     // Deleted, and created again by someone else, calling itself ours by label.
     cms.delete("again", &Default::default()).await.unwrap();
     let mut theirs = config_map("again", "app.kubernetes.io/managed-by: capi-installer");
@@ -675,19 +693,14 @@ async fn an_object_created_again_by_someone_else_is_theirs() {
     );
 
     let restarted = applier(&client);
-    let err = restarted
-        .apply(planned("again"), None, &record)
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("ConfigMap own-again/again exists, the installer did not create it, and it is not adopted: the installer created it, but it was deleted and created again by [helm]"),
-        "{err}"
-    );
-    assert_eq!(
-        cms.get("again").await.unwrap().data["data"]["owner"],
-        "original"
-    );
+    refused_untouched(
+        &restarted,
+        planned("again"),
+        &record,
+        &cms,
+        "ConfigMap own-again/again exists, the installer did not create it, and it is not adopted: the installer created it, but it was deleted and created again by [helm]",
+    )
+    .await;
     assert_eq!(
         restarted
             .apply(planned("ours-again"), None, &record)
