@@ -72,7 +72,7 @@ use crate::unmanaged::{self, Unmanaged, UnmanagedError};
 use capi_compat::{Requirement, RequirementError};
 use capi_runtime::optional_watch::{OptionalKind, Wake};
 use capi_runtime::trigger::spawn_trigger;
-use capi_status::cluster_api::{self, Recording};
+use capi_status::cluster_api::Recording;
 use capi_status::conditions::{self, Observed, Unselected};
 use last_pass::{Changes, KeptProvider, LastPass, ProviderInputs, ToKeep};
 
@@ -614,10 +614,15 @@ impl Installer {
         let due = Next::until(installed.due);
         let recording = match &asked.desired {
             Desired::Install(_) => {
-                self.record_revisions(
+                let objects = self.cluster_api.objects().unwrap_or_default();
+                report::cluster_api::record(
+                    &self.client,
+                    objects.first().map(|o| o.as_ref()),
                     &installed.missing,
                     &outcomes[..installed.selected],
                     &installed.substitutions,
+                    self.config.release_version.as_deref(),
+                    |id| self.component_image(id),
                 )
                 .await
             }
@@ -701,90 +706,6 @@ impl Installer {
             &related,
         )
         .await
-    }
-
-    /// This pass's providers as a revision in `ClusterAPI/cluster` status, in the reference's fields
-    /// ([`cluster_api`]), written (server-side apply on the status subresource) only when it
-    /// changes; nothing without the object, or while a provider did not get as far as a plan (what it
-    /// wants is not known), a required one without a source included: a pod whose image volumes are
-    /// not yet the release's (the deployer is still rolling it) would otherwise record, and make
-    /// current, a revision without that provider. How it went is the reference's revision
-    /// controller's conditions.
-    async fn record_revisions(
-        &self,
-        missing: &[Wanted],
-        outcomes: &[Outcome],
-        substitutions: &std::collections::BTreeMap<String, String>,
-    ) -> Recording {
-        let objects = self.cluster_api.objects().unwrap_or_default();
-        let Some(object) = objects.first() else {
-            return Recording::NoObject;
-        };
-        let unplanned: Vec<(String, Option<String>)> = missing
-            .iter()
-            .map(|w| (w.describe(), None))
-            .chain(
-                outcomes
-                    .iter()
-                    .filter(|o| o.content_id.is_none())
-                    .map(|o| (o.target.source.describe(), o.failure_message())),
-            )
-            .collect();
-        if !unplanned.is_empty() {
-            return Recording::Unplanned(unplanned);
-        }
-        let components: Vec<cluster_api::Component> = outcomes
-            .iter()
-            .filter_map(|o| {
-                Some(cluster_api::Component {
-                    name: o.target.source.name.clone(),
-                    content_id: o.content_id.clone()?,
-                    image: self.component_image(&o.target.source.id),
-                })
-            })
-            .collect();
-        let complete = outcomes
-            .iter()
-            .all(|o| matches!(o.state, ProviderState::Installed));
-        let desired = cluster_api::Desired {
-            components,
-            substitutions: substitutions.clone(),
-        };
-        let previous = object.data.get("status").cloned().unwrap_or_default();
-        let release = self
-            .config
-            .release_version
-            .as_deref()
-            .unwrap_or(cluster_api::UNKNOWN_RELEASE);
-        let generation = object.metadata.generation.unwrap_or(1);
-        let status =
-            match cluster_api::next_status(&previous, release, &desired, complete, generation) {
-                Ok(status) => status,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot record the revision in ClusterAPI cluster");
-                    return Recording::Refused(e);
-                }
-            };
-        if status == previous {
-            return Recording::Recorded;
-        }
-        let api: Api<DynamicObject> =
-            Api::all_with(self.client.clone(), &unmanaged::cluster_api_resource());
-        let patch = serde_json::json!({
-            "apiVersion": "operator.openshift.io/v1alpha1",
-            "kind": "ClusterAPI",
-            "metadata": {"name": "cluster"},
-            "status": status,
-        });
-        let params = kube::api::PatchParams::apply(crate::names::FIELD_MANAGER).force();
-        if let Err(e) = api
-            .patch_status("cluster", &params, &kube::api::Patch::Apply(&patch))
-            .await
-        {
-            tracing::warn!(error = %e, "cannot write ClusterAPI cluster status");
-            return Recording::WriteFailed(e.to_string());
-        }
-        Recording::Recorded
     }
 
     /// A source as a revision component: a profile whose folder is the volume of a release image
