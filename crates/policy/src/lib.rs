@@ -72,6 +72,7 @@ pub use stored::Stored;
 use ceiling::{Coverage, Scope, strings};
 pub use config::{LEADER_LEASE, PolicyConfig};
 use index::Bundle;
+use provider_bound::CrdName;
 pub use report::{BundleObject, FAMILY_GROUP, Origin, Reading, Rule, Violation, Violations};
 use report::{Report, in_family, items, quoted};
 
@@ -471,9 +472,9 @@ fn crd(
             .pointer("/spec/names/plural")
             .and_then(Value::as_str)
             .unwrap_or("");
-        match provider_bound::crd_name_allowed(among.provider, group, plural) {
-            Ok(()) => {}
-            Err("") => v(
+        match provider_bound::crd_name(among.provider, group, plural) {
+            CrdName::Own => {}
+            CrdName::NotOwn => v(
                 Rule::CrdGroup,
                 format!(
                     "spec.names.plural {plural:?} is not a name of provider {}'s own CRDs (its release's are named {})",
@@ -481,7 +482,7 @@ fn crd(
                     provider_bound::crd_name_prefixes_of(among.provider)
                 ),
             ),
-            Err(owner) => v(
+            CrdName::Others(owner) => v(
                 Rule::CrdGroup,
                 format!(
                     "spec.names.plural {plural:?} is provider {owner}'s (its release's CRDs are named {}), not {}'s",
@@ -629,12 +630,12 @@ fn crd_names(rule: &Value, at: &str, bundle: &Bundle, among: &Among<'_>, v: &mut
                     among.provider
                 ))
             } else {
-                match provider_bound::crd_name_allowed(among.provider, group, plural) {
-                    Err(owner) if !owner.is_empty() => Some(format!(
+                match provider_bound::crd_name(among.provider, group, plural) {
+                    CrdName::Others(owner) => Some(format!(
                         "which is provider {owner}'s, not {}'s",
                         among.provider
                     )),
-                    _ => None,
+                    CrdName::Own | CrdName::NotOwn => None,
                 }
             };
             if let Some(whose) = whose {

@@ -6,7 +6,7 @@
 //! - **CRD groups**: each provider's CRDs only in the groups its own release defines ([`CRD_GROUPS`]);
 //!   a provider the release ships nothing for, in any family group but core's own ([`CORE_GROUPS`]).
 //! - **CRD names**: within the groups providers share (`infrastructure.cluster.x-k8s.io`), each
-//!   provider's CRDs only under the prefixes its own release's kinds carry ([`CRD_NAME_PREFIXES`]); a
+//!   provider's CRDs only under the prefixes its own release's kinds carry ([`CRD_NAME_PREFIXES`], [`crd_name`]); a
 //!   provider the release ships nothing for, under none of theirs. So no provider defines (and then
 //!   holds, and acts on by admission) a CRD another provider's release defines, installed or not.
 //! - **Admission**: webhooks and admission policies act only on resources of the bundle's own CRDs
@@ -132,23 +132,34 @@ pub fn crd_groups_of(provider: &str) -> String {
     }
 }
 
-/// Whether `provider` may define a CRD named `plural` in family group `group`: in core's own groups
-/// the group decides ([`crd_group_allowed`]); elsewhere `Err(owner)` when `plural` is another
-/// provider's by its prefix, `Err("")` when `provider` is one the release ships CRDs for and `plural`
-/// carries none of its prefixes.
-pub fn crd_name_allowed(provider: &str, group: &str, plural: &str) -> Result<(), &'static str> {
+/// Whose a CRD name is, for a provider that would define it ([`crd_name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrdName {
+    /// The provider's own (or the group decides: core's own groups).
+    Own,
+    /// Another provider's release names its CRDs so.
+    Others(&'static str),
+    /// Nobody's, but not among the names the provider's own release uses.
+    NotOwn,
+}
+
+/// Whose CRD name `plural` in family group `group` is, for `provider`: in core's own groups the
+/// group decides ([`crd_group_allowed`]); elsewhere another provider's when it carries that provider's
+/// prefix, and not its own when `provider` is one the release ships CRDs for and `plural` carries none
+/// of its prefixes.
+pub fn crd_name(provider: &str, group: &str, plural: &str) -> CrdName {
     if CORE_GROUPS.contains(&group) {
-        return Ok(());
+        return CrdName::Own;
     }
     let owner = CRD_NAME_PREFIXES
         .iter()
         .find(|(_, prefixes)| prefixes.iter().any(|p| plural.starts_with(p)))
         .map(|(owner, _)| *owner);
     match owner {
-        Some(owner) if owner == provider => Ok(()),
-        Some(owner) => Err(owner),
-        None if CRD_NAME_PREFIXES.iter().any(|(p, _)| *p == provider) => Err(""),
-        None => Ok(()),
+        Some(owner) if owner == provider => CrdName::Own,
+        Some(owner) => CrdName::Others(owner),
+        None if CRD_NAME_PREFIXES.iter().any(|(p, _)| *p == provider) => CrdName::NotOwn,
+        None => CrdName::Own,
     }
 }
 
@@ -205,45 +216,45 @@ mod tests {
     #[test]
     fn each_provider_keeps_to_its_crd_names_and_a_new_one_to_none_of_theirs() {
         assert_eq!(
-            crd_name_allowed("infrastructure-aws", INFRASTRUCTURE, "rosaclusters"),
-            Ok(())
+            crd_name("infrastructure-aws", INFRASTRUCTURE, "rosaclusters"),
+            CrdName::Own
         );
         assert_eq!(
-            crd_name_allowed("infrastructure-aws", INFRASTRUCTURE, "gcpclusters"),
-            Err("infrastructure-gcp")
+            crd_name("infrastructure-aws", INFRASTRUCTURE, "gcpclusters"),
+            CrdName::Others("infrastructure-gcp")
         );
         // A name no provider's release uses is still not aws's.
         assert_eq!(
-            crd_name_allowed("infrastructure-aws", INFRASTRUCTURE, "metal3clusters"),
-            Err("")
+            crd_name("infrastructure-aws", INFRASTRUCTURE, "metal3clusters"),
+            CrdName::NotOwn
         );
         assert_eq!(
-            crd_name_allowed("infrastructure-metal3", INFRASTRUCTURE, "metal3clusters"),
-            Ok(())
+            crd_name("infrastructure-metal3", INFRASTRUCTURE, "metal3clusters"),
+            CrdName::Own
         );
         assert_eq!(
-            crd_name_allowed("infrastructure-metal3", INFRASTRUCTURE, "vsphereclusters"),
-            Err("infrastructure-vsphere")
+            crd_name("infrastructure-metal3", INFRASTRUCTURE, "vsphereclusters"),
+            CrdName::Others("infrastructure-vsphere")
         );
         assert_eq!(
-            crd_name_allowed(
+            crd_name(
                 "ipam-in-cluster",
                 "ipam.cluster.x-k8s.io",
                 "ipaddressclaims"
             ),
-            Err("cluster-api")
+            CrdName::Others("cluster-api")
         );
         assert_eq!(
-            crd_name_allowed(
+            crd_name(
                 "ipam-in-cluster",
                 "ipam.cluster.x-k8s.io",
                 "inclusterippools"
             ),
-            Ok(())
+            CrdName::Own
         );
         assert_eq!(
-            crd_name_allowed("cluster-api", "cluster.x-k8s.io", "clusters"),
-            Ok(())
+            crd_name("cluster-api", "cluster.x-k8s.io", "clusters"),
+            CrdName::Own
         );
         assert_eq!(crd_name_prefixes_of("infrastructure-gcp"), "gcp…, gke…");
     }
