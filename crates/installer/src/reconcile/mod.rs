@@ -414,14 +414,14 @@ impl Reconciler {
     /// before its prune, which saves the new inventory itself: a name recorded to be created stays
     /// pending until a saved record says our apply wrote it ([`Inventory::pending`]), and an object
     /// our write created again is told from someone else's by the UID saved ([`Inventory::uids`]).
-    /// `saved` is what was last stored; nothing is sent when neither changed.
+    /// `saved` is the record as last stored; nothing is sent when it did not change.
     async fn save_confirmed(
         &self,
         old: &Inventory,
         new: &Inventory,
         saved: &mut Inventory,
     ) -> Result<(), ProviderError> {
-        if new.pending != saved.pending || new.uids != saved.uids {
+        if *new != *saved {
             self.save_intent(old, new).await?;
             saved.clone_from(new);
         }
