@@ -38,6 +38,15 @@ fn helm() -> PostParams {
     }
 }
 
+/// What `applier`'s apply of `planned` did.
+async fn action(
+    applier: &Applier,
+    planned: &capi_apply::PlannedObject,
+    record: &Inventory,
+) -> ApplyAction {
+    applier.apply(planned, None, record).await.unwrap().action
+}
+
 /// `applier`'s apply of `planned` is refused with an error containing `expected`, and the live
 /// ConfigMap keeps its creator's `owner: original`.
 async fn refused_untouched(
@@ -552,11 +561,7 @@ async fn a_name_recorded_to_create_is_ours_only_if_our_apply_created_it() {
         ApplyAction::Created
     );
     assert_eq!(
-        first
-            .apply(planned("mine"), None, &record)
-            .await
-            .unwrap()
-            .action,
+        action(&first, planned("mine"), &record).await,
         ApplyAction::Created
     );
     let cms: Api<DynamicObject> =
@@ -579,11 +584,7 @@ async fn a_name_recorded_to_create_is_ours_only_if_our_apply_created_it() {
     // object is refused and untouched.
     let restarted = applier(&client);
     assert_eq!(
-        restarted
-            .apply(planned("mine"), None, &record)
-            .await
-            .unwrap()
-            .action,
+        action(&restarted, planned("mine"), &record).await,
         ApplyAction::Unchanged
     );
     refused_untouched(
@@ -684,11 +685,7 @@ async fn an_object_created_again_by_someone_else_is_theirs() {
     // Deleted, and created again by the installer, whose record then missed the new UID.
     cms.delete("ours-again", &Default::default()).await.unwrap();
     assert_eq!(
-        first
-            .apply(planned("ours-again"), None, &record)
-            .await
-            .unwrap()
-            .action,
+        action(&first, planned("ours-again"), &record).await,
         ApplyAction::Created
     );
 
@@ -702,11 +699,7 @@ async fn an_object_created_again_by_someone_else_is_theirs() {
     )
     .await;
     assert_eq!(
-        restarted
-            .apply(planned("ours-again"), None, &record)
-            .await
-            .unwrap()
-            .action,
+        action(&restarted, planned("ours-again"), &record).await,
         ApplyAction::Unchanged
     );
 
