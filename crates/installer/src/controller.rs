@@ -14,7 +14,7 @@
 //!    infrastructure provider's chain at once ([`order::chains`]); then each uninstall
 //!    ([`Reconciler::uninstall`]). When only some providers' objects or inputs (a source's payload, a
 //!    rollback request) changed since the last pass of the same round, only those providers, the ones
-//!    due and the ones the pass admits otherwise are planned and reconciled ([`last_pass`]): a drift
+//!    due and the ones the pass admits otherwise are planned and reconciled ([`rows`]): a drift
 //!    is repaired, or a new payload applied, without rendering the others;
 //! 4. [`report`]: conditions, versions and `relatedObjects` from the outcomes, each provider's record
 //!    and each `InfrastructureProvider`'s status; written only when they differ from what is stored.
@@ -23,8 +23,8 @@
 //! inventory, records and status are compared before writing, and Events are only sent for real
 //! changes. The providers' records of one pass are stored together, in one write, before its status.
 
-mod last_pass;
 mod requests;
+mod rows;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -57,14 +57,13 @@ use crate::names::INVENTORY_CONFIGMAP;
 use crate::order::{self, Admit};
 use crate::outcome::{Outcome, ProviderState, Removal};
 use crate::policy;
-use crate::prepare::Prepared;
 use crate::proxy::ClusterProxy;
 use crate::reconcile::Reconciler;
 use crate::report;
 use crate::report::operator::KnownOperator;
 use crate::report::pinned_crds::PinnedCrds;
 use crate::revision;
-use crate::round::{self, Planner, PlannerState, Round};
+use crate::round::{self, Planner, Round};
 use crate::source::profile::ProfileCatalog;
 use crate::source::{self, SourceCatalog, SourceError, SourceId, Target, configmap};
 use crate::tls;
@@ -74,7 +73,7 @@ use capi_runtime::optional_watch::{OptionalKind, Wake};
 use capi_runtime::trigger::spawn_trigger;
 use capi_status::cluster_api::Recording;
 use capi_status::conditions::{self, Observed, Unselected};
-use last_pass::{Changes, KeptProvider, LastPass, ProviderInputs, ToKeep};
+use rows::{Changes, Plan, ProviderInputs, Row, Rows, Todo};
 
 /// What a reconcile asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +176,7 @@ pub struct Installer {
     /// the sources, the rollback requests, the `InfrastructureProvider`s, the inventory's owners,
     /// `ClusterAPI`, the TLS profile, the proxy, the policy's extensions): a pass of every provider when the
     /// round's fingerprint changed, of the providers whose inputs changed when only those did, of
-    /// none when the installer's own writes come back ([`last_pass`]).
+    /// none when the installer's own writes come back ([`rows`]).
     wake: Arc<Notify>,
     /// What was last logged per provider, so that only changes are logged.
     logged: Mutex<Vec<String>>,
@@ -185,9 +184,9 @@ pub struct Installer {
     changed: Mutex<Changes>,
     /// Woken when `changed` grows.
     objects_changed: Notify,
-    /// The last pass: a pass woken only by some providers' objects, inputs or timers reconciles those
-    /// alone ([`last_pass`]).
-    last_pass: Mutex<Option<LastPass>>,
+    /// The providers as the last pass left them: a pass woken only by some providers' objects,
+    /// inputs or timers reconciles those alone ([`rows`]).
+    rows: Mutex<Option<Rows>>,
     /// The watches feeding `wake`; they end with the installer, not with the runtime.
     watches: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -211,19 +210,27 @@ struct Asked {
 struct Installed {
     /// Providers required and without a source.
     missing: Vec<Wanted>,
-    /// The selected providers' outcomes, then those of the sources refused as second ones.
-    outcomes: Vec<Outcome>,
+    /// The selected providers, each with its outcome.
+    rows: Rows,
+    /// The outcomes of the sources refused as second ones of a provider.
+    refused: Vec<Outcome>,
     /// Providers installed before and selected no longer.
     unselected: Vec<Unselected>,
-    /// How many of `outcomes` are the selected providers'.
-    selected: usize,
     /// The `${VAR}` values the providers were rendered with (a revision records them).
     substitutions: std::collections::BTreeMap<String, String>,
-    /// The soonest instant a selected provider's own timer asks for it again.
-    due: Option<Instant>,
-    /// What the next pass needs, with the selected providers' outcomes, to be limited to some
-    /// ([`LastPass`]); `None` when it may not be.
-    keep: Option<ToKeep>,
+}
+
+impl Installed {
+    /// Every outcome of the pass: the selected providers', in install order, then the refused sources'.
+    fn outcomes(&self) -> impl Iterator<Item = &Outcome> {
+        self.rows.outcomes().chain(&self.refused)
+    }
+
+    /// What the next pass keeps: the table, unless a second source was refused (its outcome
+    /// stands for no row).
+    fn kept(self) -> Option<Rows> {
+        self.refused.is_empty().then(|| self.rows.kept()).flatten()
+    }
 }
 
 /// Gather a burst of events (an apply of 30 objects echoes 30 watch events) into one pass: until they
@@ -233,48 +240,6 @@ const COALESCE: Coalesce = Coalesce {
     quiet: Duration::from_millis(40),
     at_most: Duration::from_millis(200),
 };
-
-/// One provider of a pass, before its chain reaches it ([`Installer::reconcile_chain`]).
-struct Provider {
-    /// What the planner knew before it was planned.
-    planner: PlannerState,
-    /// What it was planned from ([`KeptProvider::inputs`]).
-    inputs: ProviderInputs,
-    work: Work,
-}
-
-/// What a pass has of a provider before reconciling it.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one per provider of a pass, moved once into its chain"
-)]
-enum Work {
-    /// Planned by this pass: a pass of every provider plans them all before reconciling the first.
-    Planned(Result<Prepared, ProviderError>),
-    /// Kept from the last pass ([`KeptProvider`]): a limited pass plans it again only if it is
-    /// reconciled, from the planner state kept (or reuses the plan kept for its rollout, or the one
-    /// this pass made because its source changed).
-    Kept {
-        /// Its objects or its source changed or its timer is due ([`LastPass::limit`]).
-        asked: bool,
-        outcome: Outcome,
-        due: Option<Instant>,
-        plan: Option<(Target, Result<Prepared, ProviderError>)>,
-    },
-}
-
-/// One provider after a pass: its outcome in the last pass and in this one (the same when this pass
-/// did not reconcile it), and what the next pass keeps of it.
-struct AfterPass {
-    /// Its outcome after this pass.
-    outcome: Outcome,
-    /// Its kept outcome from the last pass, when a limited pass reconciled it.
-    was: Option<Outcome>,
-    planner: PlannerState,
-    inputs: ProviderInputs,
-    due: Option<Instant>,
-    plan: Option<(Target, Prepared)>,
-}
 
 /// The installer's passes, and when the last one asked to be woken.
 struct Passes {
@@ -291,7 +256,7 @@ impl Pass for Passes {
         let installer = &self.installer;
         let mut changed = std::mem::take(&mut *installer.changed.lock().expect("changed objects"));
         changed.everything |= resync;
-        self.next = installer.reconcile(changed).await;
+        self.next = installer.pass(changed).await;
         self.next.delay().unwrap_or(installer.config.resync)
     }
 }
@@ -431,7 +396,7 @@ impl Installer {
             logged: Mutex::default(),
             changed: Mutex::default(),
             objects_changed: Notify::new(),
-            last_pass: Mutex::default(),
+            rows: Mutex::default(),
             watches: vec![
                 infrastructure_watch,
                 configmaps_watch,
@@ -510,27 +475,22 @@ impl Installer {
         tracing::info!("installer stopped");
     }
 
-    /// One pass: what the cluster asks for → the wanted providers planned and reconciled (every one,
-    /// or only those the changes and the last pass allow: [`last_pass`]) → the providers asked away
-    /// removed → every provider's record → every status, from the outcomes alone.
-    pub(crate) async fn reconcile(&self, changes: Changes) -> Next {
+    /// One pass: what the cluster asks for → its round → what this pass does with the table of
+    /// providers (every one, or only those the changes and the last pass allow: [`rows`]) → core's
+    /// chain, then the other chains at once → the providers asked away removed → every provider's
+    /// record → every status, from the outcomes alone.
+    pub(crate) async fn pass(&self, changes: Changes) -> Next {
         let started = Instant::now();
         let asked = self.gather();
         self.reconciler.inventories().repair().await;
         let installed = match &asked.desired {
             Desired::Install(wants) => {
-                let requirements = asked
-                    .requirements
-                    .iter()
-                    .filter_map(|(_, read)| read.as_ref().ok().cloned())
-                    .collect();
-                self.install(wants, &asked.unmanaged, requirements, &changes)
-                    .await
+                let round = self.round(wants, &asked).await;
+                let (rows, todo) = self.todo(&round, &changes).await;
+                let rows = self.reconcile_chains(rows, &todo, &round).await;
+                self.installed(round, rows).await
             }
-            _ => {
-                *self.last_pass.lock().expect("last pass") = None;
-                Installed::default()
-            }
+            _ => Installed::default(),
         };
         let removals = self.uninstall(&asked.requests, &asked.unmanaged).await;
         // Every provider's record of this pass, in one write, before the status that reports it.
@@ -539,22 +499,10 @@ impl Installer {
         }
         self.finalize(&asked.objects, &asked.requested, &asked.requests, &removals)
             .await;
-        self.log_changes(&asked.desired, &installed.missing, &installed.outcomes);
-        self.observe(
-            &asked.desired,
-            &installed.missing,
-            &installed.outcomes,
-            started,
-        );
+        self.log_changes(&asked.desired, &installed);
+        self.observe(&asked.desired, &installed, started);
         let next = self.report(&asked, &installed, &removals).await;
-        let Installed {
-            mut outcomes,
-            selected,
-            keep,
-            ..
-        } = installed;
-        outcomes.truncate(selected);
-        *self.last_pass.lock().expect("last pass") = keep.and_then(|k| LastPass::of(k, outcomes));
+        *self.rows.lock().expect("rows") = installed.kept();
         next
     }
 
@@ -609,17 +557,16 @@ impl Installer {
             })
             .cloned()
             .collect();
-        let outcomes = &installed.outcomes;
-        // The selected providers by their own timers; a refused second source by its outcome.
-        let due = Next::until(installed.due);
+        let outcomes: Vec<&Outcome> = installed.outcomes().collect();
         let recording = match &asked.desired {
             Desired::Install(_) => {
                 let objects = self.cluster_api.objects().unwrap_or_default();
+                let selected: Vec<&Outcome> = installed.rows.outcomes().collect();
                 report::cluster_api::record(
                     &self.client,
                     objects.first().map(|o| o.as_ref()),
                     &installed.missing,
-                    &outcomes[..installed.selected],
+                    &selected,
                     &installed.substitutions,
                     self.config.release_version.as_deref(),
                     |id| self.component_image(id),
@@ -636,7 +583,7 @@ impl Installer {
         let observed = Observed {
             desired: &asked.desired,
             missing: &installed.missing,
-            outcomes,
+            outcomes: &outcomes,
             unselected: &unselected,
             extra: &extra,
             removals,
@@ -661,10 +608,12 @@ impl Installer {
         )
         .await;
         let next = match self.report_operator(&observed).await {
-            Ok(()) => outcomes[installed.selected..]
+            // The selected providers by their own timers; a refused second source by its outcome.
+            Ok(()) => installed
+                .refused
                 .iter()
                 .map(Next::of)
-                .fold(due, Next::min),
+                .fold(Next::until(installed.rows.next_due()), Next::min),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot write ClusterOperator status; retrying");
                 return Next::Retry(Duration::from_secs(5));
@@ -685,9 +634,9 @@ impl Installer {
                 conditions::related(
                     &self.config.installer_namespace,
                     &self.config.namespace,
-                    observed.outcomes,
+                    observed.outcomes.iter().copied(),
                 ),
-                conditions::at_release(observed.missing, observed.outcomes),
+                conditions::at_release(observed.missing, observed.outcomes.iter().copied()),
             ),
             Desired::Unsupported { .. } => (Vec::new(), true),
             Desired::WaitingForPlatform => (Vec::new(), false),
@@ -720,23 +669,23 @@ impl Installer {
         Unmanaged::read(objects.first().map(|o| o.as_ref()))
     }
 
-    /// Selects the sources of `wants` and reconciles each provider in order; reports the required
-    /// providers without a source and the providers no longer selected.
-    async fn install(
-        &self,
-        wants: &Wants,
-        unmanaged: &Result<Unmanaged, UnmanagedError>,
-        requirements: Vec<Requirement>,
-        changes: &Changes,
-    ) -> Installed {
+    /// The round of this pass: the sources of `wants`, and what the cluster gives their plans (the
+    /// policy's extensions, the TLS profile, the proxy, the compatibility requirements, the unmanaged
+    /// and live CRDs).
+    async fn round(&self, wants: &Wants, asked: &Asked) -> Round {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
         let (roles, field_data) = (self.ceiling.state(), self.fields.state());
         let (ceiling, fields) = extensions::read(
             roles.iter().map(|r| r.as_ref()),
             field_data.iter().map(|c| c.as_ref()),
         );
-        let inventories = self.reconciler.inventories().all();
-        let owners = inventories.iter().map(|(id, _)| id.clone()).collect();
+        let owners = self
+            .reconciler
+            .inventories()
+            .all()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         let apiserver = self.apiserver.objects().unwrap_or_default();
         let apiserver = apiserver
             .first()
@@ -747,7 +696,11 @@ impl Installer {
         (ctx.substitutions, ctx.unavailable) =
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
         // Those that can be read; one that cannot is reported on its own status and asks nothing.
-        ctx.requirements = requirements;
+        ctx.requirements = asked
+            .requirements
+            .iter()
+            .filter_map(|(_, read)| read.as_ref().ok().cloned())
+            .collect();
         let proxy = self.proxy.objects().unwrap_or_default();
         ctx.proxy = ClusterProxy::read(
             proxy
@@ -755,31 +708,226 @@ impl Installer {
                 .map(|p| serde_json::to_value(&**p).expect("an object serializes"))
                 .as_ref(),
         );
-        let round = Round::new(&wants.providers, &candidates, &owners, &ctx)
+        Round::new(&wants.providers, &candidates, &owners, &ctx)
             .with_ceiling(&ceiling)
             .with_fields(&fields)
-            .with_unmanaged(unmanaged.clone())
-            .with_live_crds(self.reconciler.live_crds().await);
-        let (mut outcomes, keep) = self.reconcile_round(&round, changes, &inventories).await;
-        let due = keep.next_due();
-        let selected = outcomes.len();
+            .with_unmanaged(asked.unmanaged.clone())
+            .with_live_crds(self.reconciler.live_crds().await)
+    }
+
+    /// The table of this pass and what it does with it ([`Rows::todo`]): the last pass's table,
+    /// each provider whose inputs changed planned again from the planner state kept for it, when
+    /// only some providers' objects, inputs or timers ask for a pass; otherwise every provider
+    /// planned, in install order, into a new table.
+    async fn todo(&self, round: &Round, changes: &Changes) -> (Rows, Todo) {
+        let fingerprint = {
+            let round = round.clone();
+            compute::run(&self.metrics, Step::Fingerprint, move || {
+                round::fingerprint_but_versions(&round)
+            })
+            .await
+        };
+        let targets = &round.selection.targets;
+        let inputs: Vec<ProviderInputs> =
+            targets.iter().map(|t| self.inputs(&t.source.id)).collect();
+        let inventories = self.reconciler.inventories().all();
+        let last = self.rows.lock().expect("rows").take().unwrap_or_default();
+        let todo = last.todo(
+            &fingerprint,
+            targets,
+            &inputs,
+            changes,
+            &inventories,
+            Instant::now(),
+        );
+        if let Todo::Only(only) = &todo {
+            tracing::debug!(providers = ?only, "only these providers' objects or inputs changed or are due");
+            if let Some(rows) = self.replan_changed(round, last, &inputs).await {
+                return (rows, todo);
+            }
+        }
+        tracing::debug!(
+            everything = changes.everything,
+            objects = changes.objects.len(),
+            "a pass of every provider"
+        );
+        (self.plan_every(round, fingerprint).await, Todo::Every)
+    }
+
+    /// The last pass's table, each provider whose inputs (`inputs`, now) changed planned again,
+    /// from the planner state kept for it. `None` when such a plan leaves the planner knowing
+    /// something else than what was kept for the next provider (another CRD name claimed, another
+    /// Secret held…): the plans after it may change, so the pass plans every provider.
+    async fn replan_changed(
+        &self,
+        round: &Round,
+        mut table: Rows,
+        inputs: &[ProviderInputs],
+    ) -> Option<Rows> {
+        let changed = table.inputs_changed(inputs);
+        for i in 0..table.rows.len() {
+            table.rows[i].target = round.selection.targets[i].clone();
+            let row = &table.rows[i];
+            if !changed.contains(&row.target.source.id) {
+                continue;
+            }
+            let mut planner = round.resume(row.planner.clone());
+            let (plan, inputs) = self.plan_one(&mut planner, &row.target).await;
+            if let Some(next) = table.rows.get(i + 1)
+                && planner.state() != next.planner
+            {
+                tracing::debug!(provider = %row.target.source.describe(), "a changed input changed what the providers after it are planned with");
+                return None;
+            }
+            let row = &mut table.rows[i];
+            (row.plan, row.inputs) = (Some(plan), inputs);
+        }
+        Some(table)
+    }
+
+    /// The pure step of a pass of every provider, once for each, in install order: each plan claims
+    /// CRD names and knows the kinds of the providers planned before it, as if they were applied (as
+    /// `render` and `diff` plan), so that no plan waits for another provider's writes. Each row with
+    /// what the planner knew before it.
+    async fn plan_every(&self, round: &Round, fingerprint: String) -> Rows {
+        let mut planner = round.planner_ahead();
+        let mut rows = Vec::with_capacity(round.selection.targets.len());
+        for target in &round.selection.targets {
+            let before = planner.state();
+            let (plan, inputs) = self.plan_one(&mut planner, target).await;
+            rows.push(Row::planned(target.clone(), before, inputs, plan));
+        }
+        Rows {
+            round: fingerprint,
+            rows,
+        }
+    }
+
+    /// One provider's plan by `planner`, from its source's payload as read now, with its inputs read
+    /// before.
+    async fn plan_one(&self, planner: &mut Planner, target: &Target) -> (Plan, ProviderInputs) {
+        // Before the payload: a change in between makes the next pass plan it again, never the
+        // reverse.
+        let inputs = self.inputs(&target.source.id);
+        let payload = self.load(&target.source.id).await;
+        // The version its source declared when the payload was read: the source may have changed
+        // since the round selected it.
+        let target = target.as_read(&payload);
+        let prepared = self.reconciler.prepare(planner, &target, payload).await;
+        ((target, prepared), inputs)
+    }
+
+    /// The table's providers reconciled as [`order::chains`] orders them: core's chain, then every
+    /// infrastructure provider's chain (the provider, then its companion) at once, each admitted from
+    /// core's outcomes and its own chain's.
+    async fn reconcile_chains(&self, table: Rows, todo: &Todo, round: &Round) -> Rows {
+        let Rows {
+            round: fingerprint,
+            rows,
+        } = table;
+        let (core, chains) = order::chains(rows, |row| &row.target);
+        let mut done = self.reconcile_chain(core, &[], todo, round).await;
+        let core_rows: Vec<&Row> = done.iter().map(|(_, row)| row).collect();
+        let rest = futures::future::join_all(
+            chains
+                .into_iter()
+                .map(|chain| self.reconcile_chain(chain, &core_rows, todo, round)),
+        )
+        .await;
+        done.extend(rest.into_iter().flatten());
+        done.sort_by_key(|(index, _)| *index);
+        Rows {
+            round: fingerprint,
+            rows: done.into_iter().map(|(_, row)| row).collect(),
+        }
+    }
+
+    /// The providers of one chain one after the other, after `before` (core's chain). In a limited
+    /// pass, a provider not asked for is reconciled only when this pass's outcomes admit it
+    /// otherwise ([`rows::readmitted`]: core came to serve); else its row stands.
+    async fn reconcile_chain(
+        &self,
+        mut chain: order::Chain<Row>,
+        before: &[&Row],
+        todo: &Todo,
+        round: &Round,
+    ) -> order::Chain<Row> {
+        let missing = &round.selection.missing;
+        for i in 0..chain.len() {
+            let (done, rest) = chain.split_at_mut(i);
+            let row = &mut rest[0].1;
+            let earlier: Vec<&Row> = before
+                .iter()
+                .copied()
+                .chain(done.iter().map(|(_, r)| r))
+                .collect();
+            let now: Vec<&Outcome> = earlier.iter().filter_map(|r| r.outcome.as_ref()).collect();
+            if let Todo::Only(only) = todo {
+                let was: Vec<&Outcome> = earlier
+                    .iter()
+                    .filter_map(|r| r.was.as_ref().or(r.outcome.as_ref()))
+                    .collect();
+                if !only.contains(&row.target.source.id)
+                    && !rows::readmitted(&row.target, &was, &now, missing)
+                {
+                    continue;
+                }
+            }
+            let (target, prepared) = match row.plan.take() {
+                Some(plan) => plan,
+                None => {
+                    let mut planner = round.resume(row.planner.clone());
+                    let (plan, inputs) = self.plan_one(&mut planner, &row.target).await;
+                    row.inputs = inputs;
+                    plan
+                }
+            };
+            // A pass of every provider keeps no plan: it would keep all of them alive between
+            // passes, megabytes.
+            if todo.limited() {
+                row.plan = prepared
+                    .as_ref()
+                    .ok()
+                    .map(|p| (target.clone(), Ok(p.clone())));
+            }
+            let outcome = match order::admit(&target, &now, missing) {
+                Admit::Blocked { behind } => {
+                    let blocked = ProviderState::Blocked { behind };
+                    self.reconciler.not_reconciled(&target, Ok(blocked)).await
+                }
+                admit => {
+                    self.reconciler
+                        .reconcile(&target, prepared, round, admit.until())
+                        .await
+                }
+            };
+            let due = Next::due(&outcome, Instant::now());
+            row.reconciled(outcome, due);
+        }
+        chain
+    }
+
+    /// What the pass came to: the table reconciled, the sources refused as second ones, the
+    /// providers selected no longer.
+    async fn installed(&self, round: Round, rows: Rows) -> Installed {
+        let mut refused = Vec::with_capacity(round.selection.refused.len());
         // After every selected provider, so that a refused second source of core holds nothing back.
-        for refused in &round.selection.refused {
+        for second in &round.selection.refused {
             let error = ProviderError::DuplicateSource {
                 provider: format!(
                     "{} ({})",
-                    refused.target.source.name,
-                    refused.target.source.provider_type.label()
+                    second.target.source.name,
+                    second.target.source.provider_type.label()
                 ),
-                kept: refused.kept.clone(),
+                kept: second.kept.clone(),
             };
-            outcomes.push(
+            refused.push(
                 self.reconciler
-                    .not_reconciled(&refused.target, Err(error))
+                    .not_reconciled(&second.target, Err(error))
                     .await,
             );
         }
-        // Read again: a source may have taken over an unselected one's inventory.
+        // Read after the pass: a source may have taken over an unselected one's inventory.
         let unselected = self
             .reconciler
             .inventories()
@@ -800,298 +948,10 @@ impl Installer {
             .collect();
         Installed {
             missing: round.selection.missing,
-            outcomes,
+            rows,
+            refused,
             unselected,
-            selected,
             substitutions: round.ctx.substitutions.clone(),
-            due,
-            keep: round.selection.refused.is_empty().then_some(keep),
-        }
-    }
-
-    /// Plans and reconciles the round's providers: every one of them, or only those whose objects or
-    /// sources changed and those due ([`LastPass::limit`]). With the outcomes, what the next pass
-    /// needs to do the same.
-    async fn reconcile_round(
-        &self,
-        round: &Round,
-        changes: &Changes,
-        inventories: &[(SourceId, capi_apply::Inventory)],
-    ) -> (Vec<Outcome>, ToKeep) {
-        let fingerprint = {
-            let round = round.clone();
-            compute::run(&self.metrics, Step::Fingerprint, move || {
-                round::fingerprint_but_versions(&round)
-            })
-            .await
-        };
-        let targets = &round.selection.targets;
-        let inputs: Vec<ProviderInputs> =
-            targets.iter().map(|t| self.inputs(&t.source.id)).collect();
-        let last = self.last_pass.lock().expect("last pass").take();
-        let now = Instant::now();
-        let limited = last.and_then(|last| {
-            let only = last.limit(&fingerprint, targets, &inputs, changes, inventories, now)?;
-            Some((last, only))
-        });
-        let kept = match limited {
-            Some((last, only)) => {
-                tracing::debug!(providers = ?only, "only these providers' objects or inputs changed or are due");
-                self.kept_providers(round, last, &only, &inputs).await
-            }
-            None => None,
-        };
-        let providers = match kept {
-            Some(providers) => providers,
-            None => {
-                tracing::debug!(
-                    everything = changes.everything,
-                    objects = changes.objects.len(),
-                    "a pass of every provider"
-                );
-                self.plan(round).await
-            }
-        };
-        self.reconcile_providers(providers, round, fingerprint)
-            .await
-    }
-
-    /// The providers of a limited pass, from the last pass: those in `only` asked for, each whose
-    /// inputs (`inputs`, now) changed planned here, from the planner state kept for it. `None` when
-    /// such a plan leaves the planner knowing something else than what was kept for the next
-    /// provider (another CRD name claimed, another Secret held…): the plans after it may change, so
-    /// the pass plans every provider.
-    async fn kept_providers(
-        &self,
-        round: &Round,
-        last: LastPass,
-        only: &BTreeSet<SourceId>,
-        inputs: &[ProviderInputs],
-    ) -> Option<Vec<(Target, Provider)>> {
-        let changed = last.inputs_changed(inputs);
-        let mut planned = Vec::with_capacity(last.providers.len());
-        for (i, kept) in last.providers.iter().enumerate() {
-            if !changed.contains(&kept.target.source.id) {
-                planned.push(None);
-                continue;
-            }
-            let mut planner = round.resume(kept.planner.clone());
-            let plan = self
-                .plan_one(&mut planner, &round.selection.targets[i])
-                .await;
-            if let Some(next) = last.providers.get(i + 1)
-                && planner.state() != next.planner
-            {
-                tracing::debug!(provider = %kept.target.source.describe(), "a changed input changed what the providers after it are planned with");
-                return None;
-            }
-            planned.push(Some(plan));
-        }
-        let providers = round
-            .selection
-            .targets
-            .iter()
-            .cloned()
-            .zip(last.providers)
-            .zip(planned)
-            .map(|((target, kept), planned)| {
-                let asked = only.contains(&target.source.id);
-                let KeptProvider {
-                    planner,
-                    inputs,
-                    outcome,
-                    due,
-                    plan,
-                    ..
-                } = kept;
-                let (inputs, plan) = match planned {
-                    Some((target, inputs, prepared)) => (inputs, Some((target, prepared))),
-                    None => (
-                        inputs,
-                        plan.map(|(target, prepared)| (target, Ok(prepared))),
-                    ),
-                };
-                let work = Work::Kept {
-                    asked,
-                    outcome,
-                    due,
-                    plan,
-                };
-                let provider = Provider {
-                    planner,
-                    inputs,
-                    work,
-                };
-                (target, provider)
-            })
-            .collect();
-        Some(providers)
-    }
-
-    /// The pure step of a pass, once for every selected provider, in install order: each plan claims
-    /// CRD names and knows the kinds of the providers planned before it, as if they were applied (as
-    /// `render` and `diff` plan), so that no plan waits for another provider's writes. Each with
-    /// what the planner knew before it.
-    async fn plan(&self, round: &Round) -> Vec<(Target, Provider)> {
-        let mut planner = round.planner_ahead();
-        let mut providers = Vec::with_capacity(round.selection.targets.len());
-        for target in &round.selection.targets {
-            let before = planner.state();
-            let (target, inputs, prepared) = self.plan_one(&mut planner, target).await;
-            let provider = Provider {
-                planner: before,
-                inputs,
-                work: Work::Planned(prepared),
-            };
-            providers.push((target, provider));
-        }
-        providers
-    }
-
-    /// One provider's plan by `planner`, from its source's payload as read now, with its inputs read
-    /// before.
-    async fn plan_one(
-        &self,
-        planner: &mut Planner,
-        target: &Target,
-    ) -> (Target, ProviderInputs, Result<Prepared, ProviderError>) {
-        // Before the payload: a change in between makes the next pass plan it again, never the
-        // reverse.
-        let inputs = self.inputs(&target.source.id);
-        let payload = self.load(&target.source.id).await;
-        // The version its source declared when the payload was read: the source may have changed
-        // since the round selected it.
-        let target = target.as_read(&payload);
-        let prepared = self.reconciler.prepare(planner, &target, payload).await;
-        (target, inputs, prepared)
-    }
-
-    /// The round's providers reconciled as [`order::chains`] orders them: core's chain, then every
-    /// infrastructure provider's chain (the provider, then its companion) at once, each admitted from
-    /// core's outcomes and its own chain's. The outcomes in install order, with what the next pass
-    /// keeps: what the planner knew before each provider, when each is due, and the plans to keep.
-    async fn reconcile_providers(
-        &self,
-        providers: Vec<(Target, Provider)>,
-        round: &Round,
-        fingerprint: String,
-    ) -> (Vec<Outcome>, ToKeep) {
-        let (core, chains) = order::chains(providers, |(target, _)| target);
-        let mut done = self.reconcile_chain(core, &[], round).await;
-        let core_done: Vec<&AfterPass> = done.iter().map(|(_, p)| p).collect();
-        let rest = futures::future::join_all(
-            chains
-                .into_iter()
-                .map(|chain| self.reconcile_chain(chain, &core_done, round)),
-        )
-        .await;
-        done.extend(rest.into_iter().flatten());
-        done.sort_by_key(|(index, _)| *index);
-        let mut outcomes = Vec::with_capacity(done.len());
-        let mut keep = ToKeep::new(fingerprint);
-        for (_, after) in done {
-            keep.push(after.planner, after.inputs, after.due, after.plan);
-            outcomes.push(after.outcome);
-        }
-        (outcomes, keep)
-    }
-
-    /// The providers of one chain one after the other, after `before` (core's chain); each with its
-    /// index in install order. A provider kept from the last pass and not asked for is reconciled
-    /// only when this pass's outcomes admit it otherwise ([`last_pass::readmitted`]: core came to
-    /// serve); else its last outcome, due instant and kept plan stand.
-    async fn reconcile_chain(
-        &self,
-        chain: order::Chain<(Target, Provider)>,
-        before: &[&AfterPass],
-        round: &Round,
-    ) -> Vec<(usize, AfterPass)> {
-        let mut done: Vec<(usize, AfterPass)> = Vec::with_capacity(chain.len());
-        for (index, (target, provider)) in chain {
-            let Provider {
-                planner,
-                mut inputs,
-                work,
-            } = provider;
-            let earlier = || before.iter().copied().chain(done.iter().map(|(_, p)| p));
-            let earlier_now: Vec<&Outcome> = earlier().map(|p| &p.outcome).collect();
-            let stands = |asked: bool| {
-                let earlier_was: Vec<&Outcome> = earlier()
-                    .map(|p| p.was.as_ref().unwrap_or(&p.outcome))
-                    .collect();
-                let missing = &round.selection.missing;
-                !asked && !last_pass::readmitted(&target, &earlier_was, &earlier_now, missing)
-            };
-            let (outcome, was, due, plan) = match work {
-                Work::Kept {
-                    asked,
-                    outcome,
-                    due,
-                    plan,
-                } if stands(asked) => {
-                    let plan = plan.and_then(|(target, prepared)| Some((target, prepared.ok()?)));
-                    (outcome, None, due, plan)
-                }
-                work => {
-                    let (target, prepared, was) = match work {
-                        Work::Planned(prepared) => (target, prepared, None),
-                        Work::Kept { outcome, plan, .. } => {
-                            let (target, prepared) = match plan {
-                                Some(plan) => plan,
-                                None => {
-                                    let mut planner = round.resume(planner.clone());
-                                    let (target, read, prepared) =
-                                        self.plan_one(&mut planner, &target).await;
-                                    inputs = read;
-                                    (target, prepared)
-                                }
-                            };
-                            (target, prepared, Some(outcome))
-                        }
-                    };
-                    // A pass of every provider keeps no plan: it would keep all of them alive
-                    // between passes, megabytes.
-                    let plan = was
-                        .is_some()
-                        .then(|| prepared.as_ref().ok().map(|p| (target.clone(), p.clone())))
-                        .flatten();
-                    let outcome = self
-                        .admit_and_reconcile((target, prepared), &earlier_now, round)
-                        .await;
-                    let due = Next::due(&outcome, Instant::now());
-                    (outcome, was, due, plan)
-                }
-            };
-            let after = AfterPass {
-                outcome,
-                was,
-                planner,
-                inputs,
-                due,
-                plan,
-            };
-            done.push((index, after));
-        }
-        done
-    }
-
-    /// One provider of a pass: reconciled as far as [`order::admit`] lets it go after `earlier`.
-    async fn admit_and_reconcile(
-        &self,
-        (target, prepared): (Target, Result<Prepared, ProviderError>),
-        earlier: &[&Outcome],
-        round: &Round,
-    ) -> Outcome {
-        match order::admit(&target, earlier, &round.selection.missing) {
-            Admit::Blocked { behind } => {
-                let blocked = ProviderState::Blocked { behind };
-                self.reconciler.not_reconciled(&target, Ok(blocked)).await
-            }
-            admit => {
-                self.reconciler
-                    .reconcile(&target, prepared, round, admit.until())
-                    .await
-            }
         }
     }
 
@@ -1118,21 +978,15 @@ impl Installer {
         .await
     }
 
-    fn observe(
-        &self,
-        desired: &Desired,
-        missing: &[Wanted],
-        outcomes: &[Outcome],
-        started: Instant,
-    ) {
-        let failed = outcomes
-            .iter()
+    fn observe(&self, desired: &Desired, installed: &Installed, started: Instant) {
+        let failed = installed
+            .outcomes()
             .any(|o| matches!(o.state, ProviderState::Failed { .. }));
         let result = if failed { "error" } else { "success" };
         self.metrics.observe_reconcile(result, started.elapsed());
-        let complete = missing.is_empty()
-            && outcomes
-                .iter()
+        let complete = installed.missing.is_empty()
+            && installed
+                .outcomes()
                 .all(|o| matches!(o.state, ProviderState::Installed) && o.serving);
         if matches!(desired, Desired::Install(_)) && complete {
             self.metrics.mark_success();
@@ -1140,10 +994,11 @@ impl Installer {
     }
 
     /// Logs the platform decision and each provider's state when they change.
-    fn log_changes(&self, desired: &Desired, missing: &[Wanted], outcomes: &[Outcome]) {
+    fn log_changes(&self, desired: &Desired, installed: &Installed) {
+        let missing = &installed.missing;
         let mut lines = vec![format!("{desired:?}")];
         lines.extend(missing.iter().map(|w| format!("missing {}", w.describe())));
-        lines.extend(outcomes.iter().map(|o| {
+        lines.extend(installed.outcomes().map(|o| {
             format!(
                 "{} {:?} {:?}",
                 o.id(),
@@ -1165,7 +1020,7 @@ impl Installer {
                 tracing::info!(%platform, %reason, "platform not supported; installing nothing")
             }
             Desired::Install(_) => {
-                for o in outcomes {
+                for o in installed.outcomes() {
                     tracing::info!(source = %o.id(), version = ?o.target.source.version, state = o.state.name(), "provider");
                 }
                 if !missing.is_empty() {

@@ -50,7 +50,7 @@ pub struct Observed<'a> {
     pub desired: &'a Desired,
     /// Wanted providers without a source.
     pub missing: &'a [Wanted],
-    pub outcomes: &'a [Outcome],
+    pub outcomes: &'a [&'a Outcome],
     pub unselected: &'a [Unselected],
     /// The `cluster.x-k8s.io/provider` values of the providers asked for by `InfrastructureProvider`
     /// objects beyond the platform's: reported everywhere, but they do not decide `Available` (a broken
@@ -74,6 +74,7 @@ impl Observed<'_> {
         let outcomes = self
             .outcomes
             .iter()
+            .copied()
             .filter(|o| !self.extra.contains(&o.target.clusterctl_label))
             .collect();
         (missing, outcomes)
@@ -84,6 +85,7 @@ impl Observed<'_> {
         let extra: Vec<&Outcome> = self
             .outcomes
             .iter()
+            .copied()
             .filter(|o| self.extra.contains(&o.target.clusterctl_label))
             .collect();
         let serving: Vec<String> = extra
@@ -119,7 +121,7 @@ impl Observed<'_> {
 
 /// The four top-level conditions plus the reference's installer conditions, in a fixed order.
 pub fn conditions(observed: &Observed<'_>) -> Vec<Condition> {
-    let all: Vec<&Outcome> = observed.outcomes.iter().collect();
+    let all: Vec<&Outcome> = observed.outcomes.to_vec();
     let (available, progressing, degraded) = match observed.desired {
         Desired::WaitingForPlatform => {
             let m = "waiting for status.platformStatus.type of Infrastructure cluster".to_string();
@@ -221,6 +223,7 @@ fn installer_result(observed: &Observed<'_>) -> ControllerResult {
     let failed: Vec<&Outcome> = observed
         .outcomes
         .iter()
+        .copied()
         .filter(|o| matches!(o.state, ProviderState::Failed { .. }))
         .collect();
     let messages = |outcomes: &[&Outcome]| {
@@ -236,7 +239,7 @@ fn installer_result(observed: &Observed<'_>) -> ControllerResult {
     if !failed.is_empty() {
         return ControllerResult::NonRetryableError(messages(&failed));
     }
-    let all: Vec<&Outcome> = observed.outcomes.iter().collect();
+    let all: Vec<&Outcome> = observed.outcomes.to_vec();
     let mut waiting = waiting(observed.missing, &all);
     waiting.extend(
         all.iter()
@@ -341,10 +344,10 @@ fn upgradeable(
 
 /// Whether every provider is installed and ready at the current content: then, and only then, the
 /// operator is at the release it runs (`versions[operator]`).
-pub fn at_release(missing: &[Wanted], outcomes: &[Outcome]) -> bool {
+pub fn at_release<'a>(missing: &[Wanted], outcomes: impl IntoIterator<Item = &'a Outcome>) -> bool {
     missing.is_empty()
         && outcomes
-            .iter()
+            .into_iter()
             .filter(|o| !duplicate(o))
             .all(|o| matches!(o.state, ProviderState::Installed) && o.held.is_none())
 }
@@ -544,7 +547,11 @@ pub(crate) fn not_serving_message(o: &Outcome) -> String {
 
 /// `relatedObjects`: the installer's namespace, the providers' namespace and the
 /// `InfrastructureProvider` objects, then every provider's related objects without duplicates.
-pub fn related(installer_namespace: &str, namespace: &str, outcomes: &[Outcome]) -> Vec<Value> {
+pub fn related<'a>(
+    installer_namespace: &str,
+    namespace: &str,
+    outcomes: impl IntoIterator<Item = &'a Outcome>,
+) -> Vec<Value> {
     let mut seen = BTreeSet::new();
     let mut out = vec![
         json!({"group": "", "resource": "namespaces", "name": installer_namespace}),

@@ -105,6 +105,7 @@ impl Installer {
         let outcomes: Vec<_> = observed
             .outcomes
             .iter()
+            .copied()
             .filter(|o| o.target.clusterctl_label == label)
             .collect();
         let own = outcomes

@@ -25,7 +25,7 @@ pub(crate) async fn record(
     client: &Client,
     object: Option<&DynamicObject>,
     missing: &[Wanted],
-    outcomes: &[Outcome],
+    outcomes: &[&Outcome],
     substitutions: &BTreeMap<String, String>,
     release_version: Option<&str>,
     component_image: impl Fn(&SourceId) -> Option<ImageComponent>,

@@ -45,10 +45,11 @@ fn conditions(
     outcomes: &[Outcome],
     unselected: &[Unselected],
 ) -> Vec<Condition> {
+    let outcomes: Vec<&Outcome> = outcomes.iter().collect();
     super::conditions(&Observed {
         desired,
         missing,
-        outcomes,
+        outcomes: &outcomes,
         unselected,
         extra: &BTreeSet::new(),
         removals: &[],
@@ -556,10 +557,11 @@ fn with_extra(outcomes: &[Outcome], extra: &[&str]) -> Vec<Condition> {
         .iter()
         .map(|n| format!("infrastructure-{n}"))
         .collect();
+    let outcomes: Vec<&Outcome> = outcomes.iter().collect();
     super::conditions(&Observed {
         desired: &aws(),
         missing: &[],
-        outcomes,
+        outcomes: &outcomes,
         unselected: &[],
         extra: &extra,
         removals: &[],
@@ -649,6 +651,7 @@ fn an_uninstall_keeps_the_operator_progressing() {
         )],
         ..Default::default()
     };
+    let outcomes: Vec<&Outcome> = outcomes.iter().collect();
     let cs = super::conditions(&Observed {
         desired: &aws(),
         missing: &[],
@@ -804,10 +807,11 @@ mod infrastructure_provider {
 
 /// The reference's two controllers for a pass over `outcomes` on AWS.
 fn controllers(outcomes: &[Outcome], recording: &Recording) -> [ControllerResult; 2] {
+    let outcomes: Vec<&Outcome> = outcomes.iter().collect();
     super::controllers(&Observed {
         desired: &aws(),
         missing: &[],
-        outcomes,
+        outcomes: &outcomes,
         unselected: &[],
         extra: &BTreeSet::new(),
         removals: &[],
@@ -948,10 +952,11 @@ fn the_conditions_table_lists_exactly_the_conditions_the_installer_writes() {
         .into_iter()
         .map(|c| c.type_)
         .collect();
+    let outcomes: Vec<&Outcome> = installed.iter().collect();
     let observed = Observed {
         desired: &aws(),
         missing: &[],
-        outcomes: &installed,
+        outcomes: &outcomes,
         unselected: &[],
         extra: &BTreeSet::new(),
         removals: &[],
