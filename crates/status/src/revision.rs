@@ -226,6 +226,17 @@ impl RevisionLog {
         })
     }
 
+    /// The revision that serves while a new content is refused before its first write: the one a
+    /// rollback holds, else the last one rolled out; `None` when it cannot be applied again (a first
+    /// install, or its content was not kept).
+    pub fn last_good(&self) -> Option<u32> {
+        let serving = match &self.hold {
+            Some(hold) => Some(hold.serving),
+            None => self.current,
+        };
+        serving.filter(|n| self.servable(*n).is_ok())
+    }
+
     /// Whether revision `n` can be applied again: recorded, with its content kept.
     pub fn servable(&self, n: u32) -> Result<(), RevisionError> {
         match self.get(n) {

@@ -3,51 +3,58 @@
 //! failure, never a hang.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use capi_apply::{ObjectKey, Phase, PlannedPhase, Readiness, readiness};
 use kube::api::DynamicObject;
 
-use super::Reconciler;
 use crate::error::Pending;
 use crate::error::ProviderError;
-use crate::source::Target;
+use crate::history::History;
+use crate::source::SourceId;
 
-impl Reconciler {
-    /// `None` when `phase` is done (or has no gate); otherwise the objects it waits for. An error once
-    /// the gate has waited longer than its timeout.
-    pub(super) fn gate(
-        &self,
-        target: &Target,
-        digest: &str,
-        phase: &PlannedPhase,
-        fresh: &HashMap<ObjectKey, DynamicObject>,
-    ) -> Result<Option<Vec<Pending>>, ProviderError> {
-        let timeout = match phase.phase {
-            Phase::CustomResourceDefinitions => self.config.crd_timeout,
-            Phase::Workloads => self.config.deployment_timeout,
-            _ => return Ok(None),
-        };
-        let pending = pending(phase, |key| {
-            let cached = self.cache.get(key);
-            to_judge(cached.as_deref(), fresh.get(key)).cloned()
-        });
-        let id = &target.source.id;
-        let mut history = self.history.lock().expect("history");
-        if pending.is_empty() {
-            history.gate_passed(id, phase.phase);
-            return Ok(None);
-        }
-        let since = history.gate_since(id, digest, phase.phase, Instant::now());
-        if since.elapsed() > timeout {
-            return Err(ProviderError::GateTimeout {
-                phase: phase.phase,
-                timeout,
-                pending,
-            });
-        }
-        Ok(Some(pending))
+/// What a gate needs besides the phase: the provider's timers and how long each gate may wait.
+pub(super) struct Gates<'a> {
+    pub(super) history: &'a mut History,
+    pub(super) crd_timeout: Duration,
+    pub(super) deployment_timeout: Duration,
+}
+
+/// `None` when `phase` of `id`'s content `digest` is done (or has no gate); otherwise the objects
+/// it waits for. An error once the gate has waited longer than its timeout. `live` looks an object
+/// up in the watch cache; `fresh` holds what this pass's writes answered.
+pub(super) fn gate(
+    gates: Gates<'_>,
+    id: &SourceId,
+    digest: &str,
+    phase: &PlannedPhase,
+    live: impl Fn(&ObjectKey) -> Option<Arc<DynamicObject>>,
+    fresh: &HashMap<ObjectKey, DynamicObject>,
+    now: Instant,
+) -> Result<Option<Vec<Pending>>, ProviderError> {
+    let timeout = match phase.phase {
+        Phase::CustomResourceDefinitions => gates.crd_timeout,
+        Phase::Workloads => gates.deployment_timeout,
+        _ => return Ok(None),
+    };
+    let pending = pending(phase, |key| {
+        let cached = live(key);
+        to_judge(cached.as_deref(), fresh.get(key)).cloned()
+    });
+    if pending.is_empty() {
+        gates.history.gate_passed(id, phase.phase);
+        return Ok(None);
     }
+    let since = gates.history.gate_since(id, digest, phase.phase, now);
+    if now.duration_since(since) > timeout {
+        return Err(ProviderError::GateTimeout {
+            phase: phase.phase,
+            timeout,
+            pending,
+        });
+    }
+    Ok(Some(pending))
 }
 
 /// The objects of `phase` that are not ready (kstatus rules), given a lookup of live objects. Pure.
@@ -157,6 +164,74 @@ mod tests {
                 .resource_version()
                 .unwrap(),
             "7"
+        );
+    }
+
+    #[test]
+    fn a_gate_waits_for_what_the_cache_holds_then_times_out() {
+        let plan = capi_apply::plan(
+            vec![obj(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ns}\n",
+            )],
+            &KindResolver::builtin(),
+        )
+        .unwrap();
+        let workloads = plan.phase(Phase::Workloads).unwrap();
+        let deployment = |available: &str| {
+            Arc::new(obj(&format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: ns, uid: u, generation: 1}}\nspec: {{replicas: 1}}\nstatus: {{observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1, readyReplicas: 1, conditions: [{{type: Available, status: \"{available}\"}}]}}\n"
+            )))
+        };
+        // The watch cache, filled: what a gate reads.
+        let mut cache: HashMap<ObjectKey, Arc<DynamicObject>> = HashMap::new();
+        let id = SourceId::ConfigMap("aws".into());
+        let mut history = History::default();
+        let t0 = Instant::now();
+        let mut look = |cache: &HashMap<ObjectKey, Arc<DynamicObject>>, at: Duration| {
+            let gates = Gates {
+                history: &mut history,
+                crd_timeout: Duration::from_secs(60),
+                deployment_timeout: Duration::from_secs(300),
+            };
+            gate(
+                gates,
+                &id,
+                "digest",
+                workloads,
+                |k| cache.get(k).cloned(),
+                &HashMap::new(),
+                t0 + at,
+            )
+        };
+
+        let waiting = look(&cache, Duration::ZERO)
+            .unwrap()
+            .expect("nothing in the cache yet");
+        assert_eq!(waiting[0].readiness, Readiness::NotFound);
+        let key = workloads.objects[0].key.clone();
+        cache.insert(key.clone(), deployment("False"));
+        assert_eq!(
+            look(&cache, Duration::from_secs(299))
+                .unwrap()
+                .map(|p| p.len()),
+            Some(1),
+            "not Available, within the timeout: waiting"
+        );
+        assert!(
+            matches!(
+                look(&cache, Duration::from_secs(301)),
+                Err(ProviderError::GateTimeout {
+                    phase: Phase::Workloads,
+                    ..
+                })
+            ),
+            "counted from the first look, not from each"
+        );
+        cache.insert(key, deployment("True"));
+        assert_eq!(
+            look(&cache, Duration::from_secs(400)).unwrap(),
+            None,
+            "Available: the gate passes"
         );
     }
 }

@@ -43,12 +43,13 @@ mod run;
 mod uninstall;
 mod unmanaged;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use capi_apply::{
     Applier, CrdNames, Inventory, InventoryStore, KindResolver, LiveCache, Namespaces, ObjectKey,
-    Phase,
+    Phase, Plan,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -67,8 +68,8 @@ use crate::names::{FIELD_MANAGER, INVENTORY_CONFIGMAP};
 use crate::order::Until;
 use crate::outcome::{Outcome, ProviderState};
 use crate::prepare::{Prepared, RenderContext, RenderError};
-use crate::revision::Stored;
 use crate::revision::store::Revisions;
+use crate::revision::{Choice, Stored};
 use crate::round::{Planner, Round};
 use crate::source::{Payload, SourceError, SourceId, Target};
 use run::Run;
@@ -241,9 +242,37 @@ impl Reconciler {
             .ok()
             .map(|p| p.revision_part().to_string());
         let mut run = match prepared {
-            Ok(prepared) => self.revision_step(target, prepared, round, until).await,
             // Refused before anything of it was written: the last good version stays reconciled.
             Err(e) => self.keep_last_good(target, e, round, until).await,
+            // The source's content, or a recorded revision while a rollback holds.
+            Ok(prepared) => {
+                let id = &target.source.id;
+                let mut stored = self
+                    .revisions
+                    .load(id, &id.to_string(), &target.source.name);
+                match stored.log.choose(&prepared.digest, stored.request.as_ref()) {
+                    Ok(Choice::Source) => {
+                        match self
+                            .roll_forward(target, prepared, stored, round, until)
+                            .await
+                        {
+                            Ok(run) => run,
+                            // Refused before its first write: as a content that does not render.
+                            Err(refusal) => {
+                                self.keep_last_good(target, refusal, round, until).await
+                            }
+                        }
+                    }
+                    Ok(Choice::Serve(hold)) => {
+                        self.serve(target, &mut stored, hold, round, until).await
+                    }
+                    Err(e) => Run::failed(
+                        target,
+                        e.into(),
+                        prepared.related_objects(&self.config.namespace),
+                    ),
+                }
+            }
         };
         run.content_id = content_id;
         self.finish(run).await
@@ -298,7 +327,12 @@ impl Reconciler {
                 .and_then(|r| r.rolled_out)
                 .is_some_and(|r| r.digest == prepared.digest);
             let old = self.release_unmanaged(old, round).await?;
-            self.check_claims(target, prepared, round)?;
+            let claims = self.inventories.claims(
+                &target.source.id,
+                &target.clusterctl_label,
+                &round.selected,
+            );
+            unclaimed(&prepared.plan, &claims)?;
             // No half-applied version: everything the API server can judge now is judged before the
             // first write; objects of kinds only the new CRDs define, once those are Established.
             let served = self.resolver(false).await?;
@@ -322,7 +356,17 @@ impl Reconciler {
                     if phase.phase == Phase::Workloads && serves_already {
                         continue;
                     }
-                    if let Some(pending) = self.gate(target, &prepared.digest, phase, &fresh)? {
+                    let gate = {
+                        let gates = gate::Gates {
+                            history: &mut self.history.lock().expect("history"),
+                            crd_timeout: self.config.crd_timeout,
+                            deployment_timeout: self.config.deployment_timeout,
+                        };
+                        let live = |key: &ObjectKey| self.cache.get(key);
+                        let (id, digest) = (&target.source.id, &prepared.digest);
+                        gate::gate(gates, id, digest, phase, live, &fresh, Instant::now())
+                    };
+                    if let Some(pending) = gate? {
                         return Ok(Some(ProviderState::Progressing {
                             phase: phase.phase,
                             pending,
@@ -359,30 +403,6 @@ impl Reconciler {
             refused: result.is_err() && !writing,
             result,
             rolled_out,
-        }
-    }
-
-    /// Refuses a plan that contains an object another provider's inventory holds: one owner per
-    /// object, the first to record it, so two providers never write the same object in turn.
-    fn check_claims(
-        &self,
-        target: &Target,
-        prepared: &Prepared,
-        round: &Round,
-    ) -> Result<(), ProviderError> {
-        let claims =
-            self.inventories
-                .claims(&target.source.id, &target.clusterctl_label, &round.selected);
-        match prepared.plan.objects().find_map(|o| {
-            claims
-                .get(&o.key)
-                .map(|owner| (o.key.clone(), owner.clone()))
-        }) {
-            Some((key, owner)) => Err(ProviderError::Claimed {
-                key: Box::new(key),
-                owner,
-            }),
-            None => Ok(()),
         }
     }
 
@@ -488,5 +508,70 @@ impl Reconciler {
             );
         }
         Ok(cached.clone().expect("resolver set"))
+    }
+}
+
+/// Refuses a plan that contains an object another provider's inventory holds (`claims`: each such
+/// object, with its owner): one owner per object, the first to record it, so two providers never
+/// write the same object in turn.
+fn unclaimed(plan: &Plan, claims: &HashMap<ObjectKey, SourceId>) -> Result<(), ProviderError> {
+    match plan.objects().find_map(|o| {
+        claims
+            .get(&o.key)
+            .map(|owner| (o.key.clone(), owner.clone()))
+    }) {
+        Some((key, owner)) => Err(ProviderError::Claimed {
+            key: Box::new(key),
+            owner,
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use capi_apply::KindResolver;
+
+    use super::*;
+
+    #[test]
+    fn a_plan_holding_another_providers_object_is_refused_naming_both() {
+        let object = |kind: &str, name: &str| -> kube::api::DynamicObject {
+            serde_saphyr::from_str(&format!(
+                "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata: {{name: {name}}}\n"
+            ))
+            .unwrap()
+        };
+        let plan = capi_apply::plan(
+            vec![
+                object("ClusterRole", "capa-manager"),
+                object("ClusterRoleBinding", "capa-manager"),
+            ],
+            &KindResolver::builtin(),
+        )
+        .unwrap();
+        let binding = ObjectKey::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            None,
+            "capa-manager",
+        );
+        let core = SourceId::ConfigMap("cluster-api".into());
+        assert!(unclaimed(&plan, &HashMap::new()).is_ok());
+        let unrelated = ObjectKey::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            None,
+            "capi-manager",
+        );
+        assert!(unclaimed(&plan, &HashMap::from([(unrelated, core.clone())])).is_ok());
+        match unclaimed(&plan, &HashMap::from([(binding.clone(), core.clone())])) {
+            Err(ProviderError::Claimed { key, owner }) => {
+                assert_eq!((*key, owner), (binding, core));
+            }
+            other => panic!("expected Claimed, got {other:?}"),
+        }
     }
 }

@@ -17,45 +17,21 @@ use crate::error::ProviderError;
 use crate::order::Until;
 use crate::outcome::ProviderState;
 use crate::prepare::{Prepared, Rendered};
-use crate::revision::{self, Choice, Hold, Stored};
+use crate::revision::{self, Hold, Stored};
 use crate::round::Round;
 use crate::source::Target;
 
 impl Reconciler {
-    pub(super) async fn revision_step(
-        &self,
-        target: &Target,
-        prepared: Prepared,
-        round: &Round,
-        until: Option<&Until>,
-    ) -> Run {
-        let id = &target.source.id;
-        let mut stored = self
-            .revisions
-            .load(id, &id.to_string(), &target.source.name);
-        match stored.log.choose(&prepared.digest, stored.request.as_ref()) {
-            Ok(Choice::Source) => {
-                self.roll_forward(target, prepared, stored, round, until)
-                    .await
-            }
-            Ok(Choice::Serve(hold)) => self.serve(target, &mut stored, hold, round, until).await,
-            Err(e) => Run::failed(
-                target,
-                e.into(),
-                prepared.related_objects(&self.config.namespace),
-            ),
-        }
-    }
-
-    /// Applies the source's content as a revision (a new one when its content is new).
-    async fn roll_forward(
+    /// Applies the source's content as a revision (a new one when its content is new). The refusal
+    /// when the content was refused before its first write (nothing of it was applied).
+    pub(super) async fn roll_forward(
         &self,
         target: &Target,
         prepared: Prepared,
         mut stored: Stored,
         round: &Round,
         until: Option<&Until>,
-    ) -> Run {
+    ) -> Result<Run, ProviderError> {
         let id = &target.source.id;
         let related = prepared.related_objects(&self.config.namespace);
         let now = now_rfc3339();
@@ -84,7 +60,7 @@ impl Reconciler {
                 refused: true,
                 result: Err(refusal),
                 ..
-            } => return self.keep_last_good(target, refusal, round, until).await,
+            } => return Err(refusal),
             installation => installation,
         };
         if installation.rolled_out {
@@ -109,13 +85,13 @@ impl Reconciler {
                 .unwrap_or_default();
             if let Some(hold) = stored.log.failed(n, &cause, &now) {
                 if let Err(e) = self.save_revisions(target, &mut stored).await {
-                    return Run::failed(target, e, related);
+                    return Ok(Run::failed(target, e, related));
                 }
                 self.rolling_back(target, &hold, &cause).await;
-                return self.serve(target, &mut stored, hold, round, until).await;
+                return Ok(self.serve(target, &mut stored, hold, round, until).await);
             }
         }
-        Run {
+        Ok(Run {
             target: target.clone(),
             result: installation.result,
             rolled_out: installation.rolled_out.then_some(prepared.digest),
@@ -123,12 +99,12 @@ impl Reconciler {
             held: None,
             content_id: None,
             dropped_short_names: prepared.dropped_short_names,
-        }
+        })
     }
 
     /// Applies revision `hold.serving` instead of the source's content (up to `until`, as any
     /// content).
-    async fn serve(
+    pub(super) async fn serve(
         &self,
         target: &Target,
         stored: &mut Stored,
@@ -198,11 +174,7 @@ impl Reconciler {
         let stored = self
             .revisions
             .load(id, &id.to_string(), &target.source.name);
-        let serving = match (&stored.log.hold, stored.log.current) {
-            (Some(hold), _) => Some(hold.serving),
-            (None, current) => current,
-        };
-        let Some(serving) = serving.filter(|n| stored.log.servable(*n).is_ok()) else {
+        let Some(serving) = stored.log.last_good() else {
             return Run::failed(target, refusal, Vec::new());
         };
         let hold = Hold {

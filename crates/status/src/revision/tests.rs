@@ -315,3 +315,28 @@ fn a_rollback_keeps_the_newest_crds_and_the_target_s_other_objects() {
         ]
     );
 }
+
+#[test]
+fn the_last_good_revision_is_the_held_one_else_the_current_one_while_it_can_be_applied() {
+    assert_eq!(
+        RevisionLog::new("ConfigMap aws", "aws").last_good(),
+        None,
+        "a first install"
+    );
+    let mut log = log_with(&["a", "b"]);
+    assert_eq!(log.last_good(), Some(2));
+    let n = log.begin("c", Some("v3"), T1);
+    assert_eq!(
+        log.last_good(),
+        Some(2),
+        "a content not rolled out yet is not good"
+    );
+    let hold = log
+        .failed(n, "Deployment did not become Available", T1)
+        .expect("a hold");
+    assert_eq!(log.last_good(), Some(hold.serving));
+    for r in &mut log.revisions {
+        r.content = false;
+    }
+    assert_eq!(log.last_good(), None, "its content was not kept");
+}
