@@ -8,11 +8,11 @@
 //!    providers to uninstall (pure);
 //! 2. [`Round::new`]: the available sources that provide them (pure, from watch caches), and what
 //!    rendering needs this pass (see [`crate::round`]);
-//! 3. every provider planned, in install order, by the round's planner ([`Reconciler::prepare`], pure
-//!    but for discovery); then reconciled ([`Reconciler::reconcile`] → [`Outcome`], see
+//! 3. every provider planned, in install order, by the round's planner ([`reconcile::prepare`], pure
+//!    but for discovery); then reconciled ([`reconcile::reconcile`] → [`Outcome`], see
 //!    [`crate::reconcile`]) as [`order::admit`] lets it (who waits for whom): core first, then every
 //!    infrastructure provider's chain at once ([`order::chains`]); then each uninstall
-//!    ([`Reconciler::uninstall`]). When only some providers' objects or inputs (a source's payload, a
+//!    ([`reconcile::uninstall`]). When only some providers' objects or inputs (a source's payload, a
 //!    rollback request) changed since the last pass of the same round, only those providers, the ones
 //!    due and the ones the pass admits otherwise are planned and reconciled ([`rows`]): a drift
 //!    is repaired, or a new payload applied, without rendering the others;
@@ -58,7 +58,7 @@ use crate::order::{self, Admit};
 use crate::outcome::{Outcome, ProviderState, Removal};
 use crate::policy;
 use crate::proxy::ClusterProxy;
-use crate::reconcile::Reconciler;
+use crate::reconcile::{self, Context};
 use crate::report;
 use crate::report::operator::KnownOperator;
 use crate::report::pinned_crds::PinnedCrds;
@@ -142,7 +142,8 @@ impl Next {
 pub struct Installer {
     client: Client,
     config: InstallerConfig,
-    reconciler: Reconciler,
+    /// What every provider's reconcile shares ([`reconcile::Context`]).
+    cx: Context,
     infrastructure: reflector::Store<DynamicObject>,
     configmaps: reflector::Store<ConfigMap>,
     inventory: reflector::Store<ConfigMap>,
@@ -367,7 +368,7 @@ impl Installer {
         let catalogs = Arc::new(catalogs(&config, &configmaps));
 
         Arc::new(Installer {
-            reconciler: Reconciler::new(
+            cx: Context::new(
                 client.clone(),
                 config.clone(),
                 metrics.clone(),
@@ -418,7 +419,7 @@ impl Installer {
     /// Reconciles until `shutdown` resolves. Work in progress when it does is finished first (a reconcile
     /// is never cut in the middle of a phase).
     pub async fn run(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
-        let mut changes = self.reconciler.cache().subscribe();
+        let mut changes = self.cx.cache.subscribe();
         let this = self.clone();
         tokio::spawn(async move {
             loop {
@@ -482,7 +483,7 @@ impl Installer {
     pub(crate) async fn pass(&self, changes: Changes) -> Next {
         let started = Instant::now();
         let asked = self.gather();
-        self.reconciler.inventories().repair().await;
+        self.cx.inventories.repair().await;
         let installed = match &asked.desired {
             Desired::Install(wants) => {
                 let round = self.round(wants, &asked).await;
@@ -494,7 +495,7 @@ impl Installer {
         };
         let removals = self.uninstall(&asked.requests, &asked.unmanaged).await;
         // Every provider's record of this pass, in one write, before the status that reports it.
-        if let Err(e) = self.reconciler.inventories().flush().await {
+        if let Err(e) = self.cx.inventories.flush().await {
             tracing::warn!(error = %e, "cannot record the providers' state");
         }
         self.finalize(&asked.objects, &asked.requested, &asked.requests, &removals)
@@ -680,8 +681,8 @@ impl Installer {
             field_data.iter().map(|c| c.as_ref()),
         );
         let owners = self
-            .reconciler
-            .inventories()
+            .cx
+            .inventories
             .all()
             .into_iter()
             .map(|(id, _)| id)
@@ -692,7 +693,7 @@ impl Installer {
             .map(|a| serde_json::to_value(&**a).expect("an object serializes"));
         // The `${VAR}` values of this pass: the administrator's over the cluster's TLS profile, and the
         // variables that have none.
-        let mut ctx = self.reconciler.context().clone();
+        let mut ctx = self.cx.render.clone();
         (ctx.substitutions, ctx.unavailable) =
             tls::with_cluster_profile(apiserver.as_ref(), &self.config.substitutions);
         // Those that can be read; one that cannot is reported on its own status and asks nothing.
@@ -712,7 +713,7 @@ impl Installer {
             .with_ceiling(&ceiling)
             .with_fields(&fields)
             .with_unmanaged(asked.unmanaged.clone())
-            .with_live_crds(self.reconciler.live_crds().await)
+            .with_live_crds(self.cx.live_crds().await)
     }
 
     /// The table of this pass and what it does with it ([`Rows::todo`]): the last pass's table,
@@ -730,7 +731,7 @@ impl Installer {
         let targets = &round.selection.targets;
         let inputs: Vec<ProviderInputs> =
             targets.iter().map(|t| self.inputs(&t.source.id)).collect();
-        let inventories = self.reconciler.inventories().all();
+        let inventories = self.cx.inventories.all();
         let last = self.rows.lock().expect("rows").take().unwrap_or_default();
         let todo = last.todo(
             &fingerprint,
@@ -813,7 +814,7 @@ impl Installer {
         // The version its source declared when the payload was read: the source may have changed
         // since the round selected it.
         let target = target.as_read(&payload);
-        let prepared = self.reconciler.prepare(planner, &target, payload).await;
+        let prepared = reconcile::prepare(&self.cx, planner, &target, payload).await;
         ((target, prepared), inputs)
     }
 
@@ -893,12 +894,10 @@ impl Installer {
             let outcome = match order::admit(&target, &now, missing) {
                 Admit::Blocked { behind } => {
                     let blocked = ProviderState::Blocked { behind };
-                    self.reconciler.not_reconciled(&target, Ok(blocked)).await
+                    reconcile::not_reconciled(&self.cx, &target, Ok(blocked)).await
                 }
                 admit => {
-                    self.reconciler
-                        .reconcile(&target, prepared, round, admit.until())
-                        .await
+                    reconcile::reconcile(&self.cx, &target, prepared, round, admit.until()).await
                 }
             };
             let due = Next::due(&outcome, Instant::now());
@@ -921,16 +920,12 @@ impl Installer {
                 ),
                 kept: second.kept.clone(),
             };
-            refused.push(
-                self.reconciler
-                    .not_reconciled(&second.target, Err(error))
-                    .await,
-            );
+            refused.push(reconcile::not_reconciled(&self.cx, &second.target, Err(error)).await);
         }
         // Read after the pass: a source may have taken over an unselected one's inventory.
         let unselected = self
-            .reconciler
-            .inventories()
+            .cx
+            .inventories
             .all()
             .into_iter()
             .filter(|(id, _)| !round.selected.contains(id))
@@ -960,7 +955,7 @@ impl Installer {
     fn inputs(&self, id: &SourceId) -> ProviderInputs {
         ProviderInputs {
             source: self.catalogs.iter().find_map(|c| c.revision(id)),
-            rollback: self.reconciler.revisions().request_text(id),
+            rollback: self.cx.revisions.request_text(id),
         }
     }
 

@@ -10,6 +10,7 @@ use super::Installer;
 use crate::api::{self, Request};
 use crate::desired::{Desired, Requests, Role};
 use crate::outcome::Removal;
+use crate::reconcile;
 use crate::report;
 use crate::unmanaged::{Unmanaged, UnmanagedError};
 use capi_status::conditions::Observed;
@@ -26,7 +27,7 @@ impl Installer {
         let mut removals = Vec::new();
         for u in &requests.uninstall {
             let removal = match unmanaged {
-                Ok(unmanaged) => self.reconciler.uninstall(u, unmanaged).await,
+                Ok(unmanaged) => reconcile::uninstall(&self.cx, u, unmanaged).await,
                 Err(e) => Removal {
                     name: u.name.clone(),
                     failed: vec![e.to_string()],
@@ -117,7 +118,7 @@ impl Installer {
             role,
             desired,
             missing: observed.missing.iter().any(|w| w.name == request.name),
-            revision: own.and_then(|o| self.reconciler.revisions().current(o.id())),
+            revision: own.and_then(|o| self.cx.revisions.current(o.id())),
             outcomes,
             removal,
         }
