@@ -14,6 +14,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use capi_live::changes::managed_fields;
 use capi_object::strip_nulls;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
@@ -574,38 +575,6 @@ pub(crate) fn managed_digest(live: &DynamicObject, field_manager: &str) -> Optio
         meta.remove("managedFields");
     }
     Some(hash_value(&project_fields(&fields, &value)))
-}
-
-/// The fieldsV1 set that `field_manager` owns through server-side apply on the main resource (its
-/// `Apply` entries, merged); `None` when it has none.
-pub(crate) fn managed_fields(obj: &DynamicObject, field_manager: &str) -> Option<Value> {
-    let mut merged: Option<Map<String, Value>> = None;
-    for entry in obj.metadata.managed_fields.iter().flatten() {
-        let ours = entry.manager.as_deref() == Some(field_manager)
-            && entry.operation.as_deref() == Some("Apply")
-            && entry.subresource.as_deref().unwrap_or("").is_empty()
-            && entry.fields_type.as_deref() == Some("FieldsV1");
-        if let (true, Some(fields)) = (ours, &entry.fields_v1) {
-            merge_fields(merged.get_or_insert_with(Map::new), &fields.0);
-        }
-    }
-    merged.map(Value::Object)
-}
-
-/// Union of two fieldsV1 sets (a manager may hold one Apply entry per apiVersion).
-pub(crate) fn merge_fields(into: &mut Map<String, Value>, from: &Value) {
-    let Some(from) = from.as_object() else { return };
-    for (k, v) in from {
-        // A leaf (`{}`) owns the whole value: it absorbs children from the other set.
-        let leaf = |v: &Value| v.as_object().is_some_and(Map::is_empty);
-        match into.get_mut(k) {
-            Some(existing) if leaf(existing) => {}
-            Some(Value::Object(existing)) if !leaf(v) => merge_fields(existing, v),
-            _ => {
-                into.insert(k.clone(), v.clone());
-            }
-        }
-    }
 }
 
 /// Pure part of the steady-state test: `false` (nothing to do) iff `live` exists, carries the same

@@ -101,18 +101,20 @@
 #![warn(unreachable_pub)]
 
 pub mod apply;
-pub(crate) mod changes;
+// The judgments of live objects alone, a crate of their own (no client): re-exported where the
+// engine has always had them.
+pub use capi_live::{
+    Availability, CrdProblem, Detail, Edit, FieldChange, Readiness, availability, changes,
+    crd_safety, fight, managed_changes, readiness,
+};
 pub mod crd_names;
-pub(crate) mod crd_safety;
 pub mod drift;
-pub mod fight;
 pub mod identity;
 pub(crate) mod inventory;
 pub(crate) mod key;
 pub mod ownership;
 pub mod plan;
 pub mod prune;
-pub mod readiness;
 pub(crate) mod resolve;
 pub mod slim;
 pub mod takeover;
@@ -123,9 +125,7 @@ pub use apply::{
     Applier, ApplyAction, ApplyError, ApplyOutcome, DEFAULT_HASH_ANNOTATION, Judge, PhaseOutcome,
     Preview,
 };
-pub use changes::{Detail, Edit, FieldChange, managed_changes};
 pub use crd_names::{CrdNames, DroppedShortName, NameClaims, NameConflict, NameConflicts};
-pub use crd_safety::CrdProblem;
 pub use drift::needs_apply;
 pub use identity::{Identities, IdentityError};
 pub use inventory::{Inventory, InventoryError, InventoryStore};
@@ -133,7 +133,6 @@ pub use key::{ObjectKey, key_of};
 pub use ownership::{Ownership, OwnershipPolicy, Recorded};
 pub use plan::{Phase, Plan, PlanError, PlanErrors, PlanInput, PlannedObject, PlannedPhase, plan};
 pub use prune::{KeepReason, PruneReport, PruneTarget, prune, prune_dry_run};
-pub use readiness::{Availability, Readiness, availability, readiness};
 pub use resolve::{KindResolver, ResolvedKind};
 pub use wait::{WaitError, WaitTarget, wait_ready};
 pub use watch::{LiveCache, Lookup, Namespaces};

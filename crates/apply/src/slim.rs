@@ -27,8 +27,10 @@ use crate::{crd_names, crd_safety, drift, readiness};
 pub(crate) const SLIM_KEY: &str = "capi-apply.openshift.io/slim";
 
 /// What to keep of each object: the names the ownership decision and drift detection look for.
+/// Public for the tests that hold it to what each judgment of `capi-live` reads
+/// (`tests/readiness.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Slimmer {
+pub struct Slimmer {
     /// Our field manager: the digest covers the fields it owns.
     pub field_manager: String,
     /// Annotations worth keeping (the desired hash); labels are kept whole.
@@ -37,7 +39,7 @@ pub(crate) struct Slimmer {
 
 impl Slimmer {
     /// `obj` reduced to what the cache needs (see the module docs).
-    pub(crate) fn slim(&self, obj: &DynamicObject) -> DynamicObject {
+    pub fn slim(&self, obj: &DynamicObject) -> DynamicObject {
         let managed = drift::managed_digest(obj, &self.field_manager);
         let meta = &obj.metadata;
         let metadata = ObjectMeta {

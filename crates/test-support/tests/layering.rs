@@ -36,8 +36,11 @@ const LAYERS: &[(&str, u8)] = &[
     ("capi-runtime", 0),
     // Data model and Kubernetes plumbing, over `capi-object`.
     ("capi-manifests", 1),
-    ("capi-apply", 1),
+    // What live objects say (readiness, CRD change safety, managed fields, fights), no client.
+    ("capi-live", 1),
     ("capi-openshift", 1),
+    // The apply engine, over what it judges of live objects.
+    ("capi-apply", 2),
     // The CRD compatibility judgement (no client), over the data model's budgeted YAML.
     ("capi-compat", 2),
     // The bundle policy (no client).

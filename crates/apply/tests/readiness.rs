@@ -1,6 +1,12 @@
-use crate::readiness::{Availability, Readiness, availability, readiness};
-use crate::slim::Slimmer;
-use crate::testutil::obj;
+//! Readiness and availability by kstatus rules (`capi_live::readiness`), on an object and on the
+//! watch cache's slim copy of it: the cache keeps every field readiness reads.
+
+use capi_apply::slim::Slimmer;
+use capi_apply::{Availability, Readiness, availability, readiness};
+
+fn obj(yaml: &str) -> kube::api::DynamicObject {
+    serde_saphyr::from_str(yaml).expect("test YAML parses")
+}
 
 fn current() -> Readiness {
     Readiness::Current

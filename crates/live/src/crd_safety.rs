@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde_json::Value;
 
 /// One reason a CRD change is refused.
@@ -47,8 +47,8 @@ impl fmt::Display for CrdProblem {
 
 /// The fields of a CRD that CRD safety and the instance check of prune read, besides each version's
 /// name, `served` and `storage` ([`versions_of`]): what the watch cache keeps of a CRD
-/// ([`crate::slim`]), schemas left out.
-pub(crate) fn reads(group: &str, kind: &str) -> &'static [&'static str] {
+/// (`capi_apply::slim`), schemas left out.
+pub fn reads(group: &str, kind: &str) -> &'static [&'static str] {
     match (group, kind) {
         ("apiextensions.k8s.io", "CustomResourceDefinition") => &[
             "/spec/group",
@@ -63,7 +63,7 @@ pub(crate) fn reads(group: &str, kind: &str) -> &'static [&'static str] {
 
 /// A CRD's `spec.versions` with only `name`, `served` and `storage` of each (no schema); `None` for
 /// other kinds.
-pub(crate) fn versions_of(group: &str, kind: &str, data: &Value) -> Option<Value> {
+pub fn versions_of(group: &str, kind: &str, data: &Value) -> Option<Value> {
     if reads(group, kind).is_empty() {
         return None;
     }
@@ -111,7 +111,7 @@ fn scope(crd: &DynamicObject) -> &str {
 
 /// The versions that `live` serves and `desired` does not: only for these does it matter whether
 /// instances exist (so the caller lists instances only when this is not empty).
-pub(crate) fn unserved_versions(live: &DynamicObject, desired: &DynamicObject) -> Vec<String> {
+pub fn unserved_versions(live: &DynamicObject, desired: &DynamicObject) -> Vec<String> {
     let now = served(desired);
     served(live)
         .into_iter()
@@ -122,7 +122,7 @@ pub(crate) fn unserved_versions(live: &DynamicObject, desired: &DynamicObject) -
 
 /// Every problem with changing `live` into `desired`. Pure. `instances_exist` only matters when
 /// [`unserved_versions`] is not empty.
-pub(crate) fn check_crd_change(
+pub fn check_crd_change(
     live: &DynamicObject,
     desired: &DynamicObject,
     instances_exist: bool,
@@ -161,7 +161,10 @@ pub(crate) fn check_crd_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::obj;
+
+    fn obj(yaml: &str) -> kube_core::DynamicObject {
+        serde_saphyr::from_str(yaml).expect("test YAML parses")
+    }
 
     fn crd(scope: &str, versions: &[(&str, bool)], stored: &[&str]) -> DynamicObject {
         let versions: Vec<String> = versions

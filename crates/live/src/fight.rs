@@ -10,7 +10,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::key::ObjectKey;
+use capi_object::ObjectKey;
 
 /// Repairs of one object's drift (the same desired object written again because its live copy
 /// changed) allowed within [`WINDOW`]; the next one is a fight.
@@ -20,7 +20,7 @@ pub const WINDOW: Duration = Duration::from_secs(300);
 
 /// The repairs of each object within the window.
 #[derive(Debug, Default)]
-pub(crate) struct Fights {
+pub struct Fights {
     repairs: HashMap<ObjectKey, VecDeque<Instant>>,
 }
 
@@ -28,7 +28,7 @@ impl Fights {
     /// Whether a repair of `key` at `now` may be written: `Ok` (and counted) while fewer than
     /// [`REPAIRS`] fall within [`WINDOW`] before it, else `Err(n)`, the repairs in the window (not
     /// counted: a repair not written is no write).
-    pub(crate) fn repair(&mut self, key: &ObjectKey, now: Instant) -> Result<(), usize> {
+    pub fn repair(&mut self, key: &ObjectKey, now: Instant) -> Result<(), usize> {
         let times = self.repairs.entry(key.clone()).or_default();
         while times
             .front()
@@ -44,7 +44,7 @@ impl Fights {
     }
 
     /// Forgets `key` (a new desired object, or one no longer ours: a fresh start).
-    pub(crate) fn forget(&mut self, key: &ObjectKey) {
+    pub fn forget(&mut self, key: &ObjectKey) {
         self.repairs.remove(key);
     }
 }

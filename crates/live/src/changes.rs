@@ -1,14 +1,12 @@
 //! What a server-side apply would change in an object, field by field: the live object against the
-//! API server's answer to a dry-run of the apply ([`crate::Applier::preview`]), over the fields our
+//! API server's answer to a dry-run of the apply (`capi_apply::Applier::preview`), over the fields our
 //! field manager owns in either. Fields of other managers (a `caBundle` service-ca injects), defaults
 //! and `status` are left out: the apply would not touch them. Pure.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use kube::api::DynamicObject;
-
-use crate::drift::{managed_fields, merge_fields};
+use kube_core::DynamicObject;
 
 /// One field that the apply would set, change or remove.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -264,10 +262,10 @@ pub struct Edit<T> {
 }
 
 /// A one-line string longer than this is shown by where it changed ([`Detail::Span`]).
-pub(crate) const LONG_STRING: usize = 80;
+pub const LONG_STRING: usize = 80;
 
 /// Characters of shared context shown before a [`Detail::Span`].
-pub(crate) const SPAN_CONTEXT: usize = 20;
+pub const SPAN_CONTEXT: usize = 20;
 
 impl FieldChange {
     /// What changed inside the value (see [`Detail`]).
@@ -387,6 +385,38 @@ fn names(items: &[Value]) -> Option<Vec<&str>> {
     unique.sort();
     unique.dedup();
     (unique.len() == names.len()).then_some(names)
+}
+
+/// The fieldsV1 set that `field_manager` owns through server-side apply on the main resource (its
+/// `Apply` entries, merged); `None` when it has none.
+pub fn managed_fields(obj: &DynamicObject, field_manager: &str) -> Option<Value> {
+    let mut merged: Option<Map<String, Value>> = None;
+    for entry in obj.metadata.managed_fields.iter().flatten() {
+        let ours = entry.manager.as_deref() == Some(field_manager)
+            && entry.operation.as_deref() == Some("Apply")
+            && entry.subresource.as_deref().unwrap_or("").is_empty()
+            && entry.fields_type.as_deref() == Some("FieldsV1");
+        if let (true, Some(fields)) = (ours, &entry.fields_v1) {
+            merge_fields(merged.get_or_insert_with(Map::new), &fields.0);
+        }
+    }
+    merged.map(Value::Object)
+}
+
+/// Union of two fieldsV1 sets (a manager may hold one Apply entry per apiVersion).
+pub fn merge_fields(into: &mut Map<String, Value>, from: &Value) {
+    let Some(from) = from.as_object() else { return };
+    for (k, v) in from {
+        // A leaf (`{}`) owns the whole value: it absorbs children from the other set.
+        let leaf = |v: &Value| v.as_object().is_some_and(Map::is_empty);
+        match into.get_mut(k) {
+            Some(existing) if leaf(existing) => {}
+            Some(Value::Object(existing)) if !leaf(v) => merge_fields(existing, v),
+            _ => {
+                into.insert(k.clone(), v.clone());
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use kube::api::DynamicObject;
+use kube_core::DynamicObject;
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +140,7 @@ pub fn availability(group: &str, kind: &str, obj: &DynamicObject) -> Availabilit
 }
 
 /// Every field [`readiness`] reads for `group`/`kind` besides `metadata` (JSON pointers): what the
-/// watch cache keeps of an object for it ([`crate::slim`]). A new rule that reads a field adds it here,
+/// watch cache keeps of an object for it (`capi_apply::slim`). A new rule that reads a field adds it here,
 /// or the cache's copy answers differently (the tests check each case on both).
 pub fn reads(group: &str, kind: &str) -> &'static [&'static str] {
     const GENERIC: [&str; 2] = ["/status/observedGeneration", "/status/conditions"];
@@ -335,7 +335,3 @@ fn daemon_set(obj: &DynamicObject) -> Readiness {
     }
     Readiness::Current
 }
-
-#[cfg(test)]
-#[path = "readiness_tests.rs"]
-mod tests;
