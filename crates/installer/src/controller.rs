@@ -951,11 +951,12 @@ impl Installer {
     }
 
     /// What a provider's reconcile reads beyond the round, as it stands now: its source's revision
-    /// ([`SourceCatalog::revision`]) and the rollback request for it.
+    /// ([`SourceCatalog::revision`]), the rollback request for it and the rollback recorded for it.
     fn inputs(&self, id: &SourceId) -> ProviderInputs {
         ProviderInputs {
             source: self.catalogs.iter().find_map(|c| c.revision(id)),
             rollback: self.cx.revisions.request_text(id),
+            hold: self.cx.revisions.hold_text(id),
         }
     }
 

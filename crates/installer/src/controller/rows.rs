@@ -18,7 +18,7 @@
 //! every changed object is in some source's inventory (one of a source not selected, a provider
 //! being uninstalled, wakes the uninstall and the report alone): it reconciles the providers of the
 //! changed objects, those whose own inputs changed since they were planned ([`ProviderInputs`]: their
-//! source's payload, a rollback request), those due (a gate's or a retry's timer wakes it for them),
+//! source's payload, a rollback request, a rollback recorded after a timeout), those due (a gate's or a retry's timer wakes it for them),
 //! and a provider whose admission ([`crate::order::admit`]) the outcomes of this pass change — an
 //! infrastructure provider when core comes to serve, or stops ([`readmitted`]). A provider whose
 //! inputs changed is planned first, from the planner state kept for it: when the planner then knows
@@ -57,6 +57,9 @@ pub(crate) struct ProviderInputs {
     pub(crate) source: Option<String>,
     /// The rollback request for it, as written (`capi-installer rollback`).
     pub(crate) rollback: Option<String>,
+    /// The hold of its revisions: a rollback decided after a rollout timed out, which the next
+    /// pass applies ([`crate::revision::Hold`]).
+    pub(crate) hold: Option<String>,
 }
 
 /// A timer may wake the loop a little before the instant it was set for; a provider due within this
@@ -345,6 +348,7 @@ mod tests {
         ProviderInputs {
             source: revision.map(str::to_string),
             rollback: None,
+            hold: None,
         }
     }
 

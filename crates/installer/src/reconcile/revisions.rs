@@ -1,7 +1,9 @@
 //! The revision step, after prepare: which content to apply — the source's, or a recorded revision
 //! while a rollback holds (see [`crate::revision`]) — recorded before the first write and marked
-//! once fully rolled out. A new revision whose Deployments do not become Available in time is rolled
-//! back to the last good one at once.
+//! once fully rolled out. A new revision whose Deployments do not become Available in time is marked
+//! failed and a rollback to the last good one recorded (a hold): the next pass, which that record
+//! wakes and which reconciles this provider because its hold is one of its inputs, applies it. One
+//! install per call.
 
 use std::collections::btree_map::Entry;
 
@@ -87,7 +89,26 @@ pub(super) async fn roll_forward(
                 return Ok(Run::failed(target, e, related));
             }
             rolling_back(cx, target, &hold, &cause).await;
-            return Ok(serve(cx, target, &mut stored, hold, round, until).await);
+            // The rollback is the next pass's choice (`RevisionLog::choose` serves the hold): the
+            // hold is one of the provider's inputs, so that pass, which the revisions' write
+            // wakes, reconciles this provider again at once. Until then the rollout is reported as
+            // what it still is, one that has not come through: not yet as failed.
+            let pending = match installation.result {
+                Err(ProviderError::GateTimeout { pending, .. }) => pending,
+                _ => Vec::new(),
+            };
+            return Ok(Run {
+                target: target.clone(),
+                result: Ok(ProviderState::Progressing {
+                    phase: Phase::Workloads,
+                    pending,
+                }),
+                rolled_out: None,
+                related,
+                held: None,
+                content_id: None,
+                dropped_short_names: prepared.dropped_short_names,
+            });
         }
     }
     Ok(Run {

@@ -80,6 +80,28 @@ impl Revisions {
             .cloned()
     }
 
+    /// The hold of `id`'s revisions (a rollback serving an earlier revision instead of the
+    /// source's content), as a token: what tells a pass that a rollback was decided, so that it
+    /// reconciles the provider at once.
+    pub(crate) fn hold_text(&self, id: &SourceId) -> Option<String> {
+        let held = |s: &Stored| {
+            s.log
+                .hold
+                .as_ref()
+                .map(|h| format!("{} {} {:?}", h.digest, h.serving, h.failed))
+        };
+        if let Some(s) = self.memory.lock().expect("revisions").get(id) {
+            return held(s);
+        }
+        // The log alone: the contents (up to hundreds of kB) say nothing of the hold.
+        let cm = self.live(id)?;
+        let name = cm.metadata.name.as_deref().unwrap_or_default();
+        let data = cm.data.as_ref()?;
+        Stored::decode(name, data, &BTreeMap::new())
+            .ok()
+            .and_then(|s| held(&s))
+    }
+
     /// The current revision of `id`, as last recorded.
     pub(crate) fn current(&self, id: &SourceId) -> Option<u32> {
         if let Some(s) = self.memory.lock().expect("revisions").get(id) {
