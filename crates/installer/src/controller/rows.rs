@@ -586,6 +586,20 @@ mod tests {
             ids(&[1]),
             "a rollback request for aws reconciles it before it is due"
         );
+        let mut aws_rolled_back = unchanged(3);
+        aws_rolled_back[1].hold = Some("digest 3 Some(4)".into());
+        assert_eq!(
+            settled.todo(
+                "round",
+                &targets,
+                &aws_rolled_back,
+                &timer,
+                &inventories,
+                t0
+            ),
+            ids(&[1]),
+            "a rollback recorded for aws after its rollout timed out: the next pass applies it"
+        );
         let mut core_gone = unchanged(3);
         core_gone[0] = at(None);
         assert_eq!(
