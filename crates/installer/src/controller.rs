@@ -486,8 +486,9 @@ impl Installer {
         self.cx.inventories.repair().await;
         let installed = match &asked.desired {
             Desired::Install(wants) => {
-                let round = self.round(wants, &asked).await;
-                let (rows, todo) = self.todo(&round, &changes).await;
+                let inventories = self.cx.inventories.all();
+                let round = self.round(wants, &asked, &inventories).await;
+                let (rows, todo) = self.todo(&round, &changes, &inventories).await;
                 let rows = self.reconcile_chains(rows, &todo, &round).await;
                 self.installed(round, rows).await
             }
@@ -670,23 +671,22 @@ impl Installer {
         Unmanaged::read(objects.first().map(|o| o.as_ref()))
     }
 
-    /// The round of this pass: the sources of `wants`, and what the cluster gives their plans (the
-    /// policy's extensions, the TLS profile, the proxy, the compatibility requirements, the unmanaged
-    /// and live CRDs).
-    async fn round(&self, wants: &Wants, asked: &Asked) -> Round {
+    /// The round of this pass: the sources of `wants` (those that own one of `inventories`
+    /// protected), and what the cluster gives their plans (the policy's extensions, the TLS profile,
+    /// the proxy, the compatibility requirements, the unmanaged and live CRDs).
+    async fn round(
+        &self,
+        wants: &Wants,
+        asked: &Asked,
+        inventories: &[(SourceId, capi_apply::Inventory)],
+    ) -> Round {
         let candidates: Vec<_> = self.catalogs.iter().flat_map(|c| c.candidates()).collect();
         let (roles, field_data) = (self.ceiling.state(), self.fields.state());
         let (ceiling, fields) = extensions::read(
             roles.iter().map(|r| r.as_ref()),
             field_data.iter().map(|c| c.as_ref()),
         );
-        let owners = self
-            .cx
-            .inventories
-            .all()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
+        let owners = inventories.iter().map(|(id, _)| id.clone()).collect();
         let apiserver = self.apiserver.objects().unwrap_or_default();
         let apiserver = apiserver
             .first()
@@ -718,9 +718,14 @@ impl Installer {
 
     /// The table of this pass and what it does with it ([`Rows::todo`]): the last pass's table,
     /// each provider whose inputs changed planned again from the planner state kept for it, when
-    /// only some providers' objects, inputs or timers ask for a pass; otherwise every provider
-    /// planned, in install order, into a new table.
-    async fn todo(&self, round: &Round, changes: &Changes) -> (Rows, Todo) {
+    /// only some providers' objects (found in `inventories`), inputs or timers ask for a pass;
+    /// otherwise every provider planned, in install order, into a new table.
+    async fn todo(
+        &self,
+        round: &Round,
+        changes: &Changes,
+        inventories: &[(SourceId, capi_apply::Inventory)],
+    ) -> (Rows, Todo) {
         let fingerprint = {
             let round = round.clone();
             compute::run(&self.metrics, Step::Fingerprint, move || {
@@ -731,14 +736,13 @@ impl Installer {
         let targets = &round.selection.targets;
         let inputs: Vec<ProviderInputs> =
             targets.iter().map(|t| self.inputs(&t.source.id)).collect();
-        let inventories = self.cx.inventories.all();
         let last = self.rows.lock().expect("rows").take().unwrap_or_default();
         let todo = last.todo(
             &fingerprint,
             targets,
             &inputs,
             changes,
-            &inventories,
+            inventories,
             Instant::now(),
         );
         if let Todo::Only(only) = &todo {
