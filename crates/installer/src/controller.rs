@@ -671,9 +671,10 @@ impl Installer {
         Unmanaged::read(objects.first().map(|o| o.as_ref()))
     }
 
-    /// The round of this pass: the sources of `wants` (those that own one of `inventories`
-    /// protected), and what the cluster gives their plans (the policy's extensions, the TLS profile,
-    /// the proxy, the compatibility requirements, the unmanaged and live CRDs).
+    /// The round of this pass: the sources of `wants` (of two sources of one provider, the one that
+    /// owns an inventory among `inventories` kept), and what the cluster gives their plans (the
+    /// policy's extensions, the TLS profile, the proxy, the compatibility requirements, the
+    /// unmanaged and live CRDs).
     async fn round(
         &self,
         wants: &Wants,
