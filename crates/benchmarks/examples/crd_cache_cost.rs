@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context, Result};
 use capi_apply::slim::Slimmer;
 use capi_apply::{DEFAULT_HASH_ANNOTATION, KindResolver};
-use capi_installer_controller::prepare::{self, RenderContext};
+use capi_installer_controller::prepare;
 use capi_installer_controller::source::{Target, configmap};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::DynamicObject;
@@ -54,14 +54,7 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 fn main() -> Result<()> {
-    let config = test_support::config();
-    let ctx = RenderContext {
-        namespace: config.namespace.clone(),
-        images: config.images.clone(),
-        substitutions: config.substitutions.clone(),
-        policy: config.policy.clone(),
-        ..Default::default()
-    };
+    let ctx = test_support::render_context();
     let slimmer = Slimmer {
         field_manager: capi_installer_controller::names::FIELD_MANAGER.to_owned(),
         annotations: vec![DEFAULT_HASH_ANNOTATION.to_owned()],

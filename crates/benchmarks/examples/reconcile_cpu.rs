@@ -39,14 +39,7 @@ fn main() -> Result<()> {
         .map(|r| r.parse().context("ROUNDS"))
         .transpose()?
         .unwrap_or(5);
-    let config = test_support::config();
-    let ctx = RenderContext {
-        namespace: config.namespace.clone(),
-        images: config.images.clone(),
-        substitutions: config.substitutions.clone(),
-        policy: config.policy.clone(),
-        ..Default::default()
-    };
+    let ctx = test_support::render_context();
     let mut resolver = KindResolver::builtin();
     let mut sources: Vec<(String, Value)> = [CORE_CM, AWS_CM, AZURE_CM, GCP_CM, VSPHERE_CM]
         .iter()

@@ -126,6 +126,19 @@ pub fn config() -> InstallerConfig {
     }
 }
 
+/// What rendering needs under [`config`]'s settings, as a pass's context starts (no cluster TLS
+/// profile, proxy or requirements): for the benchmarks that plan outside an installer.
+pub fn render_context() -> capi_installer_controller::prepare::RenderContext {
+    let config = config();
+    capi_installer_controller::prepare::RenderContext {
+        namespace: config.namespace,
+        images: config.images,
+        substitutions: config.substitutions,
+        policy: config.policy,
+        ..Default::default()
+    }
+}
+
 /// A configuration with short timeouts, for tests that wait for them.
 pub fn short_config() -> InstallerConfig {
     InstallerConfig {
